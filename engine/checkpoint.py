@@ -1,0 +1,105 @@
+"""Find a model (local directory or Hugging Face id), check its files, and load its weights.
+
+Weights are read memory-mapped from ``model.safetensors`` into modules built on the meta device,
+so nothing is initialised twice. Every tensor is checked by name and shape before it is used; a
+missing, unexpected or misshapen tensor, or an unreadable file, raises ``CheckpointError``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from engine.errors import CheckpointError
+
+REQUIRED_FILES = (
+    "config.json",
+    "model.safetensors",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer_config.json",
+    "speech_tokenizer/config.json",
+    "speech_tokenizer/model.safetensors",
+)
+
+
+def resolve_model_dir(model: str | os.PathLike) -> Path:
+    """A local directory as is; otherwise a hub id ("Org/Name") downloaded (or found in the cache)."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return _check_files(path)
+    text = str(model)
+    if path.exists() or text.startswith((".", "/", "~")) or text.count("/") != 1:
+        raise CheckpointError(f"model directory {text!r} does not exist")
+    try:
+        from huggingface_hub import snapshot_download
+
+        local = snapshot_download(text)
+    except Exception as e:  # the hub client raises many types: offline, 404, auth, disk
+        raise CheckpointError(
+            f"could not download {text!r} from Hugging Face ({type(e).__name__}: {e}). "
+            "Check the id and the network, or point to a local model directory."
+        ) from None
+    return _check_files(Path(local))
+
+
+def _check_files(path: Path) -> Path:
+    missing = [f for f in REQUIRED_FILES if not (path / f).is_file()]
+    if missing:
+        raise CheckpointError(f"{path} is not a complete Qwen3-TTS model directory: missing {', '.join(missing)}")
+    return path
+
+
+def open_safetensors(path: Path):
+    from safetensors import safe_open
+
+    try:
+        return safe_open(str(path), framework="pt", device="cpu")
+    except Exception as e:  # safetensors raises its own error types for bad headers
+        raise CheckpointError(f"{path} is not a readable safetensors file ({e})") from None
+
+
+def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
+                 dtype: torch.dtype | None = None) -> nn.Module:
+    """Assign every parameter/buffer of ``module`` from ``path`` (names prefixed by ``prefix``).
+
+    ``module`` may live on the meta device. Tensors in the file under ``prefix`` that the module
+    does not have are an error too, so a wrong model type is caught here.
+    """
+    expected = module.state_dict()
+    with open_safetensors(path) as f:
+        names = [k for k in f.keys() if k.startswith(prefix)]
+        unexpected = sorted(set(k[len(prefix):] for k in names) - set(expected))
+        missing = sorted(set(expected) - set(k[len(prefix):] for k in names))
+        if missing or unexpected:
+            raise CheckpointError(
+                f"{path}: tensors do not match the model "
+                f"(missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
+                f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''})"
+            )
+        state = {}
+        for name, ref in expected.items():
+            try:
+                t = f.get_tensor(prefix + name)
+            except Exception as e:
+                raise CheckpointError(f"{path}: tensor {prefix + name} is unreadable ({e})") from None
+            if tuple(t.shape) != tuple(ref.shape):
+                raise CheckpointError(
+                    f"{path}: tensor {prefix + name} has shape {tuple(t.shape)}, expected {tuple(ref.shape)}"
+                )
+            if t.is_floating_point() and dtype is not None:
+                t = t.to(dtype)
+            state[name] = t.to(device)
+    module.load_state_dict(state, assign=True, strict=True)
+    return module
+
+
+def materialize_buffers(module: nn.Module, device) -> None:
+    """Recompute non-persistent buffers (RoPE frequencies) of modules built on the meta device."""
+    for m in module.modules():
+        reset = getattr(m, "reset_buffers", None)
+        if reset is not None:
+            reset(device)

@@ -1,0 +1,232 @@
+"""``Engine``: the one entry point. Loads a model and turns (text, voice) into codes, audio and chunks.
+
+Long text is split into sentence-level segments (engine.text) spoken one after another in the same
+voice; the codec decoder's streaming state runs across segment boundaries, so the audio of a whole
+call is one continuous signal and ``stream`` concatenated equals ``synthesize`` for the same seed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
+from engine.config import ModelConfig
+from engine.errors import TextError, UnsupportedError, VoiceError
+from engine.generate import FrameGenerator
+from engine.model import Qwen3TTS
+from engine.prompts import build_prompt, check_voice
+from engine.results import SAMPLE_RATE, Audio, Chunk
+from engine.runtime import check_torch, default_dtype
+from engine.sampling import Sampling
+from engine.text import Segment, split_segments
+from engine.tokenizer import TextTokenizer
+from engine.voices import Voice
+
+MAX_FRAMES_CAP = 4096
+
+
+def default_max_frames(text: str) -> int:
+    """A generous per-segment frame budget: 0.4 s of audio per character plus 8 s, capped."""
+    return min(MAX_FRAMES_CAP, 100 + 5 * len(text))
+
+
+class Engine:
+    def __init__(self, model: Qwen3TTS, config: ModelConfig, tokenizer: TextTokenizer, decoder,
+                 model_dir: Path, defaults: Sampling):
+        self.model, self.config, self.tokenizer, self.decoder = model, config, tokenizer, decoder
+        self.model_dir, self.defaults = model_dir, defaults
+        self.device = model.talker.codec_head.weight.device
+        self.dtype = model.talker.codec_head.weight.dtype
+        self._encoder = None
+        self._lock = threading.Lock()  # one generation at a time per engine
+
+    # ---- loading --------------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, model: str, device: str | torch.device = "cpu",
+                        dtype: torch.dtype | None = None) -> Engine:
+        """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``."""
+        check_torch()
+        device = torch.device(device)
+        dtype = dtype or default_dtype(device)
+        model_dir = resolve_model_dir(model)
+        config = ModelConfig.from_file(model_dir / "config.json")
+        with torch.device("meta"):
+            net = Qwen3TTS(config)
+        load_weights(net, model_dir / "model.safetensors", device=device, dtype=dtype)
+        materialize_buffers(net, device)
+        net.eval()
+        from engine.codec.decoder import SpeechDecoder
+
+        decoder_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+        decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
+        return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir))
+
+    # ---- facts ----------------------------------------------------------------------------------
+    @property
+    def model_type(self) -> str:
+        return self.config.tts_model_type
+
+    @property
+    def model_size(self) -> str:
+        return self.config.tts_model_size
+
+    @property
+    def speakers(self) -> list[str]:
+        return self.config.speakers
+
+    @property
+    def languages(self) -> list[str]:
+        return self.config.languages
+
+    sample_rate = SAMPLE_RATE
+
+    # ---- voices ---------------------------------------------------------------------------------
+    def prepare_voice(self, voice: Voice) -> Voice:
+        """Encode a cloned voice once (speaker embedding, and reference codes for in-context mode)."""
+        if voice.kind != "clone" or voice.is_encoded:
+            return voice
+        if self.model.speaker_encoder is None:
+            raise VoiceError("cloning a voice needs a Base model (it has the speaker encoder)")
+        if voice.ref_audio is None:
+            raise VoiceError("this cloned voice has neither reference audio nor an encoding")
+        from engine.audio_io import with_icl_silence
+        from engine.codec.mel import speaker_embedding
+
+        with torch.inference_mode():
+            emb = speaker_embedding(self.model.speaker_encoder, voice.ref_audio)
+        changes = {"speaker_embedding": emb.float().cpu().numpy(),
+                   "meta": dict(voice.meta, model_size=self.model_size)}
+        if voice.in_context:
+            changes["ref_codes"] = self.speech_encoder().encode(with_icl_silence(voice.ref_audio))
+        return voice.with_(**changes)
+
+    def speech_encoder(self):
+        if self._encoder is None:
+            from engine.codec.encoder import SpeechEncoder
+
+            self._encoder = SpeechEncoder.from_dir(self.model_dir / "speech_tokenizer", device=self.device)
+        return self._encoder
+
+    # ---- generation -----------------------------------------------------------------------------
+    def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
+                       max_frames: int | None = None, non_streaming: bool | None = None) -> np.ndarray:
+        """All frames for ``text`` (segments concatenated): int64 [T, 16]."""
+        frames = [f for _, _, f in self._frames(text, voice, sampling, max_frames, non_streaming, None)]
+        return np.stack(frames) if frames else np.zeros((0, 16), dtype=np.int64)
+
+    def synthesize(self, text: str, voice: Voice, sampling: Sampling | None = None,
+                   max_frames: int | None = None, non_streaming: bool | None = None) -> Audio:
+        chunks, codes = [], []
+        for chunk, frame_codes in self._chunks(text, voice, 25, 25, sampling, max_frames, non_streaming, None):
+            chunks.append(chunk.samples)
+            codes.append(frame_codes)
+        samples = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+        codes = np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
+        return Audio(samples, SAMPLE_RATE, codes)
+
+    def stream(self, text: str, voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
+               sampling: Sampling | None = None, cancel: threading.Event | None = None,
+               max_frames: int | None = None, non_streaming: bool | None = None) -> Iterator[Chunk]:
+        """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set."""
+        if chunk_frames < 1 or first_chunk_frames < 1:
+            raise ValueError("chunk sizes must be at least one frame")
+        for chunk, _ in self._chunks(text, voice, chunk_frames, first_chunk_frames, sampling, max_frames,
+                                     non_streaming, cancel):
+            yield chunk
+
+    # ---- internals ------------------------------------------------------------------------------
+    def _segments(self, text: str, voice: Voice) -> list[Segment]:
+        if not isinstance(text, str) or not text.strip():
+            raise TextError("there is no text to speak")
+        check_voice(self.config, voice)
+        return split_segments(text)
+
+    def _frames(self, text, voice, sampling, max_frames, non_streaming, cancel):
+        """Yield (segment index, segment, frame codes np.int64 [16]) for the whole text."""
+        sampling = sampling or self.defaults
+        voice = self.prepare_voice(voice)
+        segments = self._segments(text, voice)
+        generator = None
+        if sampling.seed is not None:
+            generator = torch.Generator(device=self.device).manual_seed(sampling.seed)
+        with self._lock:
+            for index, seg in enumerate(segments):
+                prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text, non_streaming)
+                budget = max_frames or default_max_frames(seg.text)
+                gen = FrameGenerator(self.model.talker, prompt, sampling, budget, generator)
+                for frame in gen.frames():
+                    if cancel is not None and cancel.is_set():
+                        return
+                    yield index, seg, frame.cpu().numpy()
+
+    def _chunks(self, text, voice, chunk_frames, first_chunk_frames, sampling, max_frames, non_streaming,
+                cancel) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """(chunk, its codes) pairs; the last one of the call is marked final."""
+        previous = None
+        for item in self._raw_chunks(text, voice, chunk_frames, first_chunk_frames, sampling, max_frames,
+                                     non_streaming, cancel):
+            if previous is not None:
+                yield previous
+            previous = item
+        if previous is not None and not (cancel is not None and cancel.is_set()):
+            chunk, codes = previous
+            yield replace(chunk, final=True), codes
+
+    def _raw_chunks(self, text, voice, chunk_frames, first_chunk_frames, sampling, max_frames, non_streaming,
+                    cancel) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """Group frames into chunks (never across segments) and decode each with the streaming decoder."""
+        t0 = time.perf_counter()
+        voice = self.prepare_voice(voice)
+        state = self.decoder.new_state(1, self.device)
+        if voice.in_context:  # the reference codes are decoder context; their audio is dropped
+            with torch.inference_mode():
+                self.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=self.device)[None], state)
+        buf: list[np.ndarray] = []
+        seg_of_buf, first_frame, size = None, 0, first_chunk_frames
+
+        def decode():
+            codes = np.stack(buf)
+            with torch.inference_mode():
+                audio = self.decoder.decode_chunk(torch.as_tensor(codes, device=self.device)[None], state)
+            chunk = Chunk(audio[0].float().cpu().numpy(), SAMPLE_RATE, first_frame, len(buf), seg_of_buf[0],
+                          (seg_of_buf[1].start, seg_of_buf[1].end), time.perf_counter() - t0, False)
+            return chunk, codes
+
+        for index, seg, frame in self._frames(text, voice, sampling, max_frames, non_streaming, cancel):
+            if seg_of_buf is not None and index != seg_of_buf[0]:
+                if buf:
+                    yield decode()
+                buf, first_frame = [], 0
+            seg_of_buf = (index, seg)
+            buf.append(frame)
+            if len(buf) >= size:
+                yield decode()
+                first_frame += len(buf)
+                buf, size = [], chunk_frames
+        if buf and not (cancel is not None and cancel.is_set()):
+            yield decode()
+
+
+def _read_defaults(model_dir: Path) -> Sampling:
+    """Sampling defaults from ``generation_config.json`` (official values when absent)."""
+    path = model_dir / "generation_config.json"
+    if not path.is_file():
+        return Sampling()
+    g = json.loads(path.read_text(encoding="utf-8"))
+    return Sampling(
+        greedy=not g.get("do_sample", True), temperature=g.get("temperature", 0.9), top_k=g.get("top_k", 50),
+        top_p=g.get("top_p", 1.0), repetition_penalty=g.get("repetition_penalty", 1.05),
+        sub_greedy=not g.get("subtalker_dosample", True), sub_temperature=g.get("subtalker_temperature", 0.9),
+        sub_top_k=g.get("subtalker_top_k", 50), sub_top_p=g.get("subtalker_top_p", 1.0),
+    )
+
+
+__all__ = ["Engine", "UnsupportedError"]

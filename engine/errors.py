@@ -1,0 +1,21 @@
+"""Typed errors the engine raises for bad input, so callers (CLI, GUI, server) can show clear messages."""
+
+
+class OratorError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class CheckpointError(OratorError):
+    """A model directory or hub id is missing, incomplete, corrupted or of the wrong shape."""
+
+
+class VoiceError(OratorError):
+    """A voice cannot be used: unknown speaker, wrong model type, bad reference audio or voice file."""
+
+
+class TextError(OratorError):
+    """The text to speak is empty or unusable."""
+
+
+class UnsupportedError(OratorError):
+    """A feature this model or this installation does not support (e.g. instruct on 0.6B CustomVoice)."""

@@ -1,0 +1,120 @@
+"""The frame loop: prefill the talker, then per frame sample codebook 0, run the code predictor for
+codebooks 1..15, and feed the frame back. Eager PyTorch; ``engine/graphs`` replays the same steps
+from captured CUDA graphs.
+
+One frame, for a batch of B streams:
+  1. talker logits at the last position -> repetition penalty over earlier code-0 ids -> EOS blocked
+     for the first ``min_frames`` frames -> ids 2048..3071 suppressed except EOS -> sample code_0;
+  2. predictor on [talker hidden, C(code_0)]: codebook j+1 from ``lm_head[j]`` after embedding
+     code_j, fresh KV cache every frame;
+  3. next talker input = sum of the 16 code embeddings + trailing text (tts_pad once it runs out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from engine.model.talker import Talker
+from engine.prompts import Prompt
+from engine.sampling import Sampling, StageSettings, sample
+
+CODEBOOK_SIZE = 2048
+
+
+class TalkerLogitsProcessor:
+    """Repetition penalty, the EOS floor and the suppression of control ids, on device, per row."""
+
+    def __init__(self, vocab: int, eos: int, batch: int, device):
+        self.eos = eos
+        allowed = torch.zeros(vocab, dtype=torch.bool, device=device)
+        allowed[:CODEBOOK_SIZE] = True
+        allowed[eos] = True
+        self.suppressed = ~allowed  # [V]
+        self.seen = torch.zeros(batch, vocab, dtype=torch.bool, device=device)  # code-0 history
+        self.penalty = torch.ones(batch, dtype=torch.float32, device=device)
+        self.min_frames = torch.zeros(batch, dtype=torch.int64, device=device)
+
+    def __call__(self, logits: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
+        # logits: [B, V] float32; frame: [B] index of the frame being sampled
+        p = self.penalty[:, None]
+        penalised = torch.where(logits < 0, logits * p, logits / p)
+        logits = torch.where(self.seen, penalised, logits)
+        block_eos = frame < self.min_frames  # [B]
+        logits[:, self.eos] = torch.where(block_eos, float("-inf"), logits[:, self.eos])
+        return logits.masked_fill(self.suppressed, float("-inf"))
+
+    def record(self, code0: torch.Tensor) -> None:
+        self.seen.scatter_(1, code0[:, None], True)
+
+
+class FrameGenerator:
+    """Generates frames for one prompt (batch 1) on the eager path."""
+
+    def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int,
+                 generator: torch.Generator | None = None):
+        self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
+        self.generator = generator
+        c = talker.config
+        dev = talker.codec_head.weight.device
+        self.device, self.dtype = dev, talker.codec_head.weight.dtype
+        self.eos = c.codec_eos_token_id
+        self.talker_settings = StageSettings.allocate(1, dev)
+        self.talker_settings.set_row(0, sampling.greedy, sampling.temperature, sampling.top_k, sampling.top_p)
+        self.predictor_settings = StageSettings.allocate(1, dev)
+        self.predictor_settings.set_row(0, sampling.predictor_greedy, sampling.sub_temperature,
+                                        sampling.sub_top_k, sampling.sub_top_p)
+        self.processor = TalkerLogitsProcessor(c.vocab_size, self.eos, 1, dev)
+        self.processor.penalty[0] = sampling.repetition_penalty
+        self.processor.min_frames[0] = sampling.min_frames
+        self.cache = talker.model.new_cache(1, prompt.length + max_frames, self.dtype, dev)
+        pc = talker.code_predictor.config
+        self.predictor_cache = talker.code_predictor.model.new_cache(1, pc.num_code_groups, self.dtype, dev)
+
+    @torch.inference_mode()
+    def frames(self) -> Iterator[torch.Tensor]:
+        """Yield frames as int64 tensors of shape [16] until EOS or ``max_frames``."""
+        t = self.talker
+        L = self.prompt.length
+        positions = torch.arange(L, device=self.device)[None]  # [1, L]
+        hidden = t.model(self.prompt.embeds, positions, self.cache, kv_len=L)[:, -1]  # [1, H]
+        for step in range(self.max_frames):
+            code0 = self.sample_code0(hidden, step)  # [1]
+            if code0.item() == self.eos:
+                return
+            codes = self.predict_codes(hidden, code0)  # [1, 16]
+            yield codes[0]
+            if step + 1 == self.max_frames:
+                return
+            x = t.embed_frame(codes) + self.trailing(step)  # [1, H]
+            pos = torch.full((1, 1), L + step, device=self.device)
+            hidden = t.model(x[:, None], pos, self.cache, kv_len=L + step + 1)[:, -1]
+
+    def trailing(self, step: int) -> torch.Tensor:
+        tr = self.prompt.trailing
+        return tr[:, step] if step < tr.shape[1] else self.prompt.pad_embed[:, 0]
+
+    def sample_code0(self, hidden: torch.Tensor, step: int) -> torch.Tensor:
+        logits = self.talker.codec_head(hidden).float()  # [B, V]
+        frame = torch.full((logits.shape[0],), step, device=self.device)
+        code0 = sample(self.processor(logits, frame), self.talker_settings, self.generator)
+        self.processor.record(code0)
+        return code0
+
+    def predict_codes(self, hidden: torch.Tensor, code0: torch.Tensor) -> torch.Tensor:
+        """Codebooks 1..15 for each row given the talker hidden [B, H] and code_0 [B] -> [B, 16]."""
+        cp = self.talker.code_predictor
+        b = hidden.shape[0]
+        x = cp.small_to_mtp_projection(torch.stack([hidden, self.talker.embed_codec(code0)], dim=1))  # [B, 2, h]
+        pos = torch.arange(2, device=self.device).expand(b, 2)
+        h = cp.model(x, pos, self.predictor_cache, kv_len=2)[:, -1]
+        codes = [code0]
+        for j in range(cp.config.num_code_groups - 1):
+            if j > 0:
+                x = cp.small_to_mtp_projection(cp.model.codec_embedding[j - 1](codes[-1]))[:, None]
+                pos = torch.full((b, 1), j + 1, device=self.device)
+                h = cp.model(x, pos, self.predictor_cache, kv_len=j + 2)[:, -1]
+            logits = cp.lm_head[j](h).float()
+            codes.append(sample(logits, self.predictor_settings, self.generator))
+        return torch.stack(codes, dim=1)

@@ -1,0 +1,144 @@
+"""Qwen3 decoder building blocks shared by the talker and the code predictor.
+
+Plain ``nn.Module``s whose parameter names match the checkpoint (``self_attn.q_proj`` ...). Attention
+reads and writes a static KV cache (allocated once, written by index), so shapes never change
+between steps and the same code runs eagerly or inside a captured CUDA graph.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # normalised in float32 whatever the input dtype, as the reference implementation does
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+class RotaryEmbedding(nn.Module):
+    """Plain rotate-half RoPE. cos/sin are computed in float32 (as the reference does) then cast."""
+
+    def __init__(self, head_dim: int, theta: float):
+        super().__init__()
+        self.head_dim, self.theta = head_dim, theta
+        self.register_buffer("inv_freq", self._inv_freq("cpu"), persistent=False)
+
+    def _inv_freq(self, device) -> torch.Tensor:
+        exponent = torch.arange(0, self.head_dim, 2, dtype=torch.int64, device=device).float() / self.head_dim
+        return 1.0 / (self.theta**exponent)
+
+    def reset_buffers(self, device) -> None:
+        """Recompute the frequencies on ``device`` (after building on the meta device)."""
+        self.inv_freq = self._inv_freq(device)
+
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        # positions: [B, T] int64 -> cos, sin: [B, 1, T, D]
+        freqs = positions.float()[..., None] * self.inv_freq.float()  # [B, T, D/2]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class KVCache:
+    """One preallocated key/value tensor pair for all layers: [L, B, kv_heads, max_len, head_dim]."""
+
+    def __init__(self, layers, batch, kv_heads, max_len, head_dim, dtype, device):
+        shape = (layers, batch, kv_heads, max_len, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+
+    @property
+    def max_len(self) -> int:
+        return self.k.shape[3]
+
+
+class Attention(nn.Module):
+    def __init__(self, hidden, heads, kv_heads, head_dim, eps):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.q_proj = nn.Linear(hidden, heads * head_dim, bias=False)
+        self.k_proj = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.v_proj = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.o_proj = nn.Linear(heads * head_dim, hidden, bias=False)
+        self.q_norm = RMSNorm(head_dim, eps)
+        self.k_norm = RMSNorm(head_dim, eps)
+
+    def forward(self, x, cos, sin, k_cache, v_cache, write_pos, mask, kv_len):
+        # x: [B, T, H]; write_pos: [B, T] cache slots; mask: [B, 1, T, kv_len] bool (True = attend)
+        b, t, _ = x.shape
+        q = self.q_norm(self.q_proj(x).view(b, t, self.heads, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(self.k_proj(x).view(b, t, self.kv_heads, self.head_dim)).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        idx = write_pos[:, None, :, None].expand(b, self.kv_heads, t, self.head_dim)
+        k_cache.scatter_(2, idx, k)
+        v_cache.scatter_(2, idx, v)
+        keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, hidden, intermediate):
+        super().__init__()
+        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, hidden, intermediate, heads, kv_heads, head_dim, eps):
+        super().__init__()
+        self.self_attn = Attention(hidden, heads, kv_heads, head_dim, eps)
+        self.mlp = MLP(hidden, intermediate)
+        self.input_layernorm = RMSNorm(hidden, eps)
+        self.post_attention_layernorm = RMSNorm(hidden, eps)
+
+    def forward(self, x, cos, sin, k_cache, v_cache, write_pos, mask, kv_len):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, k_cache, v_cache, write_pos, mask, kv_len)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class DecoderStack(nn.Module):
+    """``layers`` + final ``norm``: runs a block of positions through every layer against a KV cache."""
+
+    def __init__(self, n_layers, hidden, intermediate, heads, kv_heads, head_dim, eps, rope_theta):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(hidden, intermediate, heads, kv_heads, head_dim, eps) for _ in range(n_layers)
+        )
+        self.norm = RMSNorm(hidden, eps)
+        self.rotary = RotaryEmbedding(head_dim, rope_theta)
+        self.kv_heads, self.head_dim = kv_heads, head_dim
+
+    def new_cache(self, batch: int, max_len: int, dtype, device) -> KVCache:
+        return KVCache(len(self.layers), batch, self.kv_heads, max_len, self.head_dim, dtype, device)
+
+    def forward(self, x, positions, cache: KVCache, kv_len: int | None = None) -> torch.Tensor:
+        """x: [B, T, H]; positions: [B, T] (also the cache slots). Attends to slots <= own position
+        within the first ``kv_len`` slots (all of the cache when None). Returns normed [B, T, H]."""
+        kv_len = cache.max_len if kv_len is None else kv_len
+        cos, sin = self.rotary(positions, x.dtype)
+        slots = torch.arange(kv_len, device=x.device)
+        mask = (slots[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]
+        for i, layer in enumerate(self.layers):
+            x = layer(x, cos, sin, cache.k[i], cache.v[i], positions, mask, kv_len)
+        return self.norm(x)

@@ -1,0 +1,171 @@
+"""Turn (voice, text) into the talker's prefill embeddings and its trailing text track.
+
+Every prompt position is the sum of a text-track embedding T(x) and a codec-track embedding C(x)
+("dual track"). Layout, in order:
+  1. optional instruction, text only;
+  2. the role prefix ``<|im_start|>assistant\\n``, text only;
+  3. codec control ids ([think, think_bos, lang, think_eos] or [nothink, think_bos, think_eos]),
+     the speaker vector if any, then [pad, bos]; summed with [tts_pad ... tts_pad, tts_bos];
+  4. the tail: the text (all of it up front in non-streaming mode, else one token per decode step
+     through the "trailing" track) or, for in-context cloning, transcript + target text against
+     the reference codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from engine.config import ModelConfig
+from engine.errors import TextError, UnsupportedError, VoiceError
+from engine.model.talker import Talker
+from engine.tokenizer import TextTokenizer
+from engine.voices import Voice
+
+REQUIRED_MODEL = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
+MODEL_NAMES = {"custom_voice": "CustomVoice", "voice_design": "VoiceDesign", "base": "Base"}
+
+
+@dataclass(slots=True)
+class Prompt:
+    embeds: torch.Tensor  # [1, L, H] prefill
+    trailing: torch.Tensor  # [1, N, H] added to the decode inputs one per step
+    pad_embed: torch.Tensor  # [1, 1, H] added once the trailing track runs out
+
+    @property
+    def length(self) -> int:
+        return self.embeds.shape[1]
+
+
+def default_non_streaming(voice: Voice) -> bool:
+    """The official default: the whole text up front, except for voice cloning."""
+    return voice.kind != "clone"
+
+
+def check_voice(cfg: ModelConfig, voice: Voice) -> None:
+    """Raise a clear error if ``voice`` cannot be spoken by this model."""
+    need = REQUIRED_MODEL[voice.kind]
+    if cfg.tts_model_type != need:
+        raise VoiceError(
+            f"a {voice.kind} voice needs a {MODEL_NAMES[need]} model, "
+            f"but this is a {MODEL_NAMES[cfg.tts_model_type]} model"
+        )
+    if voice.language not in cfg.languages:
+        raise VoiceError(f"unsupported language {voice.language!r}; choose one of {', '.join(cfg.languages)}")
+    tc = cfg.talker_config
+    if voice.kind == "preset":
+        if voice.speaker not in _lower_keys(tc.spk_id):
+            raise VoiceError(f"unknown speaker {voice.speaker!r}; this model has {', '.join(cfg.speakers)}")
+        if voice.instruct and cfg.tts_model_size == "0b6":
+            raise UnsupportedError(
+                "the 0.6B CustomVoice model does not support style instructions; "
+                "remove the instruction or use the 1.7B CustomVoice model"
+            )
+    if voice.kind == "design" and not voice.instruct:
+        raise VoiceError("VoiceDesign needs a written description of the voice")
+    if voice.kind == "clone":
+        if voice.speaker_embedding is None:
+            raise VoiceError("this cloned voice has not been encoded yet (Engine.prepare_voice)")
+        if voice.speaker_embedding.shape != (tc.hidden_size,):
+            raise VoiceError(
+                f"this cloned voice was made for a model of width {voice.speaker_embedding.shape[0]}, "
+                f"this model has width {tc.hidden_size} (a voice file from a different model size?)"
+            )
+        if voice.in_context and voice.ref_codes is None:
+            raise VoiceError("in-context cloning needs the reference codes (Engine.prepare_voice)")
+
+
+def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text: str,
+                 non_streaming: bool | None = None) -> Prompt:
+    if not text or not text.strip():
+        raise TextError("there is no text to speak")
+    check_voice(cfg, voice)
+    if non_streaming is None:
+        non_streaming = default_non_streaming(voice)
+    tc = cfg.talker_config
+    dev = talker.codec_head.weight.device
+
+    def ids(x) -> torch.Tensor:
+        return torch.tensor([x], dtype=torch.long, device=dev)  # [1, N]
+
+    T, C = talker.embed_text, talker.embed_codec
+    bos_embed, eos_embed, pad_embed = T(ids([cfg.tts_bos_token_id, cfg.tts_eos_token_id,
+                                             cfg.tts_pad_token_id])).split(1, dim=1)  # 3 x [1, 1, H]
+    text_ids = tok.speech_ids(text)
+    parts = []
+    if voice.instruct:
+        parts.append(T(ids(tok.instruct_ids(voice.instruct))))
+    parts.append(T(ids(text_ids[:3])))
+
+    # codec control track
+    language_id = _language_id(cfg, voice)
+    if language_id is None:
+        control = [tc.codec_nothink_id, tc.codec_think_bos_id, tc.codec_think_eos_id]
+    else:
+        control = [tc.codec_think_id, tc.codec_think_bos_id, language_id, tc.codec_think_eos_id]
+    codec = [C(ids(control))]
+    speaker = _speaker_embed(talker, cfg, voice)
+    if speaker is not None:
+        codec.append(speaker.view(1, 1, -1))
+    codec.append(C(ids([tc.codec_pad_id, tc.codec_bos_id])))
+    codec = torch.cat(codec, dim=1)  # [1, Lc, H]
+    text_track = torch.cat([pad_embed.expand(-1, codec.shape[1] - 2, -1), bos_embed], dim=1)
+    parts.append(text_track + codec[:, :-1])
+    codec_bos = codec[:, -1:]
+
+    body = text_ids[3:-5]
+    if voice.in_context:
+        tail, trailing = _icl_tail(talker, tok, voice, body, ids, eos_embed, pad_embed, non_streaming)
+        parts.append(tail)
+    elif non_streaming:
+        n = len(body) + 1
+        parts.append(torch.cat([T(ids(body)), eos_embed], dim=1) + C(ids([tc.codec_pad_id] * n)))
+        parts.append(pad_embed + codec_bos)
+        trailing = pad_embed
+    else:
+        parts.append(T(ids(body[:1])) + codec_bos)
+        trailing = torch.cat([T(ids(body[1:])), eos_embed], dim=1)
+    return Prompt(torch.cat(parts, dim=1), trailing, pad_embed)
+
+
+def _icl_tail(talker, tok, voice, body, ids, eos_embed, pad_embed, non_streaming):
+    """In-context cloning: transcript + text against [bos, reference frames]."""
+    tc_pad = talker.config.codec_pad_id
+    text = torch.cat([talker.embed_text(ids(tok.reference_text_ids(voice.ref_text) + body)), eos_embed], dim=1)
+    ref = torch.as_tensor(np.asarray(voice.ref_codes), dtype=torch.long, device=text.device)  # [Tr, 16]
+    codec = torch.cat([talker.embed_codec(ids([talker.config.codec_bos_id])),
+                       talker.embed_frame(ref)[None]], dim=1)  # [1, 1 + Tr, H]
+    n_text, n_codec = text.shape[1], codec.shape[1]
+    if non_streaming:
+        tail = torch.cat([text + talker.embed_codec(ids([tc_pad] * n_text)), codec + pad_embed], dim=1)
+        return tail, pad_embed
+    if n_text > n_codec:
+        return text[:, :n_codec] + codec, text[:, n_codec:]
+    text = torch.cat([text, pad_embed.expand(-1, n_codec - n_text, -1)], dim=1)
+    return text + codec, pad_embed
+
+
+def _language_id(cfg: ModelConfig, voice: Voice) -> int | None:
+    tc = cfg.talker_config
+    lang = None if voice.language == "auto" else tc.codec_language_id[voice.language]
+    if voice.kind == "preset" and voice.language in ("chinese", "auto"):
+        dialect = _lower_keys(tc.spk_is_dialect).get(voice.speaker)
+        if dialect:
+            lang = tc.codec_language_id[dialect]
+    return lang
+
+
+def _speaker_embed(talker: Talker, cfg: ModelConfig, voice: Voice) -> torch.Tensor | None:
+    if voice.kind == "preset":
+        spk = _lower_keys(cfg.talker_config.spk_id)[voice.speaker]
+        return talker.embed_codec(torch.tensor(spk, device=talker.codec_head.weight.device))
+    if voice.kind == "clone":
+        w = talker.codec_head.weight
+        return torch.as_tensor(voice.speaker_embedding).to(device=w.device, dtype=w.dtype)
+    return None
+
+
+def _lower_keys(d: dict) -> dict:
+    return {k.lower(): v for k, v in d.items()}

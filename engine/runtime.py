@@ -1,0 +1,31 @@
+"""Facts about the installed PyTorch and the device: version floor, default precision."""
+
+from __future__ import annotations
+
+import torch
+
+from engine.errors import UnsupportedError
+
+MIN_TORCH = (2, 5, 1)
+
+
+def torch_version() -> tuple[int, int, int]:
+    parts = torch.__version__.split("+")[0].split(".")
+    nums = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in parts[:3]]
+    return tuple(nums + [0] * (3 - len(nums)))  # type: ignore[return-value]
+
+
+def check_torch() -> None:
+    """Refuse PyTorch older than 2.5.1, where CUDA-graph capture of this engine fails."""
+    if torch_version() < MIN_TORCH:
+        raise UnsupportedError(
+            f"PyTorch {torch.__version__} is too old: Orator needs 2.5.1 or newer. "
+            "Upgrade with: pip install --upgrade 'torch>=2.5.1'"
+        )
+
+
+def default_dtype(device: torch.device) -> torch.dtype:
+    """bf16 on GPUs that support it, fp16 on older GPUs, float32 on the CPU."""
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32

@@ -1,0 +1,101 @@
+"""Sampling settings and on-device sampling for the talker (codebook 0) and the code predictor (1..15).
+
+``Sampling`` is what callers pass; ``SamplerState`` holds the same settings as device tensors so a
+captured CUDA graph can read them without re-capture. The samplers below never synchronise with
+the host: greedy and stochastic rows are chosen with ``torch.where`` on device tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """Generation settings. Defaults are the official ``generation_config.json`` values.
+
+    ``greedy`` switches both stages to argmax unless ``sub_greedy`` says otherwise for the code
+    predictor. ``seed`` makes a stochastic run reproducible.
+    """
+
+    greedy: bool = False
+    temperature: float = 0.9
+    top_k: int = 50
+    top_p: float = 1.0
+    repetition_penalty: float = 1.05
+    sub_greedy: bool | None = None
+    sub_temperature: float = 0.9
+    sub_top_k: int = 50
+    sub_top_p: float = 1.0
+    min_frames: int = 2
+    seed: int | None = None
+
+    def __post_init__(self):
+        for name in ("temperature", "sub_temperature"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0")
+        for name in ("top_p", "sub_top_p"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1]")
+        for name in ("top_k", "sub_top_k", "min_frames"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if not self.repetition_penalty > 0:
+            raise ValueError("repetition_penalty must be > 0")
+
+    @property
+    def predictor_greedy(self) -> bool:
+        return self.greedy if self.sub_greedy is None else self.sub_greedy
+
+
+@dataclass(slots=True)
+class StageSettings:
+    """One stage's settings as device tensors of shape [B] (one row per stream)."""
+
+    greedy: torch.Tensor  # [B] bool
+    temperature: torch.Tensor  # [B] float32
+    top_k: torch.Tensor  # [B] int64, 0 = off
+    top_p: torch.Tensor  # [B] float32
+
+    @classmethod
+    def allocate(cls, batch: int, device) -> StageSettings:
+        return cls(
+            greedy=torch.zeros(batch, dtype=torch.bool, device=device),
+            temperature=torch.ones(batch, dtype=torch.float32, device=device),
+            top_k=torch.zeros(batch, dtype=torch.int64, device=device),
+            top_p=torch.ones(batch, dtype=torch.float32, device=device),
+        )
+
+    def set_row(self, row: int, greedy: bool, temperature: float, top_k: int, top_p: float) -> None:
+        self.greedy[row] = greedy
+        self.temperature[row] = temperature
+        self.top_k[row] = top_k
+        self.top_p[row] = top_p
+
+
+def filter_logits(logits: torch.Tensor, s: StageSettings) -> torch.Tensor:
+    """Temperature, top-k and top-p as in transformers' warpers, per row. logits: [B, V] float32."""
+    vocab = logits.shape[-1]
+    logits = logits / s.temperature[:, None]
+    # top-k: keep scores >= the k-th largest (k = 0 means keep all)
+    k = torch.where(s.top_k > 0, s.top_k.clamp(max=vocab), torch.full_like(s.top_k, vocab))
+    sorted_desc = logits.sort(dim=-1, descending=True).values  # [B, V]
+    kth = sorted_desc.gather(-1, (k - 1)[:, None])  # [B, 1]
+    logits = logits.masked_fill(logits < kth, float("-inf"))
+    # top-p: drop the low tail whose cumulative probability is <= 1 - p (keep at least one)
+    sorted_asc, idx = logits.sort(dim=-1, descending=False)
+    cum = sorted_asc.softmax(dim=-1).cumsum(dim=-1)
+    drop = cum <= (1 - s.top_p)[:, None]
+    drop[:, -1] = False
+    drop = drop.scatter(-1, idx, drop)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def sample(logits: torch.Tensor, s: StageSettings, generator: torch.Generator | None) -> torch.Tensor:
+    """Pick one id per row: argmax for greedy rows, a multinomial draw otherwise. Returns [B] int64."""
+    greedy_ids = logits.argmax(dim=-1)
+    probs = filter_logits(logits.float(), s).softmax(dim=-1)
+    drawn = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return torch.where(s.greedy, greedy_ids, drawn)

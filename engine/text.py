@@ -1,0 +1,67 @@
+"""Split long text into sentence-level segments that are spoken one after another.
+
+Each segment keeps its character span in the original text so a reader can highlight what is being
+spoken. Sentences end at Western (. ! ? …) and CJK (。！？；) punctuation and at blank lines;
+a sentence longer than ``max_chars`` is cut at the last clause mark (, ; : 、，) or space before
+the limit, so no segment is unbounded and no model context is exceeded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DEFAULT_MAX_CHARS = 300
+
+# A sentence end: terminal punctuation (with closing quotes/brackets) followed by space or end,
+# CJK terminal punctuation anywhere, or a paragraph break.
+_SENTENCE_END = re.compile(
+    r"""(?:[.!?…]+["'”’)\]]*(?=\s|$))"""
+    r"""|(?:[。！？；]+[」』”’）)]*)"""
+    r"""|(?:\n\s*\n)"""
+)
+_CLAUSE_MARK = re.compile(r"[,;:、，；：]\s*|\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    start: int  # character offset in the original text
+    end: int  # exclusive
+    text: str  # stripped text of the span
+
+
+def split_segments(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Segment]:
+    """Sentence-level segments of ``text`` with their spans; whitespace-only pieces are dropped."""
+    if max_chars < 20:
+        raise ValueError("max_chars must be at least 20")
+    segments: list[Segment] = []
+    pos = 0
+    for m in _SENTENCE_END.finditer(text):
+        _add(segments, text, pos, m.end(), max_chars)
+        pos = m.end()
+    _add(segments, text, pos, len(text), max_chars)
+    return segments
+
+
+def _add(out: list[Segment], text: str, start: int, end: int, max_chars: int) -> None:
+    # trim surrounding whitespace but keep offsets exact
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    while end - start > max_chars:
+        cut = _cut_point(text, start, start + max_chars)
+        _add(out, text, start, cut, max_chars)
+        start = cut
+        while start < end and text[start].isspace():
+            start += 1
+    if end > start:
+        out.append(Segment(start, end, text[start:end]))
+
+
+def _cut_point(text: str, start: int, limit: int) -> int:
+    """The end of the last clause mark or space in text[start:limit], or ``limit`` if none."""
+    best = None
+    for m in _CLAUSE_MARK.finditer(text, start + 1, limit):
+        best = m.end() if not text[m.start()].isspace() else m.start()
+    return best if best and best > start else limit

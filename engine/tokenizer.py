@@ -1,0 +1,36 @@
+"""The text tokenizer of a model directory and the chat-style wrappers the prompts are built from.
+
+Text to speak is wrapped as ``<|im_start|>assistant\\n{text}<|im_end|>\\n<|im_start|>assistant\\n``
+(ids[:3] are the role prefix, ids[3:-5] the text); a reference transcript as
+``<|im_start|>assistant\\n{text}<|im_end|>\\n``; an instruction as ``<|im_start|>user\\n{x}<|im_end|>\\n``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.errors import CheckpointError
+
+
+class TextTokenizer:
+    def __init__(self, model_dir: str | Path):
+        try:
+            from transformers import AutoTokenizer
+
+            self._tok = AutoTokenizer.from_pretrained(str(model_dir))
+        except (OSError, ValueError) as e:
+            raise CheckpointError(f"cannot load the text tokenizer from {model_dir}: {e}") from None
+
+    def encode(self, s: str) -> list[int]:
+        return list(self._tok(s, add_special_tokens=False)["input_ids"])
+
+    def speech_ids(self, text: str) -> list[int]:
+        """Role prefix (3 ids), the text, then 5 closing ids."""
+        return self.encode(f"<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n")
+
+    def reference_text_ids(self, text: str) -> list[int]:
+        """The transcript of a cloning reference, without its 3-id prefix and 2-id suffix."""
+        return self.encode(f"<|im_start|>assistant\n{text}<|im_end|>\n")[3:-2]
+
+    def instruct_ids(self, instruct: str) -> list[int]:
+        return self.encode(f"<|im_start|>user\n{instruct}<|im_end|>\n")

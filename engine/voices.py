@@ -1,0 +1,72 @@
+"""Voices: who speaks. A preset speaker, a written design description, or a clone of a recording.
+
+A ``Voice`` is an immutable value. Clones carry what the prompt needs (speaker embedding, and for
+in-context cloning the reference codes and transcript); a clone made from audio alone keeps the
+24 kHz reference until an engine encodes it (``Engine.prepare_voice``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+from engine.errors import VoiceError
+
+VoiceKind = Literal["preset", "design", "clone"]
+
+
+@dataclass(frozen=True, eq=False)
+class Voice:
+    kind: VoiceKind
+    language: str = "auto"
+    speaker: str | None = None  # preset: one of the CustomVoice speakers
+    instruct: str | None = None  # preset: optional style; design: the description
+    ref_text: str | None = None  # clone: transcript of the reference -> in-context mode
+    speaker_embedding: np.ndarray | None = None  # clone: [enc_dim] float32
+    ref_codes: np.ndarray | None = None  # clone, in-context: [T, 16] int64
+    ref_audio: np.ndarray | None = None  # clone: 24 kHz mono float32, until encoded
+    name: str | None = None
+    meta: dict = field(default_factory=dict)  # source file, model size, creation time ...
+
+    # ---- constructors -------------------------------------------------------------------------
+    @classmethod
+    def preset(cls, speaker: str, language: str = "auto", instruct: str | None = None) -> Voice:
+        if not speaker or not speaker.strip():
+            raise VoiceError("a preset voice needs a speaker name")
+        return cls("preset", language=language.lower(), speaker=speaker.strip().lower(),
+                   instruct=instruct or None, name=speaker.strip().lower())
+
+    @classmethod
+    def design(cls, description: str, language: str = "auto") -> Voice:
+        if not description or not description.strip():
+            raise VoiceError("VoiceDesign needs a written description of the voice")
+        return cls("design", language=language.lower(), instruct=description.strip())
+
+    @classmethod
+    def clone(cls, ref_audio, ref_text: str | None = None, language: str = "auto",
+              name: str | None = None) -> Voice:
+        """Clone from a path or an ``(array, sample_rate)`` pair. ``ref_text`` (the transcript)
+        selects in-context cloning; without it only the speaker embedding (x-vector) is used."""
+        from engine.audio_io import load_reference
+
+        audio, source = load_reference(ref_audio)
+        ref_text = ref_text.strip() if ref_text and ref_text.strip() else None
+        return cls("clone", language=language.lower(), ref_text=ref_text, ref_audio=audio,
+                   name=name, meta={"source": source})
+
+    # ---- properties -----------------------------------------------------------------------------
+    @property
+    def in_context(self) -> bool:
+        """True for a clone with a transcript: the reference codes go into the prompt."""
+        return self.kind == "clone" and self.ref_text is not None
+
+    @property
+    def is_encoded(self) -> bool:
+        if self.kind != "clone":
+            return True
+        return self.speaker_embedding is not None and (not self.in_context or self.ref_codes is not None)
+
+    def with_(self, **changes) -> Voice:
+        return replace(self, **changes)
