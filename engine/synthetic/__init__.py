@@ -1,5 +1,5 @@
-"""Synthetic Qwen3-TTS checkpoints: random weights in exactly the official layout (see checkpoint.py)."""
+"""Synthetic Qwen3-TTS checkpoints: random weights in exactly the official layout.
 
-from engine.synthetic.checkpoint import build_checkpoint, config_dict
-
-__all__ = ["build_checkpoint", "config_dict"]
+``checkpoint.build_checkpoint`` writes a whole model directory (``python -m engine.synthetic``);
+``text_tokenizer`` and ``speech_tokenizer`` write its tokenizer parts; ``init`` draws the weights.
+"""

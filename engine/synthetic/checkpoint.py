@@ -17,7 +17,6 @@ from safetensors.torch import save_file
 from engine.config import ModelConfig
 from engine.model import Qwen3TTS
 from engine.synthetic.init import randomize_
-from engine.synthetic.speech_tokenizer import write_speech_tokenizer
 from engine.synthetic.text_tokenizer import write_text_tokenizer
 
 SIZES = ("tiny", "0.6b", "1.7b")
@@ -126,5 +125,7 @@ def build_checkpoint(out: str | Path, size: str = "tiny", model_type: str = "cus
     del model
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     del state
+    from engine.synthetic.speech_tokenizer import write_speech_tokenizer
+
     write_speech_tokenizer(out / "speech_tokenizer", "tiny" if size == "tiny" else "full", seed)
     return out

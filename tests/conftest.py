@@ -1,0 +1,45 @@
+"""Session-wide fixtures: tiny synthetic checkpoints and the text tokenizer, built once per run.
+
+``tiny_model_dir(model_type)`` returns the path of a complete tiny synthetic model directory of that
+type ("base", "custom_voice", "voice_design"), built on first use and reused by every test.
+The GPU marker is skipped automatically where CUDA is unavailable.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def text_tokenizer(tmp_path_factory):
+    from engine.synthetic.text_tokenizer import write_text_tokenizer
+    from engine.tokenizer import TextTokenizer
+
+    path = tmp_path_factory.mktemp("text_tokenizer")
+    write_text_tokenizer(path)
+    return TextTokenizer(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    from engine.synthetic.checkpoint import build_checkpoint
+
+    built = {}
+
+    def get(model_type: str = "custom_voice"):
+        if model_type not in built:
+            out = tmp_path_factory.mktemp(f"tiny_{model_type}")
+            built[model_type] = build_checkpoint(out, "tiny", model_type, seed=0)
+        return built[model_type]
+
+    return get
