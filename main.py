@@ -1,0 +1,52 @@
+"""Orator's command line: ``python main.py`` starts the desktop studio; subcommands do the rest.
+
+Each subcommand is one entry of ``COMMANDS``: a function that adds its arguments to a subparser and
+the function that runs it. ``gui`` is the default when no subcommand is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+# ---- gui ------------------------------------------------------------------------------------------
+def add_gui_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", help="a document to open (.txt .md .html .epub .pdf .docx)")
+
+
+def run_gui_command(args: argparse.Namespace) -> int:
+    from qtapp.app import run_gui
+
+    return run_gui(args.file)
+
+
+# ---- dispatch: add a subcommand by adding one line here ------------------------------------------------
+COMMANDS = {
+    "gui": ("open the desktop studio (the default)", add_gui_arguments, run_gui_command),
+}
+DEFAULT_COMMAND = "gui"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="orator", description="Orator: a desktop speech studio and "
+                                                                 "a fast Qwen3-TTS engine.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (help_text, add_arguments, run) in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        add_arguments(sub)
+        sub.set_defaults(run=run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if not argv or argv[0] not in COMMANDS and argv[0] not in ("-h", "--help"):
+        argv = [DEFAULT_COMMAND, *argv]
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""Menus, toolbar and keyboard shortcuts of the main window, in one place.
+
+``build_actions(window)`` creates every QAction, puts them in the menu bar and the toolbar, and
+returns a ``WindowActions`` holding the ones the window enables and disables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QStyle, QToolBar
+
+from qtapp.dialogs.settings_dialog import SettingsDialog
+from qtapp.documents import OPEN_FILTER
+
+SHORTCUTS = {
+    "play": "F5",
+    "pause": "F6",
+    "stop": "F8",
+    "previous": "Alt+Left",
+    "next": "Alt+Right",
+    "slower": "Ctrl+Alt+-",
+    "faster": "Ctrl+Alt+=",
+}
+
+
+@dataclass
+class WindowActions:
+    play: QAction
+    pause: QAction
+    stop: QAction
+    previous: QAction
+    next: QAction
+    speed: QDoubleSpinBox
+    recent_menu: QMenu
+    window: object
+
+    def rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for path in self.window.settings.recent_files:
+            action = self.recent_menu.addAction(Path(path).name)
+            action.setToolTip(path)
+            action.triggered.connect(lambda _=False, p=path: self.window.open_path(Path(p)))
+        self.recent_menu.setEnabled(bool(self.window.settings.recent_files))
+
+
+def build_actions(window) -> WindowActions:
+    style = window.style()
+    icon = lambda name: style.standardIcon(getattr(QStyle.StandardPixmap, name))
+
+    def action(text, slot, shortcut=None, icon_name=None, tip=None) -> QAction:
+        act = QAction(text, window)
+        if icon_name:
+            act.setIcon(icon(icon_name))
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+            act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        act.setToolTip(f"{tip or text} ({QKeySequence(shortcut).toString()})" if shortcut else (tip or text))
+        act.triggered.connect(slot)
+        window.addAction(act)
+        return act
+
+    editor, reader = window.editor, window.reader
+    menu_bar = window.menuBar()
+
+    # ---- File --------------------------------------------------------------------------------------
+    file_menu = menu_bar.addMenu("&File")
+    file_menu.addAction(action("&Open…", lambda: _open_dialog(window), QKeySequence.StandardKey.Open,
+                               "SP_DialogOpenButton"))
+    recent_menu = file_menu.addMenu("Open &Recent")
+    file_menu.addSeparator()
+    file_menu.addAction(action("&Export audio…", window.exporter.start, "Ctrl+E", "SP_DialogSaveButton",
+                               "Render the text to a WAV or FLAC file"))
+    file_menu.addSeparator()
+    file_menu.addAction(action("&Quit", window.close, QKeySequence.StandardKey.Quit))
+
+    # ---- Edit --------------------------------------------------------------------------------------
+    edit_menu = menu_bar.addMenu("&Edit")
+    undo = action("&Undo", editor.undo, QKeySequence.StandardKey.Undo, "SP_ArrowBack")
+    redo = action("&Redo", editor.redo, QKeySequence.StandardKey.Redo, "SP_ArrowForward")
+    undo.setEnabled(False)
+    redo.setEnabled(False)
+    editor.undoAvailable.connect(undo.setEnabled)
+    editor.redoAvailable.connect(redo.setEnabled)
+    edit_menu.addActions([undo, redo])
+    edit_menu.addSeparator()
+    for text, slot, key in (("Cu&t", editor.cut, QKeySequence.StandardKey.Cut),
+                            ("&Copy", editor.copy, QKeySequence.StandardKey.Copy),
+                            ("&Paste", editor.paste, QKeySequence.StandardKey.Paste),
+                            ("Select &All", editor.selectAll, QKeySequence.StandardKey.SelectAll)):
+        act = action(text, slot, key)
+        act.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the focused widget handles the keys
+        edit_menu.addAction(act)
+    edit_menu.addSeparator()
+    edit_menu.addAction(action("&Find…", window.find_bar.open_bar, QKeySequence.StandardKey.Find,
+                               "SP_FileDialogContentsView"))
+    edit_menu.addAction(action("Find &Next", lambda: window.find_bar.find(), QKeySequence.StandardKey.FindNext))
+    edit_menu.addAction(action("Find Pre&vious", lambda: window.find_bar.find(backward=True),
+                               QKeySequence.StandardKey.FindPrevious))
+
+    # ---- View --------------------------------------------------------------------------------------
+    view_menu = menu_bar.addMenu("&View")
+    view_menu.addAction(action("Zoom &In", lambda: editor.zoom(+1), QKeySequence.StandardKey.ZoomIn))
+    view_menu.addAction(action("Zoom &Out", lambda: editor.zoom(-1), QKeySequence.StandardKey.ZoomOut))
+    view_menu.addAction(action("&Reset Zoom", lambda: editor.set_font_size(window.settings.font_size), "Ctrl+0"))
+
+    # ---- Read --------------------------------------------------------------------------------------
+    read_menu = menu_bar.addMenu("&Read")
+    play = action("Play", window.play, SHORTCUTS["play"], "SP_MediaPlay",
+                  "Read aloud from the cursor or the selection")
+    pause = action("Pause", reader.pause, SHORTCUTS["pause"], "SP_MediaPause")
+    stop = action("Stop", reader.stop, SHORTCUTS["stop"], "SP_MediaStop")
+    previous = action("Previous sentence", reader.previous_sentence, SHORTCUTS["previous"],
+                      "SP_MediaSkipBackward")
+    next_ = action("Next sentence", reader.next_sentence, SHORTCUTS["next"], "SP_MediaSkipForward")
+    read_menu.addActions([play, pause, stop])
+    read_menu.addSeparator()
+    read_menu.addActions([previous, next_])
+    speed = QDoubleSpinBox(minimum=0.5, maximum=2.0, singleStep=0.1, decimals=1, suffix="×",
+                           value=window.settings.speed)
+    speed.setToolTip("Reading speed (saved; the engine does not change speed yet)")
+    speed.valueChanged.connect(lambda value: _set_speed(window, value))
+    read_menu.addSeparator()
+    read_menu.addAction(action("Faster", lambda: speed.stepUp(), SHORTCUTS["faster"]))
+    read_menu.addAction(action("Slower", lambda: speed.stepDown(), SHORTCUTS["slower"]))
+
+    # ---- Voices and settings -----------------------------------------------------------------------
+    panel = window.library_panel
+    voices_menu = menu_bar.addMenu("&Voices")
+    voices_menu.addAction(panel.add_preset_action)
+    voices_menu.addAction(panel.add_design_action)
+    voices_menu.addAction(panel.add_clone_action)
+    voices_menu.addSeparator()
+    voices_menu.addAction(action("Import voice file…", panel.import_voice))
+    settings_menu = menu_bar.addMenu("&Settings")
+    settings_menu.addAction(action("&Models && settings…", lambda: _settings_dialog(window), "Ctrl+,",
+                                   "SP_FileDialogDetailedView"))
+
+    # ---- toolbar -----------------------------------------------------------------------------------
+    toolbar = QToolBar("Reading", movable=False)
+    toolbar.setIconSize(QSize(22, 22))
+    toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+    window.addToolBar(toolbar)
+    toolbar.addActions([play, pause, stop])
+    toolbar.addSeparator()
+    toolbar.addActions([previous, next_])
+    toolbar.addSeparator()
+    toolbar.addWidget(QLabel(" Speed "))
+    toolbar.addWidget(speed)
+
+    actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, window)
+    actions.rebuild_recent_menu()
+    return actions
+
+
+def _open_dialog(window) -> None:
+    start = str(Path(window.settings.recent_files[0]).parent) if window.settings.recent_files else ""
+    path, _ = QFileDialog.getOpenFileName(window, "Open a document", start, OPEN_FILTER)
+    if path:
+        window.open_path(Path(path))
+
+
+def _set_speed(window, value: float) -> None:
+    window.settings.speed = round(value, 2)
+    window.settings.save()
+    if abs(value - 1.0) > 1e-6:
+        window.show_status(f"Speed {value:.1f}× is saved; the engine does not support other speeds yet.")
+
+
+def _settings_dialog(window) -> None:
+    dialog = SettingsDialog(window.settings, window)
+    if dialog.exec():
+        changed = dialog.apply()
+        window.settings.save()
+        if changed:
+            window.reload_models()

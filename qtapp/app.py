@@ -1,0 +1,46 @@
+"""Start the studio: the QApplication (name, icon, style), the settings, and the main window."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from qtapp.settings import Settings
+
+ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "orator.svg"
+
+
+def create_application(argv: list[str] | None = None) -> QApplication:
+    """The one QApplication of the process (reused if it already exists, as under pytest-qt)."""
+    app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv[:1])
+    app.setApplicationName("Orator")
+    app.setOrganizationName("Orator")
+    app.setApplicationDisplayName("Orator")
+    app.setStyle("Fusion")
+    if ICON_PATH.exists():
+        app.setWindowIcon(QIcon(str(ICON_PATH)))
+    return app
+
+
+def load_sound_module():
+    """``sounddevice``, or None where PortAudio is missing (the window then shows why)."""
+    try:
+        import sounddevice
+    except OSError:
+        return None
+    return sounddevice
+
+
+def run_gui(open_file: str | None = None) -> int:
+    """Show the main window (optionally opening ``open_file``) and run the event loop."""
+    from qtapp.main_window import MainWindow
+
+    app = create_application()
+    window = MainWindow(Settings.load(), sd_module=load_sound_module())
+    window.show()
+    if open_file:
+        window.open_path(Path(open_file))
+    return app.exec()

@@ -1,0 +1,1 @@
+"""Dialogs of the studio: models & settings, new voices (preset, design, clone), export audio."""

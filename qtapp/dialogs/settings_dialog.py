@@ -1,0 +1,91 @@
+"""The Models & settings dialog: the checkpoint serving each voice kind, device, precision, streaming."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QStyle,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from qtapp.settings import DEVICES, KNOWN_CHECKPOINTS, PRECISIONS, VOICE_KINDS, Settings
+
+KIND_TITLES = {
+    "preset": "Preset speakers (CustomVoice)",
+    "design": "Designed voices (VoiceDesign)",
+    "clone": "Cloned voices (Base)",
+}
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, settings: Settings, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.settings = settings
+        self.setWindowTitle("Models & settings")
+        self.setMinimumWidth(560)
+        layout = QVBoxLayout(self)
+
+        models = QGroupBox("Which model speaks each kind of voice")
+        models_form = QFormLayout(models)
+        self.checkpoint_fields: dict[str, QComboBox] = {}
+        for kind in VOICE_KINDS:
+            combo = QComboBox(editable=True)
+            combo.addItems(KNOWN_CHECKPOINTS[kind])
+            combo.setCurrentText(settings.checkpoints[kind])
+            combo.setToolTip("A Hugging Face hub id or a local model folder")
+            browse = QToolButton(icon=self.style().standardIcon(QStyle.StandardPixmap.SP_DirOpenIcon),
+                                 toolTip="Choose a local model folder")
+            browse.clicked.connect(lambda _=False, c=combo: self._browse(c))
+            row = QHBoxLayout()
+            row.addWidget(combo, 1)
+            row.addWidget(browse)
+            models_form.addRow(KIND_TITLES[kind] + ":", row)
+            self.checkpoint_fields[kind] = combo
+        layout.addWidget(models)
+
+        runtime = QGroupBox("Runtime")
+        runtime_form = QFormLayout(runtime)
+        self.device = QComboBox()
+        self.device.addItems(DEVICES)
+        self.device.setCurrentText(settings.device)
+        self.precision = QComboBox()
+        self.precision.addItems(PRECISIONS)
+        self.precision.setCurrentText(settings.precision)
+        self.chunk_frames = QSpinBox(minimum=1, maximum=32, value=settings.chunk_frames, suffix=" frames")
+        self.chunk_frames.setToolTip("Audio is decoded this many 80 ms frames at a time while streaming")
+        runtime_form.addRow("Device:", self.device)
+        runtime_form.addRow("Precision:", self.precision)
+        runtime_form.addRow("Streaming chunk:", self.chunk_frames)
+        runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. bfloat16 is the "
+                                   "checkpoints' own precision; float32 is safest on CPU.</small>"))
+        layout.addWidget(runtime)
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def _browse(self, combo: QComboBox) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Choose a model folder", combo.currentText())
+        if folder:
+            combo.setCurrentText(folder)
+
+    def apply(self) -> bool:
+        """Write the form into the settings; True if a model, device or precision changed."""
+        before = (dict(self.settings.checkpoints), self.settings.device, self.settings.precision)
+        for kind, combo in self.checkpoint_fields.items():
+            self.settings.checkpoints[kind] = combo.currentText().strip() or self.settings.checkpoints[kind]
+        self.settings.device = self.device.currentText()
+        self.settings.precision = self.precision.currentText()
+        self.settings.chunk_frames = self.chunk_frames.value()
+        return before != (self.settings.checkpoints, self.settings.device, self.settings.precision)

@@ -1,0 +1,339 @@
+"""The studio's main window: editor, voice library, gauges, read-aloud controls and menus.
+
+``MainWindow(settings, engine_factory=None, sd_module=None)`` starts the speech worker
+(``qtapp.worker.SpeechWorker`` on its own QThread, started only once its signals are connected)
+and the audio player (``qtapp.player.Player``). Without an
+``engine_factory`` each voice kind loads the checkpoint chosen in the settings; an injected
+factory (tests, embedding) serves every voice kind. Reading aloud is delegated to
+``ReadingController``; menus and toolbar are built by ``qtapp.actions``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt, QThread
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QStyle,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from qtapp.actions import build_actions
+from qtapp.autosave import Autosave
+from qtapp.documents import DocumentError, load_document
+from qtapp.editor import Editor, FindBar
+from qtapp.exporting import ExportController
+from qtapp.gauges import GaugePanel
+from qtapp.library import LibraryError, VoiceLibrary
+from qtapp.library_panel import LibraryPanel
+from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
+from qtapp.settings import Settings
+from qtapp.worker import SpeechWorker, stop_worker
+
+PREVIEW_TEXT = "Hello! This is how I sound. I can read your documents aloud, one sentence at a time."
+KEEP_TEXT = ("The quick brown fox jumps over the lazy dog. I am glad to read this for you, "
+             "calmly and clearly, from the first page to the last.")
+FALLBACK_SPEAKER = "vivian"
+
+
+class Banner(QWidget):
+    """A coloured strip above the editor for errors the user must see (closable, never modal)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("banner")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setStyleSheet("#banner { background: #fdecea; border-bottom: 1px solid #f5c2c0; }"
+                           "QLabel { color: #611a15; }")
+        self.label = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        icon = QLabel()
+        icon.setPixmap(self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning).pixmap(20, 20))
+        close = QToolButton(icon=self.style().standardIcon(QStyle.StandardPixmap.SP_TitleBarCloseButton),
+                            autoRaise=True, toolTip="Dismiss")
+        close.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 6, 6)
+        layout.addWidget(icon)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.hide()
+
+    def show_message(self, text: str) -> None:
+        self.label.setText(text)
+        self.show()
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, settings: Settings, engine_factory=None, sd_module=None):
+        super().__init__()
+        self.settings = settings
+        self.document_path: Path | None = None
+        self._injected_factory = engine_factory
+        self._pending_keep: str | None = None
+        self.setWindowTitle("Orator")
+        self.resize(1280, 800)
+
+        # ---- views ---------------------------------------------------------------------------------
+        self.editor = Editor(font_size=settings.font_size)
+        self.find_bar = FindBar(self.editor)
+        self.banner = Banner()
+        self.library = VoiceLibrary(settings.library_dir)
+        self.library_panel = LibraryPanel(self.library, settings.default_voice)
+        self.gauges = GaugePanel()
+        editor_column = QWidget()
+        column = QVBoxLayout(editor_column)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.banner)
+        column.addWidget(self.editor, 1)
+        column.addWidget(self.find_bar)
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.library_panel, 1)
+        side_layout.addWidget(self.gauges)
+        self.splitter = QSplitter()
+        self.splitter.addWidget(editor_column)
+        self.splitter.addWidget(side)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([880, 400])
+        self.setCentralWidget(self.splitter)
+        self.counts_label = QLabel("0 words · 0 characters")
+        self.model_label = QLabel("Loading model…")
+        self.statusBar().addPermanentWidget(self.counts_label)
+        self.statusBar().addPermanentWidget(self.model_label)
+
+        # ---- engine, player, reading ---------------------------------------------------------------
+        self.player = self._make_player(sd_module)
+        initial_spec = settings.model_spec(self._default_voice_kind())
+        self._requested_kinds = {initial_spec.kind}
+        buffered = self.player.buffered_seconds if self.player is not None else None
+        self.worker = SpeechWorker(engine_factory or initial_spec.load_engine, buffered_seconds=buffered,
+                                   chunk_frames=settings.chunk_frames)
+        self.worker_thread = QThread(self)
+        self.worker_thread.setObjectName("speech-worker")
+        self.worker.moveToThread(self.worker_thread)
+        self.worker_thread.started.connect(self.worker.initialize)
+        self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
+        self.exporter = ExportController(self)
+        self.window_actions = build_actions(self)
+        self.autosave = Autosave(self.editor, settings)
+        self._connect()
+        self.worker_thread.start()  # after _connect: the first model_loaded / error is not missed
+        self._restore_session()
+
+    # ---- construction helpers ----------------------------------------------------------------------
+    def _make_player(self, sd_module):
+        from qtapp.player import Player
+
+        try:
+            player = Player(sd_module=sd_module)
+        except Exception as e:  # noqa: BLE001 - no PortAudio / no device: the rest of the studio works
+            self.banner.show_message(f"No audio output is available ({e}). Reading aloud is off; "
+                                     "File ▸ Export audio… still works.")
+            return None
+        player.error.connect(self.show_error)
+        player.buffer_level.connect(self.gauges.set_buffer)
+        player.underrun.connect(self.gauges.set_underruns)
+        return player
+
+    def _connect(self) -> None:
+        self.worker.error.connect(self.show_error)
+        self.worker.model_loaded.connect(lambda info: self.model_label.setText(f"Model: {info}"))
+        self.worker.stats.connect(self._on_stats)
+        self.worker.voice_kept.connect(self._on_voice_kept)
+        self.reader.sentence_changed.connect(self._on_sentence_changed)
+        self.reader.state_changed.connect(self._on_state_changed)
+        self.reader.message.connect(self.show_status)
+        self.editor.counts_changed.connect(
+            lambda words, chars: self.counts_label.setText(f"{words:,} words · {chars:,} characters"))
+        self.editor.position_activated.connect(lambda pos: self.reader.jump_to(self.editor.toPlainText(), pos))
+        self.editor.files_dropped.connect(lambda paths: self.open_path(Path(paths[0])))
+        self.editor.loading_progress.connect(
+            lambda done, total: self.show_status(f"Loading… {100 * done // max(total, 1)} %"))
+        self.editor.loading_finished.connect(self._on_loading_finished)
+        self.editor.document().contentsChange.connect(self._on_contents_change)
+        self.library_panel.preview_requested.connect(self.preview_voice)
+        self.library_panel.keep_requested.connect(self.keep_design)
+        self.library_panel.default_changed.connect(self._on_default_changed)
+        self.library_panel.message.connect(self.show_status)
+        self._on_state_changed(IDLE)
+
+    def _restore_session(self) -> None:
+        if self.settings.window_geometry:
+            self.restoreGeometry(QByteArray.fromHex(self.settings.window_geometry.encode()))
+        restored = self.autosave.restore()
+        if restored:
+            self.show_status("Restored the text you had not saved last time.")
+
+    # ---- messages ----------------------------------------------------------------------------------
+    def show_status(self, text: str) -> None:
+        self.statusBar().showMessage(text, 8000)
+
+    def show_error(self, text: str) -> None:
+        self.banner.show_message(text)
+        self.statusBar().showMessage(text, 8000)
+
+    # ---- voices and models -------------------------------------------------------------------------
+    def _default_voice_kind(self) -> str:
+        name = self.settings.default_voice
+        if name and name in self.library:
+            entry = next((e for e in self.library.entries() if e.name == name), None)
+            if entry is not None:
+                return entry.kind
+        return "preset"
+
+    def resolve_voice(self, name: str | None):
+        """The Voice for a passage: a marked library voice, else the default voice, else a preset."""
+        from engine import Voice
+
+        for wanted in (name, self.settings.default_voice):
+            if not wanted:
+                continue
+            try:
+                return self.library.get(wanted)
+            except LibraryError as e:
+                self.show_status(f"{e} Using the default voice instead.")
+        return Voice.preset(FALLBACK_SPEAKER)
+
+    def ensure_model(self, voice) -> None:
+        """Ask the worker to load the model for ``voice``'s kind once (an injected factory serves all)."""
+        if self._injected_factory is not None or voice.kind in self._requested_kinds:
+            return
+        self._requested_kinds.add(voice.kind)
+        self.model_label.setText(f"Loading the {voice.kind} model…")
+        self.worker.request_load_model(self.settings.model_spec(voice.kind).load_engine)
+
+    def reload_models(self) -> None:
+        """After the settings changed: reload what is in use with the new checkpoint/device/precision."""
+        kinds = {self._default_voice_kind()}
+        self._requested_kinds = set()
+        self.worker.chunk_frames = self.settings.chunk_frames
+        self.model_label.setText("Loading model…")
+        if self._injected_factory is not None:
+            self.worker.request_load_model(self._injected_factory)
+            return
+        for kind in kinds:
+            self._requested_kinds.add(kind)
+            self.worker.request_load_model(self.settings.model_spec(kind).load_engine)
+
+    def preview_voice(self, name: str) -> None:
+        try:
+            voice = self.library.get(name)
+        except LibraryError as e:
+            self.show_error(str(e))
+            return
+        self.show_status(f"Previewing “{name}”…")
+        self.reader.preview(voice, PREVIEW_TEXT)
+
+    def keep_design(self, name: str) -> None:
+        try:
+            voice = self.library.get(name)
+        except LibraryError as e:
+            self.show_error(str(e))
+            return
+        self.ensure_model(voice)
+        self._pending_keep = name
+        self.show_status(f"Generating a sample of “{name}” to keep as a clone…")
+        self.worker.request_keep_design(voice, KEEP_TEXT)
+
+    def _on_voice_kept(self, voice) -> None:
+        base = self._pending_keep or voice.name or "Kept voice"
+        self._pending_keep = None
+        self.library_panel.add_voice(voice, f"{base} (kept)")
+
+    def _on_default_changed(self, name: str) -> None:
+        self.settings.default_voice = name
+        self.settings.save()
+        if name:
+            self.ensure_model(self.library.get(name))
+            self.show_status(f"Unmarked paragraphs are read by “{name}”.")
+
+    # ---- reading -----------------------------------------------------------------------------------
+    def play(self) -> None:
+        if self.reader.state == PAUSED:
+            self.reader.resume()
+            return
+        cursor = self.editor.textCursor()
+        text = self.editor.toPlainText()
+        if cursor.hasSelection():
+            self.reader.read(text, cursor.selectionStart(), cursor.selectionEnd())
+        else:
+            self.reader.read(text, self._paragraph_start(text, cursor.position()), None,
+                             from_position=cursor.position())
+
+    @staticmethod
+    def _paragraph_start(text: str, position: int) -> int:
+        """Reading from the cursor starts at its paragraph, so the paragraph's voice mark applies."""
+        return text.rfind("\n", 0, position) + 1
+
+    def _on_sentence_changed(self, start: int, end: int) -> None:
+        if start < 0:
+            self.editor.clear_highlight()
+        else:
+            self.editor.highlight_span(start, end)
+
+    def _on_state_changed(self, state: str) -> None:
+        self.window_actions.play.setEnabled(state != PLAYING)
+        self.window_actions.pause.setEnabled(state == PLAYING)
+        self.window_actions.stop.setEnabled(state != IDLE)
+        self.window_actions.previous.setEnabled(state != IDLE)
+        self.window_actions.next.setEnabled(state != IDLE)
+        self.window_actions.play.setText("Resume" if state == PAUSED else "Play")
+        if state == PLAYING:
+            self.gauges.reset()
+
+    def _on_stats(self, rtf: float, first_audio_s: float) -> None:
+        self.gauges.set_rtf(rtf)
+        self.gauges.set_first_audio(first_audio_s)
+
+    def _on_contents_change(self, position: int, removed: int, added: int) -> None:
+        if (removed or added) and self.reader.state != IDLE and not self.editor.is_loading:
+            self.reader.stop()
+            self.show_status("Reading stopped because the text changed.")
+
+    # ---- documents ---------------------------------------------------------------------------------
+    def open_path(self, path: Path) -> bool:
+        if self.editor.is_loading:
+            self.show_status("Still loading the previous document…")
+            return False
+        try:
+            document = load_document(path)
+        except DocumentError as e:
+            self.show_error(str(e))
+            return False
+        self.reader.stop()
+        self.banner.hide()
+        self.document_path = Path(path)
+        self.settings.add_recent_file(path)
+        self.settings.save()
+        self.window_actions.rebuild_recent_menu()
+        self.setWindowTitle(f"{document.title} — Orator")
+        self.editor.load_text(document.text)
+        for warning in document.warnings:
+            self.show_error(warning)
+        return True
+
+    def _on_loading_finished(self) -> None:
+        self.show_status(f"Opened {self.document_path.name}." if self.document_path else "Ready.")
+        self.autosave.mark_dirty()
+
+    # ---- closing -----------------------------------------------------------------------------------
+    def closeEvent(self, event) -> None:
+        self.reader.stop()
+        self.exporter.cancel()
+        self.autosave.save_now()
+        self.settings.font_size = self.editor.font_size
+        self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()
+        self.settings.save()
+        stop_worker(self.worker_thread, self.worker)
+        if self.player is not None:
+            self.player.close()
+        super().closeEvent(event)

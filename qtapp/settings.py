@@ -1,0 +1,147 @@
+"""Studio settings and where the studio keeps its files (Qt-free).
+
+Everything the studio writes lives under one data directory: ``settings.json``, the voice
+library folder, and the autosaved editor text. The directory comes from ``platformdirs`` and can
+be redirected with the ``ORATOR_DATA_DIR`` environment variable (tests point it at ``tmp_path``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from platformdirs import user_data_dir
+
+from qtapp.atomic import atomic_write_text
+
+DATA_DIR_ENV = "ORATOR_DATA_DIR"
+
+VOICE_KINDS = ("preset", "design", "clone")
+DEFAULT_CHECKPOINTS = {
+    "preset": "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
+    "design": "Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign",
+    "clone": "Qwen/Qwen3-TTS-12Hz-0.6B-Base",
+}
+KNOWN_CHECKPOINTS = {
+    "preset": ["Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice", "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"],
+    "design": ["Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign"],
+    "clone": ["Qwen/Qwen3-TTS-12Hz-0.6B-Base", "Qwen/Qwen3-TTS-12Hz-1.7B-Base"],
+}
+DEVICES = ("auto", "cuda", "cpu")
+PRECISIONS = ("bfloat16", "float16", "float32")
+PRESET_SPEAKERS = ("aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena")
+LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",
+             "italian", "portuguese", "russian")
+MAX_RECENT_FILES = 10
+
+
+def data_dir() -> Path:
+    """The folder holding every file the studio writes."""
+    override = os.environ.get(DATA_DIR_ENV)
+    return Path(override) if override else Path(user_data_dir("Orator", "Orator"))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which checkpoint to load for one voice kind, on which device, at which precision.
+
+    This is the object the main window hands to ``SpeechWorker.load_model``.
+    """
+
+    kind: str  # "preset" | "design" | "clone"
+    checkpoint: str  # hub id or local folder
+    device: str  # "auto" | "cuda" | "cpu"
+    precision: str  # "bfloat16" | "float16" | "float32"
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def torch_dtype(self):
+        import torch
+
+        return getattr(torch, self.precision)
+
+    def load_engine(self):
+        """Load the engine this spec names (call it on the worker thread: it is slow)."""
+        from engine import Engine
+
+        device = self.resolved_device()
+        return Engine.from_pretrained(self.checkpoint, device=device, dtype=self.torch_dtype())
+
+
+@dataclass
+class Settings:
+    checkpoints: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CHECKPOINTS))
+    device: str = "auto"
+    precision: str = "bfloat16"
+    speed: float = 1.0  # playback speed asked for; passed to the worker
+    font_size: int = 13
+    default_voice: str = ""  # library name of the voice used for unmarked paragraphs
+    recent_files: list[str] = field(default_factory=list)
+    chunk_frames: int = 4
+    autosave_interval_s: float = 5.0
+    window_geometry: str = ""  # hex of QMainWindow.saveGeometry()
+
+    # ---- paths ----------------------------------------------------------------------------------
+    @staticmethod
+    def root() -> Path:
+        return data_dir()
+
+    @property
+    def path(self) -> Path:
+        return data_dir() / "settings.json"
+
+    @property
+    def library_dir(self) -> Path:
+        return data_dir() / "voices"
+
+    @property
+    def autosave_path(self) -> Path:
+        return data_dir() / "autosave.txt"
+
+    # ---- model choices --------------------------------------------------------------------------
+    def model_spec(self, kind: str) -> ModelSpec:
+        if kind not in VOICE_KINDS:
+            raise ValueError(f"unknown voice kind {kind!r}")
+        checkpoint = self.checkpoints.get(kind) or DEFAULT_CHECKPOINTS[kind]
+        return ModelSpec(kind, checkpoint, self.device, self.precision)
+
+    def add_recent_file(self, path: str | Path) -> None:
+        path = str(Path(path).resolve())
+        self.recent_files = [path] + [p for p in self.recent_files if p != path]
+        del self.recent_files[MAX_RECENT_FILES:]
+
+    # ---- persistence ----------------------------------------------------------------------------
+    @classmethod
+    def load(cls) -> Settings:
+        """Read ``settings.json``; missing, unreadable or foreign values fall back to defaults."""
+        settings = cls()
+        try:
+            stored = json.loads(settings.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return settings
+        if not isinstance(stored, dict):
+            return settings
+        for f in fields(cls):
+            value = stored.get(f.name)
+            default = getattr(settings, f.name)
+            if value is not None and isinstance(value, type(default)):
+                setattr(settings, f.name, value)
+            elif isinstance(default, float) and isinstance(value, int):
+                setattr(settings, f.name, float(value))
+        settings.checkpoints = {**DEFAULT_CHECKPOINTS, **{k: str(v) for k, v in settings.checkpoints.items()
+                                                         if k in VOICE_KINDS and v}}
+        if settings.device not in DEVICES:
+            settings.device = "auto"
+        if settings.precision not in PRECISIONS:
+            settings.precision = "bfloat16"
+        return settings
+
+    def save(self) -> None:
+        atomic_write_text(self.path, json.dumps(asdict(self), indent=2))

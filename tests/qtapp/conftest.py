@@ -1,0 +1,121 @@
+"""Fixtures for the studio's tests: offscreen Qt, a data dir in ``tmp_path``, a fake engine and a
+fake ``sounddevice``.
+
+Every test runs with ``ORATOR_DATA_DIR`` pointing into its own ``tmp_path`` (autouse), so no test
+reads or writes the real home directory. ``FakeEngine`` implements the engine methods the worker
+and exporter call and speaks a short tone per sentence; ``FakeSoundDevice`` records the output
+stream the player opens and lets a test play audio by calling ``pump(seconds)``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk  # noqa: E402
+from engine.text import split_segments  # noqa: E402
+
+FRAMES_PER_SENTENCE = 3
+
+
+@pytest.fixture(autouse=True)
+def isolated_data_dir(tmp_path, monkeypatch):
+    """Settings, voice library and autosave of this test live in ``tmp_path/data``."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("ORATOR_DATA_DIR", str(data))
+    return data
+
+
+class FakeEngine:
+    """Speaks every sentence as a short tone; remembers what it was asked to say."""
+
+    model_type = "custom_voice"
+    model_size = "0b6"
+    device = "cpu"
+    dtype = "float32"
+    sample_rate = SAMPLE_RATE
+
+    def __init__(self, frame_delay_s: float = 0.0):
+        self.frame_delay_s = frame_delay_s
+        self.spoken: list[tuple[str, object]] = []  # (text, voice) per stream call
+        self.lock = threading.Lock()
+
+    def prepare_voice(self, voice):
+        return voice
+
+    def stream(self, text, voice, chunk_frames=4, first_chunk_frames=1, sampling=None, cancel=None):
+        with self.lock:
+            self.spoken.append((text, voice))
+        t0 = time.perf_counter()
+        segments = split_segments(text)
+        for index, seg in enumerate(segments):
+            for frame in range(FRAMES_PER_SENTENCE):
+                if cancel is not None and cancel.is_set():
+                    return
+                time.sleep(self.frame_delay_s)
+                samples = np.full(SAMPLES_PER_FRAME, 0.01 * (index + 1), dtype=np.float32)
+                final = index == len(segments) - 1 and frame == FRAMES_PER_SENTENCE - 1
+                yield Chunk(samples, SAMPLE_RATE, frame, 1, index, (seg.start, seg.end),
+                            time.perf_counter() - t0, final)
+
+    def synthesize(self, text, voice, sampling=None):
+        samples = np.concatenate([c.samples for c in self.stream(text, voice)])
+        return Audio(samples, SAMPLE_RATE, np.zeros((len(samples) // SAMPLES_PER_FRAME, 16), np.int64))
+
+
+class FakeOutputStream:
+    def __init__(self, owner, **kwargs):
+        self.owner = owner
+        self.kwargs = kwargs
+        self.callback = kwargs["callback"]
+        self.started = self.closed = False
+
+    def start(self):
+        self.started = True
+
+    def stop(self):
+        self.started = False
+
+    def close(self):
+        self.closed = True
+
+
+class FakeSoundDevice:
+    """Stands in for the ``sounddevice`` module: ``OutputStream`` plus a way to consume audio."""
+
+    class PortAudioError(Exception):
+        pass
+
+    class CallbackStop(Exception):
+        pass
+
+    def __init__(self):
+        self.streams: list[FakeOutputStream] = []
+
+    def OutputStream(self, **kwargs):  # noqa: N802 - mirrors sounddevice's class name
+        stream = FakeOutputStream(self, **kwargs)
+        self.streams.append(stream)
+        return stream
+
+    def pump(self, seconds: float, block: int = 480) -> None:
+        """Let the device play ``seconds`` of audio through the player's callback."""
+        stream = self.streams[-1]
+        out = np.zeros((block, 1), dtype=np.float32)
+        for _ in range(int(seconds * SAMPLE_RATE) // block):
+            stream.callback(out, block, None, None)
+
+
+@pytest.fixture
+def fake_engine():
+    return FakeEngine()
+
+
+@pytest.fixture
+def fake_sd():
+    return FakeSoundDevice()
