@@ -1,0 +1,142 @@
+"""Causal convolution blocks of the codec decoder, each able to run on a stream of chunks exactly.
+
+Every layer here sees only the past, so a stream can be cut anywhere: a layer with memory keeps
+the last inputs it needs in a ``tails`` tensor (``[B, C_in, history]``), written in place on every
+call. Starting from zero tails reproduces the zero padding of a whole-sequence pass bit for bit.
+Module and parameter names follow the official checkpoint (``conv.weight``, ``block.1``, ...).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+Tails = dict[str, torch.Tensor]
+
+
+class StreamingLayer(nn.Module):
+    """A layer that remembers ``history`` input frames between chunks.
+
+    ``state_key`` names its entry in the decoder state; the owning ``SpeechDecoder`` sets it to the
+    layer's module path.
+    """
+
+    def __init__(self, in_channels: int, history: int):
+        super().__init__()
+        self.in_channels = in_channels
+        self.history = history
+        self.state_key = ""
+
+    def new_tail(self, batch: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return torch.zeros(batch, self.in_channels, self.history, device=device, dtype=dtype)
+
+    def _extend_with_tail(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:
+        """``[tail, x]`` along time; the tail is overwritten with the last ``history`` frames."""
+        tail = tails[self.state_key]  # [B, C, history]
+        extended = torch.cat([tail, x], dim=-1)  # [B, C, history + T]
+        tail.copy_(extended[..., extended.shape[-1] - self.history :])
+        return extended
+
+
+class CausalConv1d(StreamingLayer):
+    """Stride-1 Conv1d padded on the left by ``(kernel_size - 1) * dilation`` frames of the past."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, dilation: int = 1, groups: int = 1):
+        super().__init__(in_channels, (kernel_size - 1) * dilation)
+        self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, dilation=dilation, groups=groups)
+
+    def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C_in, T] -> [B, C_out, T]
+        if self.history:
+            x = self._extend_with_tail(x, tails)
+        return self.conv(x)
+
+
+class CausalConvTranspose1d(StreamingLayer):
+    """ConvTranspose1d with its ``kernel_size - stride`` overhanging outputs cut from the right.
+
+    Each input frame writes ``kernel_size`` outputs starting at ``frame * stride``, so the outputs of
+    one frame also depend on the ``ceil(kernel_size / stride) - 1`` frames before it: those are the
+    history. With ``kernel_size == stride`` frames do not overlap and nothing is remembered.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int):
+        if kernel_size < stride:
+            raise ValueError("a causal transposed convolution needs kernel_size >= stride")
+        super().__init__(in_channels, math.ceil(kernel_size / stride) - 1)
+        self.stride = stride
+        self.conv = nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride=stride)
+
+    def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C_in, T] -> [B, C_out, T * stride]
+        frames = x.shape[-1]
+        if self.history:
+            x = self._extend_with_tail(x, tails)
+        y = self.conv(x)  # [B, C_out, (history + T - 1) * stride + kernel_size]
+        start = self.history * self.stride
+        return y[..., start : start + frames * self.stride]
+
+
+class SnakeBeta(nn.Module):
+    """``x + sin(x * e^alpha)^2 / (e^beta + 1e-9)`` per channel; alpha and beta are stored as logs."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.zeros(channels))
+        self.beta = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, C, T]
+        alpha = self.alpha.exp()[None, :, None]
+        beta = self.beta.exp()[None, :, None]
+        return x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
+
+
+class ConvNeXtBlock(nn.Module):
+    """Causal depthwise conv k7 -> LayerNorm -> Linear x4 -> GELU -> Linear -> gamma, plus the input."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dwconv = CausalConv1d(dim, dim, kernel_size=7, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.pwconv1 = nn.Linear(dim, 4 * dim)
+        self.pwconv2 = nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(torch.full((dim,), 1e-6))
+
+    def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C, T]
+        h = self.dwconv(x, tails).transpose(1, 2)  # [B, T, C]
+        h = self.pwconv2(F.gelu(self.pwconv1(self.norm(h))))
+        return x + (self.gamma * h).transpose(1, 2)
+
+
+class ResidualUnit(nn.Module):
+    """Snake -> causal conv k7 (dilated) -> Snake -> conv k1, plus the input."""
+
+    def __init__(self, dim: int, dilation: int):
+        super().__init__()
+        self.act1 = SnakeBeta(dim)
+        self.conv1 = CausalConv1d(dim, dim, kernel_size=7, dilation=dilation)
+        self.act2 = SnakeBeta(dim)
+        self.conv2 = CausalConv1d(dim, dim, kernel_size=1)
+
+    def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C, T]
+        h = self.conv1(self.act1(x), tails)
+        return x + self.conv2(self.act2(h), tails)
+
+
+class UpsampleBlock(nn.Module):
+    """``block``: Snake, causal ConvTranspose (k = 2 * rate, stride rate), residual units dilated 1, 3, 9."""
+
+    def __init__(self, in_dim: int, out_dim: int, rate: int):
+        super().__init__()
+        self.block = nn.ModuleList(
+            [SnakeBeta(in_dim), CausalConvTranspose1d(in_dim, out_dim, 2 * rate, rate)]
+            + [ResidualUnit(out_dim, dilation) for dilation in (1, 3, 9)]
+        )
+
+    def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C_in, T] -> [B, C_out, T * rate]
+        snake, upsample, *units = self.block
+        x = upsample(snake(x), tails)
+        for unit in units:
+            x = unit(x, tails)
+        return x

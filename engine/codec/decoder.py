@@ -1,0 +1,186 @@
+"""12 Hz codec decoder: 16 codes per frame -> 1920 samples of 24 kHz audio, whole or streamed exactly.
+
+``SpeechDecoder`` is a plain stack of modules whose parameter names are the checkpoint's
+``decoder.*`` names without the ``decoder.`` prefix:
+
+    codes [B, T, 16] -> quantizer [B, 512, T] -> pre_conv (causal k3) [B, 1024, T]
+    -> pre_transformer (sliding window 72) -> upsample: 2 x (ConvTranspose x2, ConvNeXt) [B, 1024, 4T]
+    -> decoder: causal conv k7, 4 upsampling blocks (x8 x5 x4 x3), Snake, conv k7 -> clamp [B, 1920T]
+
+Every layer is causal, so the output of a frame depends only on frames up to it. Exact streaming
+carries a ``DecoderState`` across calls: the left tails of every causal convolution, the previous
+input frame of every overlapping transposed convolution, and the keys/values of the last 71
+frames of each attention layer with their positions. ``decode_chunk`` on consecutive chunks
+therefore returns exactly (up to float rounding) what ``decode`` returns on the whole sequence.
+``decode`` is ``decode_chunk`` on a fresh state; it is the official ``forward`` on the whole
+sequence, not the official windowed ``chunked_decode``, which drifts past 300 frames.
+
+CUDA graphs: the state is allocated once by ``new_state`` with fixed shapes, every call updates it
+in place (``copy_``/``add_``), positions live on the device, and no call reads a value back to the
+host. So ``decode_chunk(codes, state, validate=False)`` for a fixed chunk length and batch can be
+captured once and replayed; ``reset(state)`` starts a new utterance without reallocating.
+Range checking of codes reads a value back, hence ``validate=False`` inside a graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from torch import nn
+
+from engine.codec.config import CodecDecoderConfig, SpeechTokenizerConfig
+from engine.codec.conv import (
+    CausalConv1d,
+    CausalConvTranspose1d,
+    ConvNeXtBlock,
+    SnakeBeta,
+    StreamingLayer,
+    UpsampleBlock,
+)
+from engine.codec.quantizer import SplitQuantizer
+from engine.codec.transformer import SlidingWindowTransformer, WindowCache
+from engine.errors import CheckpointError
+
+CHECKPOINT_PREFIX = "decoder."
+
+
+@dataclass
+class DecoderState:
+    """Everything a stream remembers between ``decode_chunk`` calls; fixed shapes, updated in place."""
+
+    tails: dict[str, torch.Tensor]  # module path -> last inputs of that layer [B, C_in, history]
+    attention: WindowCache
+    batch: int
+
+    def reset(self) -> None:
+        for tail in self.tails.values():
+            tail.zero_()
+        self.attention.reset()
+
+
+class SpeechDecoder(nn.Module):
+    def __init__(self, cfg: CodecDecoderConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.quantizer = SplitQuantizer(cfg.num_quantizers, cfg.codebook_dim, cfg.codebook_size)
+        self.pre_conv = CausalConv1d(cfg.codebook_dim, cfg.latent_dim, kernel_size=3)
+        self.pre_transformer = SlidingWindowTransformer(cfg)
+        latent = cfg.latent_dim
+        self.upsample = nn.ModuleList(
+            nn.ModuleList([CausalConvTranspose1d(latent, latent, ratio, ratio), ConvNeXtBlock(latent)])
+            for ratio in cfg.upsampling_ratios
+        )
+        dims = [cfg.decoder_dim // 2**i for i in range(len(cfg.upsample_rates) + 1)]
+        self.decoder = nn.ModuleList(
+            [CausalConv1d(cfg.latent_dim, cfg.decoder_dim, kernel_size=7)]
+            + [UpsampleBlock(dims[i], dims[i + 1], rate) for i, rate in enumerate(cfg.upsample_rates)]
+            + [SnakeBeta(dims[-1]), CausalConv1d(dims[-1], 1, kernel_size=7)]
+        )
+        self._streaming_layers: dict[str, StreamingLayer] = {}
+        for name, module in self.named_modules():
+            if isinstance(module, StreamingLayer) and module.history:
+                module.state_key = name
+                self._streaming_layers[name] = module
+
+    @property
+    def samples_per_frame(self) -> int:
+        return self.cfg.samples_per_frame
+
+    # ---- state ---------------------------------------------------------------------------------
+
+    def new_state(self, batch: int = 1, device: torch.device | str | None = None) -> DecoderState:
+        """Zeroed streaming state for ``batch`` parallel streams, on ``device`` (default: the weights')."""
+        weight = self.pre_conv.conv.weight
+        device = torch.device(device) if device is not None else weight.device
+        tails = {name: layer.new_tail(batch, device, weight.dtype) for name, layer in self._streaming_layers.items()}
+        return DecoderState(tails, self.pre_transformer.new_cache(batch, device, weight.dtype), batch)
+
+    @staticmethod
+    def reset(state: DecoderState) -> None:
+        """Clear ``state`` in place for a new utterance (same tensors, so captured graphs stay valid)."""
+        state.reset()
+
+    # ---- decoding ------------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def decode(self, codes: torch.Tensor, validate: bool = True) -> torch.Tensor:
+        """Codes ``[B, T, 16]`` int64 -> float32 audio ``[B, T * 1920]``, the whole sequence at once."""
+        if validate:
+            self.check_codes(codes)
+        return self.decode_chunk(codes, self.new_state(codes.shape[0], codes.device), validate=False)
+
+    @torch.inference_mode()
+    def decode_chunk(self, codes: torch.Tensor, state: DecoderState, validate: bool = True) -> torch.Tensor:
+        """The next ``n`` frames ``[B, n, 16]`` of a stream -> float32 audio ``[B, n * 1920]``; updates ``state``."""
+        if validate:
+            self.check_codes(codes)
+            if codes.shape[0] != state.batch:
+                raise ValueError(f"codes have batch {codes.shape[0]} but the decoder state was made for {state.batch}")
+        tails = state.tails
+        h = self.pre_conv(self.quantizer(codes), tails)  # [B, latent, n]
+        h = self.pre_transformer(h.transpose(1, 2), state.attention).transpose(1, 2)  # [B, latent, n]
+        for upsample, convnext in self.upsample:
+            h = convnext(upsample(h, tails), tails)  # [B, latent, n * 2], then * 4
+        first, *blocks, snake, last = self.decoder
+        h = first(h, tails)  # [B, decoder_dim, 4n]
+        for block in blocks:
+            h = block(h, tails)
+        audio = last(snake(h), tails).clamp(-1.0, 1.0)  # [B, 1, n * 1920]
+        return audio[:, 0].float()
+
+    def check_codes(self, codes: torch.Tensor) -> None:
+        """Raise ``ValueError`` unless ``codes`` is an integer ``[B, T>0, num_quantizers]`` tensor in range."""
+        cfg = self.cfg
+        if not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point or codes.dtype == torch.bool:
+            raise ValueError("codes must be an integer tensor [batch, frames, codebooks]")
+        if codes.dim() != 3 or codes.shape[2] != cfg.num_quantizers or codes.shape[1] == 0:
+            raise ValueError(
+                f"codes must have shape [batch, frames > 0, {cfg.num_quantizers}], got {list(codes.shape)}"
+            )
+        low, high = int(codes.min()), int(codes.max())
+        if low < 0 or high >= cfg.codebook_size:
+            raise ValueError(f"codes must lie in [0, {cfg.codebook_size}), got values from {low} to {high}")
+
+    # ---- loading -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_dir(
+        cls,
+        speech_tokenizer_dir: str | Path,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> SpeechDecoder:
+        """Build from ``config.json`` and load the ``decoder.*`` tensors of ``model.safetensors`` (memory-mapped)."""
+        directory = Path(speech_tokenizer_dir)
+        cfg = SpeechTokenizerConfig.from_dir(directory).decoder
+        weights_path = directory / "model.safetensors"
+        if not weights_path.is_file():
+            raise CheckpointError(f"{weights_path} is missing: the speech tokenizer weights are not there")
+        with torch.device("meta"):
+            model = cls(cfg)
+        expected = {name: tuple(p.shape) for name, p in model.state_dict().items()}
+        tensors = {}
+        try:
+            with safe_open(str(weights_path), framework="pt", device="cpu") as f:
+                stored = {key[len(CHECKPOINT_PREFIX) :] for key in f.keys() if key.startswith(CHECKPOINT_PREFIX)}
+                missing, unknown = sorted(set(expected) - stored), sorted(stored - set(expected))
+                if missing or unknown:
+                    raise CheckpointError(
+                        f"{weights_path} does not match the decoder config: {len(missing)} decoder tensors "
+                        f"missing {missing[:3]}, {len(unknown)} unexpected {unknown[:3]}"
+                    )
+                for name, shape in expected.items():
+                    tensor = f.get_tensor(CHECKPOINT_PREFIX + name)
+                    if tuple(tensor.shape) != shape:
+                        raise CheckpointError(
+                            f"{weights_path}: {CHECKPOINT_PREFIX}{name} has shape {list(tensor.shape)}, "
+                            f"the config implies {list(shape)}"
+                        )
+                    tensors[name] = tensor.to(device=device, dtype=dtype)
+        except (OSError, SafetensorError) as e:  # unreadable or corrupted safetensors file
+            raise CheckpointError(f"cannot read {weights_path}: {e}") from None
+        model.load_state_dict(tensors, strict=True, assign=True)
+        return model.eval()
