@@ -1,0 +1,222 @@
+"""The speech worker: a QObject living on its own QThread that owns the engines.
+
+The GUI never calls the engine. It asks the worker (``request_speak``, ``request_load_model``,
+``request_keep_design``: thread-safe, return at once) and listens to its signals. Engines are
+created inside the worker thread, so the model loads there. One engine per model type is kept
+(``custom_voice`` speaks presets, ``voice_design`` speaks descriptions, ``base`` speaks clones).
+
+Speaking generates ahead of playback, but not without bound: after each chunk the worker waits
+while the player holds more than ``max_ahead_s`` seconds (``buffered_seconds`` is the player's
+thread-safe probe), so a 500-page book never sits in memory. ``cancel()`` is thread-safe too: it
+sets a ``threading.Event`` the engine checks every chunk, and drops every job requested so far.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+
+from engine import Engine, Voice
+from engine.text import split_segments
+from qtapp.engine_errors import describe_error
+
+MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
+BACKPRESSURE_POLL_S = 0.05
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_engine(spec) -> Engine:
+    """``spec`` is a model directory / hub id (str or Path) or a callable returning an Engine."""
+    if callable(spec):
+        return spec()
+    if isinstance(spec, str | Path):
+        return Engine.from_pretrained(str(spec), device=default_device())
+    raise TypeError(f"cannot load a model from {spec!r}")
+
+
+def describe_engine(engine: Engine) -> str:
+    return f"{engine.model_type} {engine.model_size} on {engine.device} ({engine.dtype})"
+
+
+class SpeechWorker(QObject):
+    model_loaded = Signal(str)
+    segment_started = Signal(int, int, int, int)  # job, segment, start, end (chars in the job text)
+    chunk_ready = Signal(int, object)  # job, engine.Chunk (segment and span refer to the job text)
+    job_finished = Signal(int)  # also after a cancel or an error
+    error = Signal(str)
+    stats = Signal(float, float)  # real-time factor (audio s per generation s), first audio s
+    voice_kept = Signal(object)  # a clone Voice made from a design voice
+
+    _speak_requested = Signal(int, str, object, int)
+    _load_requested = Signal(object)
+    _keep_requested = Signal(object, str)
+
+    def __init__(self, engine_factory: Callable[[], Engine],
+                 buffered_seconds: Callable[[], float] | None = None, max_ahead_s: float = 30.0,
+                 chunk_frames: int = 4, first_chunk_frames: int = 1, sampling=None,
+                 max_frames: int | None = None):
+        super().__init__()
+        self._engine_factory = engine_factory
+        self._buffered_seconds = buffered_seconds
+        self.max_ahead_s = max_ahead_s
+        self.chunk_frames = chunk_frames
+        self.first_chunk_frames = first_chunk_frames
+        self.sampling = sampling
+        self.max_frames = max_frames  # per segment; None: the engine's budget
+        self._engines: dict[str, Engine] = {}
+        self._current: Engine | None = None
+        self._cancel = threading.Event()
+        self._jobs_lock = threading.Lock()
+        self._last_requested_job = -1
+        self._cancelled_through = -1
+        self._speak_requested.connect(self.speak)
+        self._load_requested.connect(self.load_model)
+        self._keep_requested.connect(self.keep_design)
+
+    # ---- thread-safe requests (call from the GUI thread) ---------------------------------------
+    def request_speak(self, job_id: int, text: str, voice: Voice, first_segment: int = 0) -> None:
+        """Queue a job; ``job_id`` must grow from one request to the next."""
+        with self._jobs_lock:
+            self._last_requested_job = max(self._last_requested_job, job_id)
+        self._speak_requested.emit(job_id, text, voice, first_segment)
+
+    def request_initial_model(self) -> None:
+        """Load the model from the constructor's ``engine_factory`` (in the worker thread)."""
+        self.request_load_model(self._engine_factory)
+
+    def request_load_model(self, spec) -> None:
+        self._load_requested.emit(spec)
+
+    def request_keep_design(self, voice: Voice, text: str) -> None:
+        self._keep_requested.emit(voice, text)
+
+    def cancel(self) -> None:
+        """Stop the running job within one chunk and drop every job requested before this call."""
+        with self._jobs_lock:
+            self._cancelled_through = self._last_requested_job
+            self._cancel.set()
+
+    def engine_for(self, voice: Voice) -> Engine | None:
+        """The loaded engine that speaks ``voice`` best (the export job uses it too)."""
+        return self._engines.get(MODEL_TYPE_FOR_VOICE[voice.kind], self._current)
+
+    # ---- slots (worker thread) -----------------------------------------------------------------
+    @Slot(object)
+    def load_model(self, spec) -> None:
+        try:
+            engine = load_engine(spec)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the GUI
+            self.error.emit(describe_error(exc))
+            return
+        self._engines[engine.model_type] = engine
+        self._current = engine
+        self.model_loaded.emit(describe_engine(engine))
+
+    @Slot(int, str, object, int)
+    def speak(self, job_id: int, text: str, voice: Voice, first_segment: int = 0) -> None:
+        with self._jobs_lock:
+            if job_id <= self._cancelled_through:
+                self.job_finished.emit(job_id)
+                return
+            self._cancel.clear()
+        try:
+            self._speak(job_id, text, voice, first_segment)
+        except Exception as exc:  # noqa: BLE001
+            self.error.emit(describe_error(exc))
+        self.job_finished.emit(job_id)
+
+    @Slot(object, str)
+    def keep_design(self, voice: Voice, text: str) -> None:
+        """Speak ``text`` with a design voice and turn the result into a reusable clone voice."""
+        try:
+            designer = self._engines.get("voice_design")
+            if designer is None:
+                raise RuntimeError("keeping a designed voice needs a VoiceDesign model; load one first")
+            cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
+            audio = designer.synthesize(text, voice, sampling=self.sampling, **cap)
+            kept = Voice.clone((audio.samples, audio.sample_rate), ref_text=text, language=voice.language,
+                               name=voice.name)
+            kept = kept.with_(meta=dict(kept.meta, design=voice.instruct))
+            base = self._engines.get("base")
+            if base is not None:
+                kept = base.prepare_voice(kept)
+        except Exception as exc:  # noqa: BLE001
+            self.error.emit(describe_error(exc))
+            return
+        self.voice_kept.emit(kept)
+
+    # ---- internals -----------------------------------------------------------------------------
+    def _speak(self, job_id: int, text: str, voice: Voice, first_segment: int) -> None:
+        engine = self.engine_for(voice)
+        if engine is None:
+            raise RuntimeError("no model is loaded yet")
+        segments = split_segments(text)
+        if first_segment >= len(segments):
+            return
+        offset = segments[first_segment].start
+        starts = [seg.start for seg in segments]
+        voice = engine.prepare_voice(voice)
+        t0 = time.perf_counter()
+        cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
+        stream = engine.stream(text[offset:], voice, chunk_frames=self.chunk_frames,
+                               first_chunk_frames=self.first_chunk_frames, sampling=self.sampling,
+                               cancel=self._cancel, **cap)
+        generating_s, audio_s, first_audio_s, current = 0.0, 0.0, None, None
+        try:
+            while not self._cancel.is_set():
+                step_start = time.perf_counter()
+                chunk = next(stream, None)
+                if chunk is None:
+                    break
+                generating_s += time.perf_counter() - step_start
+                if first_audio_s is None:
+                    first_audio_s = time.perf_counter() - t0
+                start, end = chunk.span[0] + offset, chunk.span[1] + offset
+                segment = bisect.bisect_right(starts, start) - 1
+                if segment != current:
+                    current = segment
+                    self.segment_started.emit(job_id, segment, start, end)
+                self.chunk_ready.emit(job_id, replace(chunk, segment=segment, span=(start, end)))
+                audio_s += chunk.duration
+                self.stats.emit(audio_s / max(generating_s, 1e-9), first_audio_s)
+                self._wait_for_room()
+        finally:
+            stream.close()  # releases the engine's generation lock at once
+
+    def _wait_for_room(self) -> None:
+        """Backpressure: sleep while the player already holds more than ``max_ahead_s``."""
+        if self._buffered_seconds is None:
+            return
+        while self._buffered_seconds() > self.max_ahead_s and not self._cancel.wait(BACKPRESSURE_POLL_S):
+            pass
+
+
+def start_worker(engine_factory: Callable[[], Engine], **options) -> tuple[QThread, SpeechWorker]:
+    """Create a SpeechWorker on a new, started QThread. The first model starts loading there when
+    the calling thread's event loop next runs, so signals connected right after this call see it.
+    ``options`` go to ``SpeechWorker`` (``buffered_seconds=player.buffered_seconds``, ...)."""
+    thread = QThread()
+    thread.setObjectName("speech-worker")
+    worker = SpeechWorker(engine_factory, **options)
+    worker.moveToThread(thread)
+    thread.start()
+    QTimer.singleShot(0, lambda: worker.request_initial_model())  # a lambda runs in this thread
+    return thread, worker
+
+
+def stop_worker(thread: QThread, worker: SpeechWorker, timeout_ms: int = 10000) -> bool:
+    """Cancel what runs, stop the thread's event loop and wait for it; True if it ended in time."""
+    worker.cancel()
+    thread.quit()
+    return thread.wait(timeout_ms)

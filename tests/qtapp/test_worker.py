@@ -1,0 +1,170 @@
+"""SpeechWorker against a fake engine that follows the streaming contract (tests/qtapp/fake_engine.py)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from engine import Voice
+from engine.errors import CheckpointError
+from engine.text import split_segments
+from qtapp.worker import SpeechWorker, start_worker, stop_worker
+from tests.qtapp.fake_engine import FakeEngine, segment_tone
+
+TEXT = "The first sentence is here. A second one follows it! Is there a third? Yes, the fourth."
+
+
+class Recorder:
+    """Collects a worker's signals (they arrive from the worker thread)."""
+
+    def __init__(self, worker: SpeechWorker):
+        self.chunks, self.segments, self.finished, self.errors, self.stats = [], [], [], [], []
+        self.loaded = []
+        worker.chunk_ready.connect(lambda job, chunk: self.chunks.append((job, chunk)))
+        worker.segment_started.connect(lambda *args: self.segments.append(args))
+        worker.job_finished.connect(self.finished.append)
+        worker.error.connect(self.errors.append)
+        worker.stats.connect(lambda rtf, first: self.stats.append((rtf, first)))
+        worker.model_loaded.connect(self.loaded.append)
+
+
+@pytest.fixture
+def running_worker(qtbot):
+    started = []
+
+    def start(engine, **options):
+        """``engine``: a FakeEngine, or a factory (which may raise)."""
+        factory = engine if callable(engine) else lambda: engine
+        thread, worker = start_worker(factory, **options)
+        recorder = Recorder(worker)
+        started.append((thread, worker))
+        qtbot.waitUntil(lambda: bool(recorder.loaded or recorder.errors), timeout=5000)
+        return worker, recorder
+
+    yield start
+    for thread, worker in started:
+        assert stop_worker(thread, worker)
+
+
+def test_model_loads_and_speaks_in_the_worker_thread(running_worker, qtbot):
+    engine = FakeEngine()
+    worker, rec = running_worker(engine)
+    assert rec.loaded == ["custom_voice 0b6 on cpu (float32)"]
+    worker.request_speak(1, TEXT, Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: rec.finished == [1], timeout=5000)
+    assert engine.stream_threads and threading.get_ident() not in engine.stream_threads
+    audio = np.concatenate([chunk.samples for _, chunk in rec.chunks])
+    np.testing.assert_array_equal(audio, engine.expected_audio(TEXT))
+    assert rec.errors == []
+
+
+def test_segments_are_announced_in_order_with_their_spans(running_worker, qtbot):
+    worker, rec = running_worker(FakeEngine())
+    worker.request_speak(7, TEXT, Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: rec.finished == [7], timeout=5000)
+    expected = [(7, i, seg.start, seg.end) for i, seg in enumerate(split_segments(TEXT))]
+    assert rec.segments == expected
+    assert all(job == 7 for job, _ in rec.chunks)
+    assert [c.segment for _, c in rec.chunks] == sorted(c.segment for _, c in rec.chunks)
+
+
+def test_first_segment_skips_earlier_sentences_and_keeps_indices(running_worker, qtbot):
+    engine = FakeEngine()
+    worker, rec = running_worker(engine)
+    worker.request_speak(2, TEXT, Voice.preset("vivian"), 2)
+    qtbot.waitUntil(lambda: rec.finished == [2], timeout=5000)
+    segments = split_segments(TEXT)
+    assert [s[1] for s in rec.segments] == [2, 3]
+    for _, chunk in rec.chunks:
+        seg = segments[chunk.segment]
+        assert chunk.span == (seg.start, seg.end)
+    first_chunk = rec.chunks[0][1]
+    n_frames = engine.segment_frames(segments[2].text)
+    np.testing.assert_array_equal(first_chunk.samples, segment_tone(segments[2].text, n_frames)[:1920])
+
+
+def test_stats_report_speed_and_first_audio(running_worker, qtbot):
+    worker, rec = running_worker(FakeEngine(frame_delay_s=0.002))
+    worker.request_speak(1, TEXT, Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: rec.finished == [1], timeout=5000)
+    rtf, first_audio = rec.stats[-1]
+    assert 0 < first_audio < 1.0
+    assert rtf > 1.0  # 80 ms of audio per ~2 ms frame
+
+
+def test_cancel_stops_the_running_job_within_a_chunk(running_worker, qtbot):
+    engine = FakeEngine(frame_delay_s=0.02)
+    worker, rec = running_worker(engine)
+    worker.request_speak(1, TEXT * 5, Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: len(rec.chunks) >= 2, timeout=5000)
+    worker.cancel()
+    frames_at_cancel = engine.frames_generated
+    qtbot.waitUntil(lambda: rec.finished == [1], timeout=2000)
+    assert engine.frames_generated - frames_at_cancel <= 4  # one chunk at most
+    assert rec.errors == []
+
+
+def test_cancel_drops_jobs_already_requested(running_worker, qtbot):
+    worker, rec = running_worker(FakeEngine(frame_delay_s=0.02))
+    worker.request_speak(1, TEXT * 5, Voice.preset("vivian"))
+    worker.request_speak(2, TEXT, Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: len(rec.chunks) >= 1, timeout=5000)
+    worker.cancel()
+    worker.request_speak(3, "Only this one.", Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: rec.finished == [1, 2, 3], timeout=5000)
+    assert {job for job, _ in rec.chunks} == {1, 3}
+
+
+def test_backpressure_holds_generation_until_the_player_drains(running_worker, qtbot):
+    engine = FakeEngine(frames_per_char=1.0)  # ~7 s of audio per sentence
+    queued = {"seconds": 0.0}
+    lock = threading.Lock()
+
+    def buffered_seconds() -> float:
+        with lock:
+            return queued["seconds"]
+
+    worker, rec = running_worker(engine, buffered_seconds=buffered_seconds, max_ahead_s=2.0)
+
+    def on_chunk(job, chunk):
+        with lock:
+            queued["seconds"] += chunk.duration
+
+    worker.chunk_ready.connect(on_chunk)
+    worker.request_speak(1, TEXT * 20, Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: buffered_seconds() > 2.0, timeout=5000)
+    qtbot.wait(200)
+    held_frames = engine.frames_generated
+    assert held_frames * 0.08 <= 2.0 + 0.32 + 0.08  # the limit plus at most one chunk
+    qtbot.wait(200)
+    assert engine.frames_generated == held_frames  # it waits, it does not spin ahead
+    with lock:
+        queued["seconds"] = 0.0  # the player caught up
+    qtbot.waitUntil(lambda: engine.frames_generated > held_frames, timeout=2000)
+    worker.cancel()
+    qtbot.waitUntil(lambda: rec.finished == [1], timeout=2000)
+
+
+def test_a_missing_model_is_reported_in_clear_words(running_worker, qtbot):
+    def missing():
+        raise CheckpointError("model directory '/nowhere' does not exist")
+
+    worker, rec = running_worker(missing)
+    assert rec.errors[0].startswith("Model not found")
+    assert "/nowhere" in rec.errors[0]
+    worker.request_speak(1, TEXT, Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: rec.finished == [1], timeout=5000)
+    assert "no model is loaded" in rec.errors[1]
+
+
+def test_each_voice_kind_goes_to_its_model_type(running_worker, qtbot):
+    preset_engine, design_engine = FakeEngine("custom_voice"), FakeEngine("voice_design")
+    worker, rec = running_worker(preset_engine)
+    worker.request_load_model(lambda: design_engine)
+    qtbot.waitUntil(lambda: len(rec.loaded) == 2, timeout=5000)
+    worker.request_speak(1, "Designed words.", Voice.design("a calm low voice"))
+    worker.request_speak(2, "Preset words.", Voice.preset("vivian"))
+    qtbot.waitUntil(lambda: rec.finished == [1, 2], timeout=5000)
+    assert len(design_engine.stream_threads) == 1 and len(preset_engine.stream_threads) == 1
