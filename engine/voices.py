@@ -70,3 +70,17 @@ class Voice:
 
     def with_(self, **changes) -> Voice:
         return replace(self, **changes)
+
+    # ---- voice files ----------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write this voice to a voice file (see ``engine.voice_file``)."""
+        from engine.voice_file import save_voice
+
+        save_voice(self, path)
+
+    @classmethod
+    def load(cls, path) -> Voice:
+        """Read a voice written by ``save``."""
+        from engine.voice_file import load_voice
+
+        return load_voice(path)
