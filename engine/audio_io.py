@@ -52,7 +52,7 @@ def load_reference(src) -> tuple[np.ndarray, str]:
     return np.ascontiguousarray(audio, dtype=np.float32), f"{description}, {mono.size / sample_rate:.2f} s"
 
 
-def with_trailing_silence(audio: np.ndarray, seconds: float = ICL_SILENCE_SECONDS,
+def with_icl_silence(audio: np.ndarray, seconds: float = ICL_SILENCE_SECONDS,
                           sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """``audio`` [N] followed by ``seconds`` of zeros (used for in-context cloning references)."""
     silence = np.zeros(round(seconds * sample_rate), dtype=np.float32)

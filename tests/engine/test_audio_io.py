@@ -11,7 +11,7 @@ from engine.audio_io import (
     ICL_SILENCE_SECONDS,
     SAMPLE_RATE,
     load_reference,
-    with_trailing_silence,
+    with_icl_silence,
     write_audio,
 )
 from engine.errors import UnsupportedError, VoiceError
@@ -113,7 +113,7 @@ def test_clipping_reference_is_scaled_down_and_quiet_one_kept():
 
 def test_trailing_silence_for_in_context_cloning():
     tone = _tone(300, 1.0, SAMPLE_RATE)
-    padded = with_trailing_silence(tone)
+    padded = with_icl_silence(tone)
     assert padded.size == tone.size + int(ICL_SILENCE_SECONDS * SAMPLE_RATE)
     np.testing.assert_array_equal(padded[: tone.size], tone)
     assert not padded[tone.size :].any()
