@@ -8,8 +8,8 @@ run in seconds.
 The decoder weights come from a seeded init of our own ``SpeechDecoder`` (norms near one, Snake
 log-parameters near zero, positive codebook usage, small layer scales); the encoder weights from
 transformers' ``MimiModel`` built from the encoder config and seeded the same way, with its decoder
-half dropped and only the first 16 of its 32 quantizers kept, as in the released checkpoint. The
-encoder tensors are written under the flat Mimi names the released file uses.
+half dropped. As in the released file, all 32 quantizers are stored (the tokenizer uses the first
+16) under Mimi's original flat names (``encoder.encoder.layers.*``, ``encoder.quantizer.*``, ...).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def random_decoder(size: str, seed: int, device: str | torch.device = "cpu") -> 
 
 @torch.no_grad()
 def random_encoder_tensors(size: str, seed: int, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
-    """``encoder.*`` tensors: a seeded ``MimiModel`` minus its decoder half and quantizers 16..31."""
+    """``encoder.*`` tensors: a seeded ``MimiModel`` minus its decoder half, under the flat Mimi names."""
     from transformers import MimiConfig, MimiModel
 
     config = MimiConfig(**speech_tokenizer_config(size)["encoder_config"])

@@ -1,0 +1,105 @@
+"""Exact streaming: chunk after chunk through one DecoderState equals decoding the whole sequence."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.synthetic.speech_tokenizer import random_decoder
+
+SAMPLES_PER_FRAME = 1920
+TOLERANCE = 1e-5
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The tiny decoder's tensors are too small to gain from threads, and on a shared two-core
+    machine several threads per process slow chunk-by-chunk calls down by orders of magnitude."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    return random_decoder("tiny", seed=0)
+
+
+def _codes(batch: int, frames: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, 2048, (batch, frames, 16), generator=torch.Generator().manual_seed(seed))
+
+
+def _stream(decoder, codes: torch.Tensor, chunk_lengths: list[int], state=None) -> torch.Tensor:
+    state = state if state is not None else decoder.new_state(codes.shape[0])
+    pieces, start = [], 0
+    for length in chunk_lengths:
+        piece = decoder.decode_chunk(codes[:, start : start + length], state)
+        assert piece.shape == (codes.shape[0], length * SAMPLES_PER_FRAME)
+        pieces.append(piece)
+        start += length
+    assert start == codes.shape[1]
+    return torch.cat(pieces, dim=-1)
+
+
+def _even_chunks(frames: int, length: int) -> list[int]:
+    return [min(length, frames - start) for start in range(0, frames, length)]
+
+
+@pytest.fixture(scope="module")
+def codes_100():
+    return _codes(2, 100, seed=0)
+
+
+@pytest.fixture(scope="module")
+def whole_100(decoder, codes_100):
+    return decoder.decode(codes_100)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 25, 80])
+def test_chunks_equal_the_whole_decode(decoder, codes_100, whole_100, chunk):
+    streamed = _stream(decoder, codes_100, _even_chunks(100, chunk))
+    torch.testing.assert_close(streamed, whole_100, rtol=0, atol=TOLERANCE)
+
+
+def test_640_frames_in_uneven_chunks_equal_the_whole_decode(decoder):
+    """Well past the decoder's ~580-frame receptive field, where the official chunked decode drifts."""
+    codes = _codes(1, 640, seed=1)
+    lengths = [1, 5, 80, 3, 72, 71, 73] * 2  # 610 frames
+    lengths.append(640 - sum(lengths))
+    torch.testing.assert_close(_stream(decoder, codes, lengths), decoder.decode(codes), rtol=0, atol=TOLERANCE)
+
+
+def test_reset_starts_a_new_utterance_in_the_same_tensors(decoder, codes_100, whole_100):
+    state = decoder.new_state(2)
+    _stream(decoder, _codes(2, 30, seed=2), [7] * 4 + [2], state)
+    addresses = {name: t.data_ptr() for name, t in state.tails.items()}
+    decoder.reset(state)
+    streamed = _stream(decoder, codes_100, _even_chunks(100, 25), state)
+    torch.testing.assert_close(streamed, whole_100, rtol=0, atol=TOLERANCE)
+    assert {name: t.data_ptr() for name, t in state.tails.items()} == addresses
+
+
+def test_state_is_updated_in_place_with_fixed_shapes(decoder):
+    """What a CUDA graph of decode_chunk needs: same tensors, same shapes, call after call."""
+    state = decoder.new_state(1)
+    tensors = [*state.tails.values(), state.attention.keys, state.attention.values,
+               state.attention.key_positions, state.attention.position]
+    before = [(t.data_ptr(), t.shape) for t in tensors]
+    codes = _codes(1, 12, seed=3)
+    for start in range(0, 12, 3):
+        decoder.decode_chunk(codes[:, start : start + 3], state, validate=False)
+    assert [(t.data_ptr(), t.shape) for t in tensors] == before
+    assert state.attention.position.tolist() == [12]
+    assert state.attention.key_positions[-12:].tolist() == list(range(12))
+
+
+def test_streams_in_one_batch_are_independent(decoder, codes_100, whole_100):
+    state = decoder.new_state(1)
+    alone = _stream(decoder, codes_100[1:], _even_chunks(100, 25), state)
+    torch.testing.assert_close(alone, whole_100[1:], rtol=0, atol=TOLERANCE)
+
+
+def test_chunk_batch_must_match_the_state(decoder):
+    with pytest.raises(ValueError, match="batch"):
+        decoder.decode_chunk(_codes(2, 3, seed=4), decoder.new_state(1))
