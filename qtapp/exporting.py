@@ -37,6 +37,7 @@ class ExportController(QObject):
         self.job: ExportJob | None = None
         self.thread = None
         self.progress: QProgressDialog | None = None
+        self._previous: tuple = ()
 
     @property
     def running(self) -> bool:
@@ -95,12 +96,20 @@ class ExportController(QObject):
             self.progress.setValue(done)
             self.progress.setLabelText(f"Sentence {done} of {total} — {format_eta(eta_s)}")
 
+    def shutdown(self) -> None:
+        """Cancel a running export and wait for its thread (the window is closing)."""
+        for thread in (self.thread, *self._previous[1:]):
+            if thread is not None:
+                self.cancel()
+                thread.quit()  # thread-safe; the loop ends once the job's run() returns
+                thread.wait(10_000)
+
     def _close(self) -> None:
-        if self.thread is not None:
-            self.thread.wait(5000)
         if self.progress is not None:
             self.progress.canceled.disconnect(self.cancel)
             self.progress.close()
+        # kept until the next export: the thread is still ending (its quit() is queued behind this slot)
+        self._previous = (self.job, self.thread)
         self.job = self.thread = self.progress = None
 
     def _on_finished(self, path: str) -> None:

@@ -237,12 +237,13 @@ class VoiceFilterModel(QSortFilterProxyModel):
         self._needle = ""
 
     def set_search(self, text: str) -> None:
+        self.beginFilterChange()  # Qt >= 6.9
         self._needle = text.strip().lower()
-        self.invalidateFilter()
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def filterAcceptsRow(self, row: int, parent) -> bool:
         if not self._needle:
             return True
         entry = self.sourceModel().entry(row)
-        haystack = f"{entry.name} {entry.kind} {entry.language} {entry.summary}".lower()
+        haystack = f"{entry.name} {KIND_LABELS[entry.kind]} {entry.language} {entry.summary}".lower()
         return all(word in haystack for word in self._needle.split())

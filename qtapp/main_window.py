@@ -1,8 +1,7 @@
 """The studio's main window: editor, voice library, gauges, read-aloud controls and menus.
 
-``MainWindow(settings, engine_factory=None, sd_module=None)`` starts the speech worker
-(``qtapp.worker.SpeechWorker`` on its own QThread, started only once its signals are connected)
-and the audio player (``qtapp.player.Player``). Without an
+``MainWindow(settings, engine_factory=None, sd_module=None)`` starts the speech worker thread
+(``qtapp.worker.start_worker``) and the audio player (``qtapp.player.Player``). Without an
 ``engine_factory`` each voice kind loads the checkpoint chosen in the settings; an injected
 factory (tests, embedding) serves every voice kind. Reading aloud is delegated to
 ``ReadingController``; menus and toolbar are built by ``qtapp.actions``.
@@ -12,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QThread
+from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -34,7 +33,7 @@ from qtapp.library import LibraryError, VoiceLibrary
 from qtapp.library_panel import LibraryPanel
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
 from qtapp.settings import Settings
-from qtapp.worker import SpeechWorker, stop_worker
+from qtapp.worker import start_worker, stop_worker
 
 PREVIEW_TEXT = "Hello! This is how I sound. I can read your documents aloud, one sentence at a time."
 KEEP_TEXT = ("The quick brown fox jumps over the lazy dog. I am glad to read this for you, "
@@ -115,18 +114,15 @@ class MainWindow(QMainWindow):
         initial_spec = settings.model_spec(self._default_voice_kind())
         self._requested_kinds = {initial_spec.kind}
         buffered = self.player.buffered_seconds if self.player is not None else None
-        self.worker = SpeechWorker(engine_factory or initial_spec.load_engine, buffered_seconds=buffered,
-                                   chunk_frames=settings.chunk_frames)
-        self.worker_thread = QThread(self)
-        self.worker_thread.setObjectName("speech-worker")
-        self.worker.moveToThread(self.worker_thread)
-        self.worker_thread.started.connect(self.worker.initialize)
+        # the first model starts loading once the event loop runs, after _connect below
+        self.worker_thread, self.worker = start_worker(engine_factory or initial_spec.load_engine,
+                                                       buffered_seconds=buffered,
+                                                       chunk_frames=settings.chunk_frames)
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
         self.exporter = ExportController(self)
         self.window_actions = build_actions(self)
         self.autosave = Autosave(self.editor, settings)
         self._connect()
-        self.worker_thread.start()  # after _connect: the first model_loaded / error is not missed
         self._restore_session()
 
     # ---- construction helpers ----------------------------------------------------------------------
@@ -328,7 +324,7 @@ class MainWindow(QMainWindow):
     # ---- closing -----------------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
         self.reader.stop()
-        self.exporter.cancel()
+        self.exporter.shutdown()
         self.autosave.save_now()
         self.settings.font_size = self.editor.font_size
         self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()

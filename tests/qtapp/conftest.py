@@ -40,6 +40,7 @@ class FakeEngine:
     device = "cpu"
     dtype = "float32"
     sample_rate = SAMPLE_RATE
+    frames_per_sentence = FRAMES_PER_SENTENCE
 
     def __init__(self, frame_delay_s: float = 0.0):
         self.frame_delay_s = frame_delay_s
@@ -55,12 +56,12 @@ class FakeEngine:
         t0 = time.perf_counter()
         segments = split_segments(text)
         for index, seg in enumerate(segments):
-            for frame in range(FRAMES_PER_SENTENCE):
+            for frame in range(self.frames_per_sentence):
                 if cancel is not None and cancel.is_set():
                     return
                 time.sleep(self.frame_delay_s)
                 samples = np.full(SAMPLES_PER_FRAME, 0.01 * (index + 1), dtype=np.float32)
-                final = index == len(segments) - 1 and frame == FRAMES_PER_SENTENCE - 1
+                final = index == len(segments) - 1 and frame == self.frames_per_sentence - 1
                 yield Chunk(samples, SAMPLE_RATE, frame, 1, index, (seg.start, seg.end),
                             time.perf_counter() - t0, final)
 
@@ -104,7 +105,9 @@ class FakeSoundDevice:
         return stream
 
     def pump(self, seconds: float, block: int = 480) -> None:
-        """Let the device play ``seconds`` of audio through the player's callback."""
+        """Let the device play ``seconds`` of audio through the player's callback (once it is open)."""
+        if not self.streams:
+            return
         stream = self.streams[-1]
         out = np.zeros((block, 1), dtype=np.float32)
         for _ in range(int(seconds * SAMPLE_RATE) // block):
@@ -119,3 +122,9 @@ def fake_engine():
 @pytest.fixture
 def fake_sd():
     return FakeSoundDevice()
+
+
+@pytest.fixture
+def fake_engine_class():
+    """The class itself: a zero-argument engine factory, and a base for engines of other model types."""
+    return FakeEngine

@@ -1,0 +1,182 @@
+"""The voice library: files on disk, names, rename/delete/import/export, the list model and panel,
+and the dialogs that create voices."""
+
+import numpy as np
+import pytest
+import soundfile
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QInputDialog, QMessageBox
+
+from engine import Voice
+from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
+from qtapp.library import LibraryError, VoiceLibrary, validate_name
+from qtapp.library_panel import LibraryPanel
+from qtapp.settings import Settings
+
+
+@pytest.fixture
+def library():
+    return VoiceLibrary(Settings().library_dir)
+
+
+def tone(seconds=2.0, rate=16000):
+    t = np.arange(int(seconds * rate)) / rate
+    return (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), rate
+
+
+def test_add_list_get_and_restart(library, isolated_data_dir):
+    assert library.add(Voice.preset("ryan", "english", "calm"), "Narrator") == "Narrator"
+    assert library.add(Voice.design("a bright young voice"), "Narrator") == "Narrator (2)"
+    library.add(Voice.clone(tone(), ref_text="A test tone."), "Tone")
+    reopened = VoiceLibrary(Settings().library_dir)  # as after a restart
+    entries = {e.name: e for e in reopened.entries()}
+    assert set(entries) == {"Narrator", "Narrator (2)", "Tone"}
+    assert entries["Narrator"].kind == "preset" and "calm" in entries["Narrator"].summary
+    assert entries["Narrator (2)"].kind == "design"
+    clone = reopened.get("Tone")
+    assert clone.kind == "clone" and clone.ref_text == "A test tone." and clone.name == "Tone"
+    assert not [p for p in (isolated_data_dir / "voices").iterdir() if p.name.startswith(".")]
+
+
+def test_rename_delete_and_errors(library):
+    library.add(Voice.preset("vivian"), "Viv")
+    library.add(Voice.preset("serena"), "Serena")
+    assert library.rename("Viv", "Vivian") == "Vivian"
+    assert library.names() == ["Serena", "Vivian"]
+    assert library.get("Vivian").name == "Vivian"
+    with pytest.raises(LibraryError, match="already exists"):
+        library.rename("Vivian", "Serena")
+    library.delete("Serena")
+    assert library.names() == ["Vivian"]
+    with pytest.raises(LibraryError, match="no voice called"):
+        library.get("Serena")
+    for bad in ("", "  ", "a/b", ".hidden", "x" * 100):
+        with pytest.raises(LibraryError):
+            validate_name(bad)
+
+
+def test_import_export_and_corrupt_files(library, tmp_path):
+    library.add(Voice.preset("eric", "chinese"), "Eric")
+    exported = tmp_path / "out" / "eric.voice"
+    library.export_file("Eric", exported)
+    library.delete("Eric")
+    assert library.import_file(exported) == "Eric"
+    assert library.get("Eric").speaker == "eric"
+    junk = tmp_path / "junk.voice"
+    junk.write_bytes(b"not a voice")
+    with pytest.raises(LibraryError, match="not a voice file"):
+        library.import_file(junk)
+    (library.folder / "Broken.voice").write_bytes(b"garbage")
+    assert library.names() == ["Eric"]
+    assert library.skipped == ["Broken.voice"]
+
+
+@pytest.fixture
+def panel(qtbot, library):
+    library.add(Voice.preset("aiden"), "Aiden")
+    library.add(Voice.design("an old sailor with a rough voice"), "Sailor")
+    library.add(Voice.preset("sohee", "korean"), "Sohee")
+    widget = LibraryPanel(library, default_name="Aiden")
+    qtbot.addWidget(widget)
+    return widget
+
+
+def visible_names(panel):
+    return [panel.proxy.index(r, 0).data(Qt.ItemDataRole.UserRole) for r in range(panel.proxy.rowCount())]
+
+
+def test_search_filters_by_name_kind_and_language(panel):
+    assert visible_names(panel) == ["Aiden", "Sailor", "Sohee"]
+    panel.search.setText("korean")
+    assert visible_names(panel) == ["Sohee"]
+    panel.search.setText("designed sailor")
+    assert visible_names(panel) == ["Sailor"]
+    panel.search.setText("")
+    assert len(visible_names(panel)) == 3
+
+
+def test_keep_only_for_designed_voices_and_signals(panel, qtbot):
+    panel.select("Aiden")
+    assert not panel.keep_button.isEnabled() and panel.preview_button.isEnabled()
+    with qtbot.waitSignal(panel.preview_requested) as preview:
+        panel.preview_button.click()
+    assert preview.args == ["Aiden"]
+    panel.select("Sailor")
+    assert panel.keep_button.isEnabled()
+    with qtbot.waitSignal(panel.keep_requested) as keep:
+        panel.keep_button.click()
+    assert keep.args == ["Sailor"]
+    with qtbot.waitSignal(panel.default_changed) as default:
+        panel.default_button.click()
+    assert default.args == ["Sailor"] and "★" in panel.proxy.index(1, 0).data()
+
+
+def test_delete_asks_first(panel, monkeypatch):
+    panel.select("Sohee")
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.No)
+    panel.delete()
+    assert "Sohee" in panel.library.names()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    panel.delete()
+    assert panel.library.names() == ["Aiden", "Sailor"]
+
+
+def test_rename_keeps_the_default(panel, monkeypatch, qtbot):
+    panel.select("Aiden")
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("Aiden Prime", True))
+    with qtbot.waitSignal(panel.default_changed) as default:
+        panel.rename()
+    assert default.args == ["Aiden Prime"]
+    assert panel.selected_name() == "Aiden Prime"
+    assert panel.library.names() == ["Aiden Prime", "Sailor", "Sohee"]
+
+
+def test_preset_dialog_builds_a_preset(qtbot):
+    dialog = PresetVoiceDialog()
+    qtbot.addWidget(dialog)
+    assert dialog.speaker.count() == 9
+    dialog.speaker.setCurrentText("uncle_fu")
+    dialog.language.setCurrentText("chinese")
+    dialog.instruct.setText("slow and warm")
+    dialog.accept()
+    voice = dialog.created_voice
+    assert (voice.kind, voice.speaker, voice.language, voice.instruct, voice.name) == (
+        "preset", "uncle_fu", "chinese", "slow and warm", "Uncle Fu")
+
+
+def test_design_dialog_needs_a_description(qtbot, monkeypatch):
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: warnings.append(a[-1]))
+    dialog = DesignVoiceDialog()
+    qtbot.addWidget(dialog)
+    dialog.name_field.setText("Calm")
+    dialog.accept()
+    assert dialog.created_voice is None and warnings  # stays open with a message
+    dialog.description.setPlainText("a calm, low male voice")
+    dialog.accept()
+    assert dialog.created_voice.instruct == "a calm, low male voice"
+
+
+def test_clone_dialog_trims_the_recording(qtbot, tmp_path, monkeypatch):
+    samples, rate = tone(4.0)
+    path = tmp_path / "me.wav"
+    soundfile.write(path, samples, rate)
+    dialog = CloneVoiceDialog()
+    qtbot.addWidget(dialog)
+    dialog.set_audio_file(path)
+    assert dialog.name() == "me" and dialog.trim_end.value() == pytest.approx(4.0)
+    dialog.trim_start.setValue(1.0)
+    dialog.trim_end.setValue(3.0)
+    kept, kept_rate = dialog.trimmed_audio()
+    assert kept_rate == rate and len(kept) == 2 * rate
+    dialog.transcript.setPlainText("Hello there.")
+    dialog.accept()
+    voice = dialog.created_voice
+    assert voice.kind == "clone" and voice.ref_text == "Hello there."
+    assert len(voice.ref_audio) == pytest.approx(2 * 24000, abs=10)  # resampled to 24 kHz
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: warnings.append(a[-1]))
+    dialog.trim_end.setValue(1.2)
+    dialog.created_voice = None
+    dialog.accept()
+    assert dialog.created_voice is None and "half a second" in warnings[0]

@@ -1,0 +1,265 @@
+"""The main window end to end with a fake engine (real worker thread, real player, fake sound device):
+reading aloud with highlighting, jumps, voice marks, documents, autosave, errors, export, keep voice."""
+
+import pytest
+import soundfile
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QTextCursor
+from PySide6.QtTest import QTest
+
+from engine import CheckpointError, Voice
+from qtapp.actions import SHORTCUTS
+from qtapp.main_window import MainWindow
+from qtapp.reading import IDLE, PAUSED, PLAYING
+from qtapp.settings import Settings
+
+TEXT = "The first sentence. The second one! A third?\n[voice: Bob] Bob speaks here. Bob again.\nThe end."
+
+
+@pytest.fixture
+def make_window(qtbot, fake_sd, fake_engine_class):
+    """``make_window(engine_factory=None, settings=None)``: a shown window on the fake engine."""
+    def make(engine_factory=None, settings=None):
+        window = MainWindow(settings or Settings.load(), engine_factory=engine_factory or fake_engine_class,
+                            sd_module=fake_sd)
+        qtbot.addWidget(window)
+        window.show()
+        return window
+    return make
+
+
+def wait_ready(qtbot, window):
+    qtbot.waitUntil(lambda: window.model_label.text().startswith("Model:"), timeout=5000)
+
+
+def engine_of(window):
+    return window.worker.engine_for(Voice.preset("ryan"))
+
+
+def play_until(qtbot, window, fake_sd, predicate, timeout=5000):
+    """Let the fake device play audio until ``predicate()`` holds."""
+    def step():
+        fake_sd.pump(0.05)
+        return predicate()
+    qtbot.waitUntil(step, timeout=timeout)
+
+
+def highlighted(window):
+    span = window.editor.highlighted_span
+    return None if span is None else window.editor.toPlainText()[span[0]:span[1]]
+
+
+def test_play_highlights_each_sentence_as_it_becomes_audible(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    window.play()
+    assert window.reader.state == PLAYING
+    heard = []
+
+    def record():
+        if highlighted(window) and (not heard or heard[-1] != highlighted(window)):
+            heard.append(highlighted(window))
+        return window.reader.state == IDLE
+
+    play_until(qtbot, window, fake_sd, record)
+    assert heard == ["The first sentence.", "The second one!", "A third?", "Bob speaks here.", "Bob again.",
+                     "The end."]
+    assert window.editor.highlighted_span is None
+    texts = [text.strip() for text, _ in engine_of(window).spoken]
+    assert texts == ["The first sentence. The second one! A third?", "Bob speaks here. Bob again.", "The end."]
+
+
+def test_voice_marks_use_library_voices(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.library_panel.add_voice(Voice.preset("aiden"), "Narrator")  # first voice becomes the default
+    window.library_panel.add_voice(Voice.preset("ryan", instruct="gruff"), "Bob")
+    assert window.settings.default_voice == "Narrator"
+    window.editor.setPlainText(TEXT)
+    window.play()
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    speakers = [voice.speaker for _, voice in engine_of(window).spoken]
+    assert speakers == ["aiden", "ryan", "aiden"]
+
+
+def test_play_from_cursor_and_selection(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    cursor = window.editor.textCursor()
+    cursor.setPosition(TEXT.index("second"))
+    window.editor.setTextCursor(cursor)
+    window.play()
+    assert highlighted(window) == "The second one!"
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    engine = engine_of(window)
+    assert engine.spoken[0][0].strip() == "The second one! A third?"  # the worker starts at that segment
+    engine.spoken.clear()
+    cursor.setPosition(TEXT.index("A third"))
+    cursor.setPosition(TEXT.index("Bob speaks") + len("Bob speaks here."), QTextCursor.MoveMode.KeepAnchor)
+    window.editor.setTextCursor(cursor)
+    window.play()
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    assert [t.strip() for t, _ in engine.spoken] == ["A third?", "Bob speaks here."]
+
+
+def test_pause_resume_stop_and_skips(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    window.play()
+    play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "The first sentence.")
+    window.window_actions.pause.trigger()
+    assert window.reader.state == PAUSED and window.player.paused
+    assert window.window_actions.play.text() == "Resume"
+    window.play()  # Play resumes
+    assert window.reader.state == PLAYING and not window.player.paused
+    window.window_actions.next.trigger()
+    assert highlighted(window) == "The second one!"
+    play_until(qtbot, window, fake_sd, lambda: window.reader.current_sentence == 2)
+    window.window_actions.previous.trigger()
+    assert highlighted(window) == "The second one!"
+    play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "A third?")
+    window.window_actions.stop.trigger()
+    assert window.reader.state == IDLE and window.editor.highlighted_span is None
+    assert not window.window_actions.stop.isEnabled()
+
+
+def test_double_click_jumps_to_a_sentence(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    window.editor.position_activated.emit(TEXT.index("again"))
+    assert highlighted(window) == "Bob again."
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    assert engine_of(window).spoken[0][0] == "Bob again."
+
+
+def test_shortcuts_exist_and_f5_plays(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    actions = window.window_actions
+    for name, act in (("play", actions.play), ("pause", actions.pause), ("stop", actions.stop),
+                      ("previous", actions.previous), ("next", actions.next)):
+        assert act.shortcut().toString() == SHORTCUTS[name]
+    window.editor.setPlainText("Just one sentence.")
+    window.editor.setFocus()
+    QTest.keyClick(window.editor, Qt.Key.Key_F5)
+    assert window.reader.state == PLAYING
+    QTest.keyClick(window.editor, Qt.Key.Key_F8)
+    assert window.reader.state == IDLE
+
+
+def test_editing_while_reading_stops(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    window.play()
+    window.editor.insertPlainText("x")
+    assert window.reader.state == IDLE
+
+
+def test_worker_error_shows_a_banner_and_the_app_keeps_working(qtbot, fake_sd, make_window):
+    def broken():
+        raise CheckpointError("no model at /nowhere")
+
+    window = make_window(engine_factory=broken)
+    qtbot.waitUntil(window.banner.isVisible, timeout=5000)
+    assert "Model not found" in window.banner.label.text()
+    window.editor.setPlainText("Still works.")
+    window.play()
+    qtbot.waitUntil(lambda: window.reader.state == IDLE, timeout=5000)  # "no model is loaded yet"
+    assert "no model" in window.banner.label.text()
+
+
+def test_open_documents_recent_files_and_bad_files(qtbot, fake_sd, make_window, tmp_path):
+    window = make_window()
+    good = tmp_path / "story.md"
+    good.write_text("# Title\n\nOnce upon a time.")
+    assert window.open_path(good)
+    qtbot.waitUntil(lambda: window.editor.toPlainText() == "Title\n\nOnce upon a time.", timeout=2000)
+    assert window.windowTitle().startswith("story")
+    assert [a.text() for a in window.window_actions.recent_menu.actions()] == ["story.md"]
+    bad = tmp_path / "broken.epub"
+    bad.write_bytes(b"not an epub")
+    assert not window.open_path(bad)
+    assert window.banner.isVisible() and "not a valid EPUB" in window.banner.label.text()
+    assert window.editor.toPlainText() == "Title\n\nOnce upon a time."  # the open text is kept
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert not window.open_path(empty)
+    assert "empty" in window.banner.label.text()
+    dropped = tmp_path / "dropped.txt"
+    dropped.write_text("Dropped text.")
+    window.editor.files_dropped.emit([str(dropped)])
+    qtbot.waitUntil(lambda: window.editor.toPlainText() == "Dropped text.", timeout=2000)
+
+
+def test_twenty_megabyte_file_opens_without_freezing(qtbot, fake_sd, make_window, tmp_path):
+    window = make_window()
+    big = tmp_path / "big.txt"
+    big.write_text("A line of a very long book that someone wants to hear.\n" * 370_000)
+    assert big.stat().st_size > 20_000_000
+    ticks = []
+    timer = QTimer(interval=5)
+    timer.timeout.connect(lambda: ticks.append(1))
+    timer.start()
+    with qtbot.waitSignal(window.editor.loading_finished, timeout=120_000):
+        assert window.open_path(big)
+    timer.stop()
+    assert len(ticks) > 20
+    assert window.editor.document().characterCount() > 20_000_000
+
+
+def test_unsaved_text_survives_a_restart(qtbot, fake_sd, make_window):
+    settings = Settings.load()
+    window = make_window(settings=settings)
+    QTest.keyClicks(window.editor, "Words I typed.")
+    qtbot.waitUntil(lambda: settings.autosave_path.exists(), timeout=5000)
+    assert settings.autosave_path.read_text() == "Words I typed."
+    second = make_window()  # as after a crash: the first window never closed, the new one restores
+    qtbot.waitUntil(lambda: second.editor.toPlainText() == "Words I typed.", timeout=2000)
+
+
+def test_export_writes_audio_and_subtitles(qtbot, fake_sd, make_window, tmp_path):
+    window = make_window()
+    wait_ready(qtbot, window)
+    from qtapp.exporting import export_paragraphs
+
+    text = "One. Two.\n[voice: Bob] Three."
+    paragraphs = export_paragraphs(text, 0, len(text), window.resolve_voice)
+    assert [p for p, _ in paragraphs] == ["One. Two.", "Three."]
+    out = tmp_path / "book.flac"
+    window.exporter.export_to(out, paragraphs, subtitles=True)
+    qtbot.waitUntil(lambda: not window.exporter.running, timeout=10_000)
+    audio, rate = soundfile.read(out)
+    assert rate == 24000 and len(audio) > 0
+    assert "Three." in out.with_suffix(".srt").read_text()
+    assert "Exported" in window.statusBar().currentMessage()
+
+
+def test_keep_this_voice_adds_a_clone(qtbot, fake_sd, make_window, fake_engine_class):
+    class DesignEngine(fake_engine_class):
+        model_type = "voice_design"
+        frames_per_sentence = 10  # a clone needs at least a second of reference audio
+
+    window = make_window(engine_factory=DesignEngine)
+    wait_ready(qtbot, window)
+    window.library_panel.add_voice(Voice.design("a cheerful robot"), "Robot")
+    window.library_panel.select("Robot")
+    window.library_panel.keep_button.click()
+    qtbot.waitUntil(lambda: "Robot (kept)" in window.library.names() or window.banner.isVisible(), timeout=5000)
+    assert not window.banner.isVisible(), window.banner.label.text()
+    kept = window.library.get("Robot (kept)")
+    assert kept.kind == "clone" and kept.ref_text
+
+
+def test_settings_change_reloads_the_model(qtbot, fake_sd, make_window, monkeypatch):
+    window = make_window()
+    wait_ready(qtbot, window)
+    requests = []
+    monkeypatch.setattr(window.worker, "request_load_model", requests.append)
+    window.settings.chunk_frames = 8
+    window.reload_models()
+    assert requests and window.worker.chunk_frames == 8
