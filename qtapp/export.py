@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from engine import Engine, Voice
 from engine.results import SAMPLE_RATE
@@ -156,6 +156,7 @@ def start_export(job: ExportJob) -> QThread:
     job.moveToThread(thread)
     thread.started.connect(job.run)
     for signal in (job.finished, job.error, job.cancelled):
-        signal.connect(thread.quit)
+        # direct: QThread.quit is thread-safe, and a queued quit would wait for the caller's event loop
+        signal.connect(thread.quit, Qt.ConnectionType.DirectConnection)
     thread.start()
     return thread
