@@ -56,6 +56,7 @@ class Banner(QWidget):
         close = QToolButton(icon=self.style().standardIcon(QStyle.StandardPixmap.SP_TitleBarCloseButton),
                             autoRaise=True, toolTip="Dismiss")
         close.clicked.connect(self.hide)
+        self.messages: list[str] = []
         layout = QHBoxLayout(self)
         layout.setContentsMargins(10, 6, 6, 6)
         layout.addWidget(icon)
@@ -64,7 +65,10 @@ class Banner(QWidget):
         self.hide()
 
     def show_message(self, text: str) -> None:
-        self.label.setText(text)
+        """Show ``text``; messages still on screen stay above it (the last three)."""
+        shown = self.messages if not self.isHidden() else []
+        self.messages = [m for m in shown if m != text][-2:] + [text]
+        self.label.setText("\n".join(self.messages))
         self.show()
 
 

@@ -67,7 +67,7 @@ class SettingsDialog(QDialog):
         runtime_form.addRow("Precision:", self.precision)
         runtime_form.addRow("Streaming chunk:", self.chunk_frames)
         runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. bfloat16 is the "
-                                   "checkpoints' own precision; float32 is safest on CPU.</small>"))
+                                   "checkpoints' own precision; float32 is safest on CPU.</small>", wordWrap=True))
         layout.addWidget(runtime)
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)

@@ -263,3 +263,19 @@ def test_settings_change_reloads_the_model(qtbot, fake_sd, make_window, monkeypa
     window.settings.chunk_frames = 8
     window.reload_models()
     assert requests and window.worker.chunk_frames == 8
+
+
+def test_screenshot_tool_renders_the_window(tmp_path, qapp):
+    import importlib.util
+    from pathlib import Path
+
+    from PySide6.QtGui import QImage
+
+    tool = Path(__file__).resolve().parents[2] / "tools" / "screenshots.py"
+    spec = importlib.util.spec_from_file_location("screenshots", tool)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shots = module.main(tmp_path)
+    image = QImage(str(shots[0]))
+    assert (image.width(), image.height()) == (1280, 800)
+    assert all(QImage(str(p)).width() > 300 for p in shots[1:])

@@ -55,3 +55,31 @@ def test_recent_files_are_unique_newest_first_and_bounded(tmp_path):
     assert len(settings.recent_files) == MAX_RECENT_FILES
     assert settings.recent_files[0].endswith("5.txt")
     assert len(set(settings.recent_files)) == MAX_RECENT_FILES
+
+
+def test_settings_dialog_applies_choices(qtbot):
+    from qtapp.dialogs.settings_dialog import SettingsDialog
+
+    settings = Settings()
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    assert not dialog.apply()  # nothing changed
+    dialog.checkpoint_fields["clone"].setCurrentText("/models/my-base")
+    dialog.device.setCurrentText("cpu")
+    dialog.precision.setCurrentText("float32")
+    dialog.chunk_frames.setValue(8)
+    assert dialog.apply()
+    assert (settings.checkpoints["clone"], settings.device, settings.precision, settings.chunk_frames) == (
+        "/models/my-base", "cpu", "float32", 8)
+
+
+def test_main_dispatch_defaults_to_the_gui(monkeypatch):
+    import main
+
+    calls = []
+    monkeypatch.setitem(main.COMMANDS, "gui", (main.COMMANDS["gui"][0], main.add_gui_arguments,
+                                               lambda args: calls.append(args.file) or 0))
+    assert main.main([]) == 0
+    assert main.main(["book.epub"]) == 0
+    assert main.main(["gui", "notes.txt"]) == 0
+    assert calls == [None, "book.epub", "notes.txt"]
