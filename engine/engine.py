@@ -8,6 +8,7 @@ call is one continuous signal and ``stream`` concatenated equals ``synthesize`` 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -20,13 +21,14 @@ import torch
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
 from engine.errors import TextError, UnsupportedError, VoiceError
-from engine.generate import FrameGenerator
+from engine.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
 from engine.prompts import build_prompt, check_voice
 from engine.results import SAMPLE_RATE, Audio, Chunk
 from engine.runtime import check_torch, default_dtype
 from engine.sampling import Sampling
-from engine.text import Segment, split_segments
+from engine.streamer import EagerStreamer
+from engine.text import split_segments
 from engine.tokenizer import TextTokenizer
 from engine.voices import Voice
 
@@ -40,19 +42,23 @@ def default_max_frames(text: str) -> int:
 
 class Engine:
     def __init__(self, model: Qwen3TTS, config: ModelConfig, tokenizer: TextTokenizer, decoder,
-                 model_dir: Path, defaults: Sampling):
+                 model_dir: Path, defaults: Sampling, use_graphs: bool = False):
         self.model, self.config, self.tokenizer, self.decoder = model, config, tokenizer, decoder
         self.model_dir, self.defaults = model_dir, defaults
         self.device = model.talker.codec_head.weight.device
         self.dtype = model.talker.codec_head.weight.dtype
         self._encoder = None
+        self._streamer = None
+        self.use_graphs = use_graphs
         self._lock = threading.Lock()  # one generation at a time per engine
 
     # ---- loading --------------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, model: str, device: str | torch.device = "cpu",
-                        dtype: torch.dtype | None = None) -> Engine:
-        """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``."""
+    def from_pretrained(cls, model: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
+                        graphs: bool | None = None) -> Engine:
+        """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``.
+
+        ``graphs`` (default: on for CUDA unless ``ORATOR_EAGER=1``) selects the CUDA-graph fast path."""
         check_torch()
         device = torch.device(device)
         dtype = dtype or default_dtype(device)
@@ -67,7 +73,8 @@ class Engine:
 
         decoder_dtype = torch.float64 if dtype == torch.float64 else torch.float32
         decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
-        return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir))
+        use_graphs = graphs_enabled(device) if graphs is None else graphs
+        return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs)
 
     # ---- facts ----------------------------------------------------------------------------------
     @property
@@ -119,15 +126,15 @@ class Engine:
     def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
                        max_frames: int | None = None, non_streaming: bool | None = None) -> np.ndarray:
         """All frames for ``text`` (segments concatenated): int64 [T, 16]."""
-        frames = [f for _, _, f in self._frames(text, voice, sampling, max_frames, non_streaming, None)]
-        return np.stack(frames) if frames else np.zeros((0, 16), dtype=np.int64)
+        codes = [c for _, c in self._run(text, voice, 25, 25, sampling, max_frames, non_streaming, None)]
+        return np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
 
     def synthesize(self, text: str, voice: Voice, sampling: Sampling | None = None,
                    max_frames: int | None = None, non_streaming: bool | None = None) -> Audio:
         chunks, codes = [], []
-        for chunk, frame_codes in self._chunks(text, voice, 25, 25, sampling, max_frames, non_streaming, None):
+        for chunk, chunk_codes in self._run(text, voice, 25, 25, sampling, max_frames, non_streaming, None):
             chunks.append(chunk.samples)
-            codes.append(frame_codes)
+            codes.append(chunk_codes)
         samples = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
         codes = np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
         return Audio(samples, SAMPLE_RATE, codes)
@@ -135,84 +142,70 @@ class Engine:
     def stream(self, text: str, voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
                max_frames: int | None = None, non_streaming: bool | None = None) -> Iterator[Chunk]:
-        """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set."""
+        """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set.
+        The last chunk of the call has ``final=True``."""
         if chunk_frames < 1 or first_chunk_frames < 1:
             raise ValueError("chunk sizes must be at least one frame")
-        for chunk, _ in self._chunks(text, voice, chunk_frames, first_chunk_frames, sampling, max_frames,
-                                     non_streaming, cancel):
-            yield chunk
+        previous = None
+        for chunk, _ in self._run(text, voice, first_chunk_frames, chunk_frames, sampling, max_frames,
+                                  non_streaming, cancel):
+            if previous is not None:
+                yield previous
+            previous = chunk
+        if previous is not None and not (cancel is not None and cancel.is_set()):
+            yield replace(previous, final=True)
+
+    def warmup(self, chunk_sizes=(1, 4)) -> float:
+        """Build the streamer now (on CUDA: capture the graphs); returns the seconds it took."""
+        t0 = time.perf_counter()
+        self._get_streamer(chunk_sizes)
+        return time.perf_counter() - t0
 
     # ---- internals ------------------------------------------------------------------------------
-    def _segments(self, text: str, voice: Voice) -> list[Segment]:
+    def _get_streamer(self, chunk_sizes):
+        if self._streamer is None:
+            if self.use_graphs:
+                from engine.graphs.runner import GraphStreamer
+
+                self._streamer = GraphStreamer(self.model.talker, self.decoder, chunk_sizes)
+            else:
+                self._streamer = EagerStreamer(self.model.talker, self.decoder)
+        return self._streamer
+
+    def _run(self, text, voice, first_chunk_frames, chunk_frames, sampling, max_frames, non_streaming,
+             cancel) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """(chunk, its codes) for the whole text, segment after segment, in one voice."""
+        t0 = time.perf_counter()
+        sampling = sampling or self.defaults
         if not isinstance(text, str) or not text.strip():
             raise TextError("there is no text to speak")
-        check_voice(self.config, voice)
-        return split_segments(text)
-
-    def _frames(self, text, voice, sampling, max_frames, non_streaming, cancel):
-        """Yield (segment index, segment, frame codes np.int64 [16]) for the whole text."""
-        sampling = sampling or self.defaults
         voice = self.prepare_voice(voice)
-        segments = self._segments(text, voice)
-        generator = None
-        if sampling.seed is not None:
-            generator = torch.Generator(device=self.device).manual_seed(sampling.seed)
+        check_voice(self.config, voice)
+        segments = split_segments(text)
+        seed = sampling.seed if sampling.seed is not None else random.getrandbits(62)
+        sizes = iter(lambda: chunk_frames, None)
+        first = [True]
+
+        def chunk_size() -> int:
+            if first[0]:
+                first[0] = False
+                return first_chunk_frames
+            return next(sizes)
+
         with self._lock:
+            streamer = self._get_streamer((first_chunk_frames, chunk_frames))
+            streamer.begin(voice.ref_codes if voice.in_context else None, (first_chunk_frames, chunk_frames))
             for index, seg in enumerate(segments):
                 prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text, non_streaming)
                 budget = max_frames or default_max_frames(seg.text)
-                gen = FrameGenerator(self.model.talker, prompt, sampling, budget, generator)
-                for frame in gen.frames():
-                    if cancel is not None and cancel.is_set():
-                        return
-                    yield index, seg, frame.cpu().numpy()
-
-    def _chunks(self, text, voice, chunk_frames, first_chunk_frames, sampling, max_frames, non_streaming,
-                cancel) -> Iterator[tuple[Chunk, np.ndarray]]:
-        """(chunk, its codes) pairs; the last one of the call is marked final."""
-        previous = None
-        for item in self._raw_chunks(text, voice, chunk_frames, first_chunk_frames, sampling, max_frames,
-                                     non_streaming, cancel):
-            if previous is not None:
-                yield previous
-            previous = item
-        if previous is not None and not (cancel is not None and cancel.is_set()):
-            chunk, codes = previous
-            yield replace(chunk, final=True), codes
-
-    def _raw_chunks(self, text, voice, chunk_frames, first_chunk_frames, sampling, max_frames, non_streaming,
-                    cancel) -> Iterator[tuple[Chunk, np.ndarray]]:
-        """Group frames into chunks (never across segments) and decode each with the streaming decoder."""
-        t0 = time.perf_counter()
-        voice = self.prepare_voice(voice)
-        state = self.decoder.new_state(1, self.device)
-        if voice.in_context:  # the reference codes are decoder context; their audio is dropped
-            with torch.inference_mode():
-                self.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=self.device)[None], state)
-        buf: list[np.ndarray] = []
-        seg_of_buf, first_frame, size = None, 0, first_chunk_frames
-
-        def decode():
-            codes = np.stack(buf)
-            with torch.inference_mode():
-                audio = self.decoder.decode_chunk(torch.as_tensor(codes, device=self.device)[None], state)
-            chunk = Chunk(audio[0].float().cpu().numpy(), SAMPLE_RATE, first_frame, len(buf), seg_of_buf[0],
-                          (seg_of_buf[1].start, seg_of_buf[1].end), time.perf_counter() - t0, False)
-            return chunk, codes
-
-        for index, seg, frame in self._frames(text, voice, sampling, max_frames, non_streaming, cancel):
-            if seg_of_buf is not None and index != seg_of_buf[0]:
-                if buf:
-                    yield decode()
-                buf, first_frame = [], 0
-            seg_of_buf = (index, seg)
-            buf.append(frame)
-            if len(buf) >= size:
-                yield decode()
-                first_frame += len(buf)
-                buf, size = [], chunk_frames
-        if buf and not (cancel is not None and cancel.is_set()):
-            yield decode()
+                frame = 0
+                for codes, audio in streamer.segment(prompt, sampling, seed + index, budget, chunk_size, cancel):
+                    chunk = Chunk(audio, SAMPLE_RATE, frame, len(codes), index, (seg.start, seg.end),
+                                  time.perf_counter() - t0, False)
+                    frame += len(codes)
+                    yield chunk, codes
+                if cancel is not None and cancel.is_set():
+                    return
 
 
 def _read_defaults(model_dir: Path) -> Sampling:

@@ -21,6 +21,7 @@ from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings, sample
 
 CODEBOOK_SIZE = 2048
+NUM_DRAWS = 16  # random draws per frame: codebook 0 and the 15 predictor codebooks
 
 
 class TalkerLogitsProcessor:
@@ -52,10 +53,8 @@ class TalkerLogitsProcessor:
 class FrameGenerator:
     """Generates frames for one prompt (batch 1) on the eager path."""
 
-    def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int,
-                 generator: torch.Generator | None = None):
+    def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0):
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
-        self.generator = generator
         c = talker.config
         dev = talker.codec_head.weight.device
         self.device, self.dtype = dev, talker.codec_head.weight.dtype
@@ -68,6 +67,7 @@ class FrameGenerator:
         self.processor = TalkerLogitsProcessor(c.vocab_size, self.eos, 1, dev)
         self.processor.penalty[0] = sampling.repetition_penalty
         self.processor.min_frames[0] = sampling.min_frames
+        self.seeds = torch.full((1,), seed, dtype=torch.int64, device=dev)
         self.cache = talker.model.new_cache(1, prompt.length + max_frames, self.dtype, dev)
         pc = talker.code_predictor.config
         self.predictor_cache = talker.code_predictor.model.new_cache(1, pc.num_code_groups, self.dtype, dev)
@@ -80,10 +80,12 @@ class FrameGenerator:
         positions = torch.arange(L, device=self.device)[None]  # [1, L]
         hidden = t.model(self.prompt.embeds, positions, self.cache, kv_len=L)[:, -1]  # [1, H]
         for step in range(self.max_frames):
-            code0 = self.sample_code0(hidden, step)  # [1]
+            frame = torch.full((1,), step, device=self.device)
+            code0 = sample_code0(t, hidden, frame, self.processor, self.talker_settings, self.seeds)  # [1]
             if code0.item() == self.eos:
                 return
-            codes = self.predict_codes(hidden, code0)  # [1, 16]
+            codes = predict_codes(t, hidden, code0, self.predictor_cache, self.predictor_settings,
+                                  self.seeds, frame)  # [1, 16]
             yield codes[0]
             if step + 1 == self.max_frames:
                 return
@@ -95,26 +97,32 @@ class FrameGenerator:
         tr = self.prompt.trailing
         return tr[:, step] if step < tr.shape[1] else self.prompt.pad_embed[:, 0]
 
-    def sample_code0(self, hidden: torch.Tensor, step: int) -> torch.Tensor:
-        logits = self.talker.codec_head(hidden).float()  # [B, V]
-        frame = torch.full((logits.shape[0],), step, device=self.device)
-        code0 = sample(self.processor(logits, frame), self.talker_settings, self.generator)
-        self.processor.record(code0)
-        return code0
 
-    def predict_codes(self, hidden: torch.Tensor, code0: torch.Tensor) -> torch.Tensor:
-        """Codebooks 1..15 for each row given the talker hidden [B, H] and code_0 [B] -> [B, 16]."""
-        cp = self.talker.code_predictor
-        b = hidden.shape[0]
-        x = cp.small_to_mtp_projection(torch.stack([hidden, self.talker.embed_codec(code0)], dim=1))  # [B, 2, h]
-        pos = torch.arange(2, device=self.device).expand(b, 2)
-        h = cp.model(x, pos, self.predictor_cache, kv_len=2)[:, -1]
-        codes = [code0]
-        for j in range(cp.config.num_code_groups - 1):
-            if j > 0:
-                x = cp.small_to_mtp_projection(cp.model.codec_embedding[j - 1](codes[-1]))[:, None]
-                pos = torch.full((b, 1), j + 1, device=self.device)
-                h = cp.model(x, pos, self.predictor_cache, kv_len=j + 2)[:, -1]
-            logits = cp.lm_head[j](h).float()
-            codes.append(sample(logits, self.predictor_settings, self.generator))
-        return torch.stack(codes, dim=1)
+
+def sample_code0(talker: Talker, hidden, frame, processor: TalkerLogitsProcessor, settings: StageSettings,
+                 seeds) -> torch.Tensor:
+    """Codebook 0 for each row from the talker hidden [B, H] at frame index ``frame`` [B] -> [B]."""
+    logits = talker.codec_head(hidden).float()  # [B, V]
+    code0 = sample(processor(logits, frame), settings, seeds, frame * NUM_DRAWS)
+    processor.record(code0)
+    return code0
+
+
+def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings, seeds, frame) -> torch.Tensor:
+    """Codebooks 1..15 for each row given the talker hidden [B, H] and code_0 [B] -> all 16 codes [B, 16].
+
+    The predictor's KV cache is overwritten from position 0 every frame (a fresh cache per frame)."""
+    cp = talker.code_predictor
+    b = hidden.shape[0]
+    x = cp.small_to_mtp_projection(torch.stack([hidden, talker.embed_codec(code0)], dim=1))  # [B, 2, h]
+    pos = torch.arange(2, device=hidden.device).expand(b, 2)
+    h = cp.model(x, pos, cache, kv_len=2)[:, -1]  # [B, h]
+    codes = [code0]
+    for j in range(cp.config.num_code_groups - 1):
+        if j > 0:
+            x = cp.small_to_mtp_projection(cp.model.codec_embedding[j - 1](codes[-1]))[:, None]  # [B, 1, h]
+            pos = torch.full((b, 1), j + 1, device=hidden.device)
+            h = cp.model(x, pos, cache, kv_len=j + 2)[:, -1]
+        logits = cp.lm_head[j](h).float()  # [B, 2048]
+        codes.append(sample(logits, settings, seeds, frame * NUM_DRAWS + j + 1))
+    return torch.stack(codes, dim=1)

@@ -93,9 +93,39 @@ def filter_logits(logits: torch.Tensor, s: StageSettings) -> torch.Tensor:
     return logits.masked_fill(drop, float("-inf"))
 
 
-def sample(logits: torch.Tensor, s: StageSettings, generator: torch.Generator | None) -> torch.Tensor:
-    """Pick one id per row: argmax for greedy rows, a multinomial draw otherwise. Returns [B] int64."""
+def uniform_noise(seeds: torch.Tensor, counter: torch.Tensor, vocab: int) -> torch.Tensor:
+    """Counter-based uniform noise in (0, 1): [B, vocab] from per-row seeds [B] and counters [B].
+
+    A splitmix64 hash of (seed, counter, token index): deterministic per stream whatever the batch,
+    identical on the eager and graph paths, and free of generator state (so capture-safe).
+    """
+    idx = torch.arange(vocab, device=seeds.device, dtype=torch.int64)
+    z = seeds[:, None] * _M0 + counter[:, None] * _M1 + idx[None, :] * _GOLDEN
+    z = (z ^ ((z >> 30) & _LOW34)) * _M2
+    z = (z ^ ((z >> 27) & _LOW37)) * _M3
+    z = z ^ ((z >> 31) & _LOW33)
+    return (((z >> 40) & 0xFFFFFF).float() + 0.5) / float(1 << 24)
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+_GOLDEN = _signed(0x9E3779B97F4A7C15)
+_M0 = _signed(0xD1B54A32D192ED03)
+_M1 = _signed(0xABC98388FB8FAC03)
+_M2 = _signed(0xBF58476D1CE4E5B9)
+_M3 = _signed(0x94D049BB133111EB)
+_LOW33, _LOW34, _LOW37 = (1 << 33) - 1, (1 << 34) - 1, (1 << 37) - 1
+
+
+def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter: torch.Tensor) -> torch.Tensor:
+    """Pick one id per row: argmax for greedy rows, a Gumbel-max draw otherwise. Returns [B] int64.
+
+    ``counter`` [B] must differ for every draw of a stream (e.g. frame * 16 + codebook).
+    """
     greedy_ids = logits.argmax(dim=-1)
-    probs = filter_logits(logits.float(), s).softmax(dim=-1)
-    drawn = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    filtered = filter_logits(logits.float(), s)
+    gumbel = -torch.log(-torch.log(uniform_noise(seeds, counter, logits.shape[-1])))
+    drawn = (filtered + gumbel).argmax(dim=-1)
     return torch.where(s.greedy, greedy_ids, drawn)

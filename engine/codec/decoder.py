@@ -105,14 +105,14 @@ class SpeechDecoder(nn.Module):
 
     # ---- decoding ------------------------------------------------------------------------------
 
-    @torch.inference_mode()
+    @torch.no_grad()
     def decode(self, codes: torch.Tensor, validate: bool = True) -> torch.Tensor:
         """Codes ``[B, T, 16]`` int64 -> float32 audio ``[B, T * 1920]``, the whole sequence at once."""
         if validate:
             self.check_codes(codes)
         return self.decode_chunk(codes, self.new_state(codes.shape[0], codes.device), validate=False)
 
-    @torch.inference_mode()
+    @torch.no_grad()
     def decode_chunk(self, codes: torch.Tensor, state: DecoderState, validate: bool = True) -> torch.Tensor:
         """The next ``n`` frames ``[B, n, 16]`` of a stream -> float32 audio ``[B, n * 1920]``; updates ``state``."""
         if validate:

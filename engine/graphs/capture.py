@@ -1,0 +1,63 @@
+"""A small CUDA-graph wrapper: warm up, capture once, replay; or run eagerly.
+
+Set ``ORATOR_EAGER=1`` (or pass ``enabled=False``) to run every call eagerly, e.g. to debug or to
+compare against the graph. The captured function must read and write only static buffers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import torch
+
+from engine.errors import UnsupportedError
+
+
+def graphs_enabled(device: torch.device) -> bool:
+    return device.type == "cuda" and os.environ.get("ORATOR_EAGER", "") not in ("1", "true", "yes")
+
+
+class Graphed:
+    """``fn()`` captured as one CUDA graph after ``warmup`` eager calls (all on a side stream)."""
+
+    def __init__(self, fn: Callable[[], None], device: torch.device, enabled: bool | None = None,
+                 warmup: int = 2, pool=None, name: str = "graph"):
+        self.fn, self.name = fn, name
+        self.enabled = graphs_enabled(device) if enabled is None else enabled
+        self.graph = None
+        self.capture_seconds = 0.0
+        if self.enabled:
+            self._capture(warmup, pool)
+
+    def _capture(self, warmup: int, pool) -> None:
+        t0 = time.perf_counter()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        try:
+            with torch.cuda.stream(stream), torch.inference_mode():
+                for _ in range(warmup):
+                    self.fn()
+            torch.cuda.current_stream().wait_stream(stream)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph, pool=pool), torch.inference_mode():
+                self.fn()
+        except RuntimeError as e:
+            raise UnsupportedError(
+                f"capturing the {self.name} CUDA graph failed ({e}). Set ORATOR_EAGER=1 to run without graphs; "
+                "PyTorch 2.5.1 or newer is required for capture."
+            ) from None
+        torch.cuda.synchronize()
+        self.capture_seconds = time.perf_counter() - t0
+
+    @property
+    def pool(self):
+        return self.graph.pool() if self.graph is not None else None
+
+    def __call__(self) -> None:
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            with torch.inference_mode():
+                self.fn()

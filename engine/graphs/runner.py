@@ -1,0 +1,111 @@
+"""``GraphStreamer``: the fast path for one stream, same interface as ``engine.streamer.EagerStreamer``.
+
+Per chunk of n frames: n replays of the captured frame step, one read-back of the EOS marker (the
+only host synchronisation of the chunk), then one replay of the decoder graph captured for n frames
+on the codes still on the device, and the copy of the audio to the host. Frames sampled after
+EOS are never decoded, so the decoder state stays exact across segments.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from engine.graphs.capture import Graphed
+from engine.graphs.state import NEVER, StaticState
+from engine.graphs.step import frame_step
+from engine.model.talker import Talker
+from engine.prompts import Prompt
+from engine.sampling import Sampling
+from engine.streamer import CodedAudio
+
+MAX_SEQ = 2048  # talker positions per segment: prompt + frames
+MAX_TRAILING = 1024  # text tokens fed during decoding (streaming-text prompts)
+HISTORY = 64  # frames kept on the device between read-backs; >= the largest chunk
+
+
+class GraphStreamer:
+    def __init__(self, talker: Talker, decoder, chunk_sizes=(1, 4), enabled: bool | None = None,
+                 max_seq: int = MAX_SEQ):
+        self.talker, self.decoder = talker, decoder
+        self.device = talker.codec_head.weight.device
+        self.enabled = enabled
+        t0 = time.perf_counter()
+        self.state = StaticState(talker, 1, max_seq, MAX_TRAILING, HISTORY)
+        self.step = Graphed(lambda: frame_step(talker, self.state), self.device, enabled, name="frame step")
+        self.decoder_state = decoder.new_state(1, self.device)
+        self._decoders: dict[int, _DecodeGraph] = {}
+        self.prepare(chunk_sizes)
+        self.capture_seconds = time.perf_counter() - t0
+
+    @property
+    def max_frames(self) -> int:
+        return self.state.max_seq
+
+    def prepare(self, chunk_sizes) -> None:
+        """Capture decoder graphs for these chunk sizes (and 1, for tails before EOS). Clears the decoder
+        state, so call it between utterances only."""
+        for n in {1, *chunk_sizes}:
+            if n not in self._decoders:
+                self._decoders[n] = _DecodeGraph(self.decoder, self.decoder_state, n, self.device, self.enabled,
+                                                 self.step.pool)
+        self.decoder.reset(self.decoder_state)
+
+    @torch.inference_mode()
+    def begin(self, context_codes: np.ndarray | None, chunk_sizes=()) -> None:
+        self.prepare(chunk_sizes)
+        if context_codes is not None and len(context_codes):
+            self.decoder.decode_chunk(torch.as_tensor(context_codes, device=self.device)[None], self.decoder_state)
+
+    @torch.inference_mode()
+    def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
+                chunk_size: Callable[[], int], cancel: threading.Event | None) -> CodedAudio:
+        s = self.state
+        max_frames = min(max_frames, s.max_seq - prompt.length)
+        s.prefill(self.talker, 0, prompt, sampling, seed)
+        done = 0
+        while done < max_frames:
+            if cancel is not None and cancel.is_set():
+                return
+            n = min(chunk_size(), max_frames - done, HISTORY)
+            for _ in range(n):
+                self.step()
+            eos_at = int(s.eos_at[0])  # the chunk's one synchronisation
+            valid = n if eos_at == NEVER else max(0, min(n, eos_at - done))
+            if valid:
+                yield self._decode(done, valid)
+            done += valid
+            if valid < n:
+                return
+
+    def _decode(self, first: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        ring = torch.arange(first, first + n, device=self.device) % HISTORY
+        codes = self.state.codes[:, ring]  # [1, n, 16]
+        if n in self._decoders:
+            audio = self._decoders[n](codes)
+        else:  # a short tail before EOS: frame by frame through the 1-frame graph (exact all the same)
+            one = self._decoders[1]
+            audio = torch.cat([one(codes[:, i : i + 1]).clone() for i in range(n)], dim=1)
+        return codes[0].cpu().numpy(), audio[0].to("cpu", copy=True).numpy()  # the graph reuses its buffer
+
+
+class _DecodeGraph:
+    """The decoder's ``decode_chunk`` for exactly n frames, captured over static input/output buffers."""
+
+    def __init__(self, decoder, decoder_state, n: int, device, enabled, pool):
+        self.codes = torch.zeros(1, n, decoder.cfg.num_quantizers, dtype=torch.int64, device=device)
+        self.audio = torch.zeros(1, n * decoder.samples_per_frame, dtype=torch.float32, device=device)
+
+        def run():
+            self.audio.copy_(decoder.decode_chunk(self.codes, decoder_state, validate=False))
+
+        self.graph = Graphed(run, device, enabled, pool=pool, name=f"{n}-frame decoder")
+
+    def __call__(self, codes: torch.Tensor) -> torch.Tensor:
+        self.codes.copy_(codes)
+        self.graph()
+        return self.audio

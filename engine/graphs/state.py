@@ -1,0 +1,77 @@
+"""Static per-stream buffers for the fast path, allocated once for a fixed batch of slots.
+
+Slot ``b`` holds one stream. Prefill writes the prompt into the slot's rows of the talker KV cache
+and resets the slot's counters; ``step.frame_step`` then advances every slot in place.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.generate import TalkerLogitsProcessor
+from engine.model.layers import KVCache
+from engine.model.talker import Talker
+from engine.prompts import Prompt
+from engine.sampling import Sampling, StageSettings
+
+NEVER = 1 << 40  # "no EOS yet" marker for eos_at
+
+
+class SlotView:
+    """The KV cache rows of one slot, shaped like a batch-1 ``KVCache`` (views, so writes go through)."""
+
+    def __init__(self, cache: KVCache, slot: int):
+        self.k = cache.k[:, slot : slot + 1]
+        self.v = cache.v[:, slot : slot + 1]
+
+    @property
+    def max_len(self) -> int:
+        return self.k.shape[3]
+
+
+class StaticState:
+    def __init__(self, talker: Talker, batch: int, max_seq: int, max_trailing: int, history: int):
+        c = talker.config
+        w = talker.codec_head.weight
+        dev, dtype = w.device, w.dtype
+        self.batch, self.max_seq, self.max_trailing, self.history_len = batch, max_seq, max_trailing, history
+        self.cache = talker.model.new_cache(batch, max_seq, dtype, dev)
+        self.predictor_cache = talker.code_predictor.model.new_cache(
+            batch, c.code_predictor_config.num_code_groups, dtype, dev)
+        self.hidden = torch.zeros(batch, c.hidden_size, dtype=dtype, device=dev)  # last talker hidden
+        self.pos = torch.zeros(batch, dtype=torch.int64, device=dev)  # talker position of the next input
+        self.frame = torch.zeros(batch, dtype=torch.int64, device=dev)  # index of the next frame
+        self.trailing = torch.zeros(batch, max_trailing, c.hidden_size, dtype=dtype, device=dev)
+        self.trailing_len = torch.zeros(batch, dtype=torch.int64, device=dev)
+        self.pad = torch.zeros(batch, c.hidden_size, dtype=dtype, device=dev)
+        self.seeds = torch.zeros(batch, dtype=torch.int64, device=dev)
+        self.talker_settings = StageSettings.allocate(batch, dev)
+        self.predictor_settings = StageSettings.allocate(batch, dev)
+        self.processor = TalkerLogitsProcessor(c.vocab_size, c.codec_eos_token_id, batch, dev)
+        self.codes = torch.zeros(batch, history, 16, dtype=torch.int64, device=dev)  # ring of recent frames
+        self.eos_at = torch.full((batch,), NEVER, dtype=torch.int64, device=dev)
+
+    @torch.inference_mode()
+    def prefill(self, talker: Talker, slot: int, prompt: Prompt, sampling: Sampling, seed: int) -> None:
+        """Run the prompt through the talker into ``slot`` and reset the slot's counters and settings."""
+        L, n_trailing = prompt.length, prompt.trailing.shape[1]
+        if L >= self.max_seq:
+            raise ValueError(f"prompt of {L} positions does not fit the {self.max_seq}-position cache")
+        if n_trailing > self.max_trailing:
+            raise ValueError(f"trailing text of {n_trailing} tokens exceeds {self.max_trailing}")
+        positions = torch.arange(L, device=self.pos.device)[None]
+        hidden = talker.model(prompt.embeds, positions, SlotView(self.cache, slot), kv_len=L)[:, -1]
+        self.hidden[slot] = hidden[0]
+        self.pos[slot] = L
+        self.frame[slot] = 0
+        self.trailing[slot, :n_trailing] = prompt.trailing[0]
+        self.trailing_len[slot] = n_trailing
+        self.pad[slot] = prompt.pad_embed[0, 0]
+        self.seeds[slot] = seed
+        self.eos_at[slot] = NEVER
+        self.talker_settings.set_row(slot, sampling.greedy, sampling.temperature, sampling.top_k, sampling.top_p)
+        self.predictor_settings.set_row(slot, sampling.predictor_greedy, sampling.sub_temperature,
+                                        sampling.sub_top_k, sampling.sub_top_p)
+        self.processor.seen[slot] = False
+        self.processor.penalty[slot] = sampling.repetition_penalty
+        self.processor.min_frames[slot] = sampling.min_frames
