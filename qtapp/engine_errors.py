@@ -5,6 +5,10 @@ from __future__ import annotations
 from engine.errors import CheckpointError, OratorError
 
 
+class StudioError(OratorError):
+    """A condition of the studio itself, already worded for people (no model loaded yet, ...)."""
+
+
 def _is_cuda_oom(exc: BaseException) -> bool:
     try:
         import torch
@@ -25,7 +29,7 @@ def describe_error(exc: BaseException) -> str:
         if "could not download" in text:
             return f"Model not found and it could not be downloaded (no network?): {text}"
         return f"Model not found or incomplete: {text}"
-    if isinstance(exc, OratorError):  # already written for people (voice, text, torch too old)
+    if isinstance(exc, OratorError):  # already worded for people (voice, text, torch too old, studio)
         return str(exc)
     if isinstance(exc, ConnectionError | TimeoutError):
         return f"No network connection: {exc}"

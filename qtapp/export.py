@@ -23,7 +23,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 from engine import Engine, Voice
 from engine.results import SAMPLE_RATE
 from engine.text import split_segments
-from qtapp.engine_errors import describe_error
+from qtapp.engine_errors import StudioError, describe_error
 from qtapp.subtitles import Cue, SrtWriter
 
 FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16")}
@@ -125,7 +125,7 @@ class ExportJob(QObject):
         """Stream one paragraph into ``out``; yield a Cue (times in the whole file) per segment."""
         engine = self._engine_for(voice)
         if engine is None:
-            raise RuntimeError("no model is loaded yet")
+            raise StudioError("No model is loaded yet: wait for it to load, or pick one in Settings.")
         if engine.sample_rate != SAMPLE_RATE:
             raise RuntimeError(f"the engine speaks at {engine.sample_rate} Hz, expected {SAMPLE_RATE} Hz")
         cap = {} if self._max_frames is None else {"max_frames": self._max_frames}

@@ -24,7 +24,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine import Engine, Voice
 from engine.text import split_segments
-from qtapp.engine_errors import describe_error
+from qtapp.engine_errors import StudioError, describe_error
 
 MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 BACKPRESSURE_POLL_S = 0.05
@@ -142,7 +142,7 @@ class SpeechWorker(QObject):
         try:
             designer = self._engines.get("voice_design")
             if designer is None:
-                raise RuntimeError("keeping a designed voice needs a VoiceDesign model; load one first")
+                raise StudioError("Keeping a designed voice needs a VoiceDesign model: load one first.")
             cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
             audio = designer.synthesize(text, voice, sampling=self.sampling, **cap)
             kept = Voice.clone((audio.samples, audio.sample_rate), ref_text=text, language=voice.language,
@@ -160,7 +160,7 @@ class SpeechWorker(QObject):
     def _speak(self, job_id: int, text: str, voice: Voice, first_segment: int) -> None:
         engine = self.engine_for(voice)
         if engine is None:
-            raise RuntimeError("no model is loaded yet")
+            raise StudioError("No model is loaded yet: wait for it to load, or pick one in Settings.")
         segments = split_segments(text)
         if first_segment >= len(segments):
             return

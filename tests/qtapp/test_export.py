@@ -99,7 +99,7 @@ def test_an_existing_file_survives_a_failed_export(qtbot, tmp_path):
     target = tmp_path / "keep.wav"
     target.write_bytes(b"old")
     events = run_job(qtbot, ExportJob([(PARAGRAPHS[0], Voice.preset("a"))], target, lambda v: None))
-    assert "no model is loaded" in events["error"][0]
+    assert "No model is loaded" in events["error"][0]
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.wav"]
 

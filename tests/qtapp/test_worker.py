@@ -156,7 +156,7 @@ def test_a_missing_model_is_reported_in_clear_words(running_worker, qtbot):
     assert "/nowhere" in rec.errors[0]
     worker.request_speak(1, TEXT, Voice.preset("vivian"))
     qtbot.waitUntil(lambda: rec.finished == [1], timeout=5000)
-    assert "no model is loaded" in rec.errors[1]
+    assert "No model is loaded" in rec.errors[1]
 
 
 def test_each_voice_kind_goes_to_its_model_type(running_worker, qtbot):
@@ -168,3 +168,28 @@ def test_each_voice_kind_goes_to_its_model_type(running_worker, qtbot):
     worker.request_speak(2, "Preset words.", Voice.preset("vivian"))
     qtbot.waitUntil(lambda: rec.finished == [1, 2], timeout=5000)
     assert len(design_engine.stream_threads) == 1 and len(preset_engine.stream_threads) == 1
+
+
+def test_keep_design_turns_a_designed_sample_into_a_prepared_clone(running_worker, qtbot):
+    designer, base = FakeEngine("voice_design", frames_per_char=1.0), FakeEngine("base")
+    worker, rec = running_worker(designer)
+    worker.request_load_model(lambda: base)
+    qtbot.waitUntil(lambda: len(rec.loaded) == 2, timeout=5000)
+    sample_text = "This is the voice I designed, reading a sample."
+    design = Voice.design("a warm, slow narrator", language="english")
+    with qtbot.waitSignal(worker.voice_kept, timeout=5000) as kept:
+        worker.request_keep_design(design, sample_text)
+    voice = kept.args[0]
+    assert voice.kind == "clone" and voice.in_context
+    assert voice.ref_text == sample_text and voice.language == "english"
+    assert voice.meta["design"] == "a warm, slow narrator"
+    np.testing.assert_allclose(voice.ref_audio, designer.expected_audio(sample_text), atol=1e-6)
+    assert base.prepared and base.prepared[-1].ref_text == sample_text  # encoded on the Base model
+    assert rec.errors == []
+
+
+def test_keep_design_without_a_design_model_says_so(running_worker, qtbot):
+    worker, rec = running_worker(FakeEngine("custom_voice"))
+    worker.request_keep_design(Voice.design("a voice"), "Some sample text to speak.")
+    qtbot.waitUntil(lambda: bool(rec.errors), timeout=5000)
+    assert "VoiceDesign model" in rec.errors[0]
