@@ -17,7 +17,8 @@ class TextTokenizer:
         try:
             from transformers import AutoTokenizer
 
-            self._tok = AutoTokenizer.from_pretrained(str(model_dir))
+            # the official processor loads with the corrected pre-tokenizer regex; so do we
+            self._tok = AutoTokenizer.from_pretrained(str(model_dir), fix_mistral_regex=True)
         except (OSError, ValueError) as e:
             raise CheckpointError(f"cannot load the text tokenizer from {model_dir}: {e}") from None
 

@@ -43,3 +43,18 @@ def tiny_model_dir(tmp_path_factory):
         return built[model_type]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tiny_model_dir):
+    """A CPU engine per model type on the tiny checkpoints, loaded once (float32, eager)."""
+    from engine import Engine
+
+    loaded = {}
+
+    def get(model_type: str = "custom_voice"):
+        if model_type not in loaded:
+            loaded[model_type] = Engine.from_pretrained(tiny_model_dir(model_type), device="cpu")
+        return loaded[model_type]
+
+    return get

@@ -1,0 +1,103 @@
+"""The public Engine API end to end on tiny synthetic checkpoints (CPU): codes, audio, streaming."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from engine import Sampling, Voice
+from engine.results import SAMPLES_PER_FRAME
+
+TEXT = "Good morning. The weather is fine today! Shall we go for a walk?"
+
+
+def test_generate_codes_shape_and_range(tiny_engine):
+    eng = tiny_engine("custom_voice")
+    codes = eng.generate_codes("Hello there.", Voice.preset("vivian", "english"), Sampling(greedy=True),
+                               max_frames=10)
+    assert codes.dtype == np.int64 and codes.shape == (10, 16)
+    assert codes.min() >= 0 and codes.max() < 2048
+
+
+def test_greedy_is_deterministic_and_seed_reproduces_sampling(tiny_engine):
+    eng = tiny_engine("custom_voice")
+    v = Voice.preset("aiden", "english")
+    greedy = [eng.generate_codes("Hi.", v, Sampling(greedy=True), max_frames=8) for _ in range(2)]
+    np.testing.assert_array_equal(*greedy)
+    a, b, c = (eng.generate_codes("Hi.", v, Sampling(seed=s), max_frames=8) for s in (5, 5, 6))
+    np.testing.assert_array_equal(a, b)
+    assert (a != c).any()
+
+
+def test_stream_concatenation_equals_synthesize(tiny_engine):
+    eng = tiny_engine("custom_voice")
+    v = Voice.preset("serena", "english")
+    s = Sampling(seed=11)
+    whole = eng.synthesize(TEXT, v, s, max_frames=9)
+    chunks = list(eng.stream(TEXT, v, chunk_frames=4, first_chunk_frames=1, sampling=s, max_frames=9))
+    joined = np.concatenate([c.samples for c in chunks])
+    assert joined.shape == whole.samples.shape == (len(whole.codes) * SAMPLES_PER_FRAME,)
+    np.testing.assert_allclose(joined, whole.samples, atol=1e-5)
+    # three sentences -> three segments of 9 frames: chunks 1+4+4, then 4+4+1 twice
+    assert [c.segment for c in chunks] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert [c.n_frames for c in chunks] == [1, 4, 4, 4, 4, 1, 4, 4, 1]
+    assert [c.first_frame for c in chunks[:3]] == [0, 1, 5]
+    assert [c.final for c in chunks] == [False] * 8 + [True]
+    spans = sorted({c.span for c in chunks})
+    assert [TEXT[a:b] for a, b in spans] == ["Good morning.", "The weather is fine today!", "Shall we go for a walk?"]
+    elapsed = [c.elapsed for c in chunks]
+    assert elapsed == sorted(elapsed) and elapsed[0] > 0
+
+
+def test_cancel_stops_within_one_chunk(tiny_engine):
+    eng = tiny_engine("custom_voice")
+    cancel = threading.Event()
+    got = []
+    for chunk in eng.stream(TEXT, Voice.preset("ryan", "english"), chunk_frames=2, cancel=cancel,
+                            sampling=Sampling(greedy=True), max_frames=20):
+        got.append(chunk)
+        if len(got) == 2:
+            cancel.set()
+    assert len(got) == 2 and not got[-1].final
+
+
+def test_design_and_clone_models_speak(tiny_engine, tmp_path):
+    design = tiny_engine("voice_design")
+    audio = design.synthesize("Hello.", Voice.design("a bright young voice"), Sampling(greedy=True), max_frames=6)
+    assert audio.samples.shape == (6 * SAMPLES_PER_FRAME,) and np.isfinite(audio.samples).all()
+
+    base = tiny_engine("base")
+    t = np.arange(24000 * 2) / 24000
+    ref = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    for ref_text in (None, "A reference transcript."):
+        voice = base.prepare_voice(Voice.clone((ref, 24000), ref_text=ref_text))
+        assert voice.speaker_embedding.shape == (base.config.talker_config.hidden_size,)
+        assert (voice.ref_codes is not None) == (ref_text is not None)
+        voice.save(tmp_path / "v.voice")
+        loaded = Voice.load(tmp_path / "v.voice")
+        a = base.synthesize("Hello.", voice, Sampling(greedy=True), max_frames=5)
+        b = base.synthesize("Hello.", loaded, Sampling(greedy=True), max_frames=5)
+        np.testing.assert_array_equal(a.codes, b.codes)
+        assert a.samples.shape == (5 * SAMPLES_PER_FRAME,)
+
+
+def test_in_context_clone_audio_equals_decoding_with_reference_prefix(tiny_engine):
+    """The reference codes are decoder context and their audio is cut off (the official recipe)."""
+    base = tiny_engine("base")
+    rng = np.random.default_rng(0)
+    voice = Voice("clone", language="english", ref_text="Reference words.",
+                  speaker_embedding=rng.standard_normal(base.config.talker_config.hidden_size).astype(np.float32),
+                  ref_codes=rng.integers(0, 2048, size=(7, 16)))
+    audio = base.synthesize("Hello.", voice, Sampling(greedy=True), max_frames=6)
+    import torch
+
+    full = base.decoder.decode(torch.as_tensor(np.concatenate([voice.ref_codes, audio.codes]))[None])[0].numpy()
+    np.testing.assert_allclose(audio.samples, full[7 * SAMPLES_PER_FRAME:], atol=1e-5)
+
+
+@pytest.mark.parametrize("chunk_frames", [0, -1])
+def test_bad_chunk_sizes(tiny_engine, chunk_frames):
+    with pytest.raises(ValueError):
+        next(tiny_engine("custom_voice").stream("Hi.", Voice.preset("vivian"), chunk_frames=chunk_frames))
