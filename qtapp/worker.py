@@ -80,6 +80,8 @@ class SpeechWorker(QObject):
         self._jobs_lock = threading.Lock()
         self._last_requested_job = -1
         self._cancelled_through = -1
+        self._loads = threading.Condition()
+        self._pending_loads = 1  # requested and not yet finished (loaded or failed); 1: the first model
         self._speak_requested.connect(self.speak)
         self._load_requested.connect(self.load_model)
         self._keep_requested.connect(self.keep_design)
@@ -92,10 +94,13 @@ class SpeechWorker(QObject):
         self._speak_requested.emit(job_id, text, voice, first_segment)
 
     def request_initial_model(self) -> None:
-        """Load the model from the constructor's ``engine_factory`` (in the worker thread)."""
-        self.request_load_model(self._engine_factory)
+        """Load the model from the constructor's ``engine_factory`` (in the worker thread); counted as
+        pending from construction on, so ``engine_when_ready`` waits for it."""
+        self._load_requested.emit(self._engine_factory)
 
     def request_load_model(self, spec) -> None:
+        with self._loads:
+            self._pending_loads += 1
         self._load_requested.emit(spec)
 
     def request_keep_design(self, voice: Voice, text: str) -> None:
@@ -108,8 +113,15 @@ class SpeechWorker(QObject):
             self._cancel.set()
 
     def engine_for(self, voice: Voice) -> Engine | None:
-        """The loaded engine that speaks ``voice`` best (the export job uses it too)."""
+        """The loaded engine that speaks ``voice`` best."""
         return self._engines.get(MODEL_TYPE_FOR_VOICE[voice.kind], self._current)
+
+    def engine_when_ready(self, voice: Voice, timeout_s: float = 600.0) -> Engine | None:
+        """``engine_for`` once every requested model load has finished. Blocks: for other threads
+        (give it to ``ExportJob``), never for the GUI thread or the worker itself."""
+        with self._loads:
+            self._loads.wait_for(lambda: self._pending_loads == 0, timeout=timeout_s)
+        return self.engine_for(voice)
 
     # ---- slots (worker thread) -----------------------------------------------------------------
     @Slot(object)
@@ -118,10 +130,14 @@ class SpeechWorker(QObject):
             engine = load_engine(spec)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the GUI
             self.error.emit(describe_error(exc))
-            return
-        self._engines[engine.model_type] = engine
-        self._current = engine
-        self.model_loaded.emit(describe_engine(engine))
+        else:
+            self._engines[engine.model_type] = engine
+            self._current = engine
+            self.model_loaded.emit(describe_engine(engine))
+        finally:
+            with self._loads:
+                self._pending_loads = max(0, self._pending_loads - 1)
+                self._loads.notify_all()
 
     @Slot(int, str, object, int)
     def speak(self, job_id: int, text: str, voice: Voice, first_segment: int = 0) -> None:

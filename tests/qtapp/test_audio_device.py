@@ -40,7 +40,7 @@ def monitor_source() -> str:
         _unavailable("pactl/parec not installed")
     probe = subprocess.run(["pactl", "get-default-sink"], capture_output=True, text=True, timeout=10)
     if probe.returncode != 0 or not probe.stdout.strip():
-        _unavailable(probe.stderr.strip() or "pactl found no default sink")
+        _unavailable(" ".join(probe.stderr.split()) or "pactl found no default sink")
     try:
         import sounddevice  # noqa: F401 - needs the PortAudio library
     except OSError as exc:

@@ -193,3 +193,39 @@ def test_keep_design_without_a_design_model_says_so(running_worker, qtbot):
     worker.request_keep_design(Voice.design("a voice"), "Some sample text to speak.")
     qtbot.waitUntil(lambda: bool(rec.errors), timeout=5000)
     assert "VoiceDesign model" in rec.errors[0]
+
+
+def test_engine_when_ready_waits_for_requested_models(running_worker, qtbot):
+    preset_engine, design_engine = FakeEngine("custom_voice"), FakeEngine("voice_design")
+    worker, rec = running_worker(preset_engine)
+
+    def slow_design_model():
+        threading.Event().wait(0.3)  # a model that takes a while to load
+        return design_engine
+
+    design = Voice.design("a bright voice")
+    worker.request_load_model(slow_design_model)
+    assert worker.engine_for(design) is preset_engine  # not loaded yet: the fallback
+    result = []
+    waiter = threading.Thread(target=lambda: result.append(worker.engine_when_ready(design)))
+    waiter.start()
+    waiter.join(timeout=5)
+    assert result == [design_engine]
+
+
+def test_engine_when_ready_waits_for_the_first_model(qtbot):
+    engine = FakeEngine()
+
+    def slow_model():
+        threading.Event().wait(0.3)
+        return engine
+
+    thread, worker = start_worker(slow_model)
+    try:
+        result = []
+        waiter = threading.Thread(target=lambda: result.append(worker.engine_when_ready(Voice.preset("a"))))
+        waiter.start()
+        qtbot.waitUntil(lambda: not waiter.is_alive(), timeout=5000)
+        assert result == [engine]
+    finally:
+        assert stop_worker(thread, worker)
