@@ -2,9 +2,10 @@
 
 The stream is opened once (on the first ``write``) and runs for the whole session. Its callback
 only copies from the preallocated ring buffer into ``outdata``, writes zeros when the buffer is
-short and counts that as an underrun; it never allocates, blocks or emits Qt signals. A QTimer on
-the GUI thread polls the callback's counters and turns them into signals: which segment became
-audible, buffer level, underruns and the end of a stream.
+short and counts that as an underrun; it allocates no sample memory, never waits on anything but
+the ring's tiny counter lock, and emits no Qt signals. A QTimer on the GUI thread polls the
+callback's counters and turns them into signals: which segment became audible, buffer level,
+underruns and the end of a stream.
 """
 
 from __future__ import annotations
@@ -149,8 +150,6 @@ class Player(QObject):
                 state.starved_samples += frames - got
         else:
             state.starving = False
-        if outdata.shape[1] > 1:
-            outdata[:, 1:] = outdata[:, :1]
 
     # ---- polling (GUI thread) ------------------------------------------------------------------
     def _poll(self) -> None:
