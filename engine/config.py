@@ -120,6 +120,11 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelConfig:
+        if not isinstance(d, dict):
+            raise CheckpointError("config.json must hold a JSON object")
+        missing = [k for k in ("tts_model_type", "tts_model_size", "talker_config") if k not in d]
+        if missing:
+            raise CheckpointError(f"config.json is not a Qwen3-TTS config: no {', '.join(missing)}")
         return _pick(cls, d)
 
     @classmethod
