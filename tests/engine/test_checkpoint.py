@@ -1,0 +1,112 @@
+"""``Engine.from_pretrained`` refuses broken model directories with a ``CheckpointError`` that says why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+from safetensors.torch import load_file, save_file
+
+from engine import CheckpointError, Engine
+from engine.checkpoint import REQUIRED_FILES
+
+
+@pytest.fixture
+def model_copy(tiny_model_dir, tmp_path):
+    """A private copy of the tiny CustomVoice directory that a test may damage."""
+    return shutil.copytree(tiny_model_dir("custom_voice"), tmp_path / "model")
+
+
+def test_non_existent_path(tmp_path):
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(CheckpointError, match="does not exist") as err:
+        Engine.from_pretrained(str(missing))
+    assert str(missing) in str(err.value)
+
+
+@pytest.mark.parametrize("name", REQUIRED_FILES)
+def test_directory_missing_a_file(model_copy, name):
+    (model_copy / name).unlink()
+    with pytest.raises(CheckpointError, match="missing") as err:
+        Engine.from_pretrained(model_copy)
+    assert name in str(err.value)
+
+
+def test_truncated_weights(model_copy):
+    weights = model_copy / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="model.safetensors"):
+        Engine.from_pretrained(model_copy)
+
+
+def test_garbage_weights(model_copy):
+    (model_copy / "model.safetensors").write_bytes(b"\xff" * 4096)
+    with pytest.raises(CheckpointError, match="not a readable safetensors file"):
+        Engine.from_pretrained(model_copy)
+
+
+def test_tensor_of_the_wrong_shape(model_copy):
+    weights = model_copy / "model.safetensors"
+    state = load_file(str(weights))
+    name = "talker.codec_head.weight"
+    state[name] = state[name][:-1].clone()  # one codec id short
+    save_file(state, str(weights), metadata={"format": "pt"})
+    with pytest.raises(CheckpointError, match="has shape") as err:
+        Engine.from_pretrained(model_copy)
+    assert name in str(err.value)
+
+
+def test_missing_tensor(model_copy):
+    weights = model_copy / "model.safetensors"
+    state = load_file(str(weights))
+    del state["talker.codec_head.weight"]
+    save_file(state, str(weights), metadata={"format": "pt"})
+    with pytest.raises(CheckpointError, match="talker.codec_head.weight"):
+        Engine.from_pretrained(model_copy)
+
+
+def _edit_config(model_dir, **changes) -> None:
+    path = model_dir / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config.update(changes)
+    path.write_text(json.dumps(config), encoding="utf-8")
+
+
+def test_unknown_model_type(model_copy):
+    _edit_config(model_copy, tts_model_type="narrator")
+    with pytest.raises(CheckpointError, match="unknown tts_model_type 'narrator'"):
+        Engine.from_pretrained(model_copy)
+
+
+def test_model_type_that_does_not_match_the_weights(model_copy):
+    _edit_config(model_copy, tts_model_type="base")  # CustomVoice weights have no speaker encoder
+    with pytest.raises(CheckpointError, match="tensors do not match") as err:
+        Engine.from_pretrained(model_copy)
+    assert "speaker_encoder." in str(err.value)
+
+
+def test_invalid_json(model_copy):
+    (model_copy / "config.json").write_text('{"tts_model_type": "custom_voice",', encoding="utf-8")
+    with pytest.raises(CheckpointError, match="not valid JSON"):
+        Engine.from_pretrained(model_copy)
+
+
+def test_config_of_another_model(model_copy):
+    (model_copy / "config.json").write_text(json.dumps({"model_type": "qwen3", "hidden_size": 1024}),
+                                            encoding="utf-8")
+    with pytest.raises(CheckpointError, match="not a Qwen3-TTS config"):
+        Engine.from_pretrained(model_copy)
+
+
+def test_hub_id_without_network_fails_quickly(monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read once at import
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError, match="could not download 'orator-tests/no-such-model'"):
+        Engine.from_pretrained("orator-tests/no-such-model")
+    assert time.perf_counter() - start < 10
