@@ -1,7 +1,9 @@
 """Split long text into sentence-level segments that are spoken one after another.
 
 Each segment keeps its character span in the original text so a reader can highlight what is being
-spoken. Sentences end at Western (. ! ? …) and CJK (。！？；) punctuation and at blank lines;
+spoken. Sentences end at Western (. ! ? …) and CJK (。！？；) punctuation and at blank lines, except
+where Western punctuation is followed by a lowercase word (``e.g. this``, ``"Why?" she asked``) or a
+period ends a title, a Latin abbreviation or an initial (``Dr. Smith``, ``J. R. R. Tolkien``);
 a sentence longer than ``max_chars`` is cut at the last clause mark (, ; : 、，) or space before
 the limit, so no segment is unbounded and no model context is exceeded.
 """
@@ -21,6 +23,9 @@ _SENTENCE_END = re.compile(
     r"""|(?:\n\s*\n)"""
 )
 _CLAUSE_MARK = re.compile(r"[,;:、，；：]\s*|\s+")
+# Words that a period follows without ending the sentence (compared in lowercase, without the period).
+_ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "mt", "jr", "sr", "vs", "e.g", "i.e", "cf"})
+_LAST_WORD = re.compile(r"[\w.]+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +42,28 @@ def split_segments(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Segmen
     segments: list[Segment] = []
     pos = 0
     for m in _SENTENCE_END.finditer(text):
+        if _continues(text, m):
+            continue
         _add(segments, text, pos, m.end(), max_chars)
         pos = m.end()
     _add(segments, text, pos, len(text), max_chars)
     return segments
+
+
+def _continues(text: str, m: re.Match) -> bool:
+    """True when the Western punctuation of ``m`` does not end a sentence (see the module docstring)."""
+    if text[m.start()] not in ".!?…":
+        return False
+    next_char = text[m.end():m.end() + 8].lstrip()[:1]
+    if next_char.islower():
+        return True
+    if m.group() != ".":
+        return False
+    word = _LAST_WORD.search(text, max(0, m.start() - 12), m.start())
+    if word is None:
+        return False
+    word = word.group()
+    return word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper() and word != "I")
 
 
 def _add(out: list[Segment], text: str, start: int, end: int, max_chars: int) -> None:
