@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from engine.cli import add_say_arguments, run_say_command
+
 
 # ---- gui ------------------------------------------------------------------------------------------
 def add_gui_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +26,7 @@ def run_gui_command(args: argparse.Namespace) -> int:
 # ---- dispatch: add a subcommand by adding one line here ------------------------------------------------
 COMMANDS = {
     "gui": ("open the desktop studio (the default)", add_gui_arguments, run_gui_command),
+    "say": ("speak text into a wav or flac file", add_say_arguments, run_say_command),
 }
 DEFAULT_COMMAND = "gui"
 

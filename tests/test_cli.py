@@ -1,0 +1,133 @@
+"""``python main.py say``, used as a new user would: a real process against tiny checkpoints.
+
+The happy paths and a bad model path run ``main.py`` in a subprocess; the other refusals call
+``main.main`` in-process (same parser, same exit codes, faster).
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+import main
+from engine import Voice
+from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME
+
+MAIN = Path(__file__).resolve().parents[1] / "main.py"
+TEXT = "Good morning. Shall we go?"  # two sentences
+PCM16_STEP = 1 / 32768
+
+
+def say(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(MAIN), "say", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_preset_voice_to_wav_matches_the_engine(tiny_model_dir, tiny_engine, tmp_path):
+    model = tiny_model_dir("custom_voice")
+    result = say(TEXT, "--model", str(model), "--voice", "vivian", "--language", "english",
+                 "--out", "hello.wav", "--seed", "7", "--max-frames", "4", "--device", "cpu", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "hello.wav" in result.stdout and "RTF" in result.stdout and "s of audio" in result.stdout
+    samples, rate = sf.read(tmp_path / "hello.wav", dtype="float32")
+    assert rate == SAMPLE_RATE and samples.ndim == 1
+
+    eng = tiny_engine("custom_voice")
+    expected = eng.synthesize(TEXT, Voice.preset("vivian", "english"), replace(eng.defaults, seed=7), max_frames=4)
+    assert len(expected.codes) <= 8  # two sentences, at most 4 frames each
+    assert samples.shape == (len(expected.codes) * SAMPLES_PER_FRAME,)
+    np.testing.assert_allclose(samples, np.clip(expected.samples, -1, 1), atol=1.5 * PCM16_STEP)
+
+
+def test_designed_voice_to_flac(tiny_model_dir, tmp_path):
+    out = tmp_path / "design.flac"
+    result = say("Hello.", "--model", str(tiny_model_dir("voice_design")), "--design", "a calm low voice",
+                 "--greedy", "--max-frames", "3", "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    info = sf.info(out)
+    assert (info.format, info.samplerate, info.channels) == ("FLAC", SAMPLE_RATE, 1)
+    assert 0 < info.frames <= 3 * SAMPLES_PER_FRAME and info.frames % SAMPLES_PER_FRAME == 0
+
+
+def test_cloned_voice_from_a_recording(tiny_model_dir, tmp_path):
+    t = np.arange(2 * SAMPLE_RATE) / SAMPLE_RATE
+    sf.write(tmp_path / "ref.wav", 0.3 * np.sin(2 * np.pi * 220 * t), 16000)  # another rate: resampled
+    result = say("Hello.", "--model", str(tiny_model_dir("base")), "--clone", "ref.wav", "--ref-text",
+                 "A short reference.", "--seed", "1", "--max-frames", "3", "--out", "clone.wav", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    samples, rate = sf.read(tmp_path / "clone.wav")
+    assert rate == SAMPLE_RATE and 0 < len(samples) <= 3 * SAMPLES_PER_FRAME
+
+
+def test_bad_model_path_is_one_clear_line(tmp_path):
+    result = say("Hello.", "--model", str(tmp_path / "missing-model"), "--voice", "vivian", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error:" in lines[0] and "missing-model" in lines[0] and "does not exist" in lines[0]
+    assert not (tmp_path / "out.wav").exists()
+
+
+def run_in_process(capsys, *args: str) -> tuple[int, str, str]:
+    code = main.main(["say", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_list_voices(tiny_model_dir, tiny_engine, capsys):
+    code, out, _ = run_in_process(capsys, "--model", str(tiny_model_dir("custom_voice")), "--list-voices")
+    assert code == 0
+    eng = tiny_engine("custom_voice")
+    assert f"speakers: {', '.join(eng.speakers)}" in out
+    assert f"languages: {', '.join(eng.languages)}" in out
+    code, out, _ = run_in_process(capsys, "--model", str(tiny_model_dir("base")), "--list-voices")
+    assert code == 0 and "speakers: none" in out and "--clone" in out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["Hi.", "--voice", "nobody"], "unknown speaker 'nobody'"),
+    (["Hi.", "--voice", "vivian", "--language", "klingon"], "unsupported language 'klingon'"),
+    (["Hi.", "--voice", "vivian", "--instruct", "whisper"], "does not support style instructions"),
+    (["Hi."], "choose a voice with --voice NAME: this model has"),
+    (["Hi.", "--design", "a deep voice"], "needs a VoiceDesign model"),
+])
+def test_voice_errors_exit_2_with_the_engine_message(tiny_model_dir, capsys, tmp_path, args, message):
+    out = tmp_path / "x.wav"
+    code, _, err = run_in_process(capsys, *args, "--model", str(tiny_model_dir("custom_voice")), "--out", str(out))
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["   ", "--voice", "vivian"], "no text to speak"),
+    (["Hi.", "--voice", "vivian", "--out", "x.mp3"], "use a .wav or .flac"),
+    (["Hi.", "--voice", "vivian", "--out", "no/such/folder/x.wav"], "does not exist"),
+    (["Hi.", "--voice", "vivian", "--ref-text", "words"], "give --clone too"),
+    (["Hi.", "--design", "calm", "--instruct", "slowly"], "give --voice too"),
+])
+def test_input_errors_exit_2_before_loading_a_model(capsys, tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_in_process(capsys, *args, "--model", str(tmp_path / "never-read"))
+    assert code == 2 and message in err and "loaded" not in out
+
+
+def test_text_from_standard_input(tiny_model_dir, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Read from a pipe."))
+    out = tmp_path / "stdin.wav"
+    code, printed, err = run_in_process(capsys, "-", "--model", str(tiny_model_dir("custom_voice")), "--voice",
+                                        "aiden", "--greedy", "--max-frames", "2", "--out", str(out))
+    assert code == 0, err
+    assert f"wrote {out}" in printed and sf.info(out).frames == 2 * SAMPLES_PER_FRAME
+
+
+def test_bad_frame_count_is_an_argument_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main.main(["say", "Hi.", "--model", "m", "--max-frames", "0"])
+    assert exit_info.value.code == 2 and "at least 1" in capsys.readouterr().err
