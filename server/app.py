@@ -1,0 +1,102 @@
+"""FastAPI wiring: ``create_app(engine_provider, library_dir, settings)``.
+
+``engine_provider`` is called once at startup in a worker thread (loading a model takes a while;
+``/health`` says ``loading`` meanwhile and the API answers 503). ``make_backend`` turns the engine
+into the scheduler's ``StreamBackend``; the default runs ``Engine.stream`` one request at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from engine import Engine
+from server import speech, voices
+from server.auth import RequestGuard
+from server.errors import APIError, install_error_handlers
+from server.formats import supported_formats
+from server.library import VoiceStore
+from server.scheduler import EngineBackend, Scheduler, StreamBackend
+from server.settings import ServerSettings
+
+log = logging.getLogger("orator.server")
+WEB_DIR = Path(__file__).parent / "web"
+
+
+def create_app(engine_provider: Callable[[], Engine], library_dir, settings: ServerSettings | None = None,
+               make_backend: Callable[[Engine], StreamBackend] = EngineBackend) -> FastAPI:
+    settings = settings or ServerSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        load = asyncio.create_task(_load(app, engine_provider, make_backend, settings))
+        try:
+            yield
+        finally:
+            load.cancel()
+            if app.state.scheduler is not None:
+                app.state.scheduler.shutdown()
+
+    app = FastAPI(title="Orator speech server", lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    app.state.settings = settings
+    app.state.store = VoiceStore(library_dir)
+    app.state.engine = None
+    app.state.scheduler = None
+    app.state.load_error = None
+    app.state.engine_or_503 = lambda: _engine_or_503(app)
+    install_error_handlers(app)
+    app.include_router(speech.router)
+    app.include_router(voices.router)
+
+    @app.get("/health")
+    async def health():
+        state = "ok" if app.state.engine else ("failed" if app.state.load_error else "loading")
+        answer = {"status": state, "model_loaded": app.state.engine is not None}
+        if app.state.scheduler is not None:
+            answer["queue"] = app.state.scheduler.status()
+        if app.state.load_error:
+            answer["error"] = app.state.load_error
+        return answer
+
+    @app.get("/v1/models")
+    async def models():
+        engine = _engine_or_503(app)
+        return {"object": "list", "data": [{
+            "id": settings.model_name, "object": "model", "owned_by": "orator", "created": 0,
+            "model_type": engine.model_type, "model_size": engine.model_size, "speakers": engine.speakers,
+            "languages": engine.languages, "response_formats": list(supported_formats()),
+            "sample_rate": engine.sample_rate}]}
+
+    @app.get("/", include_in_schema=False)
+    async def index():
+        return FileResponse(WEB_DIR / "index.html")
+
+    app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
+    app.add_middleware(RequestGuard, api_key=settings.api_key, max_body_bytes=settings.max_upload_bytes)
+    return app
+
+
+async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSettings) -> None:
+    try:
+        engine = await asyncio.to_thread(engine_provider)
+        app.state.scheduler = Scheduler(make_backend(engine), settings.max_queue)
+        app.state.engine = engine
+        log.info("model loaded: %s %s", engine.model_type, engine.model_size)
+    except Exception as e:  # reported by /health; the API answers 503
+        log.exception("cannot load the model")
+        app.state.load_error = f"{type(e).__name__}: {e}"
+
+
+def _engine_or_503(app: FastAPI) -> Engine:
+    if app.state.engine is None:
+        reason = app.state.load_error or "the model is still loading"
+        raise APIError(503, f"speech is unavailable: {reason}", code="model_unavailable",
+                       headers={"Retry-After": "5"})
+    return app.state.engine

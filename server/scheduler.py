@@ -1,0 +1,215 @@
+"""The request queue in front of the engine: admission, queue positions, worker threads, cancellation.
+
+The engine is reached through one narrow interface, ``StreamBackend``: ``capacity`` (how many
+streams it generates at once) and ``run(job, cancel)``, a blocking iterator of ``engine.Chunk``
+that stops within one chunk once ``cancel`` is set. ``EngineBackend`` wraps today's
+``Engine.stream`` (capacity 1, one engine thread). A batched engine plugs in by providing a backend
+with a larger capacity whose ``run`` may be called from that many threads at once; nothing else in
+the server changes.
+
+``Scheduler.submit`` (on the event loop) admits a job or raises ``QueueFull``; the returned
+``Ticket`` yields, as an async iterator, ``Queued(position)`` updates while it waits and then the
+chunks. ``Ticket.cancel`` (a client that went away) frees its place or stops its generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine import Chunk, Engine, Sampling, Voice
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechJob:
+    """One utterance to generate: what ``Engine.stream`` needs."""
+
+    text: str
+    voice: Voice
+    sampling: Sampling
+    chunk_frames: int = 4
+    first_chunk_frames: int = 1
+    max_frames: int | None = None
+
+
+class StreamBackend(Protocol):
+    capacity: int
+
+    def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]: ...
+
+
+class EngineBackend:
+    """Today's engine: one stream at a time."""
+
+    capacity = 1
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
+        return self.engine.stream(job.text, job.voice, chunk_frames=job.chunk_frames,
+                                  first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
+                                  cancel=cancel, max_frames=job.max_frames)
+
+
+class QueueFull(Exception):
+    """Every generation slot is busy and the waiting line is at its limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    position: int  # 1 = next to start
+
+
+_END = object()
+
+
+class Ticket:
+    """One admitted job: its place in line, its chunks as they come, and its cancellation."""
+
+    def __init__(self, ticket_id: str, job: SpeechJob, scheduler: Scheduler):
+        self.id, self.job, self._scheduler = ticket_id, job, scheduler
+        self.cancel_event = threading.Event()
+        self.submitted = time.perf_counter()
+        self.started: float | None = None  # when generation began
+        self.first_audio: float | None = None
+        self.finished: float | None = None
+        self.audio_seconds = 0.0
+        self.frames = 0
+        self.state = "queued"  # queued | running | done | cancelled | failed
+        self._events: asyncio.Queue = asyncio.Queue()
+
+    @property
+    def position(self) -> int:
+        """1-based place in the waiting line; 0 once generating or finished."""
+        return self._scheduler.position_of(self)
+
+    def cancel(self) -> None:
+        self._scheduler.cancel(self)
+
+    async def events(self) -> AsyncIterator[Queued | Chunk]:
+        """``Queued`` updates, then every chunk; raises the backend's error if generation failed."""
+        while True:
+            event = await self._events.get()
+            if event is _END:
+                return
+            if isinstance(event, BaseException):
+                raise event
+            yield event
+
+    def status(self) -> dict:
+        now = time.perf_counter()
+        ttfa = None if self.first_audio is None else round(self.first_audio - self.submitted, 4)
+        return {"id": self.id, "state": self.state, "queue_position": self.position,
+                "queued_seconds": round((self.started or now) - self.submitted, 4), "time_to_first_audio": ttfa,
+                "audio_seconds": round(self.audio_seconds, 4), "frames": self.frames}
+
+    # ---- called on the event loop by the scheduler ----------------------------------------------
+    def _put(self, event) -> None:
+        if isinstance(event, Chunk):
+            self.first_audio = self.first_audio or time.perf_counter()
+            self.audio_seconds += event.duration
+            self.frames += event.n_frames
+        self._events.put_nowait(event)
+
+
+class Scheduler:
+    def __init__(self, backend: StreamBackend, max_queue: int, keep_finished: int = 256):
+        self.backend = backend
+        self.max_queue = max_queue
+        self._executor = ThreadPoolExecutor(max_workers=backend.capacity, thread_name_prefix="orator-engine")
+        self._waiting: deque[Ticket] = deque()
+        self._running: set[Ticket] = set()
+        self._recent: dict[str, Ticket] = {}  # by id, for the status endpoint
+        self._keep_finished = keep_finished
+        self._ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ---- on the event loop ----------------------------------------------------------------------
+    def submit(self, job: SpeechJob) -> Ticket:
+        if len(self._waiting) >= self.max_queue:
+            raise QueueFull(f"{len(self._running)} generating and {len(self._waiting)} waiting")
+        self._loop = asyncio.get_running_loop()
+        ticket = Ticket(f"speech-{next(self._ids)}", job, self)
+        self._remember(ticket)
+        self._waiting.append(ticket)
+        self._pump()
+        return ticket
+
+    def cancel(self, ticket: Ticket) -> None:
+        ticket.cancel_event.set()
+        if ticket in self._waiting:
+            self._waiting.remove(ticket)
+            ticket.state = "cancelled"
+            ticket._put(_END)
+            self._announce_positions()
+
+    def position_of(self, ticket: Ticket) -> int:
+        try:
+            return self._waiting.index(ticket) + 1
+        except ValueError:
+            return 0
+
+    def get(self, ticket_id: str) -> Ticket | None:
+        return self._recent.get(ticket_id)
+
+    def status(self) -> dict:
+        return {"capacity": self.backend.capacity, "running": len(self._running), "waiting": len(self._waiting),
+                "max_queue": self.max_queue}
+
+    def shutdown(self) -> None:
+        for ticket in list(self._waiting) + list(self._running):
+            ticket.cancel_event.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _pump(self) -> None:
+        while self._waiting and len(self._running) < self.backend.capacity:
+            ticket = self._waiting.popleft()
+            self._running.add(ticket)
+            ticket.state, ticket.started = "running", time.perf_counter()
+            self._executor.submit(self._generate, ticket)
+        self._announce_positions()
+
+    def _announce_positions(self) -> None:
+        for position, ticket in enumerate(self._waiting, start=1):
+            ticket._put(Queued(position))
+
+    def _finish(self, ticket: Ticket, error: BaseException | None) -> None:
+        self._running.discard(ticket)
+        ticket.finished = time.perf_counter()
+        if error is not None:
+            ticket.state = "failed"
+            ticket._put(error)
+        else:
+            ticket.state = "cancelled" if ticket.cancel_event.is_set() else "done"
+        ticket._put(_END)
+        self._pump()
+
+    def _remember(self, ticket: Ticket) -> None:
+        self._recent[ticket.id] = ticket
+        finished = [key for key, t in self._recent.items() if t.finished is not None]
+        for key in finished[:max(0, len(self._recent) - self._keep_finished)]:
+            del self._recent[key]
+
+    # ---- on an engine thread --------------------------------------------------------------------
+    def _generate(self, ticket: Ticket) -> None:
+        error, chunks = None, None
+        try:
+            chunks = self.backend.run(ticket.job, ticket.cancel_event)
+            for chunk in chunks:
+                self._loop.call_soon_threadsafe(ticket._put, chunk)
+                if ticket.cancel_event.is_set():
+                    break
+        except Exception as e:  # handed to the request, which turns it into an API error
+            error = e
+        finally:
+            if hasattr(chunks, "close"):
+                chunks.close()  # a generator left early releases what it holds (the engine lock) now
+        self._loop.call_soon_threadsafe(self._finish, ticket, error)

@@ -1,0 +1,187 @@
+"""``POST /v1/audio/speech``: the OpenAI speech endpoint, streamed as audio bytes or server-sent events.
+
+OpenAI fields: ``model`` (any value), ``input`` (at most 4096 characters), ``voice`` (a preset, a
+library voice name or ``{"id": name}``), ``instructions`` (style of a preset voice, or the voice
+description on a VoiceDesign model), ``response_format`` (mp3, opus, flac, wav, pcm; aac answers 400
+here), ``speed`` (0.25-4.0, tempo changed without changing pitch), ``stream_format`` (``audio``:
+the encoded audio as chunked transfer, frames sent as they are ready; ``sse``: server-sent events).
+Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``repetition_penalty``,
+``greedy``, ``seed``; streaming ``chunk_frames``, ``first_chunk_frames``; ``max_frames`` (frame budget
+per sentence).
+
+SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
+``speech.audio.delta`` ``{audio: base64}``, ``speech.audio.done`` ``{usage, timing}``, or ``error``.
+Audio responses carry ``X-Request-Id`` and ``X-Queue-Position``; ``GET /v1/audio/speech/{id}``
+reports a request's state, queue position and timing while it runs and a while after.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import logging
+from typing import Literal
+
+import numpy as np
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine import OratorError
+from engine.results import SAMPLE_RATE
+from server.errors import APIError, engine_error, error_body
+from server.formats import MEDIA_TYPES, StreamEncoder, check_format
+from server.scheduler import Queued, QueueFull, SpeechJob, Ticket
+from server.speed import MAX_SPEED, MIN_SPEED, TimeStretcher
+from server.voices import resolve_voice
+
+log = logging.getLogger("orator.server")
+router = APIRouter()
+_SAMPLING_FIELDS = ("temperature", "top_k", "top_p", "repetition_penalty", "seed")
+
+
+class VoiceId(BaseModel):
+    id: str
+
+
+class SpeechRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = "orator"
+    input: str
+    voice: str | VoiceId
+    instructions: str | None = None
+    response_format: str = "mp3"
+    speed: float = Field(1.0, ge=MIN_SPEED, le=MAX_SPEED)
+    stream_format: Literal["audio", "sse"] = "audio"
+    language: str | None = None
+    temperature: float | None = Field(None, gt=0)
+    top_k: int | None = Field(None, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1)
+    repetition_penalty: float | None = Field(None, gt=0)
+    greedy: bool | None = None
+    seed: int | None = Field(None, ge=0, lt=2**62)
+    chunk_frames: int | None = Field(None, ge=1, le=64)
+    first_chunk_frames: int | None = Field(None, ge=1, le=64)
+    max_frames: int | None = Field(None, ge=1, le=4096)
+
+
+@router.post("/v1/audio/speech")
+async def create_speech(body: SpeechRequest, request: Request):
+    state = request.app.state
+    engine, settings = state.engine_or_503(), state.settings
+    job = _job_for(body, engine, state.store, settings)
+    check_format(body.response_format)
+    try:
+        ticket = state.scheduler.submit(job)
+    except QueueFull as e:
+        raise APIError(429, f"the server is busy ({e}); retry shortly", code="queue_full",
+                       headers={"Retry-After": str(settings.retry_after_s)}) from None
+    headers = {"X-Request-Id": ticket.id, "X-Queue-Position": str(ticket.position)}
+    if body.stream_format == "sse":
+        usage_tokens = len(engine.tokenizer.encode(body.input))
+        return StreamingResponse(_sse(ticket, body, usage_tokens), media_type="text/event-stream",
+                                 headers={**headers, "Cache-Control": "no-cache"})
+    return StreamingResponse(_audio(ticket, body), media_type=MEDIA_TYPES[body.response_format], headers=headers)
+
+
+@router.get("/v1/audio/speech/{request_id}")
+async def speech_status(request_id: str, request: Request):
+    ticket = request.app.state.scheduler.get(request_id)
+    if ticket is None:
+        raise APIError(404, f"no recent speech request {request_id!r}", param="request_id", code="not_found")
+    return _with_rates(ticket.status(), ticket)
+
+
+def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
+    text = body.input
+    if not text.strip():
+        raise APIError(400, "input is empty: there is no text to speak", param="input", code="invalid_input")
+    if len(text) > settings.max_input_chars:
+        raise APIError(400, f"input has {len(text)} characters; the limit is {settings.max_input_chars}",
+                       param="input", code="input_too_long")
+    if body.instructions and len(body.instructions) > settings.max_instructions_chars:
+        raise APIError(400, f"instructions have {len(body.instructions)} characters; the limit is "
+                            f"{settings.max_instructions_chars}", param="instructions", code="input_too_long")
+    voice = resolve_voice(engine, store, body.voice, body.instructions, body.language)
+    overrides = {name: getattr(body, name) for name in _SAMPLING_FIELDS if getattr(body, name) is not None}
+    if body.greedy is not None:
+        overrides["greedy"] = body.greedy
+    try:
+        sampling = dataclasses.replace(engine.defaults, **overrides)
+    except ValueError as e:
+        raise APIError(400, str(e), code="invalid_value") from None
+    chunk_frames = body.chunk_frames or settings.default_chunk_frames
+    return SpeechJob(text, voice, sampling, chunk_frames=chunk_frames,
+                     first_chunk_frames=body.first_chunk_frames or 1, max_frames=body.max_frames)
+
+
+class _Output:
+    """Chunk samples -> bytes of the response format, through the tempo change when speed != 1."""
+
+    def __init__(self, body: SpeechRequest):
+        self.encoder = StreamEncoder(body.response_format, SAMPLE_RATE)
+        self.stretcher = TimeStretcher(body.speed) if body.speed != 1.0 else None
+
+    def add(self, samples: np.ndarray) -> bytes:
+        return self.encoder.encode(self.stretcher.process(samples) if self.stretcher else samples)
+
+    def finish(self) -> bytes:
+        tail = self.encoder.encode(self.stretcher.flush()) if self.stretcher else b""
+        return tail + self.encoder.finish()
+
+
+async def _audio(ticket: Ticket, body: SpeechRequest):
+    output = _Output(body)
+    try:
+        async for event in ticket.events():
+            if not isinstance(event, Queued):
+                data = output.add(event.samples)
+                if data:
+                    yield data
+        if ticket.state == "done":
+            yield output.finish()
+    except OratorError as e:
+        log.warning("speech %s failed after the response started: %s", ticket.id, e)
+    finally:
+        ticket.cancel()
+
+
+async def _sse(ticket: Ticket, body: SpeechRequest, input_tokens: int):
+    output = _Output(body)
+    try:
+        async for event in ticket.events():
+            if isinstance(event, Queued):
+                yield _event({"type": "speech.queue", "id": ticket.id, "position": event.position})
+                continue
+            data = output.add(event.samples)
+            if data:
+                yield _event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
+        if ticket.state != "done":
+            return
+        data = output.finish()
+        if data:
+            yield _event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
+        usage = {"input_tokens": input_tokens, "output_tokens": ticket.frames,
+                 "total_tokens": input_tokens + ticket.frames}
+        yield _event({"type": "speech.audio.done", "id": ticket.id, "usage": usage,
+                      "timing": _with_rates(ticket.status(), ticket)})
+    except OratorError as e:
+        err = engine_error(e)
+        yield _event({"type": "error", **error_body(err.status, err.message, err.param, err.code)})
+    finally:
+        ticket.cancel()
+
+
+def _with_rates(status: dict, ticket: Ticket) -> dict:
+    """Add generation seconds and the real-time factor (generation time / audio time)."""
+    if ticket.started is not None and ticket.audio_seconds > 0:
+        end = ticket.finished or ticket.first_audio
+        generating = end - ticket.started
+        status.update(generation_seconds=round(generating, 4), rtf=round(generating / ticket.audio_seconds, 4))
+    return status
+
+
+def _event(payload: dict) -> str:
+    return f"data: {json.dumps(payload)}\n\n"

@@ -1,0 +1,158 @@
+"""Voices: resolving a request's ``voice`` to an engine ``Voice``, and the ``/v1/audio/voices`` API.
+
+``voice`` is a preset speaker of the model (CustomVoice), a library voice name, or ``{"id": name}``
+(a library voice). On a VoiceDesign model, a name that is not in the library is spoken with the
+request's ``instructions`` as the voice description.
+
+``POST /v1/audio/voices`` stores a new library voice from either
+- multipart form data: ``audio_sample`` (a reference recording: wav, flac, ogg or mp3), ``name``, and
+  optionally ``transcript`` (or ``ref_text``) for in-context cloning, and ``language``; or
+- JSON or form fields without a file: ``name`` plus ``description`` (a designed voice) or ``speaker``
+  (a preset, with optional ``instructions``), and optionally ``language``.
+A clone is encoded at once when the server runs a Base model; otherwise its reference audio is kept
+unencoded in the voice file (``"encoded": false`` in the answer) and a Base model encodes it when it
+is first used. ``GET`` lists presets and library voices, ``DELETE /v1/audio/voices/{name}`` removes one.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from engine import Engine, Voice, VoiceError
+from engine.prompts import check_voice
+from server.errors import APIError, engine_error
+from server.library import VoiceStore, checked_name
+
+router = APIRouter()
+_AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3")
+
+
+def resolve_voice(engine: Engine, store: VoiceStore, voice, instructions: str | None,
+                  language: str | None) -> Voice:
+    """The engine voice a speech request asks for, checked against the model; APIError if unusable."""
+    by_id = not isinstance(voice, str)
+    name = (voice.id if by_id else voice).strip()
+    if not name:
+        raise APIError(400, "voice is empty", param="voice", code="invalid_voice")
+    speakers = {s.lower() for s in engine.speakers}
+    stored = None if "/" in name or "\\" in name else store.find(name)
+    try:
+        if stored is not None:
+            chosen = store.load(stored)
+            if instructions:
+                if chosen.kind != "preset":
+                    raise APIError(400, f"instructions apply to preset voices; {stored!r} is a {chosen.kind} voice",
+                                   param="instructions", code="unsupported")
+                chosen = chosen.with_(instruct=instructions)
+        elif not by_id and name.lower() in speakers:
+            chosen = Voice.preset(name, instruct=instructions)
+        elif not by_id and engine.model_type == "voice_design" and instructions:
+            chosen = Voice.design(instructions)
+        else:
+            hint = f"presets: {', '.join(engine.speakers)}; " if engine.speakers else ""
+            raise APIError(400, f"unknown voice {name!r} ({hint}library: {', '.join(store.names()) or 'empty'})",
+                           param="voice", code="voice_not_found")
+        if language:
+            chosen = chosen.with_(language=language.lower())
+        if chosen.kind != "clone" or chosen.is_encoded:
+            check_voice(engine.config, chosen)
+        elif engine.model_type != "base":
+            raise VoiceError(f"the cloned voice {name!r} needs a Base model; this server runs a "
+                             f"{engine.model_type} model")
+    except (VoiceError, ValueError) as e:
+        raise engine_error(e if isinstance(e, VoiceError) else VoiceError(str(e)), param="voice") from e
+    return chosen
+
+
+def describe(name: str, voice: Voice, source: str) -> dict:
+    summary = {"preset": voice.speaker, "design": voice.instruct, "clone": voice.ref_text}[voice.kind]
+    return {"id": name, "name": name, "object": "voice", "kind": voice.kind, "source": source,
+            "language": voice.language, "summary": summary, "encoded": voice.is_encoded}
+
+
+@router.get("/v1/audio/voices")
+async def list_voices(request: Request):
+    engine, store = request.app.state.engine_or_503(), request.app.state.store
+    presets = [describe(s, Voice.preset(s), "preset") for s in engine.speakers]
+    library = [describe(name, voice, "library") for name, voice in store.entries()]
+    return {"object": "list", "data": presets + library}
+
+
+@router.delete("/v1/audio/voices/{name}")
+async def delete_voice(name: str, request: Request):
+    removed = request.app.state.store.delete(name)
+    return {"id": removed, "object": "voice", "deleted": True}
+
+
+@router.post("/v1/audio/voices")
+async def create_voice(request: Request):
+    engine, store = request.app.state.engine_or_503(), request.app.state.store
+    fields = await _read_fields(request, request.app.state.settings.max_upload_bytes)
+    name = checked_name(fields.get("name"))
+    if store.find(name) is not None:
+        raise APIError(409, f"a voice called {name!r} already exists; delete it first", param="name",
+                       code="voice_exists")
+    language = (fields.get("language") or "auto").lower()
+    if language not in engine.languages:
+        raise APIError(400, f"unsupported language {language!r}; choose one of {', '.join(engine.languages)}",
+                       param="language", code="invalid_language")
+    sample = fields.get("audio_sample")
+    note = None
+    try:
+        if isinstance(sample, UploadFile):
+            transcript = fields.get("transcript") or fields.get("ref_text")
+            voice = await run_in_threadpool(_clone_from_upload, sample, transcript, language, name)
+            if engine.model_type == "base":
+                voice = await run_in_threadpool(engine.prepare_voice, voice)
+            else:
+                note = (f"stored unencoded: this server runs a {engine.model_type} model; the reference audio "
+                        "is kept in the voice file and a Base model encodes it when it is first used")
+        elif fields.get("description"):
+            voice = Voice.design(fields["description"], language=language)
+        elif fields.get("speaker"):
+            voice = Voice.preset(fields["speaker"], language=language, instruct=fields.get("instructions"))
+        else:
+            raise APIError(400, "send an audio_sample file (a clone), a description (a designed voice) or a "
+                                "speaker (a preset)", param="audio_sample", code="missing_voice_source")
+    except VoiceError as e:
+        raise engine_error(e, param="audio_sample") from e
+    stored = store.save(voice, name)
+    answer = describe(stored, voice, "library")
+    answer["note"] = note
+    return answer
+
+
+async def _read_fields(request: Request, max_upload_bytes: int) -> dict:
+    """The request's fields from multipart/urlencoded form data or a JSON object."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
+        form = await request.form(max_files=1, max_fields=16)
+        fields = {key: value for key, value in form.items()}
+        sample = fields.get("audio_sample")
+        if isinstance(sample, UploadFile) and (sample.size or 0) > max_upload_bytes:
+            raise APIError(413, f"audio_sample has {sample.size} bytes; the limit is {max_upload_bytes}",
+                           param="audio_sample", code="upload_too_large")
+        return {k: v if isinstance(v, UploadFile) else str(v).strip() for k, v in fields.items()}
+    try:
+        body = await request.json()
+    except ValueError:
+        raise APIError(400, "send multipart form data or a JSON object", code="invalid_body") from None
+    if not isinstance(body, dict):
+        raise APIError(400, "the request body must be a JSON object", code="invalid_body")
+    return {k: str(v).strip() for k, v in body.items() if v is not None}
+
+
+def _clone_from_upload(sample: UploadFile, transcript: str | None, language: str, name: str) -> Voice:
+    suffix = Path(sample.filename or "").suffix.lower()
+    with tempfile.NamedTemporaryFile(suffix=suffix if suffix in _AUDIO_SUFFIXES else ".wav") as tmp:
+        sample.file.seek(0)
+        while block := sample.file.read(1 << 20):
+            tmp.write(block)
+        tmp.flush()
+        voice = Voice.clone(tmp.name, ref_text=transcript, language=language, name=name)
+    return voice.with_(meta=dict(voice.meta, source=sample.filename or "upload"))

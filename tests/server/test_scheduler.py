@@ -1,0 +1,158 @@
+"""The scheduler: FIFO admission, queue positions, the queue limit, cancellation and error hand-over."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from engine import Chunk, Sampling, Voice
+from server.scheduler import Queued, QueueFull, Scheduler, SpeechJob
+
+
+class GatedBackend:
+    """Yields ``n_chunks`` chunks per job; each job waits for its gate before starting."""
+
+    def __init__(self, capacity: int = 1, n_chunks: int = 3, fail_on: str | None = None):
+        self.capacity, self.n_chunks, self.fail_on = capacity, n_chunks, fail_on
+        self.gates: dict[str, threading.Event] = {}
+        self.started: list[str] = []
+        self.stopped_by_cancel: list[str] = []
+
+    def gate(self, text: str) -> threading.Event:
+        return self.gates.setdefault(text, threading.Event())
+
+    def run(self, job, cancel):
+        self.started.append(job.text)
+        self.gate(job.text).wait(10)
+        if job.text == self.fail_on:
+            raise RuntimeError("boom")
+        try:
+            for i in range(self.n_chunks):
+                yield Chunk(np.full(1920, i, np.float32), 24000, i, 1, 0, (0, 1), 0.01 * i, i == self.n_chunks - 1)
+                if job.text.startswith("slow"):
+                    cancel.wait(0.05)
+        finally:
+            if cancel.is_set():
+                self.stopped_by_cancel.append(job.text)
+
+
+def job(text: str) -> SpeechJob:
+    return SpeechJob(text, Voice.preset("vivian"), Sampling(seed=0))
+
+
+async def collect(ticket):
+    return [event async for event in ticket.events()]
+
+
+def test_jobs_run_in_order_and_waiting_ones_see_their_position():
+    async def scenario():
+        backend = GatedBackend()
+        scheduler = Scheduler(backend, max_queue=8)
+        tickets = [scheduler.submit(job(name)) for name in ("a", "b", "c")]
+        assert [t.position for t in tickets] == [0, 1, 2]
+        tasks = [asyncio.create_task(collect(t)) for t in tickets]
+        for name in ("a", "b", "c"):
+            backend.gate(name).set()
+        results = await asyncio.gather(*tasks)
+        scheduler.shutdown()
+        return backend, tickets, results
+
+    backend, tickets, results = asyncio.run(scenario())
+    assert backend.started == ["a", "b", "c"]
+    assert [e.position for e in results[2] if isinstance(e, Queued)][:2] == [2, 1]
+    for ticket, events in zip(tickets, results, strict=True):
+        assert ticket.state == "done" and ticket.frames == 3
+        assert [e.first_frame for e in events if isinstance(e, Chunk)] == [0, 1, 2]
+
+
+def test_a_full_queue_refuses_new_jobs():
+    async def scenario():
+        backend = GatedBackend()
+        scheduler = Scheduler(backend, max_queue=2)
+        running = scheduler.submit(job("a"))
+        waiting = [scheduler.submit(job("b")), scheduler.submit(job("c"))]
+        with pytest.raises(QueueFull):
+            scheduler.submit(job("d"))
+        waiting[0].cancel()  # a freed place admits the next one
+        scheduler.submit(job("e"))
+        for name in ("a", "c", "e"):
+            backend.gate(name).set()
+        await collect(running)
+        scheduler.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_cancelling_a_running_job_stops_it_and_frees_the_slot():
+    async def scenario():
+        backend = GatedBackend(n_chunks=200)
+        scheduler = Scheduler(backend, max_queue=8)
+        first, second = scheduler.submit(job("slow-a")), scheduler.submit(job("b"))
+        backend.gate("slow-a").set()
+        backend.gate("b").set()
+        async for event in first.events():
+            if isinstance(event, Chunk):
+                first.cancel()
+        events = await collect(second)
+        scheduler.shutdown()
+        return backend, first, second, events
+
+    backend, first, second, events = asyncio.run(scenario())
+    assert first.state == "cancelled" and first.frames < 200
+    assert backend.stopped_by_cancel == ["slow-a"]
+    assert second.state == "done" and len([e for e in events if isinstance(e, Chunk)]) == 200
+
+
+def test_cancelling_a_waiting_job_removes_it_before_it_starts():
+    async def scenario():
+        backend = GatedBackend()
+        scheduler = Scheduler(backend, max_queue=8)
+        first, second, third = (scheduler.submit(job(n)) for n in ("a", "b", "c"))
+        second.cancel()
+        assert third.position == 1
+        for name in ("a", "c"):
+            backend.gate(name).set()
+        await collect(first)
+        await collect(third)
+        assert all(isinstance(e, Queued) for e in await collect(second))
+        scheduler.shutdown()
+        return backend, second
+
+    backend, second = asyncio.run(scenario())
+    assert backend.started == ["a", "c"] and second.state == "cancelled"
+
+
+def test_a_backend_error_reaches_the_request_and_the_next_job_still_runs():
+    async def scenario():
+        backend = GatedBackend(fail_on="a")
+        scheduler = Scheduler(backend, max_queue=8)
+        failing, next_one = scheduler.submit(job("a")), scheduler.submit(job("b"))
+        backend.gate("a").set()
+        backend.gate("b").set()
+        with pytest.raises(RuntimeError, match="boom"):
+            await collect(failing)
+        events = await collect(next_one)
+        scheduler.shutdown()
+        return failing, next_one, events
+
+    failing, next_one, events = asyncio.run(scenario())
+    assert failing.state == "failed" and next_one.state == "done"
+    assert len([e for e in events if isinstance(e, Chunk)]) == 3
+
+
+def test_capacity_runs_that_many_jobs_at_once():
+    async def scenario():
+        backend = GatedBackend(capacity=3)
+        scheduler = Scheduler(backend, max_queue=8)
+        tickets = [scheduler.submit(job(str(i))) for i in range(5)]
+        positions = [t.position for t in tickets]
+        for i in range(5):
+            backend.gate(str(i)).set()
+        await asyncio.gather(*(collect(t) for t in tickets))
+        scheduler.shutdown()
+        return positions
+
+    assert asyncio.run(scenario()) == [0, 0, 0, 1, 2]
