@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from engine.cli import add_say_arguments, run_say_command
+from server.cli import add_serve_arguments, run_serve_command
 
 
 # ---- gui ------------------------------------------------------------------------------------------
@@ -26,6 +27,7 @@ def run_gui_command(args: argparse.Namespace) -> int:
 # ---- dispatch: add a subcommand by adding one line here ------------------------------------------------
 COMMANDS = {
     "gui": ("open the desktop studio (the default)", add_gui_arguments, run_gui_command),
+    "serve": ("serve the OpenAI-compatible speech API and its web page", add_serve_arguments, run_serve_command),
     "say": ("speak text into a wav or flac file", add_say_arguments, run_say_command),
 }
 DEFAULT_COMMAND = "gui"

@@ -84,6 +84,7 @@ class Ticket:
         self.audio_seconds = 0.0
         self.frames = 0
         self.state = "queued"  # queued | running | done | cancelled | failed
+        self.announced_position = 0  # the last Queued position sent
         self._events: asyncio.Queue = asyncio.Queue()
 
     @property
@@ -179,7 +180,9 @@ class Scheduler:
 
     def _announce_positions(self) -> None:
         for position, ticket in enumerate(self._waiting, start=1):
-            ticket._put(Queued(position))
+            if ticket.announced_position != position:
+                ticket.announced_position = position
+                ticket._put(Queued(position))
 
     def _finish(self, ticket: Ticket, error: BaseException | None) -> None:
         self._running.discard(ticket)

@@ -23,7 +23,7 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from engine import Engine, Voice, VoiceError
+from engine import Engine, OratorError, UnsupportedError, Voice, VoiceError
 from engine.prompts import check_voice
 from server.errors import APIError, engine_error
 from server.library import VoiceStore, checked_name
@@ -64,8 +64,9 @@ def resolve_voice(engine: Engine, store: VoiceStore, voice, instructions: str | 
         elif engine.model_type != "base":
             raise VoiceError(f"the cloned voice {name!r} needs a Base model; this server runs a "
                              f"{engine.model_type} model")
-    except (VoiceError, ValueError) as e:
-        raise engine_error(e if isinstance(e, VoiceError) else VoiceError(str(e)), param="voice") from e
+    except (OratorError, ValueError) as e:
+        param = "instructions" if isinstance(e, UnsupportedError) else "voice"
+        raise engine_error(e if isinstance(e, OratorError) else VoiceError(str(e)), param=param) from e
     return chosen
 
 

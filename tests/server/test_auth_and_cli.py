@@ -1,0 +1,39 @@
+"""The API key guard and ``python main.py serve``'s refusal to listen openly without one."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+from openai import OpenAI
+
+from main import main
+from server.settings import ServerSettings
+
+
+@pytest.fixture(scope="module")
+def keyed_server(start_server, tiny_engine):
+    return start_server(tiny_engine("custom_voice"), settings=ServerSettings(api_key="s3cret"))
+
+
+def test_v1_needs_the_bearer_key(keyed_server):
+    r = httpx.get(f"{keyed_server.url}/v1/models")
+    assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+    wrong = OpenAI(base_url=f"{keyed_server.url}/v1", api_key="guess", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    right = OpenAI(base_url=f"{keyed_server.url}/v1", api_key="s3cret", max_retries=0)
+    assert right.models.list().data[0].id == "orator"
+
+
+def test_page_and_health_stay_open_for_the_browser(keyed_server):
+    assert httpx.get(f"{keyed_server.url}/health").status_code == 200
+    page = httpx.get(f"{keyed_server.url}/")
+    assert page.status_code == 200 and "Orator" in page.text
+    assert httpx.get(f"{keyed_server.url}/web/app.js").status_code == 200
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::"])
+def test_serve_refuses_an_open_host_without_a_key(host, capsys):
+    assert main(["serve", "--model", "unused", "--host", host]) == 2
+    assert "--api-key" in capsys.readouterr().err

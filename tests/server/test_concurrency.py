@@ -1,0 +1,108 @@
+"""Many voices at once: 32 concurrent clients, the queue limit (429), queue positions and disconnects."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+import pytest
+from openai import OpenAI
+
+from engine import Chunk
+from server.settings import ServerSettings
+from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close, sse_events
+
+CLIENTS = 32
+FRAMES = 2
+
+
+def test_32_concurrent_clients_get_their_own_correct_audio(live_server):
+    def speak(i: int) -> bytes:
+        client = OpenAI(base_url=f"{live_server.url}/v1", api_key="unused", max_retries=0, timeout=300)
+        return client.audio.speech.create(model="orator", voice="vivian", input=f"Client number {i}.",
+                                          response_format="pcm",
+                                          extra_body={"seed": 1000 + i, "max_frames": FRAMES}).content
+
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        answers = list(pool.map(speak, range(CLIENTS)))
+    assert all(len(a) == 2 * FRAMES * SAMPLES_PER_FRAME for a in answers)
+    assert len(set(answers)) == CLIENTS
+    for i, answer in enumerate(answers):
+        expected = engine_pcm(live_server.engine, f"Client number {i}.", "vivian", 1000 + i, FRAMES)
+        assert pcm_close(answer, expected), f"client {i} got someone else's audio"
+    assert httpx.get(f"{live_server.url}/health").json()["queue"] == {"capacity": 1, "running": 0, "waiting": 0,
+                                                                      "max_queue": 64}
+
+
+def test_a_client_that_disconnects_cancels_its_stream_and_frees_the_slot(live_server):
+    url = f"{live_server.url}/v1/audio/speech"
+    body = {"model": "orator", "voice": "vivian", "input": "A long story that nobody hears to the end.",
+            "response_format": "pcm", "max_frames": 2000, "chunk_frames": 1, "seed": 5}
+    with httpx.stream("POST", url, json=body, timeout=60) as r:
+        request_id = r.headers["x-request-id"]
+        next(r.iter_raw())
+    status = _wait_for_state(live_server.url, request_id, {"cancelled", "done"})
+    assert status["state"] == "cancelled" and status["frames"] < 2000
+    quick = httpx.post(url, json={**body, "max_frames": 1}, timeout=60)
+    assert quick.status_code == 200 and len(quick.content) == 2 * SAMPLES_PER_FRAME
+
+
+class GatedBackend:
+    """A stand-in engine whose jobs wait for ``release`` before yielding their two chunks."""
+
+    capacity = 1
+
+    def __init__(self):
+        self.release = threading.Event()
+
+    def run(self, job, cancel):
+        self.release.wait(30)
+        for i in range(2):
+            if cancel.is_set():
+                return
+            yield Chunk(np.zeros(SAMPLES_PER_FRAME, np.float32), 24000, i, 1, 0, (0, 1), 0.01, i == 1)
+
+
+@pytest.fixture(scope="module")
+def gated_server(start_server, tiny_engine):
+    backend = GatedBackend()
+    live = start_server(tiny_engine("custom_voice"), settings=ServerSettings(max_queue=2, retry_after_s=3),
+                        make_backend=lambda engine: backend)
+    return live, backend
+
+
+def test_full_queue_answers_429_with_retry_after_and_waiting_clients_see_their_place(gated_server):
+    live, backend = gated_server
+    url = f"{live.url}/v1/audio/speech"
+    body = {"model": "orator", "voice": "vivian", "input": "Wait.", "response_format": "pcm"}
+    results: dict[int, object] = {}
+
+    def speak(i: int) -> None:
+        results[i] = httpx.post(url, json={**body, "stream_format": "sse"}, timeout=60)
+
+    threads = [threading.Thread(target=speak, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.3)  # keep their order
+    refused = httpx.post(url, json=body, timeout=10)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "3"
+    assert refused.json()["error"]["type"] == "rate_limit_error"
+    backend.release.set()
+    for thread in threads:
+        thread.join(30)
+    positions = [[e["position"] for e in sse_events(results[i].text) if e["type"] == "speech.queue"] for i in range(3)]
+    assert positions == [[], [1], [2, 1]]
+    assert all(sse_events(results[i].text)[-1]["type"] == "speech.audio.done" for i in range(3))
+
+
+def _wait_for_state(url: str, request_id: str, states: set[str], timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = httpx.get(f"{url}/v1/audio/speech/{request_id}").json()
+        if status["state"] in states:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"request {request_id} never reached {states}: {status}")

@@ -1,0 +1,129 @@
+"""The voice library API: upload clones, add designed and preset voices, list, speak, delete, survive restarts."""
+
+from __future__ import annotations
+
+import io
+
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+
+from engine import Voice
+from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close
+
+
+def reference_wav(seconds: float = 2.0, rate: int = 16000) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    rng = np.random.default_rng(0)
+    voiced = 0.3 * np.sin(2 * np.pi * 150 * t) * (1 + 0.5 * np.sin(2 * np.pi * 3 * t))
+    samples = voiced + 0.02 * rng.standard_normal(t.size)
+    buffer = io.BytesIO()
+    sf.write(buffer, samples.astype(np.float32), rate, format="WAV")
+    return buffer.getvalue()
+
+
+def upload(url: str, name: str, data: bytes, **fields) -> httpx.Response:
+    return httpx.post(f"{url}/v1/audio/voices", data={"name": name, **fields},
+                      files={"audio_sample": ("ref.wav", data, "audio/wav")}, timeout=120)
+
+
+def speak(url: str, voice, **fields) -> httpx.Response:
+    body = {"model": "orator", "input": "Hello.", "voice": voice, "response_format": "pcm", "max_frames": 2,
+            "seed": 4, **fields}
+    return httpx.post(f"{url}/v1/audio/speech", json=body, timeout=120)
+
+
+def library_names(url: str) -> dict[str, dict]:
+    data = httpx.get(f"{url}/v1/audio/voices").json()["data"]
+    return {v["id"]: v for v in data if v["source"] == "library"}
+
+
+def test_clone_upload_on_a_non_base_model_is_kept_unencoded_and_said_so(live_server):
+    r = upload(live_server.url, "Alice", reference_wav(), transcript="hello there")
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["kind"] == "clone" and answer["encoded"] is False and "Base" in answer["note"]
+    stored = Voice.load(live_server.library / "Alice.voice")
+    assert stored.ref_audio is not None and stored.ref_text == "hello there" and stored.speaker_embedding is None
+    refused = speak(live_server.url, "Alice")
+    assert refused.status_code == 400 and "Base" in refused.json()["error"]["message"]
+
+
+def test_preset_voice_in_the_library_speaks_by_name_and_by_id(live_server):
+    r = httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Narrator", "speaker": "ryan"})
+    assert r.status_code == 200 and r.json()["kind"] == "preset"
+    expected = engine_pcm(live_server.engine, "Hello.", "ryan", seed=4, max_frames=2)
+    for voice in ("Narrator", "narrator", {"id": "Narrator"}):
+        answer = speak(live_server.url, voice)
+        assert answer.status_code == 200 and pcm_close(answer.content, expected)
+    assert library_names(live_server.url)["Narrator"]["summary"] == "ryan"
+
+
+def test_designed_voice_is_stored_but_needs_a_voice_design_model(live_server):
+    r = httpx.post(f"{live_server.url}/v1/audio/voices", data={"name": "Calm", "description": "a calm low voice"})
+    assert r.status_code == 200 and r.json()["kind"] == "design"
+    assert speak(live_server.url, "Calm").status_code == 400
+
+
+def test_duplicate_and_bad_names_are_refused_and_nothing_leaves_the_folder(live_server, tmp_path):
+    assert httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Dup", "speaker": "ryan"}).status_code == 200
+    again = httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Dup", "speaker": "eric"})
+    assert again.status_code == 409
+    for bad in ("../escape", ".hidden", "a/b", "a\\b", "x" * 81, "   "):
+        r = httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": bad, "speaker": "ryan"})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "name", bad
+    assert not (live_server.library.parent / "escape.voice").exists()
+    assert all(p.parent == live_server.library for p in live_server.library.rglob("*.voice"))
+
+
+@pytest.mark.parametrize("data, status", [
+    (b"this is not audio at all", 400),
+    (None, 400),  # a clip of 0.5 s: too short to clone
+    (b"\0" * (21 * 1024 * 1024), 413),
+])
+def test_bad_or_huge_uploads_are_refused_and_the_server_stays_healthy(live_server, data, status):
+    if data is None:
+        data = reference_wav(seconds=0.5)
+    r = upload(live_server.url, "Broken", data)
+    assert r.status_code == status and r.json()["error"]["message"]
+    assert "Broken" not in library_names(live_server.url)
+    assert httpx.get(f"{live_server.url}/health").json()["status"] == "ok"
+
+
+def test_missing_fields_are_refused(live_server):
+    r = httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Nothing"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "missing_voice_source"
+    r = httpx.post(f"{live_server.url}/v1/audio/voices", content=b"{nope", headers={"content-type": "application/json"})
+    assert r.status_code == 400
+
+
+def test_delete_removes_the_file(live_server):
+    httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Temp", "speaker": "eric"})
+    assert (live_server.library / "Temp.voice").exists()
+    r = httpx.delete(f"{live_server.url}/v1/audio/voices/Temp")
+    assert r.status_code == 200 and r.json()["deleted"] is True
+    assert not (live_server.library / "Temp.voice").exists()
+    assert httpx.delete(f"{live_server.url}/v1/audio/voices/Temp").status_code == 404
+
+
+def test_library_survives_a_restart_and_is_the_studio_folder_format(start_server, tiny_engine, tmp_path):
+    first = start_server(tiny_engine("custom_voice"), library=tmp_path)
+    httpx.post(f"{first.url}/v1/audio/voices", json={"name": "Keeper", "speaker": "vivian"})
+    first.stop()
+    Voice.preset("serena").with_(name="FromStudio").save(tmp_path / "FromStudio.voice")  # as the studio writes
+    second = start_server(tiny_engine("custom_voice"), library=tmp_path)
+    assert {"Keeper", "FromStudio"} <= set(library_names(second.url))
+    assert speak(second.url, "FromStudio").status_code == 200
+
+
+def test_clone_on_a_base_model_is_encoded_and_speaks(start_server, tiny_engine):
+    live = start_server(tiny_engine("base"))
+    r = upload(live.url, "Bob", reference_wav(), transcript="hello there", language="english")
+    assert r.status_code == 200, r.text
+    assert r.json()["encoded"] is True and r.json()["note"] is None
+    stored = Voice.load(live.library / "Bob.voice")
+    assert stored.speaker_embedding is not None and stored.ref_codes is not None
+    answer = speak(live.url, {"id": "Bob"})
+    assert answer.status_code == 200 and len(answer.content) == 2 * 2 * SAMPLES_PER_FRAME
+    assert speak(live.url, "vivian").status_code == 400  # presets need a CustomVoice model
