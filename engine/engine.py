@@ -23,6 +23,7 @@ from engine.config import ModelConfig
 from engine.errors import TextError, UnsupportedError, VoiceError
 from engine.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
+from engine.model.layers import fuse_projections
 from engine.prompts import build_prompt, check_voice
 from engine.results import SAMPLE_RATE, Audio, Chunk
 from engine.runtime import check_torch, default_dtype
@@ -68,6 +69,7 @@ class Engine:
             net = Qwen3TTS(config)
         load_weights(net, model_dir / "model.safetensors", device=device, dtype=dtype)
         materialize_buffers(net, device)
+        fuse_projections(net)
         net.eval()
         from engine.codec.decoder import SpeechDecoder
 
@@ -126,7 +128,8 @@ class Engine:
     def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
                        max_frames: int | None = None, non_streaming: bool | None = None) -> np.ndarray:
         """All frames for ``text`` (segments concatenated): int64 [T, 16]."""
-        codes = [c for _, c in self._run(text, voice, 25, 25, sampling, max_frames, non_streaming, None)]
+        codes = [c for _, c in self._run(text, voice, 25, 25, sampling, max_frames, non_streaming, None,
+                                         decode=False)]
         return np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
 
     def synthesize(self, text: str, voice: Voice, sampling: Sampling | None = None,
@@ -158,11 +161,12 @@ class Engine:
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs); returns the seconds it took."""
         t0 = time.perf_counter()
-        self._get_streamer(chunk_sizes)
+        self.streamer(chunk_sizes)
         return time.perf_counter() - t0
 
     # ---- internals ------------------------------------------------------------------------------
-    def _get_streamer(self, chunk_sizes):
+    def streamer(self, chunk_sizes=(1, 4)):
+        """The engine's streamer (graph-captured on CUDA), built on first use."""
         if self._streamer is None:
             if self.use_graphs:
                 from engine.graphs.runner import GraphStreamer
@@ -173,8 +177,9 @@ class Engine:
         return self._streamer
 
     def _run(self, text, voice, first_chunk_frames, chunk_frames, sampling, max_frames, non_streaming,
-             cancel) -> Iterator[tuple[Chunk, np.ndarray]]:
-        """(chunk, its codes) for the whole text, segment after segment, in one voice."""
+             cancel, decode: bool = True) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """(chunk, its codes) for the whole text, segment after segment, in one voice (chunk samples
+        are None when ``decode`` is False)."""
         t0 = time.perf_counter()
         sampling = sampling or self.defaults
         if not isinstance(text, str) or not text.strip():
@@ -193,13 +198,14 @@ class Engine:
             return next(sizes)
 
         with self._lock:
-            streamer = self._get_streamer((first_chunk_frames, chunk_frames))
+            streamer = self.streamer((first_chunk_frames, chunk_frames))
             streamer.begin(voice.ref_codes if voice.in_context else None, (first_chunk_frames, chunk_frames))
             for index, seg in enumerate(segments):
                 prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text, non_streaming)
                 budget = max_frames or default_max_frames(seg.text)
                 frame = 0
-                for codes, audio in streamer.segment(prompt, sampling, seed + index, budget, chunk_size, cancel):
+                for codes, audio in streamer.segment(prompt, sampling, seed + index, budget, chunk_size, cancel,
+                                                     decode):
                     chunk = Chunk(audio, SAMPLE_RATE, frame, len(codes), index, (seg.start, seg.end),
                                   time.perf_counter() - t0, False)
                     frame += len(codes)

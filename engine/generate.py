@@ -108,21 +108,23 @@ def sample_code0(talker: Talker, hidden, frame, processor: TalkerLogitsProcessor
     return code0
 
 
-def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings, seeds, frame) -> torch.Tensor:
+def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings, seeds, frame,
+                  whole_cache: bool = False) -> torch.Tensor:
     """Codebooks 1..15 for each row given the talker hidden [B, H] and code_0 [B] -> all 16 codes [B, 16].
 
-    The predictor's KV cache is overwritten from position 0 every frame (a fresh cache per frame)."""
+    The predictor's KV cache is overwritten from position 0 every frame (a fresh cache per frame).
+    ``whole_cache`` attends over all 16 slots (masked) at every step, so every step has one shape."""
     cp = talker.code_predictor
     b = hidden.shape[0]
     x = cp.small_to_mtp_projection(torch.stack([hidden, talker.embed_codec(code0)], dim=1))  # [B, 2, h]
     pos = torch.arange(2, device=hidden.device).expand(b, 2)
-    h = cp.model(x, pos, cache, kv_len=2)[:, -1]  # [B, h]
+    h = cp.model(x, pos, cache, kv_len=None if whole_cache else 2)[:, -1]  # [B, h]
     codes = [code0]
     for j in range(cp.config.num_code_groups - 1):
         if j > 0:
             x = cp.small_to_mtp_projection(cp.model.codec_embedding[j - 1](codes[-1]))[:, None]  # [B, 1, h]
             pos = torch.full((b, 1), j + 1, device=hidden.device)
-            h = cp.model(x, pos, cache, kv_len=j + 2)[:, -1]
+            h = cp.model(x, pos, cache, kv_len=None if whole_cache else j + 2)[:, -1]
         logits = cp.lm_head[j](h).float()  # [B, 2048]
         codes.append(sample(logits, settings, seeds, frame * NUM_DRAWS + j + 1))
     return torch.stack(codes, dim=1)

@@ -36,9 +36,9 @@ class EagerStreamer:
 
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
-                chunk_size: Callable[[], int], cancel: threading.Event | None) -> CodedAudio:
+                chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True) -> CodedAudio:
         """(codes int64 [n, 16], audio float32 [n * 1920]) chunks for one prompt; ``chunk_size()`` gives
-        the size of each next chunk."""
+        the size of each next chunk. With ``decode=False`` the audio is None (codes only)."""
         gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed)
         buf: list[torch.Tensor] = []
         size = chunk_size()
@@ -47,12 +47,14 @@ class EagerStreamer:
                 return
             buf.append(frame)
             if len(buf) >= size:
-                yield self._decode(buf)
+                yield self._decode(buf, decode)
                 buf, size = [], chunk_size()
         if buf and not (cancel is not None and cancel.is_set()):
-            yield self._decode(buf)
+            yield self._decode(buf, decode)
 
-    def _decode(self, frames: list[torch.Tensor]) -> tuple[np.ndarray, np.ndarray]:
+    def _decode(self, frames: list[torch.Tensor], decode: bool) -> tuple[np.ndarray, np.ndarray | None]:
         codes = torch.stack(frames)[None]  # [1, n, 16]
+        if not decode:
+            return codes[0].cpu().numpy(), None
         audio = self.decoder.decode_chunk(codes, self.decoder_state)  # [1, n * 1920]
         return codes[0].cpu().numpy(), audio[0].float().cpu().numpy()

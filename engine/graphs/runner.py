@@ -8,6 +8,7 @@ EOS are never decoded, so the decoder state stays exact across segments.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -15,13 +16,16 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from engine.graphs.capture import Graphed
+from engine.graphs.capture import Graphed, graphs_enabled
+from engine.graphs.compile import compile_enabled, compiled_layers
 from engine.graphs.state import NEVER, StaticState
 from engine.graphs.step import frame_step
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling
 from engine.streamer import CodedAudio
+
+log = logging.getLogger(__name__)
 
 MAX_SEQ = 2048  # talker positions per segment: prompt + frames
 MAX_TRAILING = 1024  # text tokens fed during decoding (streaming-text prompts)
@@ -36,15 +40,23 @@ class GraphStreamer:
         self.enabled = enabled
         t0 = time.perf_counter()
         self.state = StaticState(talker, 1, max_seq, MAX_TRAILING, HISTORY)
-        self.step = Graphed(lambda: frame_step(talker, self.state), self.device, enabled, name="frame step")
+        use_graphs = graphs_enabled(self.device) if enabled is None else enabled
+        self.step = self._capture_step(use_graphs, use_graphs and compile_enabled(self.device))
         self.decoder_state = decoder.new_state(1, self.device)
         self._decoders: dict[int, _DecodeGraph] = {}
         self.prepare(chunk_sizes)
         self.capture_seconds = time.perf_counter() - t0
 
-    @property
-    def max_frames(self) -> int:
-        return self.state.max_seq
+    def _capture_step(self, use_graphs: bool, compile_layers: bool) -> Graphed:
+        """The frame step as a graph, with compiled layers when asked; without them if compiling fails."""
+        try:
+            with compiled_layers(self.talker, compile_layers) as self.compiled:
+                return Graphed(lambda: frame_step(self.talker, self.state), self.device, use_graphs, name="frame step")
+        except Exception as e:  # inductor/dynamo raise many types; the plain layers always work
+            if not compile_layers:
+                raise
+            log.warning("compiling the decoder layers failed (%s); capturing without compilation", e)
+            return self._capture_step(use_graphs, False)
 
     def prepare(self, chunk_sizes) -> None:
         """Capture decoder graphs for these chunk sizes (and 1, for tails before EOS). Clears the decoder
@@ -63,7 +75,7 @@ class GraphStreamer:
 
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
-                chunk_size: Callable[[], int], cancel: threading.Event | None) -> CodedAudio:
+                chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True) -> CodedAudio:
         s = self.state
         max_frames = min(max_frames, s.max_seq - prompt.length)
         s.prefill(self.talker, 0, prompt, sampling, seed)
@@ -77,14 +89,17 @@ class GraphStreamer:
             eos_at = int(s.eos_at[0])  # the chunk's one synchronisation
             valid = n if eos_at == NEVER else max(0, min(n, eos_at - done))
             if valid:
-                yield self._decode(done, valid)
+                yield self._decode(done, valid) if decode else (self._codes(done, valid)[0].cpu().numpy(), None)
             done += valid
             if valid < n:
                 return
 
-    def _decode(self, first: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def _codes(self, first: int, n: int) -> torch.Tensor:
         ring = torch.arange(first, first + n, device=self.device) % HISTORY
-        codes = self.state.codes[:, ring]  # [1, n, 16]
+        return self.state.codes[:, ring]  # [1, n, 16]
+
+    def _decode(self, first: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        codes = self._codes(first, n)
         if n in self._decoders:
             audio = self._decoders[n](codes)
         else:  # a short tail before EOS: frame by frame through the 1-frame graph (exact all the same)

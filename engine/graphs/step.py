@@ -19,7 +19,8 @@ def frame_step(talker: Talker, s: StaticState) -> None:
     code0 = sample_code0(talker, s.hidden, s.frame, s.processor, s.talker_settings, s.seeds)  # [B]
     first_eos = (code0 == eos) & (s.eos_at == NEVER)
     s.eos_at.copy_(torch.where(first_eos, s.frame, s.eos_at))
-    codes = predict_codes(talker, s.hidden, code0, s.predictor_cache, s.predictor_settings, s.seeds, s.frame)
+    codes = predict_codes(talker, s.hidden, code0, s.predictor_cache, s.predictor_settings, s.seeds, s.frame,
+                          whole_cache=True)
     slot_in_ring = (s.frame % s.history_len)[:, None, None].expand(-1, 1, codes.shape[1])
     s.codes.scatter_(1, slot_in_ring, codes[:, None])
     # next talker input: the frame's embeddings + the trailing text (tts_pad once it runs out)

@@ -77,12 +77,23 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(head_dim, eps)
         self.k_norm = RMSNorm(head_dim, eps)
 
+        self.qkv_weight = None  # set by fuse(): q, k and v projections in one matrix
+
+    def fuse(self) -> None:
+        """Compute q, k and v with one matrix product; the three weights become views of it."""
+        self.qkv_weight = _fuse_linears(self.q_proj, self.k_proj, self.v_proj)
+
     def forward(self, x, cos, sin, k_cache, v_cache, write_pos, mask, kv_len):
         # x: [B, T, H]; write_pos: [B, T] cache slots; mask: [B, 1, T, kv_len] bool (True = attend)
         b, t, _ = x.shape
-        q = self.q_norm(self.q_proj(x).view(b, t, self.heads, self.head_dim)).transpose(1, 2)
-        k = self.k_norm(self.k_proj(x).view(b, t, self.kv_heads, self.head_dim)).transpose(1, 2)
-        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        if self.qkv_weight is not None:
+            q, k, v = F.linear(x, self.qkv_weight).split(
+                [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = self.q_norm(q.view(b, t, self.heads, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(k.view(b, t, self.kv_heads, self.head_dim)).transpose(1, 2)
+        v = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         idx = write_pos[:, None, :, None].expand(b, self.kv_heads, t, self.head_dim)
@@ -99,9 +110,36 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
         self.up_proj = nn.Linear(hidden, intermediate, bias=False)
         self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+        self.gate_up_weight = None  # set by fuse()
+
+    def fuse(self) -> None:
+        """Compute the gate and up projections with one matrix product."""
+        self.gate_up_weight = _fuse_linears(self.gate_proj, self.up_proj)
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        if self.gate_up_weight is not None:
+            gate, up = F.linear(x, self.gate_up_weight).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(F.silu(gate) * up)
+
+
+def _fuse_linears(*linears: nn.Linear) -> torch.Tensor:
+    """Concatenate bias-free linear weights along the output dim; each layer keeps a view of its rows."""
+    fused = torch.cat([lin.weight.detach() for lin in linears], dim=0)
+    row = 0
+    for lin in linears:
+        n = lin.weight.shape[0]
+        lin.weight = nn.Parameter(fused[row : row + n], requires_grad=False)
+        row += n
+    return fused
+
+
+def fuse_projections(module: nn.Module) -> None:
+    """Fuse the q/k/v and gate/up projections of every decoder layer under ``module``."""
+    for m in module.modules():
+        if isinstance(m, (Attention, MLP)):
+            m.fuse()
 
 
 class DecoderLayer(nn.Module):

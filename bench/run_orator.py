@@ -1,0 +1,101 @@
+"""Orator on one checkpoint: the same figures as the other runners (see bench/common.py).
+
+Frames are forced with ``Sampling(min_frames=N)`` (EOS blocked for the first N frames) and
+``max_frames=N``. ms/frame times prefill plus N frame steps on the streamer, synchronised, with no
+decoding; ×RT times a whole ``synthesize``; TTFA times ``stream`` until its first chunk is on the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from bench.common import (
+    DEFAULT_LANGUAGE,
+    DEFAULT_SPEAKER,
+    FIRST_CHUNK_SIZES,
+    Result,
+    Stopwatch,
+    device_name,
+    median,
+    model_size_label,
+    peak_memory_gb,
+    real_time_factor,
+    reset_peak_memory,
+    run_cli,
+)
+from engine import Engine, Sampling, Voice
+from engine.prompts import build_prompt
+
+SYSTEM = "Orator"
+
+
+def forced(frames: int) -> Sampling:
+    """The default sampling with EOS blocked for exactly ``frames`` frames."""
+    return Sampling(min_frames=frames, seed=1234)
+
+
+def generation_ms_per_frame(eng: Engine, text: str, voice: Voice, frames: int, device: str) -> float:
+    """Prefill + ``frames`` frame steps on the engine's streamer, no decoding; ms per frame."""
+    streamer = eng.streamer((1, 4))
+    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, text)
+    sizes = iter(lambda: frames, None)
+    with Stopwatch(device) as sw:
+        for _ in streamer.segment(prompt, forced(frames), 1, frames, lambda: next(sizes), None, decode=False):
+            pass
+    return sw.ms / frames
+
+
+def first_chunk_ms(eng: Engine, text: str, voice: Voice, frames: int, c: int, device: str) -> float:
+    with Stopwatch(device) as sw:
+        stream = eng.stream(text, voice, chunk_frames=c, first_chunk_frames=c, sampling=forced(frames),
+                            max_frames=frames)
+        chunk = next(stream)
+    stream.close()
+    if chunk.n_frames != c:
+        raise RuntimeError(f"first chunk has {chunk.n_frames} frames, not {c}")
+    return sw.ms
+
+
+def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
+        chunk_sizes: Sequence[int] = FIRST_CHUNK_SIZES) -> list[Result]:
+    reset_peak_memory(device)
+    dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    with Stopwatch(device) as load:
+        eng = Engine.from_pretrained(model_dir, device=device, dtype=dtype)
+    voice = Voice.preset(DEFAULT_SPEAKER, DEFAULT_LANGUAGE)
+    with Stopwatch(device) as warmup:
+        eng.warmup(tuple(chunk_sizes))
+        eng.synthesize(text, voice, forced(8), max_frames=8)
+        for c in chunk_sizes:
+            first_chunk_ms(eng, text, voice, frames, c, device)
+    raw: dict[str, list[float]] = {"ms_per_frame": [], "xrt": []}
+    raw.update({f"ttfa_ms_{c}": [] for c in chunk_sizes})
+    for _ in range(runs):
+        raw["ms_per_frame"].append(generation_ms_per_frame(eng, text, voice, frames, device))
+        with Stopwatch(device) as total:
+            audio = eng.synthesize(text, voice, forced(frames), max_frames=frames)
+        if len(audio.codes) != frames:
+            raise RuntimeError(f"Orator produced {len(audio.codes)} frames, not the {frames} forced")
+        raw["xrt"].append(real_time_factor(frames, total.seconds))
+        for c in chunk_sizes:
+            raw[f"ttfa_ms_{c}"].append(first_chunk_ms(eng, text, voice, frames, c, device))
+    streamer = eng.streamer(tuple(chunk_sizes))
+    mode = "CUDA graphs" if eng.use_graphs else "eager"
+    return [Result(
+        system=SYSTEM, model_size=model_size_label(model_dir), mode=mode, n_frames=frames,
+        ms_per_frame=median(raw["ms_per_frame"]), xrt=median(raw["xrt"]),
+        ttfa_ms={c: median(raw[f"ttfa_ms_{c}"]) for c in chunk_sizes},
+        peak_mem_gb=peak_memory_gb(device), warmup_s=warmup.seconds, load_s=load.seconds, runs=raw,
+        device=device_name(device),
+        notes=f"graph capture {getattr(streamer, 'capture_seconds', 0.0):.1f} s",
+    )]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    run_cli(run, __doc__.splitlines()[0], argv)
+
+
+if __name__ == "__main__":
+    main()
