@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import httpx
 import openai
 import pytest
@@ -9,6 +15,8 @@ from openai import OpenAI
 
 from main import main
 from server.settings import ServerSettings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +45,31 @@ def test_page_and_health_stay_open_for_the_browser(keyed_server):
 def test_serve_refuses_an_open_host_without_a_key(host, capsys):
     assert main(["serve", "--model", "unused", "--host", host]) == 2
     assert "--api-key" in capsys.readouterr().err
+
+
+def test_serve_command_starts_uvicorn_with_the_model(tiny_model_dir, tmp_path):
+    port = _free_port()
+    command = [sys.executable, "main.py", "serve", "--model", str(tiny_model_dir("custom_voice")), "--port",
+               str(port), "--device", "cpu", "--library", str(tmp_path / "voices")]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).json()["model_loaded"]:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        models = httpx.get(f"http://127.0.0.1:{port}/v1/models").json()["data"]
+        assert models[0]["model_type"] == "custom_voice"
+        assert (tmp_path / "voices").is_dir()
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

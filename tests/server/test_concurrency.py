@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -106,3 +107,31 @@ def _wait_for_state(url: str, request_id: str, states: set[str], timeout: float 
             return status
         time.sleep(0.05)
     raise AssertionError(f"request {request_id} never reached {states}: {status}")
+
+
+def test_a_waiting_client_that_disconnects_gives_up_its_place(gated_server):
+    live, backend = gated_server
+    backend.release.clear()
+    url = f"{live.url}/v1/audio/speech"
+    body = {"model": "orator", "voice": "vivian", "input": "Hold on.", "response_format": "pcm"}
+    running = threading.Thread(target=lambda: httpx.post(url, json=body, timeout=60))
+    running.start()
+    _wait_for_queue(live.url, running=1, waiting=0)
+    with httpx.stream("POST", url, json={**body, "stream_format": "sse"}, timeout=60) as r:
+        request_id = r.headers["x-request-id"]
+        first = next(r.iter_lines())
+        assert json.loads(first[5:]) == {"type": "speech.queue", "id": request_id, "position": 1}
+    assert _wait_for_state(live.url, request_id, {"cancelled"})["frames"] == 0
+    _wait_for_queue(live.url, running=1, waiting=0)
+    backend.release.set()
+    running.join(30)
+
+
+def _wait_for_queue(url: str, running: int, waiting: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queue = httpx.get(f"{url}/health").json()["queue"]
+        if (queue["running"], queue["waiting"]) == (running, waiting):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"queue never reached running={running} waiting={waiting}: {queue}")

@@ -127,3 +127,10 @@ def test_clone_on_a_base_model_is_encoded_and_speaks(start_server, tiny_engine):
     answer = speak(live.url, {"id": "Bob"})
     assert answer.status_code == 200 and len(answer.content) == 2 * 2 * SAMPLES_PER_FRAME
     assert speak(live.url, "vivian").status_code == 400  # presets need a CustomVoice model
+
+
+def test_voice_design_model_speaks_the_instructions_as_the_voice(start_server, tiny_engine):
+    live = start_server(tiny_engine("voice_design"))
+    assert speak(live.url, "any-name", instructions="a bright, fast young voice").status_code == 200
+    refused = speak(live.url, "any-name")
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "voice"
