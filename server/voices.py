@@ -40,7 +40,7 @@ def resolve_voice(engine: Engine, store: VoiceStore, voice, instructions: str | 
     if not name:
         raise APIError(400, "voice is empty", param="voice", code="invalid_voice")
     speakers = {s.lower() for s in engine.speakers}
-    stored = None if "/" in name or "\\" in name else store.find(name)
+    stored = store.find(name)  # compared with the folder's names: a path never matches
     try:
         if stored is not None:
             chosen = store.load(stored)
