@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import torch
+import torch.nn.functional as F
 
+from engine.model.predictor import CodePredictor
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings, sample
@@ -108,23 +110,32 @@ def sample_code0(talker: Talker, hidden, frame, processor: TalkerLogitsProcessor
     return code0
 
 
+def predictor_step(cp: CodePredictor, prev_code, embedding, head, cache, pos, kv_len, settings: StageSettings,
+                   seeds, counter) -> torch.Tensor:
+    """One code-predictor step: embed the previous code [B], run the layers at ``pos`` [B, 1], sample the
+    next code from ``head`` -> [B]. Weights come in as tensors so one compiled body serves every step."""
+    x = cp.small_to_mtp_projection(F.embedding(prev_code, embedding))[:, None]  # [B, 1, h]
+    h = cp.model(x, pos, cache, kv_len)[:, -1]  # [B, h]
+    return sample(F.linear(h, head).float(), settings, seeds, counter)
+
+
 def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings, seeds, frame,
-                  whole_cache: bool = False) -> torch.Tensor:
+                  whole_cache: bool = False, step=predictor_step) -> torch.Tensor:
     """Codebooks 1..15 for each row given the talker hidden [B, H] and code_0 [B] -> all 16 codes [B, 16].
 
     The predictor's KV cache is overwritten from position 0 every frame (a fresh cache per frame).
-    ``whole_cache`` attends over all 16 slots (masked) at every step, so every step has one shape."""
+    ``whole_cache`` attends over all 16 slots (masked) at every step, so every step has one shape;
+    ``step`` may be a compiled ``predictor_step``."""
     cp = talker.code_predictor
+    n = cp.config.num_code_groups
     b = hidden.shape[0]
+    positions = torch.arange(n, device=hidden.device).expand(b, n)  # [B, 16]
+    counters = frame[:, None] * NUM_DRAWS + torch.arange(n, device=hidden.device)  # [B, 16]
     x = cp.small_to_mtp_projection(torch.stack([hidden, talker.embed_codec(code0)], dim=1))  # [B, 2, h]
-    pos = torch.arange(2, device=hidden.device).expand(b, 2)
-    h = cp.model(x, pos, cache, kv_len=None if whole_cache else 2)[:, -1]  # [B, h]
-    codes = [code0]
-    for j in range(cp.config.num_code_groups - 1):
-        if j > 0:
-            x = cp.small_to_mtp_projection(cp.model.codec_embedding[j - 1](codes[-1]))[:, None]  # [B, 1, h]
-            pos = torch.full((b, 1), j + 1, device=hidden.device)
-            h = cp.model(x, pos, cache, kv_len=None if whole_cache else j + 2)[:, -1]
-        logits = cp.lm_head[j](h).float()  # [B, 2048]
-        codes.append(sample(logits, settings, seeds, frame * NUM_DRAWS + j + 1))
+    h = cp.model(x, positions[:, :2], cache, kv_len=None if whole_cache else 2)[:, -1]  # [B, h]
+    codes = [code0, sample(cp.lm_head[0](h).float(), settings, seeds, counters[:, 1])]
+    for j in range(1, n - 1):
+        codes.append(step(cp, codes[-1], cp.model.codec_embedding[j - 1].weight, cp.lm_head[j].weight, cache,
+                          positions[:, j + 1 : j + 2], None if whole_cache else j + 2, settings, seeds,
+                          counters[:, j + 1]))
     return torch.stack(codes, dim=1)

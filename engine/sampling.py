@@ -77,20 +77,22 @@ class StageSettings:
 
 def filter_logits(logits: torch.Tensor, s: StageSettings) -> torch.Tensor:
     """Temperature, top-k and top-p as in transformers' warpers, per row. logits: [B, V] float32."""
+    values, order = _filtered_sorted(logits, s)
+    return torch.empty_like(values).scatter_(-1, order, values)
+
+
+def _filtered_sorted(logits: torch.Tensor, s: StageSettings) -> tuple[torch.Tensor, torch.Tensor]:
+    """One descending sort serves top-k and top-p: (filtered values, token ids) in sorted order."""
     vocab = logits.shape[-1]
-    logits = logits / s.temperature[:, None]
-    # top-k: keep scores >= the k-th largest (k = 0 means keep all)
-    k = torch.where(s.top_k > 0, s.top_k.clamp(max=vocab), torch.full_like(s.top_k, vocab))
-    sorted_desc = logits.sort(dim=-1, descending=True).values  # [B, V]
-    kth = sorted_desc.gather(-1, (k - 1)[:, None])  # [B, 1]
-    logits = logits.masked_fill(logits < kth, float("-inf"))
-    # top-p: drop the low tail whose cumulative probability is <= 1 - p (keep at least one)
-    sorted_asc, idx = logits.sort(dim=-1, descending=False)
-    cum = sorted_asc.softmax(dim=-1).cumsum(dim=-1)
-    drop = cum <= (1 - s.top_p)[:, None]
-    drop[:, -1] = False
-    drop = drop.scatter(-1, idx, drop)
-    return logits.masked_fill(drop, float("-inf"))
+    values, order = (logits / s.temperature[:, None]).sort(dim=-1, descending=True)  # [B, V]
+    rank = torch.arange(vocab, device=logits.device)
+    k = torch.where(s.top_k > 0, s.top_k, torch.full_like(s.top_k, vocab))
+    values = values.masked_fill(rank >= k[:, None], float("-inf"))
+    # top-p: keep the head whose probability mass before each token is below p (at least one token)
+    probs = values.softmax(dim=-1)
+    mass_before = probs.cumsum(dim=-1) - probs
+    drop = (mass_before >= s.top_p[:, None]) & (s.top_p < 1)[:, None] & (rank > 0)
+    return values.masked_fill(drop, float("-inf")), order
 
 
 def uniform_noise(seeds: torch.Tensor, counter: torch.Tensor, vocab: int) -> torch.Tensor:
@@ -125,7 +127,8 @@ def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter:
     ``counter`` [B] must differ for every draw of a stream (e.g. frame * 16 + codebook).
     """
     greedy_ids = logits.argmax(dim=-1)
-    filtered = filter_logits(logits.float(), s)
-    gumbel = -torch.log(-torch.log(uniform_noise(seeds, counter, logits.shape[-1])))
-    drawn = (filtered + gumbel).argmax(dim=-1)
+    values, order = _filtered_sorted(logits.float(), s)
+    noise = uniform_noise(seeds, counter, logits.shape[-1]).gather(-1, order)  # each token keeps its own noise
+    pick = (values - torch.log(-torch.log(noise))).argmax(dim=-1, keepdim=True)
+    drawn = order.gather(-1, pick)[:, 0]
     return torch.where(s.greedy, greedy_ids, drawn)

@@ -1,24 +1,32 @@
-"""Optional ``torch.compile`` of the decoder layers for the captured frame step.
+"""Optional ``torch.compile`` of the frame step's pieces for the captured CUDA graph.
 
-Inductor fuses each layer's pointwise work (norms, RoPE, residuals, SiLU) into a few Triton
-kernels; the compiled kernels are then recorded inside the frame's CUDA graph. Only the frame
-step uses them (fixed shapes: batch x 1 or 2 positions, whole-cache attention); prefill stays
-eager. ``ORATOR_COMPILE=0`` turns it off; any compile failure falls back to the plain layers.
+Inductor fuses the pointwise work (norms, RoPE, residuals, SiLU, the sampling noise and filters)
+into a few Triton kernels, which are then recorded inside the frame's CUDA graph. Compiled: each
+talker layer, the whole code-predictor step (one body for all 14 steps: weights are inputs) and
+the code-0 sampler. Only the frame step uses them (fixed shapes); prefill stays eager.
+``ORATOR_COMPILE=0`` turns it off; a compile failure falls back to the plain functions.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from engine.generate import predictor_step, sample_code0
 from engine.model.layers import DecoderLayer
 
-log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class StepKernels:
+    """The functions ``frame_step`` calls; plain by default, compiled inside ``compiled_kernels``."""
+
+    sample_code0: Callable = sample_code0
+    predictor_step: Callable = predictor_step
 
 
 def compile_enabled(device: torch.device) -> bool:
@@ -26,19 +34,20 @@ def compile_enabled(device: torch.device) -> bool:
 
 
 @contextlib.contextmanager
-def compiled_layers(module: nn.Module, enabled: bool) -> Iterator[bool]:
-    """While open, every ``DecoderLayer`` under ``module`` runs a compiled forward; yields whether it does."""
+def compiled_kernels(module: nn.Module, enabled: bool) -> Iterator[StepKernels]:
+    """While open, the decoder layers under ``module`` run compiled, and the yielded kernels are compiled."""
     layers = [m for m in module.modules() if isinstance(m, DecoderLayer)]
-    if not enabled or not layers:
-        yield False
+    if not enabled:
+        yield StepKernels()
         return
     # one compiled body serves every layer of the same shapes (modules are inlined, weights are inputs)
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-    compiled = torch.compile(DecoderLayer.forward, dynamic=False, fullgraph=True)
+    options = dict(dynamic=False, fullgraph=True)
+    layer_forward = torch.compile(DecoderLayer.forward, **options)
     for layer in layers:
-        layer.forward = compiled.__get__(layer)
+        layer.forward = layer_forward.__get__(layer)
     try:
-        yield True
+        yield StepKernels(torch.compile(sample_code0, **options), torch.compile(predictor_step, **options))
     finally:
         for layer in layers:
             del layer.forward  # back to the class's plain forward

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from engine.graphs.capture import Graphed, graphs_enabled
-from engine.graphs.compile import compile_enabled, compiled_layers
+from engine.graphs.compile import compile_enabled, compiled_kernels
+from engine.graphs.prefill import PrefillGraphs
 from engine.graphs.state import NEVER, StaticState
 from engine.graphs.step import frame_step
 from engine.model.talker import Talker
@@ -42,6 +43,7 @@ class GraphStreamer:
         self.state = StaticState(talker, 1, max_seq, MAX_TRAILING, HISTORY)
         use_graphs = graphs_enabled(self.device) if enabled is None else enabled
         self.step = self._capture_step(use_graphs, use_graphs and compile_enabled(self.device))
+        self.prefill = PrefillGraphs(talker, self.state, self.device, use_graphs, self.step.pool)
         self.decoder_state = decoder.new_state(1, self.device)
         self._decoders: dict[int, _DecodeGraph] = {}
         self.prepare(chunk_sizes)
@@ -50,8 +52,10 @@ class GraphStreamer:
     def _capture_step(self, use_graphs: bool, compile_layers: bool) -> Graphed:
         """The frame step as a graph, with compiled layers when asked; without them if compiling fails."""
         try:
-            with compiled_layers(self.talker, compile_layers) as self.compiled:
-                return Graphed(lambda: frame_step(self.talker, self.state), self.device, use_graphs, name="frame step")
+            with compiled_kernels(self.talker, compile_layers) as kernels:
+                self.compiled = compile_layers
+                return Graphed(lambda: frame_step(self.talker, self.state, kernels), self.device, use_graphs,
+                               name="frame step")
         except Exception as e:  # inductor/dynamo raise many types; the plain layers always work
             if not compile_layers:
                 raise
@@ -78,7 +82,7 @@ class GraphStreamer:
                 chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True) -> CodedAudio:
         s = self.state
         max_frames = min(max_frames, s.max_seq - prompt.length)
-        s.prefill(self.talker, 0, prompt, sampling, seed)
+        s.prefill(self.talker, 0, prompt, sampling, seed, self.prefill)
         done = 0
         while done < max_frames:
             if cancel is not None and cancel.is_set():

@@ -52,16 +52,21 @@ class StaticState:
         self.eos_at = torch.full((batch,), NEVER, dtype=torch.int64, device=dev)
 
     @torch.inference_mode()
-    def prefill(self, talker: Talker, slot: int, prompt: Prompt, sampling: Sampling, seed: int) -> None:
-        """Run the prompt through the talker into ``slot`` and reset the slot's counters and settings."""
+    def prefill(self, talker: Talker, slot: int, prompt: Prompt, sampling: Sampling, seed: int,
+                run_prompt=None) -> None:
+        """Run the prompt through the talker into ``slot`` and reset the slot's counters and settings.
+
+        ``run_prompt(embeds)`` may do the talker pass instead (a captured graph); it returns False
+        when it cannot, and the pass then runs eagerly here."""
         L, n_trailing = prompt.length, prompt.trailing.shape[1]
         if L >= self.max_seq:
             raise ValueError(f"prompt of {L} positions does not fit the {self.max_seq}-position cache")
         if n_trailing > self.max_trailing:
             raise ValueError(f"trailing text of {n_trailing} tokens exceeds {self.max_trailing}")
-        positions = torch.arange(L, device=self.pos.device)[None]
-        hidden = talker.model(prompt.embeds, positions, SlotView(self.cache, slot), kv_len=L)[:, -1]
-        self.hidden[slot] = hidden[0]
+        if run_prompt is None or not run_prompt(prompt.embeds):
+            positions = torch.arange(L, device=self.pos.device)[None]
+            hidden = talker.model(prompt.embeds, positions, SlotView(self.cache, slot), kv_len=L)[:, -1]
+            self.hidden[slot] = hidden[0]
         self.pos[slot] = L
         self.frame[slot] = 0
         self.trailing[slot, :n_trailing] = prompt.trailing[0]

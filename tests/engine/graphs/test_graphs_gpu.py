@@ -1,5 +1,6 @@
-"""The CUDA-graph path on a GPU: identical greedy codes to the same step run eagerly, in every mode,
-for 300+ frames; seeded sampling reproducible run to run; streamed audio equal to whole audio.
+"""The CUDA-graph path on a GPU: identical greedy codes to the eager reference in every mode for
+300+ frames (float64); seeded sampling reproducible run to run and streamed audio equal to whole
+audio (bf16, the production precision).
 
 Tiny checkpoints cover every mode; full-size synthetic checkpoints (0.6B; 1.7B when
 ``ORATOR_GPU_SIZES`` includes it) cover the real shapes. Checkpoints are built under
@@ -17,6 +18,7 @@ import torch
 
 from engine import Engine, Sampling, Voice
 from engine.graphs.runner import GraphStreamer
+from engine.streamer import EagerStreamer
 from engine.synthetic.checkpoint import build_checkpoint
 
 pytestmark = pytest.mark.gpu
@@ -69,39 +71,24 @@ def _codes(eng: Engine, streamer, voice: Voice, sampling=FORCE) -> np.ndarray:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_graph_codes_equal_eager_step_tiny(gpu_engines, mode, monkeypatch):
-    monkeypatch.setenv("ORATOR_COMPILE", "0")
-    eng = gpu_engines("tiny", MODES[mode])
+def test_graph_codes_equal_reference_tiny(gpu_engines, mode):
+    """The production path (compiled kernels replayed from graphs) against the plain eager frame loop,
+    both in float64 so that no near-tie can flip a greedy choice: identical codes for 320 frames."""
+    eng = gpu_engines("tiny", MODES[mode], torch.float64)
     voice = _voice(eng, mode)
     graphed = _codes(eng, GraphStreamer(eng.model.talker, eng.decoder, (1, 4)), voice)
-    eager = _codes(eng, GraphStreamer(eng.model.talker, eng.decoder, (1, 4), enabled=False), voice)
+    reference = _codes(eng, EagerStreamer(eng.model.talker, eng.decoder), voice)
     assert graphed.shape == (FRAMES, 16)
-    np.testing.assert_array_equal(graphed, eager)
+    np.testing.assert_array_equal(graphed, reference)
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_graph_codes_equal_eager_step_full_size(gpu_engines, size, monkeypatch):
-    """With compilation off the graph replays exactly the eager kernels: identical codes in bf16."""
-    monkeypatch.setenv("ORATOR_COMPILE", "0")
-    eng = gpu_engines(size, "custom_voice")
+def test_graph_codes_equal_reference_full_size(gpu_engines, size):
+    eng = gpu_engines(size, "custom_voice", torch.float64)
     voice = _voice(eng, "preset")
     graphed = _codes(eng, GraphStreamer(eng.model.talker, eng.decoder, (1, 4)), voice)
-    eager = _codes(eng, GraphStreamer(eng.model.talker, eng.decoder, (1, 4), enabled=False), voice)
-    np.testing.assert_array_equal(graphed, eager)
-
-
-@pytest.mark.parametrize("size", SIZES)
-def test_compiled_graph_codes_equal_reference_in_float32(gpu_engines, size):
-    """The production path (compiled layers in graphs) against the plain eager frame loop, float32."""
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    eng = gpu_engines(size, "custom_voice", torch.float32)
-    voice = _voice(eng, "preset")
-    fast = _codes(eng, GraphStreamer(eng.model.talker, eng.decoder, (1, 4)), voice)
-    from engine.streamer import EagerStreamer
-
     reference = _codes(eng, EagerStreamer(eng.model.talker, eng.decoder), voice)
-    np.testing.assert_array_equal(fast, reference)
+    np.testing.assert_array_equal(graphed, reference)
 
 
 @pytest.mark.parametrize("size", SIZES)
