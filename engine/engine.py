@@ -146,17 +146,17 @@ class Engine:
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
                max_frames: int | None = None, non_streaming: bool | None = None) -> Iterator[Chunk]:
         """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set.
-        The last chunk of the call has ``final=True``."""
+        The last chunk of the call has ``final=True``; when the end is only known after a chunk was
+        sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call."""
         if chunk_frames < 1 or first_chunk_frames < 1:
             raise ValueError("chunk sizes must be at least one frame")
-        previous = None
-        for chunk, _ in self._run(text, voice, first_chunk_frames, chunk_frames, sampling, max_frames,
-                                  non_streaming, cancel):
-            if previous is not None:
-                yield previous
-            previous = chunk
-        if previous is not None and not (cancel is not None and cancel.is_set()):
-            yield replace(previous, final=True)
+        last = None
+        for last, _ in self._run(text, voice, first_chunk_frames, chunk_frames, sampling, max_frames,
+                                 non_streaming, cancel):
+            yield last
+        if last is not None and not last.final and not (cancel is not None and cancel.is_set()):
+            yield replace(last, samples=last.samples[:0], first_frame=last.first_frame + last.n_frames,
+                          n_frames=0, final=True)
 
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs); returns the seconds it took."""
@@ -204,10 +204,11 @@ class Engine:
                 prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text, non_streaming)
                 budget = max_frames or default_max_frames(seg.text)
                 frame = 0
-                for codes, audio in streamer.segment(prompt, sampling, seed + index, budget, chunk_size, cancel,
-                                                     decode):
+                for codes, audio, ends in streamer.segment(prompt, sampling, seed + index, budget, chunk_size,
+                                                           cancel, decode):
+                    final = ends and index == len(segments) - 1
                     chunk = Chunk(audio, SAMPLE_RATE, frame, len(codes), index, (seg.start, seg.end),
-                                  time.perf_counter() - t0, False)
+                                  time.perf_counter() - t0, final)
                     frame += len(codes)
                     yield chunk, codes
                 if cancel is not None and cancel.is_set():

@@ -18,7 +18,8 @@ from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling
 
-CodedAudio = Iterator[tuple[np.ndarray, np.ndarray]]  # (codes int64 [n, 16], audio float32 [n * 1920])
+# (codes int64 [n, 16], audio float32 [n * 1920] or None, True if known to end the segment)
+CodedAudio = Iterator[tuple[np.ndarray, np.ndarray | None, bool]]
 
 
 class EagerStreamer:
@@ -37,20 +38,24 @@ class EagerStreamer:
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
                 chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True) -> CodedAudio:
-        """(codes int64 [n, 16], audio float32 [n * 1920]) chunks for one prompt; ``chunk_size()`` gives
-        the size of each next chunk. With ``decode=False`` the audio is None (codes only)."""
+        """(codes int64 [n, 16], audio float32 [n * 1920], ends) chunks for one prompt; ``chunk_size()``
+        gives the size of each next chunk. With ``decode=False`` the audio is None (codes only). ``ends``
+        is True on a chunk that reaches ``max_frames``; an utterance that stops on EOS is only known
+        to have ended after its last chunk."""
         gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed)
         buf: list[torch.Tensor] = []
         size = chunk_size()
+        done = 0
         for frame in gen.frames():
             if cancel is not None and cancel.is_set():
                 return
             buf.append(frame)
-            if len(buf) >= size:
-                yield self._decode(buf, decode)
+            done += 1
+            if len(buf) >= size or done == max_frames:
+                yield (*self._decode(buf, decode), done == max_frames)
                 buf, size = [], chunk_size()
         if buf and not (cancel is not None and cancel.is_set()):
-            yield self._decode(buf, decode)
+            yield (*self._decode(buf, decode), False)
 
     def _decode(self, frames: list[torch.Tensor], decode: bool) -> tuple[np.ndarray, np.ndarray | None]:
         codes = torch.stack(frames)[None]  # [1, n, 16]

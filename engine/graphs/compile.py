@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from engine.generate import predictor_step, sample_code0
 from engine.model.layers import DecoderLayer
+from engine.model.talker import Talker
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,10 @@ def compile_enabled(device: torch.device) -> bool:
 
 
 @contextlib.contextmanager
-def compiled_kernels(module: nn.Module, enabled: bool) -> Iterator[StepKernels]:
-    """While open, the decoder layers under ``module`` run compiled, and the yielded kernels are compiled."""
-    layers = [m for m in module.modules() if isinstance(m, DecoderLayer)]
+def compiled_kernels(talker: Talker, enabled: bool) -> Iterator[StepKernels]:
+    """While open, the talker's decoder layers run compiled, and the yielded kernels are compiled (the
+    predictor step is compiled whole, its layers inlined)."""
+    layers = [m for m in talker.model.layers if isinstance(m, DecoderLayer)]
     if not enabled:
         yield StepKernels()
         return

@@ -59,7 +59,7 @@ class GraphStreamer:
         except Exception as e:  # inductor/dynamo raise many types; the plain layers always work
             if not compile_layers:
                 raise
-            log.warning("compiling the decoder layers failed (%s); capturing without compilation", e)
+            log.warning("compiling the frame step failed; capturing it without compilation: %s", str(e)[-3000:])
             return self._capture_step(use_graphs, False)
 
     def prepare(self, chunk_sizes) -> None:
@@ -92,8 +92,11 @@ class GraphStreamer:
                 self.step()
             eos_at = int(s.eos_at[0])  # the chunk's one synchronisation
             valid = n if eos_at == NEVER else max(0, min(n, eos_at - done))
-            if valid:
-                yield self._decode(done, valid) if decode else (self._codes(done, valid)[0].cpu().numpy(), None)
+            ends = valid < n or done + valid == max_frames
+            if valid and decode:
+                yield (*self._decode(done, valid), ends)
+            elif valid:
+                yield self._codes(done, valid)[0].cpu().numpy(), None, ends
             done += valid
             if valid < n:
                 return
