@@ -82,12 +82,15 @@ def filter_logits(logits: torch.Tensor, s: StageSettings) -> torch.Tensor:
 
 
 def _filtered_sorted(logits: torch.Tensor, s: StageSettings) -> tuple[torch.Tensor, torch.Tensor]:
-    """One descending sort serves top-k and top-p: (filtered values, token ids) in sorted order."""
+    """One descending sort serves top-k and top-p: (filtered values, token ids) in sorted order.
+
+    The sort is stable and top-k keeps every token tied with the k-th (as transformers does), so
+    the result is deterministic even when low-precision logits tie."""
     vocab = logits.shape[-1]
-    values, order = (logits / s.temperature[:, None]).sort(dim=-1, descending=True)  # [B, V]
+    values, order = (logits / s.temperature[:, None]).sort(dim=-1, descending=True, stable=True)  # [B, V]
     rank = torch.arange(vocab, device=logits.device)
-    k = torch.where(s.top_k > 0, s.top_k, torch.full_like(s.top_k, vocab))
-    values = values.masked_fill(rank >= k[:, None], float("-inf"))
+    k = torch.where(s.top_k > 0, s.top_k.clamp(max=vocab), torch.full_like(s.top_k, vocab))
+    values = values.masked_fill(values < values.gather(-1, (k - 1)[:, None]), float("-inf"))
     # top-p: keep the head whose probability mass before each token is below p (at least one token)
     probs = values.softmax(dim=-1)
     mass_before = probs.cumsum(dim=-1) - probs

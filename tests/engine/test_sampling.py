@@ -178,3 +178,17 @@ def test_control_ids_are_suppressed_except_eos():
     assert finite[:CODEBOOK_SIZE].all()
     assert finite.nonzero().flatten().tolist() == [*range(CODEBOOK_SIZE), EOS]
     assert torch.equal(out[0, :CODEBOOK_SIZE], logits[0, :CODEBOOK_SIZE])
+
+
+def test_top_k_keeps_every_token_tied_with_the_kth_and_draws_are_deterministic():
+    """Low-precision logits tie often: the kept set must not depend on how a sort orders ties."""
+    from engine.sampling import StageSettings, filter_logits, sample
+
+    logits = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0, 0.5]])
+    s = StageSettings.allocate(1, "cpu")
+    s.set_row(0, False, 1.0, 2, 1.0)
+    assert torch.isfinite(filter_logits(logits, s))[0].tolist() == [False, True, True, False, True, False]
+    seeds = torch.tensor([7])
+    draws = [int(sample(logits, s, seeds, torch.tensor([c]))[0]) for c in range(300)]
+    assert set(draws) == {1, 2, 4}
+    assert draws == [int(sample(logits, s, seeds, torch.tensor([c]))[0]) for c in range(300)]
