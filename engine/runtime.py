@@ -29,3 +29,13 @@ def default_dtype(device: torch.device) -> torch.dtype:
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
+
+
+def check_device(device: torch.device) -> None:
+    """A clear error for a CUDA device this PyTorch cannot use (a CPU-only build, or no GPU)."""
+    if device.type == "cuda" and not torch.cuda.is_available():
+        built = "was built without CUDA" if torch.version.cuda is None else "sees no CUDA GPU"
+        raise UnsupportedError(
+            f"device 'cuda' was asked for, but this PyTorch ({torch.__version__}) {built}. "
+            "Use device='cpu', or install a CUDA build of PyTorch 2.5.1 or newer."
+        )

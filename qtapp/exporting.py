@@ -69,7 +69,7 @@ class ExportController(QObject):
         for _, voice in paragraphs:
             window.ensure_model(voice)
         try:
-            self.job = ExportJob(paragraphs, path, window.worker.engine_for, subtitles=subtitles)
+            self.job = ExportJob(paragraphs, path, window.worker.engine_when_ready, subtitles=subtitles)
         except ValueError as e:
             window.show_error(str(e))
             return

@@ -13,12 +13,11 @@ from engine.errors import CheckpointError
 from engine.model.speaker_encoder import SpeakerEncoder
 from tests.oracle import official_available
 
-SHAPES_FILE = Path("/work/shared/reference/qwen3_tts_tensor_shapes.json")
+SHAPES_FILE = Path(__file__).resolve().parents[2] / "data" / "qwen3_tts_tensor_shapes.json"
 TINY = dict(enc_dim=48, enc_channels=[32, 32, 32, 32, 96], enc_attention_channels=16, enc_se_channels=16)
 PREFIX = "speaker_encoder."
 
 
-@pytest.mark.skipif(not SHAPES_FILE.exists(), reason="reference tensor shapes not available")
 @pytest.mark.parametrize(("checkpoint", "enc_dim"), [("0.6B-Base", 1024), ("1.7B-Base", 2048)])
 def test_parameter_names_and_shapes_match_the_checkpoint(checkpoint, enc_dim):
     shapes = json.loads(SHAPES_FILE.read_text())[checkpoint]
