@@ -69,6 +69,8 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
     ``module`` may live on the meta device. Tensors in the file under ``prefix`` that the module
     does not have are an error too, so a wrong model type is caught here.
     """
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing")
     expected = module.state_dict()
     with open_safetensors(path) as f:
         names = [k for k in f.keys() if k.startswith(prefix)]

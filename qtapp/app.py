@@ -8,9 +8,10 @@ from pathlib import Path
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from qtapp.resources import resource_path
 from qtapp.settings import Settings
 
-ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "orator.svg"
+ICON_PATH = resource_path("orator.svg")
 
 
 def create_application(argv: list[str] | None = None) -> QApplication:

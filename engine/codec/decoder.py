@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
 from torch import nn
 
+from engine.checkpoint import load_weights
 from engine.codec.config import CodecDecoderConfig, SpeechTokenizerConfig
 from engine.codec.conv import (
     CausalConv1d,
@@ -42,7 +42,6 @@ from engine.codec.conv import (
 )
 from engine.codec.quantizer import SplitQuantizer
 from engine.codec.transformer import SlidingWindowTransformer, WindowCache
-from engine.errors import CheckpointError
 
 CHECKPOINT_PREFIX = "decoder."
 
@@ -156,31 +155,7 @@ class SpeechDecoder(nn.Module):
         """Build from ``config.json`` and load the ``decoder.*`` tensors of ``model.safetensors`` (memory-mapped)."""
         directory = Path(speech_tokenizer_dir)
         cfg = SpeechTokenizerConfig.from_dir(directory).decoder
-        weights_path = directory / "model.safetensors"
-        if not weights_path.is_file():
-            raise CheckpointError(f"{weights_path} is missing: the speech tokenizer weights are not there")
         with torch.device("meta"):
             model = cls(cfg)
-        expected = {name: tuple(p.shape) for name, p in model.state_dict().items()}
-        tensors = {}
-        try:
-            with safe_open(str(weights_path), framework="pt", device="cpu") as f:
-                stored = {key[len(CHECKPOINT_PREFIX) :] for key in f.keys() if key.startswith(CHECKPOINT_PREFIX)}
-                missing, unknown = sorted(set(expected) - stored), sorted(stored - set(expected))
-                if missing or unknown:
-                    raise CheckpointError(
-                        f"{weights_path} does not match the decoder config: {len(missing)} decoder tensors "
-                        f"missing {missing[:3]}, {len(unknown)} unexpected {unknown[:3]}"
-                    )
-                for name, shape in expected.items():
-                    tensor = f.get_tensor(CHECKPOINT_PREFIX + name)
-                    if tuple(tensor.shape) != shape:
-                        raise CheckpointError(
-                            f"{weights_path}: {CHECKPOINT_PREFIX}{name} has shape {list(tensor.shape)}, "
-                            f"the config implies {list(shape)}"
-                        )
-                    tensors[name] = tensor.to(device=device, dtype=dtype)
-        except (OSError, SafetensorError) as e:  # unreadable or corrupted safetensors file
-            raise CheckpointError(f"cannot read {weights_path}: {e}") from None
-        model.load_state_dict(tensors, strict=True, assign=True)
+        load_weights(model, directory / "model.safetensors", prefix=CHECKPOINT_PREFIX, device=device, dtype=dtype)
         return model.eval()
