@@ -16,9 +16,15 @@ from server.cli import add_serve_arguments, run_serve_command
 # ---- gui ------------------------------------------------------------------------------------------
 def add_gui_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="a document to open (.txt .md .html .epub .pdf .docx)")
+    parser.add_argument("--self-test", action="store_true",
+                        help="speak one sentence with a tiny synthetic model, headless; exit 0 if it works")
 
 
 def run_gui_command(args: argparse.Namespace) -> int:
+    if args.self_test:
+        from qtapp.self_test import run_self_test
+
+        return run_self_test()
     from qtapp.app import run_gui
 
     return run_gui(args.file)

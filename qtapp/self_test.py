@@ -1,0 +1,119 @@
+"""``orator --self-test``: prove that an installed studio works, without a display or a real model.
+
+It builds a tiny synthetic checkpoint in a temporary folder (``engine.synthetic``), loads it on the
+studio's speech worker thread, and speaks one sentence through the studio's real ``Player`` into the
+default audio output (a PulseAudio null sink on CI) or, where no output device exists, into a null
+output that consumes audio in real time (``qtapp.null_audio``). It exits 0 once every sample has
+been played, else prints why and exits 1. Used by CI on the PyInstaller bundle.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+SELF_TEST_TEXT = "Hello from Orator."
+MAX_FRAMES = 6  # random weights never stop on their own: 6 frames are 0.48 s of audio
+TIMEOUT_S = 300.0
+
+
+class SelfTestError(Exception):
+    """The self-test could not speak its sentence; the message says which step failed."""
+
+
+def pick_audio_output():
+    """(sounddevice-like module, description): the default output device if one exists, else null."""
+    from qtapp.null_audio import NullSoundDevice
+
+    try:
+        import sounddevice
+
+        device = sounddevice.query_devices(kind="output")
+    except Exception as exc:  # noqa: BLE001 - no PortAudio, no device: both mean "play into nothing"
+        return NullSoundDevice(), f"a null output (no audio device: {exc})"
+    return sounddevice, f"the audio device “{device['name']}”"
+
+
+def speak_once(model_dir, sd_module, timeout_s: float = TIMEOUT_S) -> float:
+    """Load ``model_dir`` on the worker thread and play one sentence; the seconds of audio played."""
+    import torch
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from engine import Engine, Voice
+    from qtapp.player import Player
+    from qtapp.worker import start_worker, stop_worker
+
+    player = Player(sd_module=sd_module)
+    engines: list[Engine] = []
+
+    def load() -> Engine:
+        engines.append(Engine.from_pretrained(str(model_dir), device="cpu", dtype=torch.float32))
+        return engines[-1]
+
+    thread, worker = start_worker(load, buffered_seconds=player.buffered_seconds, max_frames=MAX_FRAMES)
+    loop = QEventLoop()
+    errors: list[str] = []
+    written = [0]
+
+    def fail(message: str) -> None:
+        errors.append(message)
+        loop.quit()
+
+    def on_chunk(job: int, chunk) -> None:
+        written[0] += len(chunk.samples)
+        player.write(chunk.samples, chunk.segment)
+
+    def on_job_finished(job: int) -> None:
+        if written[0] == 0:
+            fail("the engine produced no audio")
+        else:
+            player.end_of_stream()
+
+    worker.error.connect(lambda text: fail(f"speech worker: {text}"))
+    player.error.connect(lambda text: fail(f"player: {text}"))
+    worker.model_loaded.connect(
+        lambda info: worker.request_speak(1, SELF_TEST_TEXT, Voice.preset(engines[0].speakers[0])))
+    worker.chunk_ready.connect(on_chunk)
+    worker.job_finished.connect(on_job_finished)
+    player.finished.connect(loop.quit)
+    QTimer.singleShot(int(timeout_s * 1000), lambda: fail(f"no result within {timeout_s:.0f} s"))
+    try:
+        loop.exec()
+    finally:
+        stop_worker(thread, worker, timeout_ms=30000)
+        player.close()
+    if errors:
+        raise SelfTestError(errors[0])
+    return written[0] / player.sample_rate
+
+
+def self_test() -> str:
+    """Run every step; a one-line report of what was played, or ``SelfTestError``."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from engine.synthetic.checkpoint import build_checkpoint
+    from qtapp.app import create_application
+
+    started = time.perf_counter()
+    create_application()
+    sd_module, output = pick_audio_output()
+    with tempfile.TemporaryDirectory(prefix="orator-self-test-") as folder:
+        try:
+            model_dir = build_checkpoint(folder, "tiny", "custom_voice", seed=0)
+        except Exception as exc:  # noqa: BLE001 - report which step broke
+            raise SelfTestError(f"could not build the synthetic checkpoint: {type(exc).__name__}: {exc}") from exc
+        seconds = speak_once(model_dir, sd_module)
+    return (f"Orator self-test passed: spoke “{SELF_TEST_TEXT}” ({seconds:.2f} s of audio) "
+            f"through {output} in {time.perf_counter() - started:.1f} s.")
+
+
+def run_self_test() -> int:
+    """The ``--self-test`` flag: 0 on success, 1 with the reason on stderr."""
+    try:
+        report = self_test()
+    except SelfTestError as exc:
+        print(f"Orator self-test FAILED: {exc}", file=sys.stderr)
+        return 1
+    print(report)
+    return 0
