@@ -36,11 +36,16 @@ def load_sound_module():
 
 
 def run_gui(open_file: str | None = None) -> int:
-    """Show the main window (optionally opening ``open_file``) and run the event loop."""
+    """Show the first-run dialog while no reading model is here, then the main window (optionally
+    opening ``open_file``), and run the event loop."""
+    from qtapp.dialogs.first_run import FirstRunDialog, needs_first_run
     from qtapp.main_window import MainWindow
 
     app = create_application()
-    window = MainWindow(Settings.load(), sd_module=load_sound_module())
+    settings = Settings.load()
+    if needs_first_run(settings):
+        FirstRunDialog(settings).exec()
+    window = MainWindow(settings, sd_module=load_sound_module())
     window.show()
     if open_file:
         window.open_path(Path(open_file))

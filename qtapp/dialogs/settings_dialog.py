@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from qtapp.gpu_check import gpu_advice
 from qtapp.settings import DEVICES, KNOWN_CHECKPOINTS, PRECISIONS, VOICE_KINDS, Settings
 
 KIND_TITLES = {
@@ -68,6 +70,9 @@ class SettingsDialog(QDialog):
         runtime_form.addRow("Streaming chunk:", self.chunk_frames)
         runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. bfloat16 is the "
                                    "checkpoints' own precision; float32 is safest on CPU.</small>", wordWrap=True))
+        self.gpu_label = QLabel(gpu_advice().text(), wordWrap=True)
+        self.gpu_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        runtime_form.addRow("PyTorch:", self.gpu_label)
         layout.addWidget(runtime)
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)

@@ -81,3 +81,13 @@ def test_torch_facts_of_this_cpu_machine():
     facts = gpu_check.torch_facts()
     assert facts.version == torch.__version__
     assert facts.cuda_available == torch.cuda.is_available()
+
+
+def test_settings_dialog_shows_the_advice(qtbot, monkeypatch):
+    from qtapp.dialogs.settings_dialog import SettingsDialog
+    from qtapp.settings import Settings
+
+    monkeypatch.setattr(gpu_check, "torch_facts", lambda: TorchFacts("2.13.0+cpu", None, False))
+    dialog = SettingsDialog(Settings.load())
+    qtbot.addWidget(dialog)
+    assert "no CUDA support" in dialog.gpu_label.text() and INSTALL_CUDA in dialog.gpu_label.text()

@@ -1,0 +1,111 @@
+"""Which models to download first, whether one is already here, and downloading it with progress.
+
+Qt-free. ``RECOMMENDED_MODELS`` lists what the first-run dialog offers; ``local_model_dir`` tells
+whether a checkpoint setting (a folder or a Hugging Face id) already names a complete model on this
+machine, without touching the network; ``validate_model_folder`` checks a folder the user picked
+and says which voice kind it serves; ``hub_download`` downloads a hub id with
+``huggingface_hub.snapshot_download``, reporting bytes through a tqdm class hook and stopping when
+its ``cancelled`` event is set. A downloader is any callable ``(repo_id, report, cancelled) -> Path``
+with ``report(done, total)``, so tests inject a fake one.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from engine.checkpoint import resolve_model_dir
+from engine.config import ModelConfig
+from engine.errors import CheckpointError
+
+KIND_OF_MODEL_TYPE = {"custom_voice": "preset", "voice_design": "design", "base": "clone"}
+
+ProgressReport = Callable[[int, int], None]  # (bytes done, bytes total; 0 while unknown)
+Downloader = Callable[[str, ProgressReport, threading.Event], Path]
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    kind: str  # the voice kind it serves: "preset" | "design" | "clone"
+    repo_id: str
+    title: str
+    purpose: str
+    approx_gb: float  # download size, weights and speech tokenizer
+
+
+RECOMMENDED_MODELS = (
+    ModelChoice("preset", "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice", "0.6B CustomVoice (recommended)",
+                "Reads your documents aloud with nine preset voices. Small and fast: start with this one.", 2.5),
+    ModelChoice("design", "Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign", "1.7B VoiceDesign",
+                "Creates new voices from a description (“a calm, low voice…”).", 4.5),
+    ModelChoice("clone", "Qwen/Qwen3-TTS-12Hz-1.7B-Base", "1.7B Base",
+                "Clones a voice from a few seconds of recorded speech.", 4.5),
+)
+
+
+class DownloadCancelled(Exception):
+    """The user stopped the download."""
+
+
+def _looks_like_hub_id(text: str) -> bool:
+    return text.count("/") == 1 and not text.startswith((".", "/", "~")) and not Path(text).expanduser().exists()
+
+
+def local_model_dir(checkpoint: str) -> Path | None:
+    """The complete model folder ``checkpoint`` names on this machine (a folder, or a hub id whose
+    download is in the Hugging Face cache), else None. Never downloads."""
+    try:
+        if _looks_like_hub_id(checkpoint):
+            from huggingface_hub import snapshot_download
+
+            return resolve_model_dir(snapshot_download(checkpoint, local_files_only=True))
+        return resolve_model_dir(Path(checkpoint).expanduser())
+    except Exception:  # noqa: BLE001 - not downloaded, incomplete, unreadable: all mean "not here"
+        return None
+
+
+def validate_model_folder(folder: str | Path) -> tuple[Path, str]:
+    """(the folder, the voice kind it serves) for a complete Qwen3-TTS model folder; else CheckpointError."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise CheckpointError(f"{path} is not a folder")
+    path = resolve_model_dir(path)
+    config = ModelConfig.from_file(path / "config.json")
+    return path, KIND_OF_MODEL_TYPE[config.tts_model_type]
+
+
+def reporting_tqdm(report: ProgressReport, cancelled: threading.Event) -> type[tqdm]:
+    """A tqdm class for ``snapshot_download(tqdm_class=...)``: byte bars report to ``report``, every
+    bar raises ``DownloadCancelled`` on its next update once ``cancelled`` is set. Nothing is printed."""
+
+    class ReportingTqdm(tqdm):
+        def __init__(self, *args, **kwargs):
+            kwargs.pop("name", None)
+            kwargs["disable"] = False
+            kwargs["file"] = io.StringIO()
+            super().__init__(*args, **kwargs)
+
+        def update(self, n=1):
+            if cancelled.is_set():
+                raise DownloadCancelled("download cancelled")
+            shown = super().update(n)
+            if self.unit == "B":
+                report(int(self.n), int(self.total or 0))
+            return shown
+
+    return ReportingTqdm
+
+
+def hub_download(repo_id: str, report: ProgressReport, cancelled: threading.Event) -> Path:
+    """Download ``repo_id`` into the Hugging Face cache (resuming a partial download); its folder."""
+    from huggingface_hub import snapshot_download
+
+    folder = snapshot_download(repo_id, tqdm_class=reporting_tqdm(report, cancelled))
+    if cancelled.is_set():
+        raise DownloadCancelled("download cancelled")
+    return resolve_model_dir(folder)
