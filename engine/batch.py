@@ -10,18 +10,25 @@ depend on which other streams share its batch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import queue
+import random
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
+from engine.engine import default_max_frames
 from engine.graphs.capture import Graphed, graphs_enabled
 from engine.graphs.compile import compile_enabled, compiled_kernels
 from engine.graphs.runner import HISTORY, MAX_SEQ, MAX_TRAILING
 from engine.graphs.state import NEVER, StaticState
 from engine.graphs.step import frame_step
 from engine.model.talker import Talker
-from engine.prompts import Prompt
+from engine.prompts import Prompt, build_prompt
+from engine.results import SAMPLE_RATE, Chunk
 from engine.sampling import Sampling
 
 
@@ -111,3 +118,118 @@ def generate_batch(talker: Talker, prompts: list[tuple[Prompt, Sampling, int, in
                     batch.release(slot)
                     del owner[slot]
     return [np.concatenate(frames[i]) if frames[i] else np.zeros((0, 16), np.int64) for i in range(len(prompts))]
+
+
+class BatchedStreams:
+    """``Engine.stream`` for many callers at once: a loop thread runs one ``BatchedFrames`` for all of
+    them; each caller's thread builds its prompts, receives its frames and decodes them with its own
+    decoder state. ``stream`` is safe to call from up to ``slots`` threads (more simply wait)."""
+
+    def __init__(self, engine, slots: int, graphs: bool | None = None):
+        self.engine, self.slots = engine, slots
+        self.frames = BatchedFrames(engine.model.talker, slots, graphs=graphs)
+        self._requests: queue.Queue = queue.Queue()
+        self._loop = threading.Thread(target=self._run_loop, name="orator-batch", daemon=True)
+        self._loop.start()
+
+    # ---- caller side ------------------------------------------------------------------------------
+    def stream(self, text: str, voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
+               sampling: Sampling | None = None, cancel: threading.Event | None = None,
+               max_frames: int | None = None) -> Iterator[Chunk]:
+        eng = self.engine
+        t0 = time.perf_counter()
+        stop = threading.Event()  # set when this generator is closed early, so the slot frees at once
+        try:
+            yield from self._stream(eng, t0, text, voice, chunk_frames, first_chunk_frames, sampling,
+                                    cancel or stop, max_frames)
+        finally:
+            stop.set()
+
+    def _stream(self, eng, t0, text, voice, chunk_frames, first_chunk_frames, sampling, cancel,
+                max_frames) -> Iterator[Chunk]:
+        sampling = sampling or eng.defaults
+        voice, segments = eng.plan(text, voice)
+        seed = sampling.seed if sampling.seed is not None else random.getrandbits(62)
+        decoder_state = eng.decoder.new_state(1, eng.device)
+        with torch.inference_mode():
+            if voice.in_context:
+                eng.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=eng.device)[None], decoder_state)
+        size, last = first_chunk_frames, None
+        for index, seg in enumerate(segments):
+            prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, seg.text)
+            outbox: queue.Queue = queue.Queue()
+            self._requests.put((prompt, sampling, seed + index, max_frames or default_max_frames(seg.text), outbox,
+                                cancel))
+            buf, frame = [], 0
+            while True:
+                item = outbox.get()
+                if isinstance(item, BaseException):
+                    raise item
+                codes, ended = item
+                buf.extend(codes)
+                while len(buf) >= size or (ended and buf):
+                    take, buf = buf[:size], buf[size:]
+                    with torch.inference_mode():
+                        audio = eng.decoder.decode_chunk(torch.as_tensor(np.stack(take), device=eng.device)[None],
+                                                         decoder_state)
+                    final = ended and not buf and index == len(segments) - 1
+                    last = Chunk(audio[0].float().cpu().numpy(), SAMPLE_RATE, frame, len(take), index,
+                                 (seg.start, seg.end), time.perf_counter() - t0, final)
+                    frame += len(take)
+                    size = chunk_frames
+                    yield last
+                if ended:
+                    break
+            if cancel.is_set():
+                return
+        if last is not None and not last.final:
+            yield replace(last, samples=last.samples[:0], first_frame=last.first_frame + last.n_frames,
+                          n_frames=0, final=True)
+
+    # ---- the loop thread --------------------------------------------------------------------------
+    def _run_loop(self) -> None:
+        """Admit waiting requests into free slots, step, hand each stream its frames; errors go to the
+        callers concerned, never kill the loop."""
+        waiting: list = []
+        outboxes: dict[int, tuple[queue.Queue, threading.Event | None]] = {}
+        fresh: set[int] = set()
+        while True:
+            if not outboxes and not waiting:
+                waiting.append(self._requests.get())  # idle: block until a request comes
+            while True:
+                try:
+                    waiting.append(self._requests.get_nowait())
+                except queue.Empty:
+                    break
+            with torch.inference_mode():
+                while waiting and len(outboxes) < self.slots:
+                    prompt, sampling, seed, max_frames, outbox, cancel = waiting.pop(0)
+                    try:
+                        slot = self.frames.add(prompt, sampling, seed, max_frames)
+                    except Exception as e:  # e.g. a prompt longer than the cache: that caller's error
+                        outbox.put(e)
+                        continue
+                    outboxes[slot] = (outbox, cancel)
+                    fresh.add(slot)
+                if not outboxes:
+                    continue
+                try:
+                    self.frames.step(1 if fresh else 4)  # single frames until every stream has begun
+                    collected = self.frames.collect()
+                except Exception as e:  # a device failure: every running caller hears of it
+                    for slot, (outbox, _) in list(outboxes.items()):
+                        outbox.put(e)
+                        self.frames.release(slot)
+                    outboxes.clear()
+                    fresh.clear()
+                    continue
+                for slot, (codes, ended) in collected.items():
+                    outbox, cancel = outboxes[slot]
+                    cancelled = cancel.is_set()
+                    if len(codes):
+                        fresh.discard(slot)
+                    outbox.put((list(codes), ended or cancelled))
+                    if ended or cancelled:
+                        self.frames.release(slot)
+                        del outboxes[slot]
+                        fresh.discard(slot)

@@ -166,6 +166,14 @@ class Engine:
         return time.perf_counter() - t0
 
     # ---- internals ------------------------------------------------------------------------------
+    def plan(self, text: str, voice: Voice) -> tuple[Voice, list]:
+        """Check the request and cut it into segments: (the prepared voice, segments)."""
+        if not isinstance(text, str) or not text.strip():
+            raise TextError("there is no text to speak")
+        voice = self.prepare_voice(voice)
+        check_voice(self.config, voice)
+        return voice, split_segments(text)
+
     def streamer(self, chunk_sizes=(1, 4)):
         """The engine's streamer (graph-captured on CUDA), built on first use."""
         if self._streamer is None:
@@ -183,11 +191,7 @@ class Engine:
         are None when ``decode`` is False)."""
         t0 = time.perf_counter()
         sampling = sampling or self.defaults
-        if not isinstance(text, str) or not text.strip():
-            raise TextError("there is no text to speak")
-        voice = self.prepare_voice(voice)
-        check_voice(self.config, voice)
-        segments = split_segments(text)
+        voice, segments = self.plan(text, voice)
         seed = sampling.seed if sampling.seed is not None else random.getrandbits(62)
         sizes = iter(lambda: chunk_frames, None)
         first = [True]

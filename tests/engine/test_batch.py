@@ -51,3 +51,42 @@ def test_slots_are_freed_and_a_full_batch_refuses(engine64):
         batch.step(5)
     out = batch.collect()
     assert all(codes.shape == (4, 16) and ended for codes, ended in out.values())
+
+
+def test_concurrent_callers_get_what_each_would_get_alone(engine64):
+    """Three threads stream at once through two slots; each caller's audio equals its solo synthesis."""
+    import threading
+
+    from engine.batch import BatchedStreams
+
+    eng = engine64
+    streams = BatchedStreams(eng, slots=2, graphs=False)
+    requests = REQUESTS[:3]
+    results: dict[int, list] = {}
+
+    def call(i, text, voice, sampling, frames):
+        results[i] = list(streams.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
+                                         max_frames=frames))
+
+    threads = [threading.Thread(target=call, args=(i, *r)) for i, r in enumerate(requests)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    for i, (text, voice, sampling, frames) in enumerate(requests):
+        chunks = results[i]
+        alone = eng.synthesize(text, voice, sampling, max_frames=frames)
+        assert chunks[0].n_frames == 1 and chunks[-1].final
+        np.testing.assert_allclose(np.concatenate([c.samples for c in chunks]), alone.samples, atol=1e-9)
+
+
+def test_a_closed_stream_frees_its_slot(engine64):
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=1, graphs=False)
+    first = streams.stream("Long enough to be cut short.", Voice.preset("vivian"), sampling=Sampling(greedy=True),
+                           max_frames=200)
+    next(first)
+    first.close()  # the caller goes away after one chunk
+    chunks = list(streams.stream("Next.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=3))
+    assert sum(c.n_frames for c in chunks) == 3
