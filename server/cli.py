@@ -21,6 +21,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="weights precision (default: the engine's choice for the device)")
     parser.add_argument("--library", default=None, help="voice library folder (default: the studio's)")
     parser.add_argument("--max-queue", type=int, default=64, help="requests allowed to wait (more get 429)")
+    parser.add_argument("--batch", type=int, default=1,
+                        help="streams generated together in one batched frame loop (default 1: one at a time)")
     parser.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body in MB")
 
 
@@ -33,12 +35,13 @@ def run_serve_command(args: argparse.Namespace) -> int:
 
     from server.app import create_app
     from server.library import default_library_dir
+    from server.scheduler import backend_factory
 
     settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
                               max_upload_bytes=int(args.max_upload_mb * 1024 * 1024))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     app = create_app(lambda: load_engine(args.model, args.device, args.dtype),
-                     args.library or default_library_dir(), settings)
+                     args.library or default_library_dir(), settings, make_backend=backend_factory(args.batch))
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 

@@ -59,6 +59,28 @@ class EngineBackend:
                                   cancel=cancel, max_frames=job.max_frames)
 
 
+class BatchedBackend:
+    """Many streams at once: ``slots`` requests advance together through the engine's batched frame loop."""
+
+    def __init__(self, engine: Engine, slots: int):
+        from engine.batch import BatchedStreams
+
+        self.capacity = slots
+        self.streams = BatchedStreams(engine, slots)
+
+    def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
+        return self.streams.stream(job.text, job.voice, chunk_frames=job.chunk_frames,
+                                   first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
+                                   cancel=cancel, max_frames=job.max_frames)
+
+
+def backend_factory(batch: int):
+    """``make_backend`` for ``create_app``: one stream at a time, or ``batch`` streams batched."""
+    if batch <= 1:
+        return EngineBackend
+    return lambda engine: BatchedBackend(engine, batch)
+
+
 class QueueFull(Exception):
     """Every generation slot is busy and the waiting line is at its limit."""
 

@@ -1,0 +1,49 @@
+"""The server with ``--batch``: concurrent requests run together in the engine's batched frame loop and
+each still gets exactly its own audio (float64 engine, so batching cannot change a rounding)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import torch
+from openai import OpenAI
+
+from engine import Engine
+from server.scheduler import BatchedBackend, EngineBackend, backend_factory
+from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close
+
+CLIENTS = 8
+FRAMES = 3
+
+
+@pytest.fixture(scope="module")
+def batched_server(start_server, tiny_model_dir):
+    engine = Engine.from_pretrained(tiny_model_dir("custom_voice"), dtype=torch.float64)
+    return start_server(engine, make_backend=backend_factory(4))
+
+
+def test_backend_factory_picks_the_batched_backend_only_when_asked():
+    assert backend_factory(1) is EngineBackend
+    assert backend_factory(0) is EngineBackend
+    assert callable(backend_factory(8)) and backend_factory(8) is not EngineBackend
+
+
+def test_concurrent_clients_are_batched_and_each_gets_its_own_audio(batched_server):
+    assert isinstance(batched_server.app.state.scheduler.backend, BatchedBackend)
+
+    def speak(i: int) -> bytes:
+        client = OpenAI(base_url=f"{batched_server.url}/v1", api_key="unused", max_retries=0, timeout=300)
+        return client.audio.speech.create(model="orator", voice="vivian", input=f"Batched client {i}.",
+                                          response_format="pcm",
+                                          extra_body={"seed": 300 + i, "max_frames": FRAMES}).content
+
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        answers = list(pool.map(speak, range(CLIENTS)))
+    assert all(len(a) == 2 * FRAMES * SAMPLES_PER_FRAME for a in answers)
+    for i, answer in enumerate(answers):
+        expected = engine_pcm(batched_server.engine, f"Batched client {i}.", "vivian", 300 + i, FRAMES)
+        assert pcm_close(answer, expected), f"client {i} got someone else's audio"
+    queue = httpx.get(f"{batched_server.url}/health").json()["queue"]
+    assert queue["capacity"] == 4 and queue["running"] == 0
