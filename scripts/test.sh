@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need on a Debian machine (system packages, .venv, the project with
 # its gui/server/test extras, the official qwen-tts oracle, a PulseAudio null sink), then runs the
-# CPU test suite and ruff. Exits non-zero when anything fails.
+# CPU test suite and ruff; on CI (CI=true) also builds the PyInstaller app and runs its self-test.
+# Exits non-zero when anything fails.
 # Usage: bash scripts/test.sh [pytest arguments]
 set -euo pipefail
 # shellcheck source=scripts/common.sh
@@ -38,6 +39,15 @@ cd "$ORATOR_ROOT"
 status=0
 log "pytest -m 'not gpu' $*"
 python -m pytest -m "not gpu" "$@" || status=$?
+if [ "${CI:-}" = "true" ]; then
+    # The installable app: build dist/Orator (about 4 minutes on 2 cores) and start it headless.
+    log "bash packaging/build.sh, then the bundle's tests and --self-test"
+    if bash packaging/build.sh; then
+        ORATOR_BUILD_BUNDLE=1 python -m pytest tests/packaging || status=1
+    else
+        status=1
+    fi
+fi
 log "ruff check ."
 ruff check . || status=1
 exit "$status"
