@@ -1,0 +1,60 @@
+"""Downloading with progress: the tqdm hook reports byte bars and stops on cancel; hub_download hands
+it to snapshot_download and checks the folder it gets back."""
+
+from __future__ import annotations
+
+import threading
+
+import huggingface_hub
+import pytest
+
+from engine.errors import CheckpointError
+from qtapp.model_download import DownloadCancelled, hub_download, reporting_tqdm
+
+
+def test_byte_bars_report_progress_and_file_bars_do_not():
+    reports = []
+    bar_class = reporting_tqdm(lambda done, total: reports.append((done, total)), threading.Event())
+    files = bar_class(total=7, desc="Fetching 7 files", name="huggingface_hub.snapshot_download")
+    files.update(3)
+    data = bar_class(total=0, unit="B", unit_scale=True)
+    data.total = 2000  # huggingface_hub grows the total as each file starts
+    data.update(500)
+    data.update(1500)
+    assert reports == [(500, 2000), (2000, 2000)]
+
+
+def test_a_set_cancel_event_stops_at_the_next_update():
+    cancelled = threading.Event()
+    bar = reporting_tqdm(lambda done, total: None, cancelled)(total=10, unit="B")
+    bar.update(1)
+    cancelled.set()
+    with pytest.raises(DownloadCancelled):
+        bar.update(1)
+
+
+def fake_snapshot_download(folder, sizes):
+    """Stands in for huggingface_hub.snapshot_download: drives its tqdm_class like the hub client."""
+
+    def download(repo_id, tqdm_class=None, **kwargs):
+        bar = tqdm_class(total=sum(sizes), unit="B", name="huggingface_hub.snapshot_download")
+        for size in sizes:
+            bar.update(size)
+        return str(folder)
+
+    return download
+
+
+def test_hub_download_reports_bytes_and_returns_the_model_folder(monkeypatch, tiny_model_dir):
+    folder = tiny_model_dir("custom_voice")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download(folder, [300, 700]))
+    reports = []
+    path = hub_download("Qwen/Some-Model", lambda done, total: reports.append((done, total)), threading.Event())
+    assert path == folder
+    assert reports == [(300, 1000), (1000, 1000)]
+
+
+def test_hub_download_of_an_incomplete_folder_fails(monkeypatch, tmp_path):
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download(tmp_path, [10]))
+    with pytest.raises(CheckpointError, match="config.json"):
+        hub_download("Qwen/Some-Model", lambda done, total: None, threading.Event())
