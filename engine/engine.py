@@ -110,12 +110,15 @@ class Engine:
         from engine.audio_io import with_icl_silence
         from engine.codec.mel import speaker_embedding
 
+        # in-context cloning: 0.5 s of silence after the reference keeps its last phoneme out of the
+        # output; the same padded audio gives the embedding and the codes, as one recording would
+        audio = with_icl_silence(voice.ref_audio) if voice.in_context else voice.ref_audio
         with torch.inference_mode():
-            emb = speaker_embedding(self.model.speaker_encoder, voice.ref_audio)
+            emb = speaker_embedding(self.model.speaker_encoder, audio)
         changes = {"speaker_embedding": emb.float().cpu().numpy(),
                    "meta": dict(voice.meta, model_size=self.model_size)}
         if voice.in_context:
-            changes["ref_codes"] = self.speech_encoder().encode(with_icl_silence(voice.ref_audio))
+            changes["ref_codes"] = self.speech_encoder().encode(audio)
         return voice.with_(**changes)
 
     def speech_encoder(self):
