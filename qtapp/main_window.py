@@ -121,7 +121,7 @@ class MainWindow(QMainWindow):
         # the first model starts loading once the event loop runs, after _connect below
         self.worker_thread, self.worker = start_worker(engine_factory or initial_spec.load_engine,
                                                        buffered_seconds=buffered,
-                                                       chunk_frames=settings.chunk_frames)
+                                                       chunk_frames=settings.chunk_frames, speed=settings.speed)
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
         self.exporter = ExportController(self)
         self.window_actions = build_actions(self)
