@@ -26,13 +26,11 @@ from bench.common import (
     FIRST_CHUNK_SIZES,
     Result,
     Stopwatch,
-    device_name,
     median,
-    model_size_label,
-    peak_memory_gb,
     real_time_factor,
     reset_peak_memory,
     run_cli,
+    summarize,
 )
 
 SYSTEM = "faster-qwen3-tts 0.5.4"
@@ -127,14 +125,9 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
                 if len(audio) != c * SAMPLES_PER_FRAME:
                     raise RuntimeError(f"first chunk of {c} frames decoded to {len(audio)} samples")
                 raw[f"ttfa_ms_{c}"].append(ttfa.ms)
-    return [Result(
-        system=SYSTEM, model_size=model_size_label(model_dir), mode="CUDA graphs (torch backend)", n_frames=frames,
-        ms_per_frame=median(raw["ms_per_frame"]), xrt=median(raw["xrt"]),
-        ttfa_ms={c: median(raw[f"ttfa_ms_{c}"]) for c in chunk_sizes},
-        peak_mem_gb=peak_memory_gb(device), warmup_s=warmup.seconds, load_s=load.seconds, runs=raw,
-        device=device_name(device),
-        notes=f"own decode-only ms/step {median(raw['reported_ms_per_step']):.2f}",
-    )]
+    return [summarize(SYSTEM, model_dir, "CUDA graphs (torch backend)", frames, raw, chunk_sizes, device,
+                      warmup.seconds, load.seconds,
+                      f"own decode-only ms/step {median(raw['reported_ms_per_step']):.2f}")]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -24,13 +24,11 @@ from bench.common import (
     FIRST_CHUNK_SIZES,
     Result,
     Stopwatch,
-    device_name,
     median,
-    model_size_label,
-    peak_memory_gb,
     real_time_factor,
     reset_peak_memory,
     run_cli,
+    summarize,
 )
 
 SYSTEM = "official qwen-tts-hf 0.1.1.post1"
@@ -99,14 +97,9 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
             raw["xrt"].append(real_time_factor(frames, total.seconds))
             raw["total_ms"].append(total.ms)
     whole_utterance_ms = median(raw["total_ms"])
-    return [Result(
-        system=SYSTEM, model_size=model_size_label(model_dir), mode="eager (HF generate)", n_frames=frames,
-        ms_per_frame=median(raw["ms_per_frame"]), xrt=median(raw["xrt"]),
-        ttfa_ms={c: whole_utterance_ms for c in chunk_sizes},
-        peak_mem_gb=peak_memory_gb(device), warmup_s=warmup.seconds, load_s=load.seconds, runs=raw,
-        device=device_name(device),
-        notes="no streaming: TTFA is the whole utterance generated and decoded",
-    )]
+    return [summarize(SYSTEM, model_dir, "eager (HF generate)", frames, raw, chunk_sizes, device, warmup.seconds,
+                      load.seconds, "no streaming: TTFA is the whole utterance generated and decoded",
+                      ttfa_ms={c: whole_utterance_ms for c in chunk_sizes})]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -17,13 +17,10 @@ from bench.common import (
     FIRST_CHUNK_SIZES,
     Result,
     Stopwatch,
-    device_name,
-    median,
-    model_size_label,
-    peak_memory_gb,
     real_time_factor,
     reset_peak_memory,
     run_cli,
+    summarize,
 )
 from engine import Engine, Sampling, Voice
 from engine.prompts import build_prompt
@@ -83,14 +80,8 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
             raw[f"ttfa_ms_{c}"].append(first_chunk_ms(eng, text, voice, frames, c, device))
     streamer = eng.streamer(tuple(chunk_sizes))
     mode = "CUDA graphs" if eng.use_graphs else "eager"
-    return [Result(
-        system=SYSTEM, model_size=model_size_label(model_dir), mode=mode, n_frames=frames,
-        ms_per_frame=median(raw["ms_per_frame"]), xrt=median(raw["xrt"]),
-        ttfa_ms={c: median(raw[f"ttfa_ms_{c}"]) for c in chunk_sizes},
-        peak_mem_gb=peak_memory_gb(device), warmup_s=warmup.seconds, load_s=load.seconds, runs=raw,
-        device=device_name(device),
-        notes=f"graph capture {getattr(streamer, 'capture_seconds', 0.0):.1f} s",
-    )]
+    return [summarize(SYSTEM, model_dir, mode, frames, raw, chunk_sizes, device, warmup.seconds, load.seconds,
+                      f"graph capture {getattr(streamer, 'capture_seconds', 0.0):.1f} s")]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

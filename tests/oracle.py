@@ -69,3 +69,21 @@ def _wrap_default_rope_init() -> None:
         return default_init(config, *args, **kwargs)
 
     ROPE_INIT_FUNCTIONS["default"] = default_init_with_rope_parameters
+
+
+def load_official_tokenizer(tokenizer_dir, monkeypatch, dtype: torch.dtype = torch.float32):
+    """The official ``Qwen3TTSTokenizer`` for a ``speech_tokenizer/`` directory.
+
+    Recent transformers made ``MimiModel.upsample`` / ``decoder_transformer`` read-only properties,
+    which the official encoder class assigns ``None`` to; ``monkeypatch`` hides them during the load
+    (the encode path never reads them).
+    """
+    _import_official()
+    from transformers.models.mimi.modeling_mimi import MimiModel
+
+    for name in ("upsample", "decoder_transformer"):
+        if isinstance(MimiModel.__dict__.get(name), property):
+            monkeypatch.delattr(MimiModel, name)
+    from qwen_tts import Qwen3TTSTokenizer
+
+    return Qwen3TTSTokenizer.from_pretrained(str(tokenizer_dir), dtype=dtype)

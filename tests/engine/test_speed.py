@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from server.speed import TimeStretcher, stretch
+from engine.speed import TimeStretcher, stretch
 
 RATE = 24000
 

@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 from engine.codec.encoder import SpeechEncoder
 from engine.errors import CheckpointError, VoiceError
 from engine.synthetic.speech_tokenizer import write_speech_tokenizer
-from tests.oracle import official_available
+from tests.oracle import load_official_tokenizer, official_available
 
 SAMPLES_PER_FRAME = 1920
 # A short attention window in the config: the official loader widens it to full causal attention,
@@ -132,14 +132,7 @@ def official_tokenizer(tokenizer_dir, monkeypatch):
     properties, which the official encoder class assigns ``None`` to; the properties are hidden for
     the duration of the load (the encode path never reads them).
     """
-    from transformers.models.mimi.modeling_mimi import MimiModel
-
-    for name in ("upsample", "decoder_transformer"):
-        if isinstance(MimiModel.__dict__.get(name), property):
-            monkeypatch.delattr(MimiModel, name)
-    from qwen_tts import Qwen3TTSTokenizer
-
-    return Qwen3TTSTokenizer.from_pretrained(str(tokenizer_dir), dtype=torch.float32)
+    return load_official_tokenizer(tokenizer_dir, monkeypatch)
 
 
 @pytest.mark.oracle

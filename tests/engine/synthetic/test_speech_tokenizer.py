@@ -11,7 +11,7 @@ from safetensors import safe_open
 
 from engine.codec import SpeechDecoder, SpeechTokenizerConfig
 from engine.synthetic.speech_tokenizer import build_state_dict, random_decoder, write_speech_tokenizer
-from tests.oracle import official_available
+from tests.oracle import load_official_tokenizer, official_available
 
 SHAPES_JSON = pathlib.Path(__file__).resolve().parents[2] / "data" / "qwen3_tts_tensor_shapes.json"
 
@@ -77,14 +77,7 @@ def official_tokenizer(tokenizer_dir, monkeypatch):
     Recent transformers made ``MimiModel.upsample`` / ``decoder_transformer`` read-only properties,
     which the official encoder class assigns ``None`` to; they are hidden during the load.
     """
-    from transformers.models.mimi.modeling_mimi import MimiModel
-
-    for name in ("upsample", "decoder_transformer"):
-        if isinstance(MimiModel.__dict__.get(name), property):
-            monkeypatch.delattr(MimiModel, name)
-    from qwen_tts import Qwen3TTSTokenizer
-
-    return Qwen3TTSTokenizer.from_pretrained(str(tokenizer_dir), dtype=torch.float32)
+    return load_official_tokenizer(tokenizer_dir, monkeypatch)
 
 
 @pytest.mark.oracle
