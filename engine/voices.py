@@ -45,14 +45,23 @@ class Voice:
         return cls("design", language=language.lower(), instruct=description.strip())
 
     @classmethod
-    def clone(cls, ref_audio, ref_text: str | None = None, language: str = "auto",
-              name: str | None = None) -> Voice:
-        """Clone from a path or an ``(array, sample_rate)`` pair. ``ref_text`` (the transcript)
-        selects in-context cloning; without it only the speaker embedding (x-vector) is used."""
+    def clone(cls, ref_audio, ref_text: str | None = None, language: str = "auto", name: str | None = None,
+              mode: str = "auto") -> Voice:
+        """Clone from a path or an ``(array, sample_rate)`` pair.
+
+        ``mode``: "in_context" (the reference's codes and transcript go into the prompt: closest to
+        the recording, needs ``ref_text``), "x_vector" (the speaker embedding only; a transcript is
+        ignored) or "auto" (in-context when a transcript is given)."""
         from engine.audio_io import load_reference
 
-        audio, source = load_reference(ref_audio)
+        if mode not in ("auto", "in_context", "x_vector"):
+            raise VoiceError(f"unknown clone mode {mode!r}: use 'auto', 'in_context' or 'x_vector'")
         ref_text = ref_text.strip() if ref_text and ref_text.strip() else None
+        if mode == "in_context" and ref_text is None:
+            raise VoiceError("in-context cloning needs the transcript of the reference recording (ref_text)")
+        if mode == "x_vector":
+            ref_text = None
+        audio, source = load_reference(ref_audio)
         return cls("clone", language=language.lower(), ref_text=ref_text, ref_audio=audio,
                    name=name, meta={"source": source})
 

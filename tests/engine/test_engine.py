@@ -101,3 +101,19 @@ def test_in_context_clone_audio_equals_decoding_with_reference_prefix(tiny_engin
 def test_bad_chunk_sizes(tiny_engine, chunk_frames):
     with pytest.raises(ValueError):
         next(tiny_engine("custom_voice").stream("Hi.", Voice.preset("vivian"), chunk_frames=chunk_frames))
+
+
+def test_clone_modes_and_a_missing_transcript(tmp_path):
+    from engine import VoiceError
+
+    t = np.arange(24000 * 2) / 24000
+    ref = ((0.3 * np.sin(2 * np.pi * 180 * t)).astype(np.float32), 24000)
+    with pytest.raises(VoiceError, match="transcript"):
+        Voice.clone(ref, mode="in_context")
+    with pytest.raises(VoiceError, match="transcript"):
+        Voice.clone(ref, ref_text="   ", mode="in_context")
+    with pytest.raises(VoiceError, match="mode"):
+        Voice.clone(ref, mode="icl")
+    assert Voice.clone(ref, ref_text="Words.", mode="in_context").in_context
+    assert not Voice.clone(ref, ref_text="Words.", mode="x_vector").in_context
+    assert Voice.clone(ref, ref_text="Words.").in_context and not Voice.clone(ref).in_context
