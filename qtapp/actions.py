@@ -121,7 +121,7 @@ def build_actions(window) -> WindowActions:
     read_menu.addActions([previous, next_])
     speed = QDoubleSpinBox(minimum=0.5, maximum=2.0, singleStep=0.1, decimals=1, suffix="×",
                            value=window.settings.speed)
-    speed.setToolTip("Reading speed (saved; the engine does not change speed yet)")
+    speed.setToolTip("Reading speed, same pitch (applies when reading next starts)")
     speed.valueChanged.connect(lambda value: _set_speed(window, value))
     read_menu.addSeparator()
     read_menu.addAction(action("Faster", lambda: speed.stepUp(), SHORTCUTS["faster"]))
@@ -166,8 +166,7 @@ def _open_dialog(window) -> None:
 def _set_speed(window, value: float) -> None:
     window.settings.speed = round(value, 2)
     window.settings.save()
-    if abs(value - 1.0) > 1e-6:
-        window.show_status(f"Speed {value:.1f}× is saved; the engine does not support other speeds yet.")
+    window.worker.speed = window.settings.speed
 
 
 def _settings_dialog(window) -> None:

@@ -9,6 +9,9 @@ Speaking generates ahead of playback, but not without bound: after each chunk th
 while the player holds more than ``max_ahead_s`` seconds (``buffered_seconds`` is the player's
 thread-safe probe), so a 500-page book never sits in memory. ``cancel()`` is thread-safe too: it
 sets a ``threading.Event`` the engine checks every chunk, and drops every job requested so far.
+
+``speed`` (read when a job starts) changes the tempo of the emitted chunks without changing their
+pitch (``qtapp.tempo``); at 1.0 chunks go out as the engine made them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 from engine import Engine, Voice
 from engine.text import split_segments
 from qtapp.engine_errors import StudioError, describe_error
+from qtapp.tempo import ChunkTempo
 
 MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 BACKPRESSURE_POLL_S = 0.05
@@ -65,7 +69,7 @@ class SpeechWorker(QObject):
     def __init__(self, engine_factory: Callable[[], Engine],
                  buffered_seconds: Callable[[], float] | None = None, max_ahead_s: float = 30.0,
                  chunk_frames: int = 4, first_chunk_frames: int = 1, sampling=None,
-                 max_frames: int | None = None):
+                 max_frames: int | None = None, speed: float = 1.0):
         super().__init__()
         self._engine_factory = engine_factory
         self._buffered_seconds = buffered_seconds
@@ -74,6 +78,7 @@ class SpeechWorker(QObject):
         self.first_chunk_frames = first_chunk_frames
         self.sampling = sampling
         self.max_frames = max_frames  # per segment; None: the engine's budget
+        self.speed = speed  # playback tempo of the next job (same pitch)
         self._engines: dict[str, Engine] = {}
         self._current: Engine | None = None
         self._cancel = threading.Event()
@@ -188,27 +193,35 @@ class SpeechWorker(QObject):
         stream = engine.stream(text[offset:], voice, chunk_frames=self.chunk_frames,
                                first_chunk_frames=self.first_chunk_frames, sampling=self.sampling,
                                cancel=self._cancel, **cap)
-        generating_s, audio_s, first_audio_s, current = 0.0, 0.0, None, None
+        tempo = ChunkTempo(self.speed)
+        generating_s, audio_s, first_audio_s = 0.0, 0.0, None
+        current = [None]  # segment of the latest emitted chunk
         try:
             while not self._cancel.is_set():
                 step_start = time.perf_counter()
                 chunk = next(stream, None)
                 if chunk is None:
+                    self._emit_chunks(job_id, tempo.finish(), current)
                     break
                 generating_s += time.perf_counter() - step_start
                 if first_audio_s is None:
                     first_audio_s = time.perf_counter() - t0
                 start, end = chunk.span[0] + offset, chunk.span[1] + offset
                 segment = bisect.bisect_right(starts, start) - 1
-                if segment != current:
-                    current = segment
-                    self.segment_started.emit(job_id, segment, start, end)
-                self.chunk_ready.emit(job_id, replace(chunk, segment=segment, span=(start, end)))
+                self._emit_chunks(job_id, tempo.feed(replace(chunk, segment=segment, span=(start, end))), current)
                 audio_s += chunk.duration
                 self.stats.emit(audio_s / max(generating_s, 1e-9), first_audio_s)
                 self._wait_for_room()
         finally:
             stream.close()  # releases the engine's generation lock at once
+
+    def _emit_chunks(self, job_id: int, chunks: list, current: list) -> None:
+        """Emit ``chunks`` (job-text segments and spans), each new segment announced first."""
+        for chunk in chunks:
+            if chunk.segment != current[0]:
+                current[0] = chunk.segment
+                self.segment_started.emit(job_id, chunk.segment, *chunk.span)
+            self.chunk_ready.emit(job_id, chunk)
 
     def _wait_for_room(self) -> None:
         """Backpressure: sleep while the player already holds more than ``max_ahead_s``."""

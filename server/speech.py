@@ -30,10 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine import OratorError
 from engine.results import SAMPLE_RATE
+from engine.speed import MAX_SPEED, MIN_SPEED, TimeStretcher
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
 from server.scheduler import Queued, QueueFull, SpeechJob, Ticket
-from server.speed import MAX_SPEED, MIN_SPEED, TimeStretcher
 from server.voices import resolve_voice
 
 log = logging.getLogger("orator.server")
