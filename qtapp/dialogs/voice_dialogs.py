@@ -3,6 +3,9 @@
 Each dialog's ``build_voice()`` makes the ``engine.Voice`` from the form (raising ``VoiceError``
 or ``ValueError`` with a readable message); OK keeps the dialog open until that succeeds, then
 the voice is in ``created_voice`` and the library name the user chose in ``name()``.
+
+The clone dialog takes its reference from a file or from the microphone (``qtapp.recorder``, at most
+60 s, elapsed time and level shown while it runs); both end in the same trim and transcript form.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -22,13 +26,16 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMessageBox,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QWidget,
 )
 
+from qtapp.recorder import MAX_RECORD_S, MicRecorder
 from qtapp.settings import LANGUAGES, PRESET_SPEAKERS
 
 AUDIO_FILTER = "Audio (*.wav *.flac *.ogg *.mp3 *.m4a *.aiff *.aif);;All files (*)"
+RECORDING_POLL_MS = 100
 
 
 def language_combo(current: str = "auto") -> QComboBox:
@@ -121,17 +128,29 @@ class DesignVoiceDialog(_VoiceDialog):
 
 
 class CloneVoiceDialog(_VoiceDialog):
-    """Pick a recording, optionally trim it and type its transcript (enables in-context cloning)."""
+    """Pick or record a reference, optionally trim it and type its transcript (enables in-context
+    cloning). ``sd_module`` stands in for ``sounddevice`` (tests pass a fake)."""
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, sd_module=None):
         super().__init__("Clone a voice from a recording", parent)
         self._audio: tuple[np.ndarray, int] | None = None  # float32 [N] or [N, C], sample rate
+        self._sd_module = sd_module
+        self._recorder: MicRecorder | None = None
         self.file_field = QLineEdit(readOnly=True, placeholderText="3–20 seconds of clean speech")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
+        self.browse_button = QPushButton("Browse…")
+        self.browse_button.clicked.connect(self._browse)
+        self.record_button = QPushButton("Record")
+        self.record_button.setToolTip(f"Record from the microphone (at most {MAX_RECORD_S:.0f} s)")
+        self.record_button.clicked.connect(self.toggle_recording)
+        self.level_meter = QProgressBar(maximum=100, textVisible=False, visible=False)
+        self.level_meter.setFixedWidth(60)
+        self._record_timer = QTimer(self, interval=RECORDING_POLL_MS)
+        self._record_timer.timeout.connect(self._poll_recording)
         row = QHBoxLayout()
         row.addWidget(self.file_field, 1)
-        row.addWidget(browse)
+        row.addWidget(self.level_meter)
+        row.addWidget(self.browse_button)
+        row.addWidget(self.record_button)
         self.trim_start = QDoubleSpinBox(suffix=" s", decimals=2, singleStep=0.1, maximum=0.0)
         self.trim_end = QDoubleSpinBox(suffix=" s", decimals=2, singleStep=0.1, maximum=0.0)
         self.duration_label = QLabel("–")
@@ -164,16 +183,76 @@ class CloneVoiceDialog(_VoiceDialog):
         samples, rate = soundfile.read(str(path), dtype="float32")
         if len(samples) == 0:
             raise OSError("the recording is empty")
+        self.set_audio(samples, rate, str(path))
+        if not self.name():
+            self.name_field.setText(path.stem)
+
+    def set_audio(self, samples: np.ndarray, rate: int, source: str) -> None:
+        """Use ``samples`` (float32 [N] or [N, C] at ``rate``) as the reference, all of it kept."""
         self._audio = (samples, rate)
         duration = len(samples) / rate
-        self.file_field.setText(str(path))
+        self.file_field.setText(source)
         for spin in (self.trim_start, self.trim_end):
             spin.setMaximum(duration)
         self.trim_start.setValue(0.0)
         self.trim_end.setValue(duration)
         self.duration_label.setText(f"of {duration:.2f} s")
-        if not self.name():
-            self.name_field.setText(path.stem)
+
+    # ---- microphone ----------------------------------------------------------------------------
+    @property
+    def recording(self) -> bool:
+        return self._recorder is not None and self._recorder.recording
+
+    def toggle_recording(self) -> None:
+        self.stop_recording() if self.recording else self.start_recording()
+
+    def start_recording(self) -> None:
+        try:
+            if self._recorder is None:
+                self._recorder = MicRecorder(self._sd_module)
+            self._recorder.start()
+        except Exception as exc:  # noqa: BLE001 - PortAudio missing or no input device: say so
+            QMessageBox.warning(self, self.windowTitle(), f"Cannot record from the microphone: {exc}")
+            return
+        self.record_button.setText("Stop")
+        self.browse_button.setEnabled(False)
+        self.level_meter.setValue(0)
+        self.level_meter.setVisible(True)
+        self._record_timer.start()
+        self._poll_recording()
+
+    def stop_recording(self) -> None:
+        """Stop the microphone and use what it captured, if anything, like an imported file."""
+        if not self.recording:
+            return
+        self._record_timer.stop()
+        samples = self._recorder.stop()
+        self.record_button.setText("Record")
+        self.browse_button.setEnabled(True)
+        self.level_meter.setVisible(False)
+        if len(samples) == 0:
+            self.file_field.setText("")
+            QMessageBox.warning(self, self.windowTitle(), "Nothing was recorded.")
+            return
+        rate = self._recorder.sample_rate
+        self.set_audio(samples, rate, f"Microphone recording ({len(samples) / rate:.1f} s)")
+
+    def _poll_recording(self) -> None:
+        recorder = self._recorder
+        self.file_field.setText(f"Recording… {recorder.seconds:.1f} s of at most {MAX_RECORD_S:.0f} s")
+        self.level_meter.setValue(round(100 * min(1.0, recorder.level())))
+        if recorder.full:
+            self.stop_recording()
+
+    def accept(self) -> None:
+        self.stop_recording()  # OK while recording: keep what was said so far
+        super().accept()
+
+    def done(self, result: int) -> None:
+        if self.recording:  # closed while recording: release the microphone, keep nothing
+            self._record_timer.stop()
+            self._recorder.stop()
+        super().done(result)
 
     def trimmed_audio(self) -> tuple[np.ndarray, int]:
         """The kept part of the recording: samples [N] or [N, C] and the sample rate."""
