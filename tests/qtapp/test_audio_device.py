@@ -11,7 +11,6 @@ Skipped only where no PulseAudio server answers and CI is not set; on CI it must
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -20,31 +19,25 @@ import numpy as np
 import pytest
 
 from qtapp.player import Player
+from tests.qtapp.pulse import unavailable
 
 SR = 24000
 BURST_S = 0.8
 STARVE_S = 0.6
-ON_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _unavailable(reason: str):
-    if ON_CI:
-        pytest.fail(f"CI must provide a PulseAudio null sink (scripts/test.sh starts one): {reason}")
-    pytest.skip(f"no PulseAudio server reachable ({reason}); scripts/test.sh starts one")
 
 
 @pytest.fixture
 def monitor_source() -> str:
     """The monitor source of PulseAudio's default sink."""
     if shutil.which("pactl") is None or shutil.which("parec") is None:
-        _unavailable("pactl/parec not installed")
+        unavailable("pactl/parec not installed")
     probe = subprocess.run(["pactl", "get-default-sink"], capture_output=True, text=True, timeout=10)
     if probe.returncode != 0 or not probe.stdout.strip():
-        _unavailable(" ".join(probe.stderr.split()) or "pactl found no default sink")
+        unavailable(" ".join(probe.stderr.split()) or "pactl found no default sink")
     try:
         import sounddevice  # noqa: F401 - needs the PortAudio library
     except OSError as exc:
-        _unavailable(f"PortAudio missing: {exc}")
+        unavailable(f"PortAudio missing: {exc}")
     return probe.stdout.strip() + ".monitor"
 
 

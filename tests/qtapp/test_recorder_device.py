@@ -20,31 +20,25 @@ import pytest
 import soundfile
 
 from qtapp.recorder import RECORD_RATE, MicRecorder
+from tests.qtapp.pulse import unavailable
 
 TONE_HZ = 440.0
 TONE_S = 1.0
 AMPLITUDE = 0.4
-ON_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _unavailable(reason: str):
-    if ON_CI:
-        pytest.fail(f"CI must provide a PulseAudio null sink (scripts/test.sh starts one): {reason}")
-    pytest.skip(f"no PulseAudio server reachable ({reason}); scripts/test.sh starts one")
 
 
 @pytest.fixture
 def private_sink(monkeypatch):
     """A null sink of this test whose monitor is PortAudio's default input; the sink's name."""
     if shutil.which("pactl") is None or shutil.which("paplay") is None:
-        _unavailable("pactl/paplay not installed")
+        unavailable("pactl/paplay not installed")
     probe = subprocess.run(["pactl", "info"], capture_output=True, text=True, timeout=10)
     if probe.returncode != 0:
-        _unavailable(" ".join(probe.stderr.split()) or "pactl info failed")
+        unavailable(" ".join(probe.stderr.split()) or "pactl info failed")
     try:
         import sounddevice  # noqa: F401 - needs the PortAudio library
     except OSError as exc:
-        _unavailable(f"PortAudio missing: {exc}")
+        unavailable(f"PortAudio missing: {exc}")
     sink = f"orator_record_test_{os.getpid()}"
     module = subprocess.run(["pactl", "load-module", "module-null-sink", f"sink_name={sink}"],
                             capture_output=True, text=True, timeout=10, check=True).stdout.strip()
