@@ -42,14 +42,23 @@ class _Stream:
 class BatchedFrames:
     def __init__(self, talker: Talker, slots: int, max_seq: int = MAX_SEQ, graphs: bool | None = None):
         self.talker = talker
-        device = talker.codec_head.weight.device
+        self.device = talker.codec_head.weight.device
         self.state = StaticState(talker, slots, max_seq, MAX_TRAILING, HISTORY)
-        use_graphs = graphs_enabled(device) if graphs is None else graphs
-        with compiled_kernels(talker, use_graphs and compile_enabled(device)) as kernels:
-            self._step = Graphed(lambda: frame_step(talker, self.state, kernels), device, use_graphs,
-                                 name=f"{slots}-stream frame step")
+        self.use_graphs = graphs_enabled(self.device) if graphs is None else graphs
+        # one step per batch bucket (1, 2, 4, ... slots) over the first rows: a few streams pay for a few
+        self.buckets = sorted({min(1 << i, slots) for i in range(slots.bit_length() + 1)})
+        self._steps: dict[int, Graphed] = {}
         self._free = list(range(slots))
         self._streams: dict[int, _Stream] = {}
+
+    def _step_for(self, bucket: int) -> Graphed:
+        """The frame step over slots [0, bucket), captured on first use."""
+        if bucket not in self._steps:
+            rows = self.state.first_rows(bucket)
+            with compiled_kernels(self.talker, self.use_graphs and compile_enabled(self.device)) as kernels:
+                self._steps[bucket] = Graphed(lambda: frame_step(self.talker, rows, kernels), self.device,
+                                              self.use_graphs, name=f"{bucket}-stream frame step")
+        return self._steps[bucket]
 
     @property
     def capacity(self) -> int:
@@ -63,7 +72,8 @@ class BatchedFrames:
         """Prefill a free slot with ``prompt``; returns the slot. Raises when the batch is full."""
         if not self._free:
             raise RuntimeError("no free stream slot: the batch is full")
-        slot = self._free.pop(0)
+        slot = min(self._free)  # the lowest slot keeps the active rows, and so the bucket, small
+        self._free.remove(slot)
         max_frames = min(max_frames, self.state.max_seq - prompt.length)
         self.state.prefill(self.talker, slot, prompt, sampling, seed)
         self._streams[slot] = _Stream(max_frames)
@@ -78,8 +88,11 @@ class BatchedFrames:
         """Advance every slot ``n`` frames (at most the ring's length between two collects)."""
         if any(s.produced + n - s.emitted > HISTORY for s in self._streams.values()):
             raise RuntimeError(f"collect at least every {HISTORY} frames")
+        if not self._streams:
+            return
+        step = self._step_for(next(b for b in self.buckets if b > max(self._streams)))
         for _ in range(n):
-            self._step()
+            step()
         for s in self._streams.values():
             s.produced += n
 

@@ -12,6 +12,7 @@ One frame, for a batch of B streams:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 
 import torch
@@ -38,6 +39,12 @@ class TalkerLogitsProcessor:
         self.seen = torch.zeros(batch, vocab, dtype=torch.bool, device=device)  # code-0 history
         self.penalty = torch.ones(batch, dtype=torch.float32, device=device)
         self.min_frames = torch.zeros(batch, dtype=torch.int64, device=device)
+
+    def first_rows(self, n: int) -> TalkerLogitsProcessor:
+        """Rows [0, n) over the same memory."""
+        view = copy.copy(self)
+        view.seen, view.penalty, view.min_frames = self.seen[:n], self.penalty[:n], self.min_frames[:n]
+        return view
 
     def __call__(self, logits: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
         # logits: [B, V] float32; frame: [B] index of the frame being sampled

@@ -68,6 +68,10 @@ class StageSettings:
             top_p=torch.ones(batch, dtype=torch.float32, device=device),
         )
 
+    def first_rows(self, n: int) -> StageSettings:
+        """Rows [0, n) over the same memory."""
+        return StageSettings(self.greedy[:n], self.temperature[:n], self.top_k[:n], self.top_p[:n])
+
     def set_row(self, row: int, greedy: bool, temperature: float, top_k: int, top_p: float) -> None:
         self.greedy[row] = greedy
         self.temperature[row] = temperature

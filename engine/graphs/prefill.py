@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from engine.graphs.capture import Graphed
-from engine.graphs.state import SlotView, StaticState
+from engine.graphs.state import CacheRows, StaticState
 from engine.model.talker import Talker
 
 BUCKETS = (32, 64, 128, 256, 512)
@@ -31,7 +31,7 @@ class PrefillGraphs:
 
     def _run(self, bucket: int) -> None:
         positions = torch.arange(bucket, device=self.last.device)[None]
-        hidden = self.talker.model(self.embeds[:, :bucket], positions, SlotView(self.state.cache, 0), kv_len=bucket)
+        hidden = self.talker.model(self.embeds[:, :bucket], positions, CacheRows(self.state.cache, 0, 1), kv_len=bucket)
         self.state.hidden[0].copy_(hidden[0].index_select(0, self.last)[0])
 
     def __call__(self, embeds: torch.Tensor) -> bool:

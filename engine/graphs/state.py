@@ -6,6 +6,8 @@ and resets the slot's counters; ``step.frame_step`` then advances every slot in 
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from engine.generate import TalkerLogitsProcessor
@@ -17,12 +19,12 @@ from engine.sampling import Sampling, StageSettings
 NEVER = 1 << 40  # "no EOS yet" marker for eos_at
 
 
-class SlotView:
-    """The KV cache rows of one slot, shaped like a batch-1 ``KVCache`` (views, so writes go through)."""
+class CacheRows:
+    """Rows [start, stop) of a ``KVCache``, shaped like a smaller ``KVCache`` (views: writes go through)."""
 
-    def __init__(self, cache: KVCache, slot: int):
-        self.k = cache.k[:, slot : slot + 1]
-        self.v = cache.v[:, slot : slot + 1]
+    def __init__(self, cache: KVCache, start: int, stop: int):
+        self.k = cache.k[:, start:stop]
+        self.v = cache.v[:, start:stop]
 
     @property
     def max_len(self) -> int:
@@ -51,6 +53,20 @@ class StaticState:
         self.codes = torch.zeros(batch, history, 16, dtype=torch.int64, device=dev)  # ring of recent frames
         self.eos_at = torch.full((batch,), NEVER, dtype=torch.int64, device=dev)
 
+    def first_rows(self, n: int) -> StaticState:
+        """Slots [0, n) as a state of batch n over the same memory, for a graph of a smaller batch."""
+        view = copy.copy(self)
+        view.batch = n
+        for name, value in vars(self).items():
+            if isinstance(value, torch.Tensor):
+                setattr(view, name, value[:n])
+        view.cache = CacheRows(self.cache, 0, n)
+        view.predictor_cache = CacheRows(self.predictor_cache, 0, n)
+        view.talker_settings = self.talker_settings.first_rows(n)
+        view.predictor_settings = self.predictor_settings.first_rows(n)
+        view.processor = self.processor.first_rows(n)
+        return view
+
     @torch.inference_mode()
     def prefill(self, talker: Talker, slot: int, prompt: Prompt, sampling: Sampling, seed: int,
                 run_prompt=None) -> None:
@@ -65,7 +81,7 @@ class StaticState:
             raise ValueError(f"trailing text of {n_trailing} tokens exceeds {self.max_trailing}")
         if run_prompt is None or not run_prompt(prompt.embeds):
             positions = torch.arange(L, device=self.pos.device)[None]
-            hidden = talker.model(prompt.embeds, positions, SlotView(self.cache, slot), kv_len=L)[:, -1]
+            hidden = talker.model(prompt.embeds, positions, CacheRows(self.cache, slot, slot + 1), kv_len=L)[:, -1]
             self.hidden[slot] = hidden[0]
         self.pos[slot] = L
         self.frame[slot] = 0

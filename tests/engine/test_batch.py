@@ -90,3 +90,21 @@ def test_a_closed_stream_frees_its_slot(engine64):
     first.close()  # the caller goes away after one chunk
     chunks = list(streams.stream("Next.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=3))
     assert sum(c.n_frames for c in chunks) == 3
+
+
+def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
+    eng = engine64
+    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
+    batch = BatchedFrames(eng.model.talker, slots=6, graphs=False)
+    assert batch.buckets == [1, 2, 4, 6]
+    slots = [batch.add(prompt, Sampling(greedy=True), 0, 4) for _ in range(3)]
+    assert slots == [0, 1, 2]
+    with torch.inference_mode():
+        batch.step(1)
+    assert set(batch._steps) == {4}
+    batch.release(1)
+    batch.release(2)
+    with torch.inference_mode():
+        batch.step(1)
+    assert set(batch._steps) == {1, 4}
+    assert batch.add(prompt, Sampling(greedy=True), 0, 4) == 1  # the lowest free slot

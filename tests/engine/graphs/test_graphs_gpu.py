@@ -106,3 +106,22 @@ def test_seeded_sampling_reproducible_and_stream_equals_whole(gpu_engines, size)
     # cuDNN may pick other float32 convolution algorithms for other chunk lengths: allow their rounding
     np.testing.assert_allclose(joined, a.samples, atol=1e-3, err_msg="streamed audio differs from whole audio")
     assert chunks[0].n_frames == 1 and chunks[-1].final
+
+
+def test_batched_graphs_give_each_stream_its_solo_codes(gpu_engines):
+    """Streams joining and leaving a graph-captured batch (buckets 1, 2, 4) get their solo codes."""
+    from engine.batch import generate_batch
+    from engine.prompts import build_prompt
+
+    eng = gpu_engines("tiny", "custom_voice", torch.float64)
+    requests = [(f"Request number {i} speaks.", Voice.preset(s, "english"), Sampling(seed=i, min_frames=40), 40 + 7 * i)
+                for i, s in enumerate(["vivian", "ryan", "aiden", "serena", "dylan", "sohee"])]
+    prompts = [(build_prompt(eng.model.talker, eng.config, eng.tokenizer, v, t), s, s.seed, n)
+               for t, v, s, n in requests]
+    batched = generate_batch(eng.model.talker, prompts, slots=4, chunk=5)
+    eng._streamer = EagerStreamer(eng.model.talker, eng.decoder)
+    try:
+        for (text, voice, sampling, frames), got in zip(requests, batched, strict=True):
+            np.testing.assert_array_equal(got, eng.generate_codes(text, voice, sampling, max_frames=frames))
+    finally:
+        eng._streamer = None
