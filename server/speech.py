@@ -7,7 +7,7 @@ here), ``speed`` (0.25-4.0, tempo changed without changing pitch), ``stream_form
 the encoded audio as chunked transfer, frames sent as they are ready; ``sse``: server-sent events).
 Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``repetition_penalty``,
 ``greedy``, ``seed``; streaming ``chunk_frames``, ``first_chunk_frames``; ``max_frames`` (frame budget
-per sentence).
+per sentence); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths).
 
 SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
 ``speech.audio.delta`` ``{audio: base64}``, ``speech.audio.done`` ``{usage, timing}``, or ``error``.
@@ -38,7 +38,7 @@ from server.voices import resolve_voice
 
 log = logging.getLogger("orator.server")
 router = APIRouter()
-_SAMPLING_FIELDS = ("temperature", "top_k", "top_p", "repetition_penalty", "seed")
+_SAMPLING_FIELDS = ("temperature", "top_k", "top_p", "repetition_penalty", "seed", "min_frames")
 
 
 class VoiceId(BaseModel):
@@ -65,6 +65,7 @@ class SpeechRequest(BaseModel):
     chunk_frames: int | None = Field(None, ge=1, le=64)
     first_chunk_frames: int | None = Field(None, ge=1, le=64)
     max_frames: int | None = Field(None, ge=1, le=4096)
+    min_frames: int | None = Field(None, ge=0, le=4096)
 
 
 @router.post("/v1/audio/speech")

@@ -1,0 +1,182 @@
+"""Many streams at once: aggregate audio-seconds per second and p50/p95 time to first audio at several
+concurrency levels, through the engine directly (``BatchedStreams``) and through the HTTP server
+(``serve --batch``), each request forced to the same number of frames.
+
+    python -m bench.run_batch --model DIR --streams 1 8 32 64 128 --frames 150 [--http] --out results.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
+from engine import Engine, Sampling, Voice
+
+
+@dataclasses.dataclass
+class BatchResult:
+    path: str  # "engine" or "http"
+    streams: int
+    frames: int
+    audio_s_per_s: float
+    ttfa_p50_ms: float
+    ttfa_p95_ms: float
+    wall_s: float
+    device: str
+    ttfa_ms: list[float]
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    k = (len(ordered) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def concurrently(n: int, request: Callable[[int], float]) -> tuple[list[float], float]:
+    """Run ``request(i)`` (returning its time to first audio in ms) on n threads at once."""
+    ttfa: list[float] = [0.0] * n
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            ttfa[i] = request(i)
+        except BaseException as e:  # noqa: BLE001 - reported below, after every thread ends
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return ttfa, time.perf_counter() - t0
+
+
+def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str) -> BatchResult:
+    return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
+                       percentile(ttfa, 95), wall, device_name(device), ttfa)
+
+
+def engine_requests(streams, frames: int) -> Callable[[int], float]:
+    voice = Voice.preset(DEFAULT_SPEAKER, DEFAULT_LANGUAGE)
+
+    def request(i: int) -> float:
+        t0 = time.perf_counter()
+        first = None
+        got = 0
+        for chunk in streams.stream(DEFAULT_TEXT, voice, sampling=Sampling(seed=i, min_frames=frames),
+                                    max_frames=frames):
+            first = first or (time.perf_counter() - t0) * 1000
+            got += chunk.n_frames
+        if got != frames:
+            raise RuntimeError(f"request {i} got {got} frames, not {frames}")
+        return first
+
+    return request
+
+
+def http_requests(url: str, frames: int) -> Callable[[int], float]:
+    import httpx
+
+    def request(i: int) -> float:
+        body = {"model": "orator", "voice": DEFAULT_SPEAKER, "input": DEFAULT_TEXT, "response_format": "pcm",
+                "seed": i, "max_frames": frames, "min_frames": frames}
+        t0 = time.perf_counter()
+        first, size = None, 0
+        with httpx.stream("POST", f"{url}/v1/audio/speech", json=body, timeout=600) as r:
+            r.raise_for_status()
+            for part in r.iter_raw():
+                first = first or (time.perf_counter() - t0) * 1000
+                size += len(part)
+        if size != 2 * frames * 1920:
+            raise RuntimeError(f"request {i} got {size} bytes of pcm, not {2 * frames * 1920}")
+        return first
+
+    return request
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--streams", type=int, nargs="+", default=[1, 8, 32, 64, 128])
+    ap.add_argument("--frames", type=int, default=150)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--http", action="store_true", help="also through the HTTP server")
+    ap.add_argument("--out", help="append JSON lines here")
+    args = ap.parse_args(argv)
+    dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+    engine = Engine.from_pretrained(args.model, device=args.device, dtype=dtype)
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine, max(args.streams))
+    concurrently(1, engine_requests(streams, 4))  # warm-up: capture and compile
+    results = []
+    for n in args.streams:
+        results.append(summarize("engine", n, args.frames, *concurrently(n, engine_requests(streams, args.frames)),
+                                 args.device))
+        print(results[-1].to_json(), flush=True)
+    if args.http:
+        url, server = start_server(engine, max(args.streams))
+        try:
+            for n in args.streams:
+                results.append(summarize("http", n, args.frames, *concurrently(n, http_requests(url, args.frames)),
+                                         args.device))
+                print(results[-1].to_json(), flush=True)
+        finally:
+            server.should_exit = True
+    if args.out:
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.writelines(r.to_json() + "\n" for r in results)
+
+
+def start_server(engine: Engine, slots: int):
+    """The HTTP server with a ``slots``-stream batched backend on a free loopback port: (url, server)."""
+    import socket
+    import tempfile
+    from pathlib import Path
+
+    import httpx
+    import uvicorn
+
+    from server.app import create_app
+    from server.scheduler import BatchedBackend
+    from server.settings import ServerSettings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    library = Path(tempfile.mkdtemp(prefix="orator-bench-library-"))
+    app = create_app(lambda: engine, library, ServerSettings(max_queue=4 * slots),
+                     make_backend=lambda eng: BatchedBackend(eng, slots))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(f"{url}/health", timeout=2).json().get("model_loaded"):
+                return url, server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("the benchmark server did not start")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""The many-streams benchmark on a tiny checkpoint (CPU): it runs, and its figures add up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.run_batch import main, percentile
+
+
+def test_percentile_interpolates():
+    assert percentile([5.0], 95) == 5.0
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tmp_path):
+    out = tmp_path / "batch.jsonl"
+    main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "1", "3", "--frames", "4", "--device", "cpu",
+          "--http", "--out", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["path"], r["streams"]) for r in rows] == [("engine", 1), ("engine", 3), ("http", 1), ("http", 3)]
+    for r in rows:
+        assert len(r["ttfa_ms"]) == r["streams"] and 0 < r["ttfa_p50_ms"] <= r["ttfa_p95_ms"]
+        assert r["audio_s_per_s"] == pytest.approx(r["streams"] * r["frames"] / 12.5 / r["wall_s"])
