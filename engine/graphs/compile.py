@@ -30,7 +30,9 @@ class StepKernels:
 
 
 def compile_enabled(device: torch.device) -> bool:
-    return device.type == "cuda" and os.environ.get("ORATOR_COMPILE", "1") not in ("0", "false", "no")
+    """On CUDA unless ``ORATOR_COMPILE=0``; Triton needs compute capability 7.0 (Volta) or newer."""
+    return (device.type == "cuda" and os.environ.get("ORATOR_COMPILE", "1") not in ("0", "false", "no")
+            and torch.cuda.get_device_capability(device) >= (7, 0))
 
 
 @contextlib.contextmanager
