@@ -32,9 +32,9 @@ from bench.common import (
     run_cli,
     summarize,
 )
+from engine.results import SAMPLES_PER_FRAME
 
 SYSTEM = "faster-qwen3-tts 0.5.4"
-SAMPLES_PER_FRAME = 1920  # 24 kHz audio / 12.5 frames per second
 WARMUP_FRAMES = 16
 
 

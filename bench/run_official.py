@@ -30,9 +30,9 @@ from bench.common import (
     run_cli,
     summarize,
 )
+from engine.results import SAMPLES_PER_FRAME
 
 SYSTEM = "official qwen-tts-hf 0.1.1.post1"
-SAMPLES_PER_FRAME = 1920  # 24 kHz audio / 12.5 frames per second
 WARMUP_FRAMES = 16
 
 

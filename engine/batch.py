@@ -15,7 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ from engine.graphs.state import NEVER, StaticState
 from engine.graphs.step import frame_step
 from engine.model.talker import Talker
 from engine.prompts import Prompt, build_prompt
-from engine.results import SAMPLE_RATE, Chunk
+from engine.results import SAMPLE_RATE, Chunk, closing_chunk
 from engine.sampling import Sampling
 
 
@@ -196,8 +196,7 @@ class BatchedStreams:
             if cancel.is_set():
                 return
         if last is not None and not last.final:
-            yield replace(last, samples=last.samples[:0], first_frame=last.first_frame + last.n_frames,
-                          n_frames=0, final=True)
+            yield closing_chunk(last)
 
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:

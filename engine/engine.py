@@ -12,7 +12,6 @@ import random
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +19,12 @@ import torch
 
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
-from engine.errors import TextError, UnsupportedError, VoiceError
+from engine.errors import TextError, VoiceError
 from engine.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
 from engine.model.layers import fuse_projections
 from engine.prompts import build_prompt, check_voice
-from engine.results import SAMPLE_RATE, Audio, Chunk
+from engine.results import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.runtime import check_device, check_torch, default_dtype
 from engine.sampling import Sampling
 from engine.streamer import EagerStreamer
@@ -159,8 +158,7 @@ class Engine:
                                  non_streaming, cancel):
             yield last
         if last is not None and not last.final and not (cancel is not None and cancel.is_set()):
-            yield replace(last, samples=last.samples[:0], first_frame=last.first_frame + last.n_frames,
-                          n_frames=0, final=True)
+            yield closing_chunk(last)
 
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs); returns the seconds it took."""
@@ -237,4 +235,4 @@ def _read_defaults(model_dir: Path) -> Sampling:
     )
 
 
-__all__ = ["Engine", "UnsupportedError"]
+__all__ = ["Engine"]

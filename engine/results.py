@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,3 +36,9 @@ class Chunk:
     @property
     def duration(self) -> float:
         return len(self.samples) / self.sample_rate
+
+
+def closing_chunk(last: Chunk) -> Chunk:
+    """An empty final chunk after ``last``: closes a stream whose end was known only after ``last`` went out."""
+    return replace(last, samples=last.samples[:0], first_frame=last.first_frame + last.n_frames, n_frames=0,
+                   final=True)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.codec.config import CodecDecoderConfig
+from engine.model.layers import RMSNorm
 
 EMPTY_POSITION = torch.iinfo(torch.int64).min // 2
 
@@ -35,18 +36,6 @@ class WindowCache:
         self.values.zero_()
         self.key_positions.fill_(EMPTY_POSITION)
         self.position.zero_()
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, T, C]
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(x.dtype)
 
 
 class LayerScale(nn.Module):
