@@ -37,6 +37,25 @@ def kernels_per_frame(eng: Engine, streamer) -> int:
     return sum(e.count for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
+def replay_kernels(step, frames: int = 20, top: int = 30) -> dict:
+    """Kernels inside ``frames`` graph replays: per frame, how many run and how long they take in all
+    (the rest of the frame's wall time is launch gaps), and the costliest kernels by name."""
+    step()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(frames):
+            step()
+        torch.cuda.synchronize()
+    rows = [e for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA and e.count]
+    rows.sort(key=lambda e: -e.self_device_time_total)
+    return {
+        "kernels_per_frame": sum(e.count for e in rows) / frames,
+        "kernel_us_per_frame": sum(e.self_device_time_total for e in rows) / frames,
+        "top": [{"name": e.key[:110], "per_frame": e.count / frames, "us_per_frame": e.self_device_time_total / frames}
+                for e in rows[:top]],
+    }
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -62,6 +81,7 @@ def main(argv=None) -> None:
             report[f"decode_{n}_ms"] = timed(lambda n=n, codes=codes: streamer._decoders[n](codes), 20)
         report["begin_ms"] = timed(lambda: streamer.begin(None, (1, 4)), 20)
     report["eager_kernels_per_frame"] = kernels_per_frame(eng, streamer)
+    report["replay"] = replay_kernels(streamer.step)
     for _ in range(3):
         t0 = time.perf_counter()
         stream = eng.stream(DEFAULT_TEXT, voice, chunk_frames=4, first_chunk_frames=1, sampling=sampling,

@@ -31,6 +31,15 @@ WHEELS=(
     cffi==2.0.0                   # soundfile
     pycparser==2.23               # cffi
     sox==1.4.1                    # imported by the official package (Python wrapper only)
+    fastapi==0.165.0              # bench.run_batch --http: the server
+    starlette==1.10.0             # fastapi
+    pydantic==2.14.4              # fastapi
+    pydantic_core==2.50.5         # pydantic
+    annotated-types==0.8.0        # pydantic
+    typing-inspection==0.4.5      # pydantic, fastapi
+    opentelemetry-api==1.45.2     # fastapi imports it
+    uvicorn==0.54.0               # the server
+    python-multipart==0.0.34      # the voices API's uploads
 )
 
 mkdir -p "$WHEEL_DIR"
