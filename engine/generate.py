@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 
+from engine.kernels.gemv import linear
 from engine.model.predictor import CodePredictor
 from engine.model.talker import Talker
 from engine.prompts import Prompt
@@ -111,7 +112,7 @@ class FrameGenerator:
 def sample_code0(talker: Talker, hidden, frame, processor: TalkerLogitsProcessor, settings: StageSettings,
                  seeds) -> torch.Tensor:
     """Codebook 0 for each row from the talker hidden [B, H] at frame index ``frame`` [B] -> [B]."""
-    logits = talker.codec_head(hidden).float()  # [B, V]
+    logits = linear(hidden, talker.codec_head.weight).float()  # [B, V]
     code0 = sample(processor(logits, frame), settings, seeds, frame * NUM_DRAWS)
     processor.record(code0)
     return code0
@@ -121,26 +122,38 @@ def predictor_step(cp: CodePredictor, prev_code, embedding, head, cache, pos, kv
                    seeds, counter) -> torch.Tensor:
     """One code-predictor step: embed the previous code [B], run the layers at ``pos`` [B, 1], sample the
     next code from ``head`` -> [B]. Weights come in as tensors so one compiled body serves every step."""
-    x = cp.small_to_mtp_projection(F.embedding(prev_code, embedding))[:, None]  # [B, 1, h]
+    x = cp.project(F.embedding(prev_code, embedding))[:, None]  # [B, 1, h]
     h = cp.model(x, pos, cache, kv_len)[:, -1]  # [B, h]
-    return sample(F.linear(h, head).float(), settings, seeds, counter)
+    return sample(linear(h, head).float(), settings, seeds, counter)
+
+
+def predictor_first(talker: Talker, hidden, code0, cache, settings: StageSettings, seeds, frame,
+                    whole_cache: bool = False) -> torch.Tensor:
+    """Codebook 1 for each row: the predictor's first pass over [talker hidden [B, H], C(code_0) [B]] at
+    positions 0 and 1 of its (fresh) cache -> [B]."""
+    cp = talker.code_predictor
+    positions = torch.arange(2, device=hidden.device).expand(hidden.shape[0], 2)  # [B, 2]
+    x = cp.project(torch.stack([hidden, talker.embed_codec(code0)], dim=1))  # [B, 2, h]
+    h = cp.model(x, positions, cache, kv_len=None if whole_cache else 2)[:, -1]  # [B, h]
+    return sample(linear(h, cp.lm_head[0].weight).float(), settings, seeds, frame * NUM_DRAWS + 1)
 
 
 def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings, seeds, frame,
-                  whole_cache: bool = False, step=predictor_step) -> torch.Tensor:
+                  whole_cache: bool = False, step=predictor_step, code1=None) -> torch.Tensor:
     """Codebooks 1..15 for each row given the talker hidden [B, H] and code_0 [B] -> all 16 codes [B, 16].
 
     The predictor's KV cache is overwritten from position 0 every frame (a fresh cache per frame).
     ``whole_cache`` attends over all 16 slots (masked) at every step, so every step has one shape;
-    ``step`` may be a compiled ``predictor_step``."""
+    ``step`` may be a compiled ``predictor_step``; ``code1`` is codebook 1 when the caller already ran
+    ``predictor_first``."""
     cp = talker.code_predictor
     n = cp.config.num_code_groups
     b = hidden.shape[0]
+    if code1 is None:
+        code1 = predictor_first(talker, hidden, code0, cache, settings, seeds, frame, whole_cache)
     positions = torch.arange(n, device=hidden.device).expand(b, n)  # [B, 16]
     counters = frame[:, None] * NUM_DRAWS + torch.arange(n, device=hidden.device)  # [B, 16]
-    x = cp.small_to_mtp_projection(torch.stack([hidden, talker.embed_codec(code0)], dim=1))  # [B, 2, h]
-    h = cp.model(x, positions[:, :2], cache, kv_len=None if whole_cache else 2)[:, -1]  # [B, h]
-    codes = [code0, sample(cp.lm_head[0](h).float(), settings, seeds, counters[:, 1])]
+    codes = [code0, code1]
     for j in range(1, n - 1):
         codes.append(step(cp, codes[-1], cp.model.codec_embedding[j - 1].weight, cp.lm_head[j].weight, cache,
                           positions[:, j + 1 : j + 2], None if whole_cache else j + 2, settings, seeds,

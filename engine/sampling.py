@@ -109,7 +109,9 @@ def uniform_noise(seeds: torch.Tensor, counter: torch.Tensor, vocab: int) -> tor
     identical on the eager and graph paths, and free of generator state (so capture-safe).
     """
     idx = torch.arange(vocab, device=seeds.device, dtype=torch.int64)
-    z = seeds[:, None] * _M0 + counter[:, None] * _M1 + idx[None, :] * _GOLDEN
+    # the token index joins before the only multiplication by a 64-bit constant: compiled, a small index
+    # is an int32 variable, and int32 x a 64-bit constant does not compile (the sum is int64)
+    z = (seeds[:, None] * _M0 + counter[:, None] * _M1 + idx[None, :]) * _GOLDEN
     z = (z ^ ((z >> 30) & _LOW34)) * _M2
     z = (z ^ ((z >> 27) & _LOW37)) * _M3
     z = z ^ ((z >> 31) & _LOW33)

@@ -7,8 +7,13 @@ The GPU marker is skipped automatically where CUDA is unavailable.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
+
+if not torch.cuda.is_available():  # Triton kernels run in its interpreter on CPU (set before engine imports)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 def pytest_collection_modifyitems(config, items):

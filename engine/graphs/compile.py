@@ -2,8 +2,9 @@
 
 Inductor fuses the pointwise work (norms, RoPE, residuals, SiLU, the sampling noise and filters)
 into a few Triton kernels, which are then recorded inside the frame's CUDA graph. Compiled: each
-talker layer, the whole code-predictor step (one body for all 14 steps: weights are inputs) and
-the code-0 sampler. Only the frame step uses them (fixed shapes); prefill stays eager.
+talker layer, the whole code-predictor step (one body for all 14 steps: weights are inputs), the
+frame's head (code 0, EOS, the predictor's first pass) and the next talker input. Only the frame
+step uses them (fixed shapes); prefill stays eager.
 ``ORATOR_COMPILE=0`` turns it off; a compile failure falls back to the plain functions.
 """
 
@@ -11,22 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 import torch
 
-from engine.generate import predictor_step, sample_code0
+from engine.generate import predictor_step
+from engine.graphs.step import StepKernels, frame_head, next_input
 from engine.model.layers import DecoderLayer
 from engine.model.talker import Talker
-
-
-@dataclass(frozen=True)
-class StepKernels:
-    """The functions ``frame_step`` calls; plain by default, compiled inside ``compiled_kernels``."""
-
-    sample_code0: Callable = sample_code0
-    predictor_step: Callable = predictor_step
 
 
 def compile_enabled(device: torch.device) -> bool:
@@ -50,7 +43,7 @@ def compiled_kernels(talker: Talker, enabled: bool) -> Iterator[StepKernels]:
     for layer in layers:
         layer.forward = layer_forward.__get__(layer)
     try:
-        yield StepKernels(torch.compile(sample_code0, **options), torch.compile(predictor_step, **options))
+        yield StepKernels(*(torch.compile(fn, **options) for fn in (frame_head, predictor_step, next_input)))
     finally:
         for layer in layers:
             del layer.forward  # back to the class's plain forward

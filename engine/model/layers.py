@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.kernels.gemv import linear, silu_mul_linear
+
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
@@ -87,7 +89,7 @@ class Attention(nn.Module):
         # x: [B, T, H]; write_pos: [B, T] cache slots; mask: [B, 1, T, kv_len] bool (True = attend)
         b, t, _ = x.shape
         if self.qkv_weight is not None:
-            q, k, v = F.linear(x, self.qkv_weight).split(
+            q, k, v = linear(x, self.qkv_weight).split(
                 [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
         else:
             q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
@@ -101,7 +103,7 @@ class Attention(nn.Module):
         v_cache.scatter_(2, idx, v)
         keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
+        return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight)
 
 
 class MLP(nn.Module):
@@ -118,10 +120,8 @@ class MLP(nn.Module):
 
     def forward(self, x):
         if self.gate_up_weight is not None:
-            gate, up = F.linear(x, self.gate_up_weight).chunk(2, dim=-1)
-        else:
-            gate, up = self.gate_proj(x), self.up_proj(x)
-        return self.down_proj(F.silu(gate) * up)
+            return silu_mul_linear(linear(x, self.gate_up_weight), self.down_proj.weight)
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 def _fuse_linears(*linears: nn.Linear) -> torch.Tensor:

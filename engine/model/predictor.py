@@ -7,9 +7,11 @@ Names follow the checkpoint's ``talker.code_predictor.*`` prefix.
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from engine.config import PredictorConfig
+from engine.kernels.gemv import linear
 from engine.model.layers import DecoderStack
 
 
@@ -37,3 +39,8 @@ class CodePredictor(nn.Module):
             self.small_to_mtp_projection = nn.Linear(talker_hidden, c.hidden_size, bias=True)
         else:
             self.small_to_mtp_projection = nn.Identity()
+
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        """Talker-width inputs -> the predictor's width (``small_to_mtp_projection``; identity when equal)."""
+        proj = self.small_to_mtp_projection
+        return x if isinstance(proj, nn.Identity) else linear(x, proj.weight, proj.bias)

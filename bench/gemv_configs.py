@@ -1,0 +1,89 @@
+"""Times the matrix-vector kernel against cuBLAS (``F.linear``) on every projection shape of the 0.6B and
+1.7B checkpoints, for a grid of block configurations, each replayed from a CUDA graph of 100 calls (as
+in the frame step). Picks ``engine.kernels.gemv.block_config``.
+
+    python -m bench.gemv_configs [--out results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+
+import torch
+import torch.nn.functional as F
+import triton
+
+from engine.kernels import gemv
+
+# (name, outputs N, inputs K): talker/predictor projections, heads
+SHAPES = [("0.6b qkv", 4096, 1024), ("0.6b o", 1024, 2048), ("0.6b gate_up", 6144, 1024), ("0.6b down", 1024, 3072),
+          ("codec_head 0.6b", 3072, 1024), ("predictor head", 2048, 1024), ("1.7b qkv", 4096, 2048),
+          ("1.7b o", 2048, 2048), ("1.7b gate_up", 12288, 2048), ("1.7b down", 2048, 6144),
+          ("codec_head 1.7b", 3072, 2048), ("1.7b mtp proj", 1024, 2048)]
+CONFIGS = list(itertools.product((2, 4, 8, 16), (256, 512, 1024), (4, 8)))
+
+
+def graph_us(fn, calls: int = 100) -> float:
+    """Microseconds per call of ``fn`` replayed from one CUDA graph of ``calls`` calls."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        g.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1000 / (5 * calls)
+
+
+def launch(x, w, y, silu, bn, bk, warps):
+    n, k = w.shape
+    gemv._gemv_kernel[(triton.cdiv(n, bn),)](x, w, w, y, n, k, HAS_BIAS=False, SILU_MUL=silu, BLOCK_N=bn,
+                                             BLOCK_K=bk, num_warps=warps)
+
+
+def measure(name: str, n: int, k: int) -> dict:
+    """cuBLAS and every configuration on one shape (the down projections with SiLU(gate) * up)."""
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 2 * k, device="cuda", dtype=torch.bfloat16)
+    y = torch.empty(n, device="cuda", dtype=torch.bfloat16)
+    silu = "down" in name
+    if silu:
+        cublas = graph_us(lambda: F.linear(F.silu(x[:, :k]) * x[:, k:], w))
+    else:
+        cublas = graph_us(lambda: F.linear(x[:, :k], w))
+    xin = x[0] if silu else x[0, :k]
+    times = {c: graph_us(lambda c=c: launch(xin, w, y, silu, *c)) for c in CONFIGS}
+    best = min(times, key=times.get)
+    chosen = gemv.block_config(n, k)
+    return {"shape": name, "n": n, "k": k, "cublas_us": cublas, "best": best, "best_us": times[best],
+            "chosen": chosen, "chosen_us": times.get(chosen), "mb": n * k * 2 / 1e6,
+            "best_tb_s": n * k * 2 / times[best] / 1e6, "all": {str(c): t for c, t in times.items()}}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    report = []
+    for name, n, k in SHAPES:
+        report.append(measure(name, n, k))
+        print(json.dumps({key: v for key, v in report[-1].items() if key != "all"}), flush=True)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
