@@ -66,7 +66,7 @@ def measure(name: str, n: int, k: int) -> dict:
     xin = x[0] if silu else x[0, :k]
     times = {c: graph_us(lambda c=c: launch(xin, w, y, silu, *c)) for c in CONFIGS}
     best = min(times, key=times.get)
-    chosen = gemv.block_config(n, k)
+    chosen = gemv.block_config(n, silu)
     return {"shape": name, "n": n, "k": k, "cublas_us": cublas, "best": best, "best_us": times[best],
             "chosen": chosen, "chosen_us": times.get(chosen), "mb": n * k * 2 / 1e6,
             "best_tb_s": n * k * 2 / times[best] / 1e6, "all": {str(c): t for c, t in times.items()}}

@@ -102,8 +102,30 @@ class Attention(nn.Module):
         k_cache.scatter_(2, idx, k)
         v_cache.scatter_(2, idx, v)
         keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
+        if t == 1 and x.is_cuda and kv_len > SHORT_CACHE:
+            out = decode_attention(q, keys, values, mask)
+        else:
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
         return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight)
+
+
+SHORT_CACHE = 16  # the code predictor's cache; longer ones are the talker's
+
+
+def decode_attention(q, keys, values, mask) -> torch.Tensor:
+    """Attention of one query position per row over a long cache, as two batched matrix products.
+
+    q: [B, H, 1, D]; keys, values: [B, KV, S, D]; mask: [B, 1, 1, S] -> [B, H, 1, D]. On CUDA, SDPA
+    sends this shape to cuDNN's split-sequence ("lean") kernel, whose partial results are reduced in
+    an order that changes from run to run; these products are deterministic."""
+    b, h, _, d = q.shape
+    kv, s = keys.shape[1], keys.shape[2]
+    qg = q.view(b, kv, h // kv, d)  # the query heads sharing each key/value head
+    scores = torch.matmul(qg, keys.transpose(-1, -2))  # [B, KV, G, S]
+    scores = scores.to(torch.promote_types(scores.dtype, torch.float32)) * d**-0.5  # softmax in float32 at least
+    scores = scores.masked_fill(~mask.view(b, 1, 1, s), float("-inf"))
+    out = torch.matmul(scores.softmax(dim=-1).to(values.dtype), values)  # [B, KV, G, D]
+    return out.view(b, h, 1, d)
 
 
 class MLP(nn.Module):
