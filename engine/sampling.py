@@ -3,6 +3,10 @@
 ``Sampling`` is what callers pass; ``SamplerState`` holds the same settings as device tensors so a
 captured CUDA graph can read them without re-capture. The samplers below never synchronise with
 the host: greedy and stochastic rows are chosen with ``torch.where`` on device tensors.
+
+On CUDA, ``sample`` runs as one Triton kernel (``engine.kernels.sampler``) when Triton is installed and
+``ORATOR_TRITON`` is not 0; the PyTorch code here is the reference it is tested against, and what
+every other device runs.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+
+from engine.kernels import triton_available
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,11 +136,34 @@ _M3 = _signed(0x94D049BB133111EB)
 _LOW33, _LOW34, _LOW37 = (1 << 33) - 1, (1 << 34) - 1, (1 << 37) - 1
 
 
+# decided once (a constant for torch.compile); torch.library.triton_op came in PyTorch 2.6
+_TRITON_SAMPLER = triton_available() and hasattr(torch.library, "triton_op")
+
+
 def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter: torch.Tensor) -> torch.Tensor:
     """Pick one id per row: argmax for greedy rows, a Gumbel-max draw otherwise. Returns [B] int64.
 
-    ``counter`` [B] must differ for every draw of a stream (e.g. frame * 16 + codebook).
+    ``counter`` [B] must differ for every draw of a stream (e.g. frame * 16 + codebook). On CUDA this is
+    one Triton kernel (see the module's docstring); elsewhere the reference below.
     """
+    if _TRITON_SAMPLER and logits.is_cuda and logits.shape[-1] <= 4096 and _triton_runs_on(logits.device):
+        from engine.kernels.sampler import sample_triton
+
+        return sample_triton(logits, s, seeds, counter)
+    return sample_reference(logits, s, seeds, counter)
+
+
+def _triton_runs_on(device: torch.device) -> bool:
+    """Triton needs compute capability 7.0+. Compiled code only runs where Inductor's Triton already does,
+    and the eager check stays out of the traced graph."""
+    if torch.compiler.is_compiling():
+        return True
+    return torch.cuda.get_device_capability(device) >= (7, 0)
+
+
+def sample_reference(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor,
+                     counter: torch.Tensor) -> torch.Tensor:
+    """``sample`` in PyTorch: one stable sort per row serves top-k and top-p, then a Gumbel-max draw."""
     greedy_ids = logits.argmax(dim=-1)
     values, order = _filtered_sorted(logits.float(), s)
     noise = uniform_noise(seeds, counter, logits.shape[-1]).gather(-1, order)  # each token keeps its own noise
