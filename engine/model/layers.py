@@ -98,9 +98,11 @@ class Attention(nn.Module):
         v = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        idx = write_pos[:, None, :, None].expand(b, self.kv_heads, t, self.head_dim)
-        k_cache.scatter_(2, idx, k)
-        v_cache.scatter_(2, idx, v)
+        # index_put_ (not scatter_): compiled, it writes the T new slots in place; scatter_ copies the cache
+        slots = (torch.arange(b, device=x.device)[:, None, None],
+                 torch.arange(self.kv_heads, device=x.device)[None, :, None], write_pos[:, None, :])
+        k_cache.index_put_(slots, k)
+        v_cache.index_put_(slots, v)
         keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
         if t == 1 and x.is_cuda and kv_len > SHORT_CACHE:
             out = decode_attention(q, keys, values, mask)

@@ -73,14 +73,24 @@ def pairs():
 
 
 def _run_ours(pair: Pair, tok, voice: Voice, non_streaming: bool):
+    import engine.generate
+
     logits = []
-    hook = pair.ours.talker.codec_head.register_forward_hook(lambda m, i, o: logits.append(o.detach()))  # [1, V]
+    head, plain = pair.ours.talker.codec_head.weight, engine.generate.linear
+
+    def recording(x, weight, bias=None):  # the talker's codec head goes through engine.generate.linear
+        out = plain(x, weight, bias)
+        if weight is head:
+            logits.append(out.detach())  # [1, V]
+        return out
+
+    engine.generate.linear = recording
     try:
         prompt = build_prompt(pair.ours.talker, pair.config, tok, voice, TEXT, non_streaming)
         gen = FrameGenerator(pair.ours.talker, prompt, Sampling(greedy=True), FRAMES)
         codes = [f.numpy() for f in gen.frames()]
     finally:
-        hook.remove()
+        engine.generate.linear = plain
     return np.stack(codes), torch.cat(logits)
 
 
