@@ -104,8 +104,9 @@ class Attention(nn.Module):
         k_cache.index_put_(slots, k)
         v_cache.index_put_(slots, v)
         keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
-        if t == 1 and x.is_cuda and kv_len > SHORT_CACHE:
-            out = decode_attention(q, keys, values, mask)
+        if t == 1 and x.is_cuda:
+            attend = decode_attention if kv_len > SHORT_CACHE else short_attention
+            out = attend(q, keys, values, mask)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
         return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight)
@@ -128,6 +129,19 @@ def decode_attention(q, keys, values, mask) -> torch.Tensor:
     scores = scores.masked_fill(~mask.view(b, 1, 1, s), float("-inf"))
     out = torch.matmul(scores.softmax(dim=-1).to(values.dtype), values)  # [B, KV, G, D]
     return out.view(b, h, 1, d)
+
+
+def short_attention(q, keys, values, mask) -> torch.Tensor:
+    """``decode_attention`` for a cache of a few slots (the code predictor's 16) as plain products and sums,
+    which the compiler fuses with the surrounding norm and RoPE instead of calling an attention kernel."""
+    b, h, _, d = q.shape
+    kv, s = keys.shape[1], keys.shape[2]
+    acc = torch.promote_types(q.dtype, torch.float32)  # float32 at least
+    qg = q.view(b, kv, h // kv, 1, d).to(acc)
+    scores = (qg * keys[:, :, None].to(acc)).sum(-1) * d**-0.5  # [B, KV, G, S]
+    scores = scores.masked_fill(~mask.view(b, 1, 1, s), float("-inf"))
+    out = (scores.softmax(dim=-1)[..., None] * values[:, :, None].to(acc)).sum(-2)  # [B, KV, G, D]
+    return out.to(q.dtype).view(b, h, 1, d)
 
 
 class MLP(nn.Module):
