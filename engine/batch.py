@@ -6,6 +6,9 @@ released, and its slot is reused. One ``frame_step`` advances every slot (captur
 graph on a GPU); ``collect`` then reads back, in one synchronisation, the frames each stream made
 since the last collect. Sampling noise is counter-based per stream, so a stream's codes do not
 depend on which other streams share its batch.
+
+``BatchedStreams`` serves concurrent ``stream`` callers from one loop thread that steps the frames
+and decodes them too: one ``decode_chunk`` per iteration over the same rows as the step, row = slot.
 """
 
 from __future__ import annotations
@@ -20,16 +23,31 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from engine.codec.decoder import DecoderState
 from engine.engine import default_max_frames
 from engine.graphs.capture import Graphed, graphs_enabled
 from engine.graphs.compile import compile_enabled, compiled_kernels
-from engine.graphs.runner import HISTORY, MAX_SEQ, MAX_TRAILING
+from engine.graphs.runner import HISTORY, MAX_SEQ, MAX_TRAILING, DecodeGraph
 from engine.graphs.state import NEVER, StaticState
 from engine.graphs.step import frame_step
 from engine.model.talker import Talker
 from engine.prompts import Prompt, build_prompt
-from engine.results import SAMPLE_RATE, Chunk, closing_chunk
+from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_chunk
 from engine.sampling import Sampling
+
+
+@dataclass(slots=True)
+class _Request:
+    """One segment of one ``BatchedStreams.stream`` caller, for the loop thread."""
+
+    prompt: Prompt
+    sampling: Sampling
+    seed: int
+    max_frames: int
+    decoder_state: DecoderState  # the caller's 1-row state: copied into the slot's row when the segment starts
+    keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
+    outbox: queue.Queue  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or an error
+    cancel: threading.Event
 
 
 @dataclass(slots=True)
@@ -68,6 +86,11 @@ class BatchedFrames:
     def active(self) -> list[int]:
         return sorted(self._streams)
 
+    @property
+    def bucket(self) -> int:
+        """The rows a step runs over, [0, bucket): the smallest bucket above the highest active slot."""
+        return next(b for b in self.buckets if b > max(self._streams))
+
     def add(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int) -> int:
         """Prefill a free slot with ``prompt``; returns the slot. Raises when the batch is full."""
         if not self._free:
@@ -90,7 +113,7 @@ class BatchedFrames:
             raise RuntimeError(f"collect at least every {HISTORY} frames")
         if not self._streams:
             return
-        step = self._step_for(next(b for b in self.buckets if b > max(self._streams)))
+        step = self._step_for(self.bucket)
         for _ in range(n):
             step()
         for s in self._streams.values():
@@ -134,13 +157,24 @@ def generate_batch(talker: Talker, prompts: list[tuple[Prompt, Sampling, int, in
 
 
 class BatchedStreams:
-    """``Engine.stream`` for many callers at once: a loop thread runs one ``BatchedFrames`` for all of
-    them; each caller's thread builds its prompts, receives its frames and decodes them with its own
-    decoder state. ``stream`` is safe to call from up to ``slots`` threads (more simply wait)."""
+    """``Engine.stream`` for many callers at once. A loop thread runs one ``BatchedFrames`` for all of them
+    and decodes as well: it owns a ``DecoderState`` of ``slots`` rows (row = slot), steps every active
+    slot the same number of frames and decodes the new frames of all of them in one ``decode_chunk``
+    over the step's bucket of rows (a CUDA graph per (bucket, frames) on a GPU). Rows of free slots and
+    frames after a stream's end decode zeros, which reach no caller and no other row.
+
+    A caller's thread builds its prompts, one request per segment, and regroups the (codes, audio) it
+    receives into its chunk sizes. Its decoder state lives in a 1-row holder between segments: copied
+    into the slot's row when a segment starts and back when it ends, so the audio runs on exactly
+    across segments whichever slots they get. ``stream`` is safe to call from up to ``slots`` threads
+    (more simply wait)."""
 
     def __init__(self, engine, slots: int, graphs: bool | None = None):
         self.engine, self.slots = engine, slots
         self.frames = BatchedFrames(engine.model.talker, slots, graphs=graphs)
+        self.decoder_state = engine.decoder.new_state(slots, engine.device)
+        self._decoders: dict[tuple[int, int], DecodeGraph] = {}
+        self._pool = None  # one memory pool for every decoder graph
         self._requests: queue.Queue = queue.Queue()
         self._loop = threading.Thread(target=self._run_loop, name="orator-batch", daemon=True)
         self._loop.start()
@@ -171,24 +205,25 @@ class BatchedStreams:
         for index, seg in enumerate(segments):
             prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, seg.text)
             outbox: queue.Queue = queue.Queue()
-            self._requests.put((prompt, sampling, seed + index, max_frames or default_max_frames(seg.text), outbox,
-                                cancel))
-            buf, frame = [], 0
+            last_segment = index == len(segments) - 1
+            self._requests.put(_Request(prompt, sampling, seed + index, max_frames or default_max_frames(seg.text),
+                                        decoder_state, not last_segment, outbox, cancel))
+            pending, held, frame = [], 0, 0  # audio received but not yet yielded, and its frames
             while True:
                 item = outbox.get()
                 if isinstance(item, BaseException):
                     raise item
-                codes, ended = item
-                buf.extend(codes)
-                while len(buf) >= size or (ended and buf):
-                    take, buf = buf[:size], buf[size:]
-                    with torch.inference_mode():
-                        audio = eng.decoder.decode_chunk(torch.as_tensor(np.stack(take), device=eng.device)[None],
-                                                         decoder_state)
-                    final = ended and not buf and index == len(segments) - 1
-                    last = Chunk(audio[0].float().cpu().numpy(), SAMPLE_RATE, frame, len(take), index,
+                codes, audio, ended = item
+                pending.append(audio)
+                held += len(codes)
+                while held >= size or (ended and held):
+                    take = min(size, held)
+                    samples = np.concatenate(pending)
+                    pending, held = [samples[take * SAMPLES_PER_FRAME:]], held - take
+                    final = ended and not held and last_segment
+                    last = Chunk(samples[:take * SAMPLES_PER_FRAME], SAMPLE_RATE, frame, take, index,
                                  (seg.start, seg.end), time.perf_counter() - t0, final)
-                    frame += len(take)
+                    frame += take
                     size = chunk_frames
                     yield last
                 if ended:
@@ -200,13 +235,13 @@ class BatchedStreams:
 
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:
-        """Admit waiting requests into free slots, step, hand each stream its frames; errors go to the
-        callers concerned, never kill the loop."""
-        waiting: list = []
-        outboxes: dict[int, tuple[queue.Queue, threading.Event | None]] = {}
+        """Admit waiting requests into free slots, step, decode, hand each stream its frames and audio;
+        errors go to the callers concerned, never kill the loop."""
+        waiting: list[_Request] = []
+        running: dict[int, _Request] = {}
         fresh: set[int] = set()
         while True:
-            if not outboxes and not waiting:
+            if not running and not waiting:
                 waiting.append(self._requests.get())  # idle: block until a request comes
             while True:
                 try:
@@ -214,34 +249,70 @@ class BatchedStreams:
                 except queue.Empty:
                     break
             with torch.inference_mode():
-                while waiting and len(outboxes) < self.slots:
-                    prompt, sampling, seed, max_frames, outbox, cancel = waiting.pop(0)
+                while waiting and len(running) < self.slots:
+                    request = waiting.pop(0)
                     try:
-                        slot = self.frames.add(prompt, sampling, seed, max_frames)
+                        slot = self.frames.add(request.prompt, request.sampling, request.seed, request.max_frames)
                     except Exception as e:  # e.g. a prompt longer than the cache: that caller's error
-                        outbox.put(e)
+                        request.outbox.put(e)
                         continue
-                    outboxes[slot] = (outbox, cancel)
+                    self.decoder_state.rows(slot, slot + 1).copy_(request.decoder_state)
+                    running[slot] = request
                     fresh.add(slot)
-                if not outboxes:
+                if not running:
                     continue
                 try:
-                    self.frames.step(1 if fresh else 4)  # single frames until every stream has begun
+                    n = 1 if fresh else 4  # single frames until every stream has begun
+                    self.frames.step(n)
+                    codes = np.zeros((self.frames.bucket, n, 16), np.int64)  # zeros: free rows, frames past an end
                     collected = self.frames.collect()
+                    ends = {slot: ended or running[slot].cancel.is_set() for slot, (_, ended) in collected.items()}
+                    for slot, (new, _) in collected.items():
+                        codes[slot, :len(new)] = new
+                    audio = self._decode(codes, {slot: (len(collected[slot][0]), running[slot].decoder_state)
+                                                 for slot, end in ends.items() if end and running[slot].keep})
                 except Exception as e:  # a device failure: every running caller hears of it
-                    for slot, (outbox, _) in list(outboxes.items()):
-                        outbox.put(e)
+                    for slot, request in running.items():
+                        request.outbox.put(e)
                         self.frames.release(slot)
-                    outboxes.clear()
+                    running.clear()
                     fresh.clear()
                     continue
-                for slot, (codes, ended) in collected.items():
-                    outbox, cancel = outboxes[slot]
-                    cancelled = cancel.is_set()
-                    if len(codes):
+                for slot, (new, _) in collected.items():
+                    if len(new):
                         fresh.discard(slot)
-                    outbox.put((list(codes), ended or cancelled))
-                    if ended or cancelled:
+                    running[slot].outbox.put((new, audio[slot, :len(new) * SAMPLES_PER_FRAME], ends[slot]))
+                    if ends[slot]:
                         self.frames.release(slot)
-                        del outboxes[slot]
+                        del running[slot]
                         fresh.discard(slot)
+
+    def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]]) -> np.ndarray:
+        """Audio float32 [bucket, n * 1920] of ``codes`` int64 [bucket, n, 16] through the decoder state's
+        rows [0, bucket). ``saves[row] = (k, holder)``: the stream of that row ended after k of these
+        frames and continues later, so its row goes into ``holder`` right after frame k; the decode is cut
+        there, so no frame past its end reaches the saved state."""
+        bucket, n = codes.shape[:2]
+        codes = torch.as_tensor(codes, device=self.engine.device)
+        cuts = sorted({0, n, *(k for k, _ in saves.values())})
+        pieces = []
+        for start, stop in zip(cuts, cuts[1:] + [n], strict=True):
+            for row, (k, holder) in saves.items():
+                if k == start:
+                    holder.copy_(self.decoder_state.rows(row, row + 1))
+            if stop > start:
+                pieces.append(self._decoder(bucket, stop - start)(codes[:, start:stop]).to("cpu", copy=True))
+        return torch.cat(pieces, dim=1).numpy()
+
+    def _decoder(self, bucket: int, n: int) -> DecodeGraph:
+        """The decode of n frames over rows [0, bucket), captured on first use."""
+        if (bucket, n) not in self._decoders:
+            decoder, device = self.engine.decoder, self.engine.device
+            rows = self.decoder_state.rows(0, bucket)
+            held = decoder.new_state(bucket, device)
+            held.copy_(rows)  # capturing decodes on these rows: keep what their streams hold
+            graph = DecodeGraph(decoder, rows, n, device, self.frames.use_graphs, self._pool)
+            rows.copy_(held)
+            self._pool = self._pool or graph.graph.pool
+            self._decoders[bucket, n] = graph
+        return self._decoders[bucket, n]

@@ -20,6 +20,11 @@ in place (``copy_``/``add_``), positions live on the device, and no call reads a
 host. So ``decode_chunk(codes, state, validate=False)`` for a fixed chunk length and batch can be
 captured once and replayed; ``reset(state)`` starts a new utterance without reallocating.
 Range checking of codes reads a value back, hence ``validate=False`` inside a graph.
+
+Rows of a batched state are independent streams (each with its own attention positions):
+``state.rows(start, stop)`` is a smaller state over the same memory, so decoding into it updates
+those rows of the whole; with ``reset`` and ``copy_`` a row can be cleared, saved, or primed
+(e.g. with a voice's context codes decoded on a 1-row state).
 """
 
 from __future__ import annotations
@@ -58,6 +63,19 @@ class DecoderState:
         for tail in self.tails.values():
             tail.zero_()
         self.attention.reset()
+
+    def rows(self, start: int, stop: int) -> DecoderState:
+        """Rows [start, stop) as a state of batch ``stop - start`` over the same memory (views: updates go through)."""
+        return DecoderState({name: tail[start:stop] for name, tail in self.tails.items()},
+                            self.attention.rows(start, stop), stop - start)
+
+    def copy_(self, other: DecoderState) -> None:
+        """Overwrite this state with ``other`` (same batch), in place."""
+        if other.batch != self.batch:
+            raise ValueError(f"cannot copy a decoder state of batch {other.batch} into one of batch {self.batch}")
+        for name, tail in self.tails.items():
+            tail.copy_(other.tails[name])
+        self.attention.copy_(other.attention)
 
 
 class SpeechDecoder(nn.Module):

@@ -4,8 +4,9 @@ Each query frame attends to itself and the ``sliding_window - 1`` frames before 
 absolute frame positions). For streaming, a ``WindowCache`` keeps, per layer, the rotated keys
 and values of the last ``sliding_window - 1`` frames in fixed-size tensors that slide left by the
 chunk length on every call, plus the absolute position of each slot; a slot that holds nothing
-yet has position ``EMPTY_POSITION`` and is masked out. Shapes never depend on how much has been
-decoded, and nothing leaves the device.
+yet has position ``EMPTY_POSITION`` and is masked out. Positions are per batch row, so the rows
+of one batch may be streams that started at different times. Shapes never depend on how much has
+been decoded, and nothing leaves the device.
 """
 
 from __future__ import annotations
@@ -28,14 +29,25 @@ class WindowCache:
 
     keys: torch.Tensor  # [layers, B, kv_heads, window - 1, head_dim], RoPE already applied
     values: torch.Tensor  # [layers, B, kv_heads, window - 1, head_dim]
-    key_positions: torch.Tensor  # [window - 1] int64: absolute frame index of each slot
-    position: torch.Tensor  # [1] int64: frames decoded so far = position of the next frame
+    key_positions: torch.Tensor  # [B, window - 1] int64: absolute frame index of each slot
+    position: torch.Tensor  # [B] int64: frames decoded so far = position of the next frame
 
     def reset(self) -> None:
         self.keys.zero_()
         self.values.zero_()
         self.key_positions.fill_(EMPTY_POSITION)
         self.position.zero_()
+
+    def rows(self, start: int, stop: int) -> WindowCache:
+        """Rows [start, stop) over the same memory (views: writes go through)."""
+        return WindowCache(self.keys[:, start:stop], self.values[:, start:stop], self.key_positions[start:stop],
+                           self.position[start:stop])
+
+    def copy_(self, other: WindowCache) -> None:
+        self.keys.copy_(other.keys)
+        self.values.copy_(other.values)
+        self.key_positions.copy_(other.key_positions)
+        self.position.copy_(other.position)
 
 
 class LayerScale(nn.Module):
@@ -66,9 +78,9 @@ class Attention(nn.Module):
     def forward(
         self,
         x: torch.Tensor,  # [B, n, hidden]
-        cos: torch.Tensor,  # [n, head_dim]
-        sin: torch.Tensor,  # [n, head_dim]
-        mask: torch.Tensor,  # [n, window - 1 + n] bool, True = may attend
+        cos: torch.Tensor,  # [B, 1, n, head_dim]
+        sin: torch.Tensor,  # [B, 1, n, head_dim]
+        mask: torch.Tensor,  # [B, 1, n, window - 1 + n] bool, True = may attend
         cached_keys: torch.Tensor,  # [B, kv_heads, window - 1, head_dim], updated in place
         cached_values: torch.Tensor,  # [B, kv_heads, window - 1, head_dim], updated in place
     ) -> torch.Tensor:
@@ -131,30 +143,31 @@ class SlidingWindowTransformer(nn.Module):
         return WindowCache(
             keys=torch.zeros(shape, device=device, dtype=dtype),
             values=torch.zeros(shape, device=device, dtype=dtype),
-            key_positions=torch.full((cfg.sliding_window - 1,), EMPTY_POSITION, device=device, dtype=torch.int64),
-            position=torch.zeros(1, device=device, dtype=torch.int64),
+            key_positions=torch.full((batch, cfg.sliding_window - 1), EMPTY_POSITION, device=device,
+                                     dtype=torch.int64),
+            position=torch.zeros(batch, device=device, dtype=torch.int64),
         )
 
     def _rope(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin ``[n, head_dim]`` of absolute ``positions`` ``[n]``, computed in float32."""
+        """cos, sin ``[B, n, head_dim]`` of absolute ``positions`` ``[B, n]``, computed in float32."""
         dim = self.cfg.head_dim
         exponents = torch.arange(0, dim, 2, device=positions.device, dtype=torch.int64).float() / dim
         inv_freq = 1.0 / (self.cfg.rope_theta**exponents)  # [D / 2]
-        freqs = positions.float()[:, None] * inv_freq[None, :]  # [n, D / 2]
-        angles = torch.cat((freqs, freqs), dim=-1)  # [n, D]
+        freqs = positions.float()[..., None] * inv_freq  # [B, n, D / 2]
+        angles = torch.cat((freqs, freqs), dim=-1)  # [B, n, D]
         return angles.cos().to(dtype), angles.sin().to(dtype)
 
     def forward(self, x: torch.Tensor, cache: WindowCache) -> torch.Tensor:  # [B, n, latent] -> same
         frames = x.shape[1]
-        positions = cache.position + torch.arange(frames, device=x.device)  # [n]
-        key_positions = torch.cat([cache.key_positions, positions])  # [window - 1 + n]
-        mask = (key_positions[None, :] <= positions[:, None]) & (
-            key_positions[None, :] > positions[:, None] - self.cfg.sliding_window
-        )  # [n, window - 1 + n]
+        positions = cache.position[:, None] + torch.arange(frames, device=x.device)  # [B, n]
+        key_positions = torch.cat([cache.key_positions, positions], dim=1)  # [B, window - 1 + n]
+        mask = (key_positions[:, None, :] <= positions[:, :, None]) & (
+            key_positions[:, None, :] > positions[:, :, None] - self.cfg.sliding_window
+        )  # [B, n, window - 1 + n]
         h = self.input_proj(x)
         cos, sin = self._rope(positions, h.dtype)
         for index, layer in enumerate(self.layers):
-            h = layer(h, cos, sin, mask, cache.keys[index], cache.values[index])
-        cache.key_positions.copy_(key_positions[frames:])
+            h = layer(h, cos[:, None], sin[:, None], mask[:, None], cache.keys[index], cache.values[index])
+        cache.key_positions.copy_(key_positions[:, frames:])
         cache.position.add_(frames)
         return self.output_proj(self.norm(h))

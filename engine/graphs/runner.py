@@ -45,7 +45,7 @@ class GraphStreamer:
         self.step = self._capture_step(use_graphs, use_graphs and compile_enabled(self.device))
         self.prefill = PrefillGraphs(talker, self.state, self.device, use_graphs, self.step.pool)
         self.decoder_state = decoder.new_state(1, self.device)
-        self._decoders: dict[int, _DecodeGraph] = {}
+        self._decoders: dict[int, DecodeGraph] = {}
         self.prepare(chunk_sizes)
         self.capture_seconds = time.perf_counter() - t0
 
@@ -67,8 +67,8 @@ class GraphStreamer:
         state, so call it between utterances only."""
         for n in {1, *chunk_sizes}:
             if n not in self._decoders:
-                self._decoders[n] = _DecodeGraph(self.decoder, self.decoder_state, n, self.device, self.enabled,
-                                                 self.step.pool)
+                self._decoders[n] = DecodeGraph(self.decoder, self.decoder_state, n, self.device, self.enabled,
+                                                self.step.pool)
         self.decoder.reset(self.decoder_state)
 
     @torch.inference_mode()
@@ -115,12 +115,14 @@ class GraphStreamer:
         return codes[0].cpu().numpy(), audio[0].to("cpu", copy=True).numpy()  # the graph reuses its buffer
 
 
-class _DecodeGraph:
-    """The decoder's ``decode_chunk`` for exactly n frames, captured over static input/output buffers."""
+class DecodeGraph:
+    """The decoder's ``decode_chunk`` for exactly n frames of every row of ``decoder_state``, captured over
+    static input/output buffers (the output buffer is rewritten by the next call)."""
 
     def __init__(self, decoder, decoder_state, n: int, device, enabled, pool):
-        self.codes = torch.zeros(1, n, decoder.cfg.num_quantizers, dtype=torch.int64, device=device)
-        self.audio = torch.zeros(1, n * decoder.samples_per_frame, dtype=torch.float32, device=device)
+        batch = decoder_state.batch
+        self.codes = torch.zeros(batch, n, decoder.cfg.num_quantizers, dtype=torch.int64, device=device)
+        self.audio = torch.zeros(batch, n * decoder.samples_per_frame, dtype=torch.float32, device=device)
 
         def run():
             self.audio.copy_(decoder.decode_chunk(self.codes, decoder_state, validate=False))

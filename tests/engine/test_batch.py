@@ -108,3 +108,53 @@ def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
         batch.step(1)
     assert set(batch._steps) == {1, 4}
     assert batch.add(prompt, Sampling(greedy=True), 0, 4) == 1  # the lowest free slot
+
+
+@pytest.fixture(scope="module")
+def base64(tiny_model_dir):
+    return Engine.from_pretrained(tiny_model_dir("base"), dtype=torch.float64)
+
+
+def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64):
+    """Callers with in-context and x-vector clones, some speaking several segments, share two slots; a
+    segment ends mid-iteration and the next one continues its decoder state in another slot. Each caller
+    gets the chunks and audio it would get from ``Engine.stream`` alone."""
+    import threading
+
+    from engine.batch import BatchedStreams
+
+    eng = base64
+    rng = np.random.default_rng(4)
+
+    def clone(ref_frames: int | None) -> Voice:
+        embedding = rng.standard_normal(eng.config.talker_config.hidden_size).astype(np.float32)
+        if ref_frames is None:
+            return Voice("clone", language="english", speaker_embedding=embedding)
+        return Voice("clone", language="english", ref_text="Some reference words.", speaker_embedding=embedding,
+                     ref_codes=rng.integers(0, 2048, size=(ref_frames, 16)))
+
+    requests = [
+        ("One sentence here. And a second one, a little longer than the first!", clone(6), Sampling(seed=3), 7),
+        ("Hi there. Bye now. See you.", clone(None), Sampling(greedy=True), 6),
+        ("A single segment.", clone(9), Sampling(seed=8, top_k=20), 9),
+        ("Two parts. The second part.", clone(4), Sampling(seed=1), 5),
+    ]
+    streams = BatchedStreams(eng, slots=2, graphs=False)
+    results: dict[int, list] = {}
+
+    def call(i, text, voice, sampling, frames):
+        results[i] = list(streams.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
+                                         max_frames=frames))
+
+    threads = [threading.Thread(target=call, args=(i, *r)) for i, r in enumerate(requests)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    for i, (text, voice, sampling, frames) in enumerate(requests):
+        alone = list(eng.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
+                                max_frames=frames))
+        assert [(c.segment, c.first_frame, c.n_frames, c.final) for c in results[i]] == \
+            [(c.segment, c.first_frame, c.n_frames, c.final) for c in alone]
+        np.testing.assert_allclose(np.concatenate([c.samples for c in results[i]]),
+                                   np.concatenate([c.samples for c in alone]), atol=1e-6)

@@ -91,13 +91,41 @@ def test_state_is_updated_in_place_with_fixed_shapes(decoder):
         decoder.decode_chunk(codes[:, start : start + 3], state, validate=False)
     assert [(t.data_ptr(), t.shape) for t in tensors] == before
     assert state.attention.position.tolist() == [12]
-    assert state.attention.key_positions[-12:].tolist() == list(range(12))
+    assert state.attention.key_positions[0, -12:].tolist() == list(range(12))
 
 
 def test_streams_in_one_batch_are_independent(decoder, codes_100, whole_100):
     state = decoder.new_state(1)
     alone = _stream(decoder, codes_100[1:], _even_chunks(100, 25), state)
     torch.testing.assert_close(alone, whole_100[1:], rtol=0, atol=TOLERANCE)
+
+
+def test_rows_of_a_batched_state_stream_on_their_own(decoder):
+    """A view over rows shares the state's memory; each row keeps its own positions, so a row that was
+    reset, or primed with context decoded on a 1-row state, streams exactly like a plain 1-row decode
+    while its neighbours go on with theirs, and rows outside the view stay as they were."""
+    state = decoder.new_state(4)
+    before = _codes(4, 11, seed=5)
+    decoder.decode_chunk(before, state)  # every row is 11 frames into a stream of its own
+    untouched = [t[3].clone() for t in (*state.tails.values(), state.attention.keys.transpose(0, 1))]
+    context, fresh, more = _codes(1, 9, seed=6), _codes(1, 20, seed=7), _codes(1, 20, seed=8)
+    state.rows(1, 2).reset()
+    primed = decoder.new_state(1)
+    decoder.decode_chunk(context, primed)
+    state.rows(2, 3).copy_(primed)
+    view = state.rows(0, 3)
+    streamed = _stream(decoder, torch.cat([more, fresh, fresh]), [1, 4, 4, 7, 4], view)
+    spf = SAMPLES_PER_FRAME
+    torch.testing.assert_close(streamed[0], decoder.decode(torch.cat([before[:1], more], 1))[0, 11 * spf:],
+                               rtol=0, atol=TOLERANCE)
+    torch.testing.assert_close(streamed[1], decoder.decode(fresh)[0], rtol=0, atol=TOLERANCE)
+    torch.testing.assert_close(streamed[2], decoder.decode(torch.cat([context, fresh], 1))[0, 9 * spf:],
+                               rtol=0, atol=TOLERANCE)
+    assert state.attention.position.tolist() == [31, 20, 29, 11]
+    after = [t[3] for t in (*state.tails.values(), state.attention.keys.transpose(0, 1))]
+    assert all(torch.equal(a, b) for a, b in zip(untouched, after, strict=True))
+    with pytest.raises(ValueError, match="batch"):
+        state.rows(0, 2).copy_(primed)
 
 
 def test_chunk_batch_must_match_the_state(decoder):
