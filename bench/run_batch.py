@@ -31,6 +31,7 @@ class BatchResult:
     ttfa_p95_ms: float
     wall_s: float
     device: str
+    warmup_s: float  # capturing every batch size's frame step and decodes before the first request
     ttfa_ms: list[float]
 
     def to_json(self) -> str:
@@ -69,9 +70,10 @@ def concurrently(n: int, request: Callable[[int], float]) -> tuple[list[float], 
     return ttfa, time.perf_counter() - t0
 
 
-def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str) -> BatchResult:
+def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str,
+              warmup_s: float = 0.0) -> BatchResult:
     return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
-                       percentile(ttfa, 95), wall, device_name(device), ttfa)
+                       percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa)
 
 
 def engine_requests(streams, frames: int) -> Callable[[int], float]:
@@ -125,19 +127,19 @@ def main(argv=None) -> None:
     engine = Engine.from_pretrained(args.model, device=args.device, dtype=dtype)
     from engine.batch import BatchedStreams
 
-    streams = BatchedStreams(engine, max(args.streams))
-    concurrently(1, engine_requests(streams, 4))  # warm-up: capture and compile
+    streams = BatchedStreams(engine, max(args.streams), warmup=True)
+    concurrently(1, engine_requests(streams, 4))  # warm-up of the rest: prompt building, the tokenizer
     results = []
     for n in args.streams:
         results.append(summarize("engine", n, args.frames, *concurrently(n, engine_requests(streams, args.frames)),
-                                 args.device))
+                                 args.device, streams.warmup_seconds))
         print(results[-1].to_json(), flush=True)
     if args.http:
-        url, server = start_server(engine, max(args.streams))
+        url, server, backend = start_server(engine, max(args.streams))
         try:
             for n in args.streams:
                 results.append(summarize("http", n, args.frames, *concurrently(n, http_requests(url, args.frames)),
-                                         args.device))
+                                         args.device, backend.streams.warmup_seconds))
                 print(results[-1].to_json(), flush=True)
         finally:
             server.should_exit = True
@@ -147,7 +149,7 @@ def main(argv=None) -> None:
 
 
 def start_server(engine: Engine, slots: int):
-    """The HTTP server with a ``slots``-stream batched backend on a free loopback port: (url, server)."""
+    """The HTTP server with a ``slots``-stream batched backend on a free loopback port: (url, server, backend)."""
     import socket
     import tempfile
     from pathlib import Path
@@ -163,15 +165,20 @@ def start_server(engine: Engine, slots: int):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     library = Path(tempfile.mkdtemp(prefix="orator-bench-library-"))
-    app = create_app(lambda: engine, library, ServerSettings(max_queue=4 * slots),
-                     make_backend=lambda eng: BatchedBackend(eng, slots))
+    backends: list[BatchedBackend] = []
+
+    def make_backend(eng: Engine) -> BatchedBackend:
+        backends.append(BatchedBackend(eng, slots))
+        return backends[-1]
+
+    app = create_app(lambda: engine, library, ServerSettings(max_queue=4 * slots), make_backend=make_backend)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     threading.Thread(target=server.run, daemon=True).start()
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
             if httpx.get(f"{url}/health", timeout=2).json().get("model_loaded"):
-                return url, server
+                return url, server, backends[-1]
         except httpx.TransportError:
             pass
         time.sleep(0.1)

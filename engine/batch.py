@@ -1,8 +1,9 @@
 """Many streams at once: every active stream advances one frame per step of one batched frame loop.
 
-``BatchedFrames`` owns a ``StaticState`` of ``slots`` rows. A stream joins between steps (its prompt
-is prefilled into a free slot while the others wait one prefill), leaves as soon as it ends or is
-released, and its slot is reused. One ``frame_step`` advances every slot (captured as one CUDA
+``BatchedFrames`` owns a ``StaticState`` of ``slots`` rows. Streams join between steps (the prompts
+of all streams joining at once are prefilled into free slots together, in one padded talker pass,
+while the others wait that pass), leave as soon as they end or are released, and their slots are
+reused. One ``frame_step`` advances every slot (captured as one CUDA
 graph on a GPU); ``collect`` then reads back, in one synchronisation, the frames each stream made
 since the last collect. Sampling noise is counter-based per stream, so a stream's codes do not
 depend on which other streams share its batch.
@@ -34,6 +35,8 @@ from engine.model.talker import Talker
 from engine.prompts import Prompt, build_prompt
 from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_chunk
 from engine.sampling import Sampling
+
+PREFILL_TOKENS = 16384  # padded prompt positions per batched prefill pass (its scratch cache grows with them)
 
 
 @dataclass(slots=True)
@@ -78,6 +81,12 @@ class BatchedFrames:
                                               self.use_graphs, name=f"{bucket}-stream frame step")
         return self._steps[bucket]
 
+    def warmup(self) -> None:
+        """Capture (and compile) the step of every bucket now, while no stream runs: captured on first use
+        instead, it stalls the streams running then (and its warm-up calls step their rows)."""
+        for bucket in self.buckets:
+            self._step_for(bucket)
+
     @property
     def capacity(self) -> int:
         return self.state.batch
@@ -93,14 +102,29 @@ class BatchedFrames:
 
     def add(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int) -> int:
         """Prefill a free slot with ``prompt``; returns the slot. Raises when the batch is full."""
-        if not self._free:
+        return self.add_many([(prompt, sampling, seed, max_frames)])[0]
+
+    def add_many(self, requests: list[tuple[Prompt, Sampling, int, int]]) -> list[int]:
+        """Prefill free slots with these (prompt, sampling, seed, max_frames), several prompts per talker
+        pass (up to ``PREFILL_TOKENS`` padded positions); returns their slots. Raises, adding none, when
+        there are not enough free slots or a prompt does not fit (``ValueError``)."""
+        if len(requests) > len(self._free):
             raise RuntimeError("no free stream slot: the batch is full")
-        slot = min(self._free)  # the lowest slot keeps the active rows, and so the bucket, small
-        self._free.remove(slot)
-        max_frames = min(max_frames, self.state.max_seq - prompt.length)
-        self.state.prefill(self.talker, slot, prompt, sampling, seed)
-        self._streams[slot] = _Stream(max_frames)
-        return slot
+        for prompt, _, _, _ in requests:
+            self.state.check(prompt)
+        slots = sorted(self._free)[: len(requests)]  # the lowest slots keep the active rows, and the bucket, small
+        group: list[tuple[int, Prompt, Sampling, int]] = []
+        for slot, (prompt, sampling, seed, _) in zip(slots, requests, strict=True):
+            longest = max([prompt.length] + [p.length for _, p, _, _ in group])
+            if group and (len(group) + 1) * longest > PREFILL_TOKENS:
+                self.state.prefill_many(self.talker, group)
+                group = []
+            group.append((slot, prompt, sampling, seed))
+        self.state.prefill_many(self.talker, group)
+        for slot, (prompt, _, _, max_frames) in zip(slots, requests, strict=True):
+            self._free.remove(slot)
+            self._streams[slot] = _Stream(min(max_frames, self.state.max_seq - prompt.length))
+        return slots
 
     def release(self, slot: int) -> None:
         """Free ``slot`` at once (stream finished or cancelled)."""
@@ -144,9 +168,10 @@ def generate_batch(talker: Talker, prompts: list[tuple[Prompt, Sampling, int, in
     frames: dict[int, list[np.ndarray]] = {i: [] for i in range(len(prompts))}
     with torch.inference_mode():
         while pending or owner:
-            while pending and len(owner) < slots:
-                index, (prompt, sampling, seed, max_frames) = pending.pop(0)
-                owner[batch.add(prompt, sampling, seed, max_frames)] = index
+            joining, pending = pending[: slots - len(owner)], pending[slots - len(owner) :]
+            if joining:
+                for slot, (index, _) in zip(batch.add_many([r for _, r in joining]), joining, strict=True):
+                    owner[slot] = index
             batch.step(chunk)
             for slot, (codes, ended) in batch.collect().items():
                 frames[owner[slot]].append(codes)
@@ -169,12 +194,13 @@ class BatchedStreams:
     across segments whichever slots they get. ``stream`` is safe to call from up to ``slots`` threads
     (more simply wait)."""
 
-    def __init__(self, engine, slots: int, graphs: bool | None = None):
+    def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool = False):
         self.engine, self.slots = engine, slots
         self.frames = BatchedFrames(engine.model.talker, slots, graphs=graphs)
         self.decoder_state = engine.decoder.new_state(slots, engine.device)
         self._decoders: dict[tuple[int, int], DecodeGraph] = {}
         self._pool = None  # one memory pool for every decoder graph
+        self.warmup_seconds = self._warmup() if warmup else 0.0
         self._requests: queue.Queue = queue.Queue()
         self._loop = threading.Thread(target=self._run_loop, name="orator-batch", daemon=True)
         self._loop.start()
@@ -249,16 +275,7 @@ class BatchedStreams:
                 except queue.Empty:
                     break
             with torch.inference_mode():
-                while waiting and len(running) < self.slots:
-                    request = waiting.pop(0)
-                    try:
-                        slot = self.frames.add(request.prompt, request.sampling, request.seed, request.max_frames)
-                    except Exception as e:  # e.g. a prompt longer than the cache: that caller's error
-                        request.outbox.put(e)
-                        continue
-                    self.decoder_state.rows(slot, slot + 1).copy_(request.decoder_state)
-                    running[slot] = request
-                    fresh.add(slot)
+                self._admit(waiting, running, fresh)
                 if not running:
                     continue
                 try:
@@ -286,6 +303,42 @@ class BatchedStreams:
                         self.frames.release(slot)
                         del running[slot]
                         fresh.discard(slot)
+
+    def _warmup(self) -> float:
+        """Every bucket's frame step and every decode the loop can ask of it (1..4 frames), captured before
+        the loop starts; returns the seconds taken."""
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            self.frames.warmup()
+            for bucket in self.frames.buckets:
+                for n in range(1, 5):
+                    self._decoder(bucket, n)
+        return time.perf_counter() - t0
+
+    def _admit(self, waiting: list[_Request], running: dict[int, _Request], fresh: set[int]) -> None:
+        """Move waiting requests into free slots, all prefilled together; a request that cannot run (its
+        prompt does not fit) hears why, and a failed prefill reaches the callers it was for."""
+        joining = []
+        while waiting and len(running) + len(joining) < self.slots:
+            request = waiting.pop(0)
+            try:
+                self.frames.state.check(request.prompt)
+            except ValueError as e:
+                request.outbox.put(e)
+                continue
+            joining.append(request)
+        if not joining:
+            return
+        try:
+            slots = self.frames.add_many([(r.prompt, r.sampling, r.seed, r.max_frames) for r in joining])
+        except Exception as e:  # a device failure during prefill
+            for request in joining:
+                request.outbox.put(e)
+            return
+        for slot, request in zip(slots, joining, strict=True):
+            self.decoder_state.rows(slot, slot + 1).copy_(request.decoder_state)
+            running[slot] = request
+            fresh.add(slot)
 
     def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]]) -> np.ndarray:
         """Audio float32 [bucket, n * 1920] of ``codes`` int64 [bucket, n, 16] through the decoder state's

@@ -66,7 +66,7 @@ class BatchedBackend:
         from engine.batch import BatchedStreams
 
         self.capacity = slots
-        self.streams = BatchedStreams(engine, slots)
+        self.streams = BatchedStreams(engine, slots, warmup=True)  # every batch size captured before serving
 
     def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
         return self.streams.stream(job.text, job.voice, chunk_frames=job.chunk_frames,

@@ -67,6 +67,13 @@ class StaticState:
         view.processor = self.processor.first_rows(n)
         return view
 
+    def check(self, prompt: Prompt) -> None:
+        """Raise ``ValueError`` when ``prompt`` does not fit this state's cache or trailing-text buffer."""
+        if prompt.length >= self.max_seq:
+            raise ValueError(f"prompt of {prompt.length} positions does not fit the {self.max_seq}-position cache")
+        if prompt.trailing.shape[1] > self.max_trailing:
+            raise ValueError(f"trailing text of {prompt.trailing.shape[1]} tokens exceeds {self.max_trailing}")
+
     @torch.inference_mode()
     def prefill(self, talker: Talker, slot: int, prompt: Prompt, sampling: Sampling, seed: int,
                 run_prompt=None) -> None:
@@ -74,16 +81,42 @@ class StaticState:
 
         ``run_prompt(embeds)`` may do the talker pass instead (a captured graph); it returns False
         when it cannot, and the pass then runs eagerly here."""
-        L, n_trailing = prompt.length, prompt.trailing.shape[1]
-        if L >= self.max_seq:
-            raise ValueError(f"prompt of {L} positions does not fit the {self.max_seq}-position cache")
-        if n_trailing > self.max_trailing:
-            raise ValueError(f"trailing text of {n_trailing} tokens exceeds {self.max_trailing}")
+        self.check(prompt)
         if run_prompt is None or not run_prompt(prompt.embeds):
-            positions = torch.arange(L, device=self.pos.device)[None]
-            hidden = talker.model(prompt.embeds, positions, CacheRows(self.cache, slot, slot + 1), kv_len=L)[:, -1]
+            positions = torch.arange(prompt.length, device=self.pos.device)[None]
+            hidden = talker.model(prompt.embeds, positions, CacheRows(self.cache, slot, slot + 1),
+                                  kv_len=prompt.length)[:, -1]
             self.hidden[slot] = hidden[0]
-        self.pos[slot] = L
+        self._reset_slot(slot, prompt, sampling, seed)
+
+    @torch.inference_mode()
+    def prefill_many(self, talker: Talker, entries: list[tuple[int, Prompt, Sampling, int]]) -> None:
+        """``prefill`` of several (slot, prompt, sampling, seed) at once: one talker pass over the prompts
+        padded on the right to the longest, into a scratch cache copied into the slots' rows. Padding
+        lands in cache slots past each prompt, which a decode step overwrites before attending to."""
+        for _, prompt, _, _ in entries:
+            self.check(prompt)
+        dev, n = self.pos.device, len(entries)
+        lengths = [prompt.length for _, prompt, _, _ in entries]
+        longest = max(lengths)
+        embeds = self.hidden.new_zeros(n, longest, self.hidden.shape[1])
+        for i, (_, prompt, _, _) in enumerate(entries):
+            embeds[i, : prompt.length] = prompt.embeds[0]
+        scratch = talker.model.new_cache(n, longest, self.cache.k.dtype, dev)
+        positions = torch.arange(longest, device=dev).expand(n, longest)
+        hidden = talker.model(embeds, positions, scratch, kv_len=longest)  # [n, longest, H]
+        slots = torch.tensor([slot for slot, _, _, _ in entries], device=dev)
+        self.cache.k[:, :, :, :longest].index_copy_(1, slots, scratch.k)
+        self.cache.v[:, :, :, :longest].index_copy_(1, slots, scratch.v)
+        last = torch.tensor(lengths, device=dev) - 1
+        self.hidden.index_copy_(0, slots, hidden[torch.arange(n, device=dev), last])
+        for slot, prompt, sampling, seed in entries:
+            self._reset_slot(slot, prompt, sampling, seed)
+
+    def _reset_slot(self, slot: int, prompt: Prompt, sampling: Sampling, seed: int) -> None:
+        """Counters, trailing text and settings of a freshly prefilled slot."""
+        n_trailing = prompt.trailing.shape[1]
+        self.pos[slot] = prompt.length
         self.frame[slot] = 0
         self.trailing[slot, :n_trailing] = prompt.trailing[0]
         self.trailing_len[slot] = n_trailing

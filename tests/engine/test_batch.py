@@ -37,6 +37,22 @@ def test_batched_codes_equal_each_stream_alone(engine64, slots):
         np.testing.assert_array_equal(got, alone)
 
 
+@pytest.mark.parametrize("budget", [16384, 40], ids=["one-pass", "split-passes"])
+def test_prompts_prefilled_together_equal_each_prefilled_alone(engine64, monkeypatch, budget):
+    """All five prompts (of different lengths) join at once: one padded talker pass, or several when the
+    positions budget is small; each stream's codes equal the stream alone."""
+    import engine.batch
+
+    monkeypatch.setattr(engine.batch, "PREFILL_TOKENS", budget)
+    eng = engine64
+    prompts = [(build_prompt(eng.model.talker, eng.config, eng.tokenizer, v, text), s, s.seed or 0, n)
+               for text, v, s, n in REQUESTS]
+    assert len({p.length for p, *_ in prompts}) > 1
+    batched = generate_batch(eng.model.talker, prompts, slots=len(REQUESTS), chunk=4, graphs=False)
+    for (text, voice, sampling, frames), got in zip(REQUESTS, batched, strict=True):
+        np.testing.assert_array_equal(got, eng.generate_codes(text, voice, sampling, max_frames=frames))
+
+
 def test_slots_are_freed_and_a_full_batch_refuses(engine64):
     eng = engine64
     prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
@@ -53,14 +69,19 @@ def test_slots_are_freed_and_a_full_batch_refuses(engine64):
     assert all(codes.shape == (4, 16) and ended for codes, ended in out.values())
 
 
-def test_concurrent_callers_get_what_each_would_get_alone(engine64):
-    """Three threads stream at once through two slots; each caller's audio equals its solo synthesis."""
+@pytest.mark.parametrize("warmup", [False, True], ids=["lazy", "warmed-up"])
+def test_concurrent_callers_get_what_each_would_get_alone(engine64, warmup):
+    """Three threads stream at once through two slots; each caller's audio equals its solo synthesis,
+    whether every bucket's step and decodes were prepared up front or on first use."""
     import threading
 
     from engine.batch import BatchedStreams
 
     eng = engine64
-    streams = BatchedStreams(eng, slots=2, graphs=False)
+    streams = BatchedStreams(eng, slots=2, graphs=False, warmup=warmup)
+    if warmup:
+        assert set(streams.frames._steps) == {1, 2}
+        assert set(streams._decoders) == {(b, n) for b in (1, 2) for n in (1, 2, 3, 4)}
     requests = REQUESTS[:3]
     results: dict[int, list] = {}
 
