@@ -49,8 +49,8 @@ def graph_us(fn, calls: int = 100) -> float:
 
 def launch(x, w, y, silu, bn, bk, warps):
     n, k = w.shape
-    gemv._gemv_kernel[(triton.cdiv(n, bn),)](x, w, w, y, n, k, HAS_BIAS=False, SILU_MUL=silu, BLOCK_N=bn,
-                                             BLOCK_K=bk, num_warps=warps)
+    gemv._gemv_kernel[(triton.cdiv(n, bn),)](x, w, w, w, w, y, n, k, 0.0, HAS_BIAS=False, SILU_MUL=silu, NORM=False,
+                                             RESIDUAL=False, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps)
 
 
 def measure(name: str, n: int, k: int) -> dict:

@@ -1,12 +1,21 @@
-"""Matrix-vector products for one-row decode steps: ``x @ W.T`` (+ bias), and the MLP's down projection
-with SiLU(gate) * up computed on the fly from the fused gate/up output.
+"""Matrix-vector products for one-row decode steps: ``x @ W.T`` (+ bias), with the decoder layer's
+pointwise work folded in: the RMSNorm before a projection (``norm_linear``), SiLU(gate) * up before
+the MLP's down projection (``silu_mul_linear``) and the residual add after the output projections.
 
 At batch 1 every projection of the talker and the code predictor multiplies ONE row by a weight
 matrix, so its cost is reading the weights. cuBLAS runs these as GEMMs with tiles made for many
 rows and reaches about a third of the H200's bandwidth on the shapes here (1,024..6,144 outputs);
 this kernel streams a block of weight rows per program, accumulates in float32 and reduces once.
-``linear`` and ``silu_mul_linear`` use it for one contiguous bf16/fp16 row on CUDA and fall back to
-``F.linear`` everywhere else (CPU, float32/float64, several rows, Triton missing).
+Each program reads the whole input row anyway, so it can normalise it on the way in (the row's
+sum of squares is one more pass over a few kilobytes) and add the residual on the way out: a
+decoder layer becomes four of these plus its attention. Rounding follows the PyTorch code step by
+step (normalised row, then times the norm weight, then the product, then the residual add, each
+rounded to the working precision), so the fused and unfused paths agree to the last bit up to the
+order of the float32 accumulation.
+
+``linear``, ``norm_linear`` and ``silu_mul_linear`` use the kernel for one contiguous bf16/fp16 row
+on CUDA and fall back to the plain PyTorch code everywhere else (CPU, float32/float64, several rows,
+Triton missing).
 """
 
 from __future__ import annotations
@@ -22,10 +31,19 @@ if _ENABLED:
     import triton.language as tl
 
     @triton.jit
-    def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, K, HAS_BIAS: tl.constexpr, SILU_MUL: tl.constexpr,
+    def _gemv_kernel(x_ptr, w_ptr, b_ptr, g_ptr, r_ptr, y_ptr, N, K, eps, HAS_BIAS: tl.constexpr,
+                     SILU_MUL: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr,
                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        dt = y_ptr.dtype.element_ty
         rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok = rows < N
+        if NORM:  # RMSNorm of the input row: its sum of squares first
+            squares = tl.zeros([BLOCK_K], dtype=tl.float32)
+            for k0 in range(0, K, BLOCK_K):
+                cols = k0 + tl.arange(0, BLOCK_K)
+                x = tl.load(x_ptr + cols, mask=cols < K, other=0.0).to(tl.float32)
+                squares += x * x
+            rstd = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / K + eps)
         acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
         for k0 in range(0, K, BLOCK_K):
             cols = k0 + tl.arange(0, BLOCK_K)
@@ -34,21 +52,30 @@ if _ENABLED:
             if SILU_MUL:  # x holds [gate | up] of 2K values: the input is silu(gate) * up
                 up = tl.load(x_ptr + K + cols, mask=col_ok, other=0.0).to(tl.float32)
                 x = x * tl.sigmoid(x) * up
+            if NORM:  # weight * (x * rstd), each product rounded as the RMSNorm module rounds it
+                g = tl.load(g_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
+                x = (g * (x * rstd).to(dt).to(tl.float32)).to(dt).to(tl.float32)
             w = tl.load(w_ptr + rows[:, None] * K + cols[None, :], mask=row_ok[:, None] & col_ok[None, :], other=0.0)
             acc += w.to(tl.float32) * x[None, :]
         y = tl.sum(acc, axis=1)
         if HAS_BIAS:
             y += tl.load(b_ptr + rows, mask=row_ok, other=0.0).to(tl.float32)
-        tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty), mask=row_ok)
+        if RESIDUAL:  # residual + the rounded product, as ``x + proj(...)`` rounds
+            y = y.to(dt).to(tl.float32) + tl.load(r_ptr + rows, mask=row_ok, other=0.0).to(tl.float32)
+        tl.store(y_ptr + rows, y.to(dt), mask=row_ok)
 
     @torch.library.triton_op("orator::gemv", mutates_args=())
-    def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, silu_mul: bool) -> torch.Tensor:
-        """One row ``x`` [K] (or [2K] with ``silu_mul``) times ``weight`` [N, K] -> [N]."""
+    def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, silu_mul: bool,
+             norm_weight: torch.Tensor | None, eps: float, residual: torch.Tensor | None) -> torch.Tensor:
+        """One row ``x`` [K] (or [2K] with ``silu_mul``) times ``weight`` [N, K] -> [N]; ``norm_weight``
+        [K]: RMS-normalise ``x`` first; ``residual`` [N]: added to the result."""
         n, k = weight.shape
         y = torch.empty(n, dtype=x.dtype, device=x.device)
         block_n, block_k, warps = block_config(n, silu_mul)
         torch.library.wrap_triton(_gemv_kernel)[(triton.cdiv(n, block_n),)](
-            x, weight, bias if bias is not None else weight, y, n, k, HAS_BIAS=bias is not None, SILU_MUL=silu_mul,
+            x, weight, weight if bias is None else bias, weight if norm_weight is None else norm_weight,
+            weight if residual is None else residual, y, n, k, eps, HAS_BIAS=bias is not None,
+            SILU_MUL=silu_mul, NORM=norm_weight is not None, RESIDUAL=residual is not None,
             BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps)
         return y
 
@@ -66,18 +93,34 @@ def _one_row(x: torch.Tensor, weight: torch.Tensor) -> bool:
             and weight.is_contiguous() and weight.dtype == x.dtype)
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``F.linear(x, weight, bias)``; through the matrix-vector kernel when ``x`` is one row on CUDA."""
-    if not _one_row(x, weight):
-        return F.linear(x, weight, bias)
-    y = torch.ops.orator.gemv(x.reshape(-1).contiguous(), weight, bias, False)
+def _fused(x: torch.Tensor, weight: torch.Tensor, bias=None, silu_mul=False, norm=None, residual=None):
+    y = torch.ops.orator.gemv(x.reshape(-1).contiguous(), weight, bias, silu_mul,
+                              None if norm is None else norm.weight, 0.0 if norm is None else norm.eps,
+                              None if residual is None else residual.reshape(-1).contiguous())
     return y.view(*x.shape[:-1], weight.shape[0])
 
 
-def silu_mul_linear(gate_up: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``F.linear(silu(gate) * up, weight)`` where ``gate_up`` is ``[..., 2K]`` = [gate | up]."""
-    if not _one_row(gate_up, weight):
-        gate, up = gate_up.chunk(2, dim=-1)
-        return F.linear(F.silu(gate) * up, weight)
-    y = torch.ops.orator.gemv(gate_up.reshape(-1).contiguous(), weight, None, True)
-    return y.view(*gate_up.shape[:-1], weight.shape[0])
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+           residual: torch.Tensor | None = None) -> torch.Tensor:
+    """``residual + F.linear(x, weight, bias)`` (``residual`` optional); through the matrix-vector kernel
+    when ``x`` is one row on CUDA."""
+    if _one_row(x, weight):
+        return _fused(x, weight, bias, residual=residual)
+    y = F.linear(x, weight, bias)
+    return y if residual is None else residual + y
+
+
+def norm_linear(x: torch.Tensor, norm, weight: torch.Tensor) -> torch.Tensor:
+    """``F.linear(norm(x), weight)`` for an RMSNorm module ``norm`` (its ``weight`` and ``eps``)."""
+    if _one_row(x, weight) and norm.weight.dtype == x.dtype:
+        return _fused(x, weight, norm=norm)
+    return F.linear(norm(x), weight)
+
+
+def silu_mul_linear(gate_up: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+    """``residual + F.linear(silu(gate) * up, weight)`` where ``gate_up`` is ``[..., 2K]`` = [gate | up]."""
+    if _one_row(gate_up, weight):
+        return _fused(gate_up, weight, silu_mul=True, residual=residual)
+    gate, up = gate_up.chunk(2, dim=-1)
+    y = F.linear(F.silu(gate) * up, weight)
+    return y if residual is None else residual + y

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.kernels.gemv import linear, silu_mul_linear
+from engine.kernels.gemv import linear, norm_linear, silu_mul_linear
 
 
 class RMSNorm(nn.Module):
@@ -85,14 +85,16 @@ class Attention(nn.Module):
         """Compute q, k and v with one matrix product; the three weights become views of it."""
         self.qkv_weight = _fuse_linears(self.q_proj, self.k_proj, self.v_proj)
 
-    def forward(self, x, cos, sin, k_cache, v_cache, write_pos, mask, kv_len):
-        # x: [B, T, H]; write_pos: [B, T] cache slots; mask: [B, 1, T, kv_len] bool (True = attend)
+    def forward(self, x, norm, cos, sin, k_cache, v_cache, write_pos, mask, kv_len):
+        """``x + attention(norm(x))``. x: [B, T, H]; write_pos: [B, T] cache slots; mask: [B, 1, T, kv_len]
+        bool (True = attend)."""
         b, t, _ = x.shape
         if self.qkv_weight is not None:
-            q, k, v = linear(x, self.qkv_weight).split(
+            q, k, v = norm_linear(x, norm, self.qkv_weight).split(
                 [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
         else:
-            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+            h = norm(x)
+            q, k, v = self.q_proj(h), self.k_proj(h), self.v_proj(h)
         q = self.q_norm(q.view(b, t, self.heads, self.head_dim)).transpose(1, 2)
         k = self.k_norm(k.view(b, t, self.kv_heads, self.head_dim)).transpose(1, 2)
         v = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
@@ -109,7 +111,7 @@ class Attention(nn.Module):
             out = attend(q, keys, values, mask)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
-        return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight)
+        return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight, residual=x)
 
 
 SHORT_CACHE = 16  # the code predictor's cache; longer ones are the talker's
@@ -156,10 +158,12 @@ class MLP(nn.Module):
         """Compute the gate and up projections with one matrix product."""
         self.gate_up_weight = _fuse_linears(self.gate_proj, self.up_proj)
 
-    def forward(self, x):
+    def forward(self, x, norm):
+        """``x + mlp(norm(x))``."""
         if self.gate_up_weight is not None:
-            return silu_mul_linear(linear(x, self.gate_up_weight), self.down_proj.weight)
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+            return silu_mul_linear(norm_linear(x, norm, self.gate_up_weight), self.down_proj.weight, residual=x)
+        h = norm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
 
 
 def _fuse_linears(*linears: nn.Linear) -> torch.Tensor:
@@ -189,8 +193,9 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(hidden, eps)
 
     def forward(self, x, cos, sin, k_cache, v_cache, write_pos, mask, kv_len):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, k_cache, v_cache, write_pos, mask, kv_len)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        # each block normalises its input and adds its residual itself (fused into one kernel at batch 1)
+        x = self.self_attn(x, self.input_layernorm, cos, sin, k_cache, v_cache, write_pos, mask, kv_len)
+        return self.mlp(x, self.post_attention_layernorm)
 
 
 class DecoderStack(nn.Module):
