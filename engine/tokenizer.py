@@ -16,9 +16,17 @@ class TextTokenizer:
     def __init__(self, model_dir: str | Path):
         try:
             from transformers import AutoTokenizer
+            from transformers.utils import logging as hf_logging
 
-            # the official processor loads with the corrected pre-tokenizer regex; so do we
-            self._tok = AutoTokenizer.from_pretrained(str(model_dir), fix_mistral_regex=True)
+            # transformers reads the model's config.json on the way and warns that it does not know
+            # qwen3_tts; the tokenizer itself is a plain Qwen2 one, so that warning is noise
+            verbosity = hf_logging.get_verbosity()
+            hf_logging.set_verbosity_error()
+            try:
+                # the official processor loads with the corrected pre-tokenizer regex; so do we
+                self._tok = AutoTokenizer.from_pretrained(str(model_dir), fix_mistral_regex=True)
+            finally:
+                hf_logging.set_verbosity(verbosity)
         except (OSError, ValueError) as e:
             raise CheckpointError(f"cannot load the text tokenizer from {model_dir}: {e}") from None
 
