@@ -7,10 +7,12 @@ call is one continuous signal and ``stream`` concatenated equals ``synthesize`` 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from engine.text import split_segments
 from engine.tokenizer import TextTokenizer
 from engine.voices import Voice
 
+ENCODINGS_KEPT = 16  # clone encodings remembered per engine
 MAX_FRAMES_CAP = 4096
 
 
@@ -51,6 +54,8 @@ class Engine:
         self._streamer = None
         self.use_graphs = use_graphs
         self._lock = threading.Lock()  # one generation at a time per engine
+        self._encodings: OrderedDict[tuple, dict] = OrderedDict()  # recent clone encodings, by reference
+        self._encodings_lock = threading.Lock()
 
     # ---- loading --------------------------------------------------------------------------------
     @classmethod
@@ -106,19 +111,33 @@ class Engine:
             raise VoiceError("cloning a voice needs a Base model (it has the speaker encoder)")
         if voice.ref_audio is None:
             raise VoiceError("this cloned voice has neither reference audio nor an encoding")
+        key = (hashlib.sha1(np.ascontiguousarray(voice.ref_audio).tobytes()).hexdigest(), voice.in_context)
+        with self._encodings_lock:
+            encoding = self._encodings.get(key)
+            if encoding is not None:
+                self._encodings.move_to_end(key)
+        if encoding is None:  # the same reference again (a library voice stored unencoded): encoded once
+            encoding = self._encode_reference(voice.ref_audio, voice.in_context)
+            with self._encodings_lock:
+                self._encodings[key] = encoding
+                while len(self._encodings) > ENCODINGS_KEPT:
+                    self._encodings.popitem(last=False)
+        return voice.with_(**encoding, meta=dict(voice.meta, model_size=self.model_size))
+
+    def _encode_reference(self, ref_audio: np.ndarray, in_context: bool) -> dict:
+        """Speaker embedding (and, in context, reference codes) of a clone's reference audio."""
         from engine.audio_io import with_icl_silence
         from engine.codec.mel import speaker_embedding
 
         # in-context cloning: 0.5 s of silence after the reference keeps its last phoneme out of the
         # output; the same padded audio gives the embedding and the codes, as one recording would
-        audio = with_icl_silence(voice.ref_audio) if voice.in_context else voice.ref_audio
+        audio = with_icl_silence(ref_audio) if in_context else ref_audio
         with torch.inference_mode():
             emb = speaker_embedding(self.model.speaker_encoder, audio)
-        changes = {"speaker_embedding": emb.float().cpu().numpy(),
-                   "meta": dict(voice.meta, model_size=self.model_size)}
-        if voice.in_context:
-            changes["ref_codes"] = self.speech_encoder().encode(audio)
-        return voice.with_(**changes)
+        encoding = {"speaker_embedding": emb.float().cpu().numpy()}
+        if in_context:
+            encoding["ref_codes"] = self.speech_encoder().encode(audio)
+        return encoding
 
     def speech_encoder(self):
         if self._encoder is None:

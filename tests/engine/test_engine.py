@@ -83,6 +83,25 @@ def test_design_and_clone_models_speak(tiny_engine, tmp_path):
         assert a.samples.shape == (5 * SAMPLES_PER_FRAME,)
 
 
+def test_a_reference_is_encoded_once_and_reused(tiny_engine, monkeypatch):
+    """A clone stored unencoded (as a library voice may be) is not re-encoded on every request: the engine
+    keeps recent encodings by reference audio and mode."""
+    base = tiny_engine("base")
+    calls = []
+    encode = base._encode_reference
+    monkeypatch.setattr(base, "_encode_reference", lambda audio, in_context: calls.append(in_context)
+                        or encode(audio, in_context))
+    t = np.arange(24000) / 24000
+    ref = (0.3 * np.sin(2 * np.pi * 330 * t)).astype(np.float32)
+    first = base.prepare_voice(Voice.clone((ref, 24000), ref_text="Words."))
+    again = base.prepare_voice(Voice.clone((ref.copy(), 24000), ref_text="Other words, same audio."))
+    x_vector = base.prepare_voice(Voice.clone((ref, 24000)))
+    assert calls == [True, False]  # in-context once, x-vector once
+    np.testing.assert_array_equal(first.ref_codes, again.ref_codes)
+    np.testing.assert_array_equal(first.speaker_embedding, again.speaker_embedding)
+    assert x_vector.ref_codes is None and again.ref_text == "Other words, same audio."
+
+
 def test_in_context_clone_audio_equals_decoding_with_reference_prefix(tiny_engine):
     """The reference codes are decoder context and their audio is cut off (the official recipe)."""
     base = tiny_engine("base")
