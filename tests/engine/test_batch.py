@@ -10,6 +10,7 @@ import torch
 from engine import Engine, Sampling, Voice
 from engine.batch import BatchedFrames, generate_batch
 from engine.prompts import build_prompt
+from tests.engine.concurrent_streams import stream_concurrently
 
 REQUESTS = [
     ("Good morning to you.", Voice.preset("vivian", "english"), Sampling(greedy=True), 11),
@@ -73,7 +74,6 @@ def test_slots_are_freed_and_a_full_batch_refuses(engine64):
 def test_concurrent_callers_get_what_each_would_get_alone(engine64, warmup):
     """Three threads stream at once through two slots; each caller's audio equals its solo synthesis,
     whether every bucket's step and decodes were prepared up front or on first use."""
-    import threading
 
     from engine.batch import BatchedStreams
 
@@ -83,17 +83,7 @@ def test_concurrent_callers_get_what_each_would_get_alone(engine64, warmup):
         assert set(streams.frames._steps) == {1, 2}
         assert set(streams._decoders) == {(b, n) for b in (1, 2) for n in (1, 2, 3, 4)}
     requests = REQUESTS[:3]
-    results: dict[int, list] = {}
-
-    def call(i, text, voice, sampling, frames):
-        results[i] = list(streams.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
-                                         max_frames=frames))
-
-    threads = [threading.Thread(target=call, args=(i, *r)) for i, r in enumerate(requests)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
+    results = stream_concurrently(streams, requests, chunk_frames=3)
     for i, (text, voice, sampling, frames) in enumerate(requests):
         chunks = results[i]
         alone = eng.synthesize(text, voice, sampling, max_frames=frames)
@@ -140,7 +130,6 @@ def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64
     """Callers with in-context and x-vector clones, some speaking several segments, share two slots; a
     segment ends mid-iteration and the next one continues its decoder state in another slot. Each caller
     gets the chunks and audio it would get from ``Engine.stream`` alone."""
-    import threading
 
     from engine.batch import BatchedStreams
 
@@ -161,17 +150,7 @@ def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64
         ("Two parts. The second part.", clone(4), Sampling(seed=1), 5),
     ]
     streams = BatchedStreams(eng, slots=2, graphs=False)
-    results: dict[int, list] = {}
-
-    def call(i, text, voice, sampling, frames):
-        results[i] = list(streams.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
-                                         max_frames=frames))
-
-    threads = [threading.Thread(target=call, args=(i, *r)) for i, r in enumerate(requests)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
+    results = stream_concurrently(streams, requests, chunk_frames=3)
     for i, (text, voice, sampling, frames) in enumerate(requests):
         alone = list(eng.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
                                 max_frames=frames))

@@ -131,26 +131,15 @@ def test_batched_streams_decode_in_graphs_and_give_each_caller_its_solo_audio(gp
     """``BatchedStreams`` on a GPU: the frame step and the batched decode replayed from graphs over
     buckets of rows; in-context and x-vector clones, several segments each, more callers than slots.
     Each caller's chunks and audio equal its solo eager stream (float64)."""
-    import threading
-
     from engine.batch import BatchedStreams
+    from tests.engine.concurrent_streams import stream_concurrently
 
     eng = gpu_engines("tiny", "base", torch.float64)
     text = "First part of the call. Then a second part! And a third."
     requests = [(_voice(eng, "icl" if i % 2 else "xvector"), Sampling(seed=i, min_frames=9 + 5 * i), 9 + 5 * i)
                 for i in range(6)]
     streams = BatchedStreams(eng, slots=4)
-    results: dict[int, list] = {}
-
-    def call(i, voice, sampling, frames):
-        results[i] = list(streams.stream(text, voice, chunk_frames=4, first_chunk_frames=1, sampling=sampling,
-                                         max_frames=frames))
-
-    threads = [threading.Thread(target=call, args=(i, *r)) for i, r in enumerate(requests)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
+    results = stream_concurrently(streams, [(text, *r) for r in requests], chunk_frames=4)
     assert streams._decoders and all(d.graph.graph is not None for d in streams._decoders.values())
     eng._streamer = EagerStreamer(eng.model.talker, eng.decoder)
     try:
