@@ -39,3 +39,13 @@ def check_device(device: torch.device) -> None:
             f"device 'cuda' was asked for, but this PyTorch ({torch.__version__}) {built}. "
             "Use device='cpu', or install a CUDA build of PyTorch 2.5.1 or newer."
         )
+
+
+def check_memory(needed_bytes: int, device: torch.device, what: str, advice: str) -> None:
+    """A clear error, before allocating, when ``what`` needs more GPU memory than is free (CUDA only)."""
+    if device.type != "cuda":
+        return
+    free, _ = torch.cuda.mem_get_info(device)
+    if needed_bytes > free:
+        raise UnsupportedError(f"{what} needs {needed_bytes / 2**30:.1f} GiB of GPU memory, but only "
+                               f"{free / 2**30:.1f} GiB is free. {advice}")

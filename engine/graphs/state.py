@@ -14,6 +14,7 @@ from engine.generate import TalkerLogitsProcessor
 from engine.model.layers import KVCache
 from engine.model.talker import Talker
 from engine.prompts import Prompt
+from engine.runtime import check_memory
 from engine.sampling import Sampling, StageSettings
 
 NEVER = 1 << 40  # "no EOS yet" marker for eos_at
@@ -31,11 +32,19 @@ class CacheRows:
         return self.k.shape[3]
 
 
+def cache_bytes(talker: Talker, batch: int, max_seq: int) -> int:
+    """Bytes of the talker's key/value cache for ``batch`` streams of ``max_seq`` positions."""
+    c, w = talker.config, talker.codec_head.weight
+    return 2 * c.num_hidden_layers * batch * c.num_key_value_heads * max_seq * c.head_dim * w.element_size()
+
+
 class StaticState:
     def __init__(self, talker: Talker, batch: int, max_seq: int, max_trailing: int, history: int):
         c = talker.config
         w = talker.codec_head.weight
         dev, dtype = w.device, w.dtype
+        check_memory(cache_bytes(talker, batch, max_seq), dev, f"the key/value cache of {batch} stream(s)",
+                     "Run fewer streams at once (serve --batch) or free the GPU.")
         self.batch, self.max_seq, self.max_trailing, self.history_len = batch, max_seq, max_trailing, history
         self.cache = talker.model.new_cache(batch, max_seq, dtype, dev)
         self.predictor_cache = talker.code_predictor.model.new_cache(
