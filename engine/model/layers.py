@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.kernels import triton_available
 from engine.kernels.gemv import linear, norm_linear, silu_mul_linear
 
 
@@ -107,14 +108,27 @@ class Attention(nn.Module):
         v_cache.index_put_(slots, v)
         keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
         if t == 1 and x.is_cuda:
-            attend = decode_attention if kv_len > SHORT_CACHE else short_attention
-            out = attend(q, keys, values, mask)
+            out = one_query_attention(q, keys, values, mask, write_pos)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
         return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight, residual=x)
 
 
 SHORT_CACHE = 16  # the code predictor's cache; longer ones are the talker's
+TRITON_ATTENTION = triton_available() and hasattr(torch.library, "triton_op")  # engine/kernels/attention.py
+
+
+def one_query_attention(q, keys, values, mask, write_pos) -> torch.Tensor:
+    """A decode step's attention on CUDA, one query position per row (q: [B, H, 1, D], write_pos: [B, 1]):
+    the code predictor's few slots as plain products and sums; the talker's long cache through the
+    Triton kernel that reads only each row's filled slots (bf16/fp16), else as two batched products."""
+    if keys.shape[2] <= SHORT_CACHE:
+        return short_attention(q, keys, values, mask)
+    if TRITON_ATTENTION and q.dtype in (torch.bfloat16, torch.float16):
+        from engine.kernels.attention import decode_attention as filled_slots_attention
+
+        return filled_slots_attention(q[:, :, 0], keys, values, write_pos[:, 0] + 1)[:, :, None]
+    return decode_attention(q, keys, values, mask)
 
 
 def decode_attention(q, keys, values, mask) -> torch.Tensor:
@@ -122,7 +136,8 @@ def decode_attention(q, keys, values, mask) -> torch.Tensor:
 
     q: [B, H, 1, D]; keys, values: [B, KV, S, D]; mask: [B, 1, 1, S] -> [B, H, 1, D]. On CUDA, SDPA
     sends this shape to cuDNN's split-sequence ("lean") kernel, whose partial results are reduced in
-    an order that changes from run to run; these products are deterministic."""
+    an order that changes from run to run; these products are deterministic. In bf16/fp16 the Triton
+    kernel of engine/kernels/attention.py replaces this, reading only each row's filled slots."""
     b, h, _, d = q.shape
     kv, s = keys.shape[1], keys.shape[2]
     qg = q.view(b, kv, h // kv, d)  # the query heads sharing each key/value head
