@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.kernels import triton_available
+from engine.kernels import runs_on, triton_available
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,19 +148,11 @@ def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter:
     ``counter`` [B] must differ for every draw of a stream (e.g. frame * 16 + codebook). On CUDA this is
     one Triton kernel (see the module's docstring); elsewhere the reference below.
     """
-    if _TRITON_SAMPLER and logits.is_cuda and logits.shape[-1] <= 4096 and _triton_runs_on(logits.device):
+    if _TRITON_SAMPLER and logits.is_cuda and logits.shape[-1] <= 4096 and runs_on(logits.device):
         from engine.kernels.sampler import sample_triton
 
         return sample_triton(logits, s, seeds, counter)
     return sample_reference(logits, s, seeds, counter)
-
-
-def _triton_runs_on(device: torch.device) -> bool:
-    """Triton needs compute capability 7.0+. Compiled code only runs where Inductor's Triton already does,
-    and the eager check stays out of the traced graph."""
-    if torch.compiler.is_compiling():
-        return True
-    return torch.cuda.get_device_capability(device) >= (7, 0)
 
 
 def sample_reference(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor,

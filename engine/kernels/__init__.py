@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+import torch
+
 
 def triton_available() -> bool:
     """Triton imports and ``ORATOR_TRITON`` is not 0."""
@@ -18,3 +20,12 @@ def triton_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def runs_on(device: torch.device) -> bool:
+    """Triton needs a GPU of compute capability 7.0+ (other devices only reach a kernel in the tests, in
+    Triton's interpreter). Compiled code only runs where Inductor's Triton already does, and the eager
+    check stays out of the traced graph."""
+    if torch.compiler.is_compiling() or device.type != "cuda":
+        return True
+    return torch.cuda.get_device_capability(device) >= (7, 0)

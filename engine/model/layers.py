@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.kernels import triton_available
+from engine.kernels import runs_on, triton_available
 from engine.kernels.gemv import linear, norm_linear, silu_mul_linear
 
 
@@ -124,7 +124,7 @@ def one_query_attention(q, keys, values, mask, write_pos) -> torch.Tensor:
     Triton kernel that reads only each row's filled slots (bf16/fp16), else as two batched products."""
     if keys.shape[2] <= SHORT_CACHE:
         return short_attention(q, keys, values, mask)
-    if TRITON_ATTENTION and q.dtype in (torch.bfloat16, torch.float16):
+    if TRITON_ATTENTION and q.dtype in (torch.bfloat16, torch.float16) and runs_on(q.device):
         from engine.kernels.attention import decode_attention as filled_slots_attention
 
         return filled_slots_attention(q[:, :, 0], keys, values, write_pos[:, 0] + 1)[:, :, None]
