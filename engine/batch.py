@@ -14,6 +14,7 @@ and decodes them too: one ``decode_chunk`` per iteration over the same rows as t
 
 from __future__ import annotations
 
+import logging
 import queue
 import random
 import threading
@@ -36,7 +37,9 @@ from engine.prompts import Prompt, build_prompt
 from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_chunk
 from engine.sampling import Sampling
 
-PREFILL_TOKENS = 16384  # padded prompt positions per batched prefill pass (its scratch cache grows with them)
+PREFILL_TOKENS = 8192  # padded prompt positions per batched prefill pass (its scratch memory grows with them)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -75,11 +78,22 @@ class BatchedFrames:
     def _step_for(self, bucket: int) -> Graphed:
         """The frame step over slots [0, bucket), captured on first use."""
         if bucket not in self._steps:
-            rows = self.state.first_rows(bucket)
-            with compiled_kernels(self.talker, self.use_graphs and compile_enabled(self.device)) as kernels:
-                self._steps[bucket] = Graphed(lambda: frame_step(self.talker, rows, kernels), self.device,
-                                              self.use_graphs, name=f"{bucket}-stream frame step")
+            self._steps[bucket] = self._capture_step(bucket, self.use_graphs and compile_enabled(self.device))
         return self._steps[bucket]
+
+    def _capture_step(self, bucket: int, compile_layers: bool) -> Graphed:
+        """The step as a graph, with compiled pieces when asked; without them if compiling fails."""
+        rows = self.state.first_rows(bucket)
+        try:
+            with compiled_kernels(self.talker, compile_layers) as kernels:
+                return Graphed(lambda: frame_step(self.talker, rows, kernels), self.device, self.use_graphs,
+                               name=f"{bucket}-stream frame step")
+        except Exception as e:  # inductor/dynamo raise many types; the plain step always works
+            if not compile_layers:
+                raise
+            log.warning("compiling the %d-stream frame step failed; capturing it without compilation: %s",
+                        bucket, str(e)[-3000:])
+            return self._capture_step(bucket, False)
 
     def warmup(self) -> None:
         """Capture (and compile) the step of every bucket now, while no stream runs: captured on first use
@@ -129,6 +143,7 @@ class BatchedFrames:
     def release(self, slot: int) -> None:
         """Free ``slot`` at once (stream finished or cancelled)."""
         if self._streams.pop(slot, None) is not None:
+            self.state.retire(slot)
             self._free.append(slot)
 
     def step(self, n: int = 1) -> None:
@@ -194,13 +209,14 @@ class BatchedStreams:
     across segments whichever slots they get. ``stream`` is safe to call from up to ``slots`` threads
     (more simply wait)."""
 
-    def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool = False):
+    def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool | None = None):
         self.engine, self.slots = engine, slots
         self.frames = BatchedFrames(engine.model.talker, slots, graphs=graphs)
         self.decoder_state = engine.decoder.new_state(slots, engine.device)
         self._decoders: dict[tuple[int, int], DecodeGraph] = {}
         self._pool = None  # one memory pool for every decoder graph
-        self.warmup_seconds = self._warmup() if warmup else 0.0
+        # captured up front by default: a capture while streams run stalls them (and steps their rows)
+        self.warmup_seconds = self._warmup() if (self.frames.use_graphs if warmup is None else warmup) else 0.0
         self._requests: queue.Queue = queue.Queue()
         self._loop = threading.Thread(target=self._run_loop, name="orator-batch", daemon=True)
         self._loop.start()

@@ -41,7 +41,8 @@ class Graphed:
                     self.fn()
             torch.cuda.current_stream().wait_stream(stream)
             self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph, pool=pool), torch.inference_mode():
+            # thread_local: other threads (callers building prompts, decoding) may use the GPU meanwhile
+            with torch.cuda.graph(self.graph, pool=pool, capture_error_mode="thread_local"), torch.inference_mode():
                 self.fn()
         except RuntimeError as e:
             raise UnsupportedError(

@@ -51,6 +51,7 @@ class StaticState:
             batch, c.code_predictor_config.num_code_groups, dtype, dev)
         self.hidden = torch.zeros(batch, c.hidden_size, dtype=dtype, device=dev)  # last talker hidden
         self.pos = torch.zeros(batch, dtype=torch.int64, device=dev)  # talker position of the next input
+        self.live = torch.zeros(batch, dtype=torch.int64, device=dev)  # 1: a stream holds the slot, its pos moves
         self.frame = torch.zeros(batch, dtype=torch.int64, device=dev)  # index of the next frame
         self.trailing = torch.zeros(batch, max_trailing, c.hidden_size, dtype=dtype, device=dev)
         self.trailing_len = torch.zeros(batch, dtype=torch.int64, device=dev)
@@ -105,6 +106,8 @@ class StaticState:
         lands in cache slots past each prompt, which a decode step overwrites before attending to."""
         for _, prompt, _, _ in entries:
             self.check(prompt)
+        if not entries:
+            return
         dev, n = self.pos.device, len(entries)
         lengths = [prompt.length for _, prompt, _, _ in entries]
         longest = max(lengths)
@@ -122,10 +125,16 @@ class StaticState:
         for slot, prompt, sampling, seed in entries:
             self._reset_slot(slot, prompt, sampling, seed)
 
+    def retire(self, slot: int) -> None:
+        """A freed slot stays at position 0 while the others step: its attention reads one cache slot."""
+        self.live[slot] = 0
+        self.pos[slot] = 0
+
     def _reset_slot(self, slot: int, prompt: Prompt, sampling: Sampling, seed: int) -> None:
         """Counters, trailing text and settings of a freshly prefilled slot."""
         n_trailing = prompt.trailing.shape[1]
         self.pos[slot] = prompt.length
+        self.live[slot] = 1
         self.frame[slot] = 0
         self.trailing[slot, :n_trailing] = prompt.trailing[0]
         self.trailing_len[slot] = n_trailing

@@ -57,5 +57,5 @@ def frame_step(talker: Talker, s: StaticState, kernels: StepKernels = StepKernel
     x = kernels.next_input(talker, s, codes)  # [B, H]
     hidden = talker.model(x[:, None], s.pos[:, None], s.cache)[:, -1]  # [B, H]
     s.hidden.copy_(hidden)
-    s.pos.add_(1).clamp_(max=s.max_seq - 1)  # idle slots keep stepping; never write past the cache
+    s.pos.add_(s.live).clamp_(max=s.max_seq - 1)  # free slots stay put; never write past the cache
     s.frame.add_(1)

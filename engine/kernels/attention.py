@@ -24,10 +24,9 @@ BLOCK_S = 32  # slots per inner step
 
 
 @triton.jit
-def _chunk_kernel(q_ptr, k_ptr, v_ptr, len_ptr, m_ptr, sum_ptr, acc_ptr, KV, G, scale,
+def _chunk_kernel(q_ptr, k_ptr, v_ptr, len_ptr, m_ptr, sum_ptr, acc_ptr, KV, G, S, SPLITS, scale,
                   sq_b, sq_h, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
-                  SPLITS: tl.constexpr, G_PAD: tl.constexpr, D: tl.constexpr, CHUNK_S: tl.constexpr,
-                  BLOCK: tl.constexpr):
+                  G_PAD: tl.constexpr, D: tl.constexpr, CHUNK_S: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)  # row * KV + key/value head
     split = tl.program_id(1)
     b = (pid // KV).to(tl.int64)
@@ -37,7 +36,7 @@ def _chunk_kernel(q_ptr, k_ptr, v_ptr, len_ptr, m_ptr, sum_ptr, acc_ptr, KV, G, 
     g_ok = g < G
     q = tl.load(q_ptr + b * sq_b + (h * G + g)[:, None] * sq_h + d[None, :] * sq_d, mask=g_ok[:, None],
                 other=0.0).to(tl.float32) * scale  # [G_PAD, D]
-    length = tl.load(len_ptr + b).to(tl.int64)
+    length = tl.minimum(tl.load(len_ptr + b).to(tl.int64), S)  # never past the slots given
     start = split * CHUNK_S
     end = tl.minimum(start + CHUNK_S, length)
     m = tl.full([G_PAD], float("-inf"), tl.float32)
@@ -65,8 +64,8 @@ def _chunk_kernel(q_ptr, k_ptr, v_ptr, len_ptr, m_ptr, sum_ptr, acc_ptr, KV, G, 
 
 
 @triton.jit
-def _merge_kernel(m_ptr, sum_ptr, acc_ptr, out_ptr, KV, G, so_b, so_h, so_d,
-                  SPLITS: tl.constexpr, SPLITS_PAD: tl.constexpr, G_PAD: tl.constexpr, D: tl.constexpr):
+def _merge_kernel(m_ptr, sum_ptr, acc_ptr, out_ptr, KV, G, SPLITS, so_b, so_h, so_d,
+                  SPLITS_PAD: tl.constexpr, G_PAD: tl.constexpr, D: tl.constexpr):
     pid = tl.program_id(0)
     b = (pid // KV).to(tl.int64)
     h = (pid % KV).to(tl.int64)
@@ -100,9 +99,9 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     acc = torch.empty(b * kv * splits * g_pad * dim, dtype=torch.float32, device=q.device)
     out = torch.empty(b, heads, dim, dtype=q.dtype, device=q.device)
     torch.library.wrap_triton(_chunk_kernel)[(b * kv, splits)](
-        q, keys, values, lengths, m, denom, acc, kv, g, dim**-0.5, *q.stride(), *keys.stride(), *values.stride(),
-        SPLITS=splits, G_PAD=g_pad, D=dim, CHUNK_S=CHUNK, BLOCK=BLOCK_S, num_warps=4)
+        q, keys, values, lengths, m, denom, acc, kv, g, slots, splits, dim**-0.5, *q.stride(), *keys.stride(),
+        *values.stride(), G_PAD=g_pad, D=dim, CHUNK_S=CHUNK, BLOCK=BLOCK_S, num_warps=4)
     torch.library.wrap_triton(_merge_kernel)[(b * kv,)](
-        m, denom, acc, out, kv, g, *out.stride(), SPLITS=splits, SPLITS_PAD=triton.next_power_of_2(splits),
+        m, denom, acc, out, kv, g, splits, *out.stride(), SPLITS_PAD=triton.next_power_of_2(splits),
         G_PAD=g_pad, D=dim, num_warps=4)
     return out

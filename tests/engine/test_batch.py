@@ -68,6 +68,21 @@ def test_slots_are_freed_and_a_full_batch_refuses(engine64):
         batch.step(5)
     out = batch.collect()
     assert all(codes.shape == (4, 16) and ended for codes, ended in out.values())
+    assert batch.add_many([]) == []
+
+
+def test_a_freed_slot_stays_at_position_zero_while_the_others_step(engine64):
+    """Its attention then reads one cache slot per step, not a growing (or the whole) cache."""
+    eng = engine64
+    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
+    batch = BatchedFrames(eng.model.talker, slots=2, graphs=False)
+    a, b = batch.add_many([(prompt, Sampling(greedy=True), 0, 20)] * 2)
+    with torch.inference_mode():
+        batch.step(3)
+        batch.release(a)
+        batch.step(4)
+    assert batch.state.pos.tolist()[a] == 0 and batch.state.live.tolist() == [int(s == b) for s in range(2)]
+    assert batch.state.pos.tolist()[b] == prompt.length + 7
 
 
 @pytest.mark.parametrize("warmup", [False, True], ids=["lazy", "warmed-up"])

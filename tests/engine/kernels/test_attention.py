@@ -66,3 +66,15 @@ def test_the_decode_step_attention_equals_sdpa():
     expected = F.scaled_dot_product_attention(q.float(), keys.float(), values.float(), attn_mask=mask,
                                               enable_gqa=True)
     torch.testing.assert_close(got.float(), expected, atol=2e-3, rtol=2e-3)
+
+
+def test_a_length_past_the_slots_given_reads_only_those_slots():
+    g = torch.Generator().manual_seed(5)
+    keys = torch.randn(1, 1, 40, 16, generator=g).to(DEVICE, DTYPE)
+    values = torch.randn(1, 1, 40, 16, generator=g).to(DEVICE, DTYPE)
+    q = torch.randn(1, 2, 16, generator=g).to(DEVICE, DTYPE)
+    whole = decode_attention(q, keys, values, torch.tensor([40], device=DEVICE))
+    big = torch.full((1, 1, 80, 16), float("nan"), dtype=DTYPE, device=DEVICE)
+    big[:, :, :40] = keys
+    torch.testing.assert_close(decode_attention(q, keys, values, torch.tensor([70], device=DEVICE)), whole)
+    torch.testing.assert_close(decode_attention(q, big[:, :, :40], values, torch.tensor([70], device=DEVICE)), whole)
