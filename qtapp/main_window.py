@@ -147,6 +147,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         self.worker.error.connect(self.show_error)
         self.worker.model_loaded.connect(lambda info: self.model_label.setText(f"Model: {info}"))
+        self.worker.model_status.connect(self.model_label.setText)
         self.worker.stats.connect(self._on_stats)
         self.worker.voice_kept.connect(self._on_voice_kept)
         self.reader.sentence_changed.connect(self._on_sentence_changed)

@@ -55,6 +55,7 @@ def describe_engine(engine: Engine) -> str:
 
 class SpeechWorker(QObject):
     model_loaded = Signal(str)
+    model_status = Signal(str)  # what a model load is doing now, for the status bar
     segment_started = Signal(int, int, int, int)  # job, segment, start, end (chars in the job text)
     chunk_ready = Signal(int, object)  # job, engine.Chunk (segment and span refer to the job text)
     job_finished = Signal(int)  # also after a cancel or an error
@@ -136,6 +137,7 @@ class SpeechWorker(QObject):
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the GUI
             self.error.emit(describe_error(exc))
         else:
+            self._prepare_graphs(engine)
             self._engines[engine.model_type] = engine
             self._current = engine
             self.model_loaded.emit(describe_engine(engine))
@@ -178,6 +180,17 @@ class SpeechWorker(QObject):
         self.voice_kept.emit(kept)
 
     # ---- internals -----------------------------------------------------------------------------
+    def _prepare_graphs(self, engine: Engine) -> None:
+        """On a GPU, capture the engine's graphs now (tens of seconds the first time) rather than on the
+        first Read aloud; a failure leaves them to be captured then, and says why."""
+        if not getattr(engine, "use_graphs", False):
+            return
+        self.model_status.emit("Preparing the GPU for fast speech (the first time takes up to a minute)…")
+        try:
+            engine.warmup((self.first_chunk_frames, self.chunk_frames))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the GUI
+            self.error.emit(describe_error(exc))
+
     def _speak(self, job_id: int, text: str, voice: Voice, first_segment: int) -> None:
         engine = self.engine_for(voice)
         if engine is None:

@@ -86,7 +86,8 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
 async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSettings) -> None:
     try:
         engine = await asyncio.to_thread(engine_provider)
-        app.state.scheduler = Scheduler(make_backend(engine), settings.max_queue)
+        backend = await asyncio.to_thread(make_backend, engine)  # captures graphs: keep /health answering
+        app.state.scheduler = Scheduler(backend, settings.max_queue)
         app.state.engine = engine
         log.info("model loaded: %s %s", engine.model_type, engine.model_size)
     except Exception as e:  # reported by /health; the API answers 503

@@ -52,6 +52,7 @@ class EngineBackend:
 
     def __init__(self, engine: Engine):
         self.engine = engine
+        engine.warmup()  # on a GPU, capture the graphs before the first request rather than during it
 
     def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
         return self.engine.stream(job.text, job.voice, chunk_frames=job.chunk_frames,

@@ -60,6 +60,36 @@ def test_model_loads_and_speaks_in_the_worker_thread(running_worker, qtbot):
     assert rec.errors == []
 
 
+class GraphedFakeEngine(FakeEngine):
+    """A fake engine on the graph path: ``warmup`` records its chunk sizes and the thread it ran on."""
+
+    use_graphs = True
+
+    def __init__(self):
+        super().__init__()
+        self.warmups: list[tuple] = []
+
+    def warmup(self, chunk_sizes):
+        self.warmups.append((tuple(chunk_sizes), threading.get_ident()))
+        return 0.0
+
+
+def test_a_gpu_model_captures_its_graphs_while_loading_and_says_so(qtbot):
+    engine = GraphedFakeEngine()
+    statuses: list[str] = []
+    thread, worker = start_worker(lambda: engine, chunk_frames=6, first_chunk_frames=2)
+    worker.model_status.connect(statuses.append)
+    loaded: list[str] = []
+    worker.model_loaded.connect(loaded.append)
+    try:
+        qtbot.waitUntil(lambda: bool(loaded), timeout=5000)
+    finally:
+        assert stop_worker(thread, worker)
+    assert [sizes for sizes, _ in engine.warmups] == [(2, 6)]
+    assert engine.warmups[0][1] != threading.get_ident()  # in the worker thread, not the GUI's
+    assert statuses and "GPU" in statuses[0]
+
+
 def test_segments_are_announced_in_order_with_their_spans(running_worker, qtbot):
     worker, rec = running_worker(FakeEngine())
     worker.request_speak(7, TEXT, Voice.preset("vivian"))

@@ -156,3 +156,14 @@ def test_capacity_runs_that_many_jobs_at_once():
         return positions
 
     assert asyncio.run(scenario()) == [0, 0, 0, 1, 2]
+
+
+def test_the_single_stream_backend_prepares_the_engine_before_any_request(tiny_engine):
+    """``EngineBackend`` builds the engine's streamer (on a GPU: captures its graphs) when the server
+    starts, so the first request does not pay for it."""
+    from server.scheduler import EngineBackend
+
+    engine = tiny_engine("custom_voice")
+    engine._streamer = None
+    EngineBackend(engine)
+    assert engine._streamer is not None
