@@ -1,9 +1,9 @@
 """A decoder stack decoding one position at a time gives the same hidden states with its projections,
 norms and residual adds in the matrix-vector kernel as with the plain PyTorch code.
 
-On CPU the kernel runs in Triton's interpreter: the one-row test of ``engine.kernels.gemv`` is widened
-to float32 CPU tensors for the fused run, so the wiring of ``norm_linear``/``residual`` in the layers
-is checked here end to end; on CUDA the GPU tests run the real thing.
+The one-row test of ``engine.kernels.gemv`` is widened to float32 for the fused run, so the wiring of
+``norm_linear``/``residual`` in the layers is checked end to end: on CPU in Triton's interpreter, on a
+GPU compiled.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from engine.model.layers import DecoderStack, fuse_projections
 
 pytestmark = pytest.mark.skipif(not gemv._ENABLED, reason="Triton is not installed")
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
 
 def _decode(stack: DecoderStack, xs: torch.Tensor) -> torch.Tensor:
-    cache = stack.new_cache(1, xs.shape[0], xs.dtype, "cpu")
-    out = [stack(x[None, None], torch.tensor([[i]]), cache) for i, x in enumerate(xs)]
+    cache = stack.new_cache(1, xs.shape[0], xs.dtype, DEVICE)
+    out = [stack(x[None, None], torch.tensor([[i]], device=DEVICE), cache) for i, x in enumerate(xs)]
     return torch.cat(out, dim=1)[0]
 
 
@@ -29,13 +31,14 @@ def test_fused_kernels_in_the_layers_give_the_plain_hidden_states(monkeypatch):
     with torch.no_grad():
         for p in stack.parameters():
             p.normal_(0, 0.2)
-    fuse_projections(stack)
-    xs = torch.randn(5, 64)
+    stack.to(DEVICE)
+    fuse_projections(stack)  # after the move: the fused matrices are plain tensors, not parameters
+    xs = torch.randn(5, 64).to(DEVICE)
     with torch.inference_mode():
         plain = _decode(stack, xs)
         calls = []
 
-        def one_row(x, weight):  # any single row, CPU float32 included
+        def one_row(x, weight):  # any single row, float32 included
             calls.append(weight.shape)
             return x.numel() == x.shape[-1]
 
