@@ -14,7 +14,6 @@ and decodes them too: one ``decode_chunk`` per iteration over the same rows as t
 
 from __future__ import annotations
 
-import logging
 import queue
 import random
 import threading
@@ -28,18 +27,15 @@ import torch
 from engine.codec.decoder import DecoderState
 from engine.engine import default_max_frames
 from engine.graphs.capture import Graphed, graphs_enabled
-from engine.graphs.compile import compile_enabled, compiled_kernels
+from engine.graphs.compile import capture_frame_step
 from engine.graphs.runner import HISTORY, MAX_SEQ, MAX_TRAILING, DecodeGraph
 from engine.graphs.state import NEVER, StaticState
-from engine.graphs.step import frame_step
 from engine.model.talker import Talker
 from engine.prompts import Prompt, build_prompt
 from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_chunk
 from engine.sampling import Sampling
 
 PREFILL_TOKENS = 8192  # padded prompt positions per batched prefill pass (its scratch memory grows with them)
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -78,22 +74,9 @@ class BatchedFrames:
     def _step_for(self, bucket: int) -> Graphed:
         """The frame step over slots [0, bucket), captured on first use."""
         if bucket not in self._steps:
-            self._steps[bucket] = self._capture_step(bucket, self.use_graphs and compile_enabled(self.device))
+            self._steps[bucket], _ = capture_frame_step(self.talker, self.state.first_rows(bucket), self.device,
+                                                        self.use_graphs, f"{bucket}-stream frame step")
         return self._steps[bucket]
-
-    def _capture_step(self, bucket: int, compile_layers: bool) -> Graphed:
-        """The step as a graph, with compiled pieces when asked; without them if compiling fails."""
-        rows = self.state.first_rows(bucket)
-        try:
-            with compiled_kernels(self.talker, compile_layers) as kernels:
-                return Graphed(lambda: frame_step(self.talker, rows, kernels), self.device, self.use_graphs,
-                               name=f"{bucket}-stream frame step")
-        except Exception as e:  # inductor/dynamo raise many types; the plain step always works
-            if not compile_layers:
-                raise
-            log.warning("compiling the %d-stream frame step failed; capturing it without compilation: %s",
-                        bucket, str(e)[-3000:])
-            return self._capture_step(bucket, False)
 
     def warmup(self) -> None:
         """Capture (and compile) the step of every bucket now, while no stream runs: captured on first use

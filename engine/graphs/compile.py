@@ -5,21 +5,27 @@ into a few Triton kernels, which are then recorded inside the frame's CUDA graph
 talker layer, the whole code-predictor step (one body for all 14 steps: weights are inputs), the
 frame's head (code 0, EOS, the predictor's first pass) and the next talker input. Only the frame
 step uses them (fixed shapes); prefill stays eager.
-``ORATOR_COMPILE=0`` turns it off; a compile failure falls back to the plain functions.
+``ORATOR_COMPILE=0`` turns it off; a compile failure falls back to the plain functions
+(``capture_frame_step``, which every fast path uses to capture its step).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 
 import torch
 
 from engine.generate import predictor_step
-from engine.graphs.step import StepKernels, frame_head, next_input
+from engine.graphs.capture import Graphed
+from engine.graphs.state import StaticState
+from engine.graphs.step import StepKernels, frame_head, frame_step, next_input
 from engine.model.layers import DecoderLayer
 from engine.model.talker import Talker
+
+log = logging.getLogger(__name__)
 
 
 def compile_enabled(device: torch.device) -> bool:
@@ -47,3 +53,19 @@ def compiled_kernels(talker: Talker, enabled: bool) -> Iterator[StepKernels]:
     finally:
         for layer in layers:
             del layer.forward  # back to the class's plain forward
+
+
+def capture_frame_step(talker: Talker, state: StaticState, device: torch.device, use_graphs: bool,
+                       name: str) -> tuple[Graphed, bool]:
+    """``frame_step`` over ``state`` as a graph (or eager when ``use_graphs`` is False), with compiled
+    pieces where ``compile_enabled``; without them if compiling fails. Returns (the step, compiled)."""
+    compile_layers = use_graphs and compile_enabled(device)
+    try:
+        with compiled_kernels(talker, compile_layers) as kernels:
+            return Graphed(lambda: frame_step(talker, state, kernels), device, use_graphs, name=name), compile_layers
+    except Exception as e:  # inductor/dynamo raise many types; the plain step always works
+        if not compile_layers:
+            raise
+        log.warning("compiling the %s failed; capturing it without compilation: %s", name, str(e)[-3000:])
+    with compiled_kernels(talker, False) as kernels:
+        return Graphed(lambda: frame_step(talker, state, kernels), device, use_graphs, name=name), False

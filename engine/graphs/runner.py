@@ -8,7 +8,6 @@ EOS are never decoded, so the decoder state stays exact across segments.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -17,16 +16,13 @@ import numpy as np
 import torch
 
 from engine.graphs.capture import Graphed, graphs_enabled
-from engine.graphs.compile import compile_enabled, compiled_kernels
+from engine.graphs.compile import capture_frame_step
 from engine.graphs.prefill import PrefillGraphs
 from engine.graphs.state import NEVER, StaticState
-from engine.graphs.step import frame_step
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling
 from engine.streamer import CodedAudio
-
-log = logging.getLogger(__name__)
 
 MAX_SEQ = 2048  # talker positions per segment: prompt + frames
 MAX_TRAILING = 1024  # text tokens fed during decoding (streaming-text prompts)
@@ -42,25 +38,12 @@ class GraphStreamer:
         t0 = time.perf_counter()
         self.state = StaticState(talker, 1, max_seq, MAX_TRAILING, HISTORY)
         use_graphs = graphs_enabled(self.device) if enabled is None else enabled
-        self.step = self._capture_step(use_graphs, use_graphs and compile_enabled(self.device))
+        self.step, self.compiled = capture_frame_step(talker, self.state, self.device, use_graphs, "frame step")
         self.prefill = PrefillGraphs(talker, self.state, self.device, use_graphs, self.step.pool)
         self.decoder_state = decoder.new_state(1, self.device)
         self._decoders: dict[int, DecodeGraph] = {}
         self.prepare(chunk_sizes)
         self.capture_seconds = time.perf_counter() - t0
-
-    def _capture_step(self, use_graphs: bool, compile_layers: bool) -> Graphed:
-        """The frame step as a graph, with compiled layers when asked; without them if compiling fails."""
-        try:
-            with compiled_kernels(self.talker, compile_layers) as kernels:
-                self.compiled = compile_layers
-                return Graphed(lambda: frame_step(self.talker, self.state, kernels), self.device, use_graphs,
-                               name="frame step")
-        except Exception as e:  # inductor/dynamo raise many types; the plain layers always work
-            if not compile_layers:
-                raise
-            log.warning("compiling the frame step failed; capturing it without compilation: %s", str(e)[-3000:])
-            return self._capture_step(use_graphs, False)
 
     def prepare(self, chunk_sizes) -> None:
         """Capture decoder graphs for these chunk sizes (and 1, for tails before EOS). Clears the decoder
