@@ -1,8 +1,11 @@
-"""Test helper: many ``BatchedStreams.stream`` callers at once, each on its own thread."""
+"""Test helpers: many ``BatchedStreams.stream`` callers at once, each on its own thread, and the check
+that a caller got what it would have got alone."""
 
 from __future__ import annotations
 
 import threading
+
+import numpy as np
 
 
 def stream_concurrently(streams, requests, chunk_frames: int, timeout_s: float = 300) -> dict[int, list]:
@@ -26,3 +29,11 @@ def stream_concurrently(streams, requests, chunk_frames: int, timeout_s: float =
     if errors:
         raise errors[0]
     return results
+
+
+def assert_same_chunks(got: list, alone: list, atol: float) -> None:
+    """Two chunk lists of one call: the same segments, frames and final marks, and audio within ``atol``."""
+    assert [(c.segment, c.first_frame, c.n_frames, c.final) for c in got] == \
+        [(c.segment, c.first_frame, c.n_frames, c.final) for c in alone]
+    np.testing.assert_allclose(np.concatenate([c.samples for c in got]),
+                               np.concatenate([c.samples for c in alone]), atol=atol)

@@ -10,7 +10,7 @@ import torch
 from engine import Engine, Sampling, Voice
 from engine.batch import BatchedFrames, generate_batch
 from engine.prompts import build_prompt
-from tests.engine.concurrent_streams import stream_concurrently
+from tests.engine.concurrent_streams import assert_same_chunks, stream_concurrently
 
 REQUESTS = [
     ("Good morning to you.", Voice.preset("vivian", "english"), Sampling(greedy=True), 11),
@@ -169,7 +169,4 @@ def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64
     for i, (text, voice, sampling, frames) in enumerate(requests):
         alone = list(eng.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
                                 max_frames=frames))
-        assert [(c.segment, c.first_frame, c.n_frames, c.final) for c in results[i]] == \
-            [(c.segment, c.first_frame, c.n_frames, c.final) for c in alone]
-        np.testing.assert_allclose(np.concatenate([c.samples for c in results[i]]),
-                                   np.concatenate([c.samples for c in alone]), atol=1e-6)
+        assert_same_chunks(results[i], alone, atol=1e-6)

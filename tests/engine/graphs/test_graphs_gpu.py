@@ -132,7 +132,7 @@ def test_batched_streams_decode_in_graphs_and_give_each_caller_its_solo_audio(gp
     buckets of rows; in-context and x-vector clones, several segments each, more callers than slots.
     Each caller's chunks and audio equal its solo eager stream (float64)."""
     from engine.batch import BatchedStreams
-    from tests.engine.concurrent_streams import stream_concurrently
+    from tests.engine.concurrent_streams import assert_same_chunks, stream_concurrently
 
     eng = gpu_engines("tiny", "base", torch.float64)
     text = "First part of the call. Then a second part! And a third."
@@ -146,10 +146,7 @@ def test_batched_streams_decode_in_graphs_and_give_each_caller_its_solo_audio(gp
         for i, (voice, sampling, frames) in enumerate(requests):
             alone = list(eng.stream(text, voice, chunk_frames=4, first_chunk_frames=1, sampling=sampling,
                                     max_frames=frames))
-            assert [(c.segment, c.first_frame, c.n_frames, c.final) for c in results[i]] == \
-                [(c.segment, c.first_frame, c.n_frames, c.final) for c in alone]
-            np.testing.assert_allclose(np.concatenate([c.samples for c in results[i]]),
-                                       np.concatenate([c.samples for c in alone]), atol=1e-6)
+            assert_same_chunks(results[i], alone, atol=1e-6)
     finally:
         eng._streamer = None
 
