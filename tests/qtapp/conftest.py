@@ -13,6 +13,8 @@ import os
 import threading
 import time
 
+from tests.qtapp.fake_stream import FakeStream
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np  # noqa: E402
@@ -70,23 +72,6 @@ class FakeEngine:
         return Audio(samples, SAMPLE_RATE, np.zeros((len(samples) // SAMPLES_PER_FRAME, 16), np.int64))
 
 
-class FakeOutputStream:
-    def __init__(self, owner, **kwargs):
-        self.owner = owner
-        self.kwargs = kwargs
-        self.callback = kwargs["callback"]
-        self.started = self.closed = False
-
-    def start(self):
-        self.started = True
-
-    def stop(self):
-        self.started = False
-
-    def close(self):
-        self.closed = True
-
-
 class FakeSoundDevice:
     """Stands in for the ``sounddevice`` module: ``OutputStream`` plus a way to consume audio."""
 
@@ -97,10 +82,10 @@ class FakeSoundDevice:
         pass
 
     def __init__(self):
-        self.streams: list[FakeOutputStream] = []
+        self.streams: list[FakeStream] = []
 
     def OutputStream(self, **kwargs):  # noqa: N802 - mirrors sounddevice's class name
-        stream = FakeOutputStream(self, **kwargs)
+        stream = FakeStream(**kwargs)
         self.streams.append(stream)
         return stream
 

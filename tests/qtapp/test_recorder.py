@@ -8,34 +8,19 @@ from PySide6.QtWidgets import QMessageBox
 
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog
 from qtapp.recorder import MAX_RECORD_S, RECORD_RATE, MicRecorder
+from tests.qtapp.fake_stream import FakeStream
 
 BLOCK = 480
-
-
-class FakeInputStream:
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-        self.callback = kwargs["callback"]
-        self.started = self.closed = False
-
-    def start(self):
-        self.started = True
-
-    def stop(self):
-        self.started = False
-
-    def close(self):
-        self.closed = True
 
 
 class FakeMicrophone:
     """Stands in for ``sounddevice``: ``InputStream`` plus ``speak(signal)`` to feed its callback."""
 
     def __init__(self):
-        self.streams: list[FakeInputStream] = []
+        self.streams: list[FakeStream] = []
 
     def InputStream(self, **kwargs):  # noqa: N802 - mirrors sounddevice's class name
-        stream = FakeInputStream(**kwargs)
+        stream = FakeStream(**kwargs)
         self.streams.append(stream)
         return stream
 
