@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import io
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import soundfile as sf
@@ -42,3 +43,16 @@ def pcm_close(a: bytes, b: bytes) -> bool:
     """Equal 16-bit pcm, allowing one step of rounding."""
     x, y = np.frombuffer(a, "<i2").astype(np.int32), np.frombuffer(b, "<i2").astype(np.int32)
     return x.shape == y.shape and int(np.abs(x - y).max(initial=0)) <= 1
+
+
+def speak_concurrently(url: str, texts: list[str], seeds: list[int], max_frames: int) -> list[bytes]:
+    """One official ``openai`` client per text, all at once (voice vivian, pcm): the answers, in order."""
+    from openai import OpenAI
+
+    def speak(text: str, seed: int) -> bytes:
+        client = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=300)
+        return client.audio.speech.create(model="orator", voice="vivian", input=text, response_format="pcm",
+                                          extra_body={"seed": seed, "max_frames": max_frames}).content
+
+    with ThreadPoolExecutor(len(texts)) as pool:
+        return list(pool.map(speak, texts, seeds))

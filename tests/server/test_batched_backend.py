@@ -3,16 +3,13 @@ each still gets exactly its own audio (float64 engine, so batching cannot change
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import httpx
 import pytest
 import torch
-from openai import OpenAI
 
 from engine import Engine
 from server.scheduler import BatchedBackend, EngineBackend, backend_factory
-from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close
+from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close, speak_concurrently
 
 CLIENTS = 8
 FRAMES = 3
@@ -33,14 +30,8 @@ def test_backend_factory_picks_the_batched_backend_only_when_asked():
 def test_concurrent_clients_are_batched_and_each_gets_its_own_audio(batched_server):
     assert isinstance(batched_server.app.state.scheduler.backend, BatchedBackend)
 
-    def speak(i: int) -> bytes:
-        client = OpenAI(base_url=f"{batched_server.url}/v1", api_key="unused", max_retries=0, timeout=300)
-        return client.audio.speech.create(model="orator", voice="vivian", input=f"Batched client {i}.",
-                                          response_format="pcm",
-                                          extra_body={"seed": 300 + i, "max_frames": FRAMES}).content
-
-    with ThreadPoolExecutor(CLIENTS) as pool:
-        answers = list(pool.map(speak, range(CLIENTS)))
+    answers = speak_concurrently(batched_server.url, [f"Batched client {i}." for i in range(CLIENTS)],
+                                 [300 + i for i in range(CLIENTS)], FRAMES)
     assert all(len(a) == 2 * FRAMES * SAMPLES_PER_FRAME for a in answers)
     for i, answer in enumerate(answers):
         expected = engine_pcm(batched_server.engine, f"Batched client {i}.", "vivian", 300 + i, FRAMES)

@@ -5,30 +5,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
 import pytest
-from openai import OpenAI
 
 from engine import Chunk
 from server.settings import ServerSettings
-from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close, sse_events
+from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close, speak_concurrently, sse_events
 
 CLIENTS = 32
 FRAMES = 2
 
 
 def test_32_concurrent_clients_get_their_own_correct_audio(live_server):
-    def speak(i: int) -> bytes:
-        client = OpenAI(base_url=f"{live_server.url}/v1", api_key="unused", max_retries=0, timeout=300)
-        return client.audio.speech.create(model="orator", voice="vivian", input=f"Client number {i}.",
-                                          response_format="pcm",
-                                          extra_body={"seed": 1000 + i, "max_frames": FRAMES}).content
-
-    with ThreadPoolExecutor(CLIENTS) as pool:
-        answers = list(pool.map(speak, range(CLIENTS)))
+    answers = speak_concurrently(live_server.url, [f"Client number {i}." for i in range(CLIENTS)],
+                                 [1000 + i for i in range(CLIENTS)], FRAMES)
     assert all(len(a) == 2 * FRAMES * SAMPLES_PER_FRAME for a in answers)
     assert len(set(answers)) == CLIENTS
     for i, answer in enumerate(answers):
