@@ -9,7 +9,7 @@ heads sharing that key/value head (and stops at once past the row's length), and
 merges the chunks' partial results in a fixed order, so the result is deterministic.
 
 Replaces ``engine.model.layers.decode_attention`` (the PyTorch reference) on CUDA; softmax and
-sums in float32. ``orator::decode_attention`` is a ``torch.library.triton_op``: traceable by
+sums in float32. ``orator::filled_slots_attention`` is a ``torch.library.triton_op``: traceable by
 ``torch.compile`` and capturable in a CUDA graph. On CPU it runs in Triton's interpreter for tests.
 """
 
@@ -85,8 +85,9 @@ def _merge_kernel(m_ptr, sum_ptr, acc_ptr, out_ptr, KV, G, SPLITS, so_b, so_h, s
              mask=(g < G)[:, None])
 
 
-@torch.library.triton_op("orator::decode_attention", mutates_args=())
-def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+@torch.library.triton_op("orator::filled_slots_attention", mutates_args=())
+def filled_slots_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                           lengths: torch.Tensor) -> torch.Tensor:
     """q [B, H, D] (one position per row); keys, values [B, KV, S, D]; lengths [B] int64 (>= 1): row b
     attends to slots [0, lengths[b]) -> [B, H, D] in q's dtype."""
     b, heads, dim = q.shape

@@ -125,7 +125,7 @@ def one_query_attention(q, keys, values, mask, write_pos) -> torch.Tensor:
     if keys.shape[2] <= SHORT_CACHE:
         return short_attention(q, keys, values, mask)
     if TRITON_ATTENTION and q.dtype in (torch.bfloat16, torch.float16) and runs_on(q.device):
-        from engine.kernels.attention import decode_attention as filled_slots_attention
+        from engine.kernels.attention import filled_slots_attention
 
         return filled_slots_attention(q[:, :, 0], keys, values, write_pos[:, 0] + 1)[:, :, None]
     return decode_attention(q, keys, values, mask)

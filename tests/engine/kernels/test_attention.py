@@ -9,8 +9,8 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.kernels.attention import CHUNK, decode_attention  # noqa: E402
-from engine.model.layers import decode_attention as reference  # noqa: E402
+from engine.kernels.attention import CHUNK, filled_slots_attention  # noqa: E402
+from engine.model.layers import decode_attention  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPE, TOL = (torch.bfloat16, 2e-2) if DEVICE == "cuda" else (torch.float32, 1e-5)
@@ -26,8 +26,8 @@ def test_equals_the_masked_reference(groups):
     q = torch.randn(len(lengths), kv * groups, dim, generator=g).to(DEVICE, DTYPE)
     n = torch.tensor(lengths, device=DEVICE)
     mask = (torch.arange(slots, device=DEVICE)[None, :] < n[:, None])[:, None, None]  # [B, 1, 1, S]
-    expected = reference(q[:, :, None].float(), keys.float(), values.float(), mask)[:, :, 0]
-    got = decode_attention(q, keys, values, n)
+    expected = decode_attention(q[:, :, None].float(), keys.float(), values.float(), mask)[:, :, 0]
+    got = filled_slots_attention(q, keys, values, n)
     assert got.dtype == DTYPE and got.shape == q.shape
     torch.testing.assert_close(got.float(), expected, atol=TOL, rtol=TOL)
 
@@ -40,11 +40,11 @@ def test_slots_past_the_length_are_never_read():
     values = torch.randn(2, kv, slots, dim, generator=g).to(DEVICE, DTYPE)
     q = torch.randn(2, 2, dim, generator=g).to(DEVICE, DTYPE)
     n = torch.tensor(lengths, device=DEVICE)
-    clean = decode_attention(q, keys, values, n)
+    clean = filled_slots_attention(q, keys, values, n)
     for row, length in enumerate(lengths):
         keys[row, :, length:] = float("nan")
         values[row, :, length:] = float("nan")
-    torch.testing.assert_close(decode_attention(q, keys, values, n), clean, atol=0, rtol=0)
+    torch.testing.assert_close(filled_slots_attention(q, keys, values, n), clean, atol=0, rtol=0)
 
 
 def test_the_decode_step_attention_equals_sdpa():
@@ -73,8 +73,9 @@ def test_a_length_past_the_slots_given_reads_only_those_slots():
     keys = torch.randn(1, 1, 40, 16, generator=g).to(DEVICE, DTYPE)
     values = torch.randn(1, 1, 40, 16, generator=g).to(DEVICE, DTYPE)
     q = torch.randn(1, 2, 16, generator=g).to(DEVICE, DTYPE)
-    whole = decode_attention(q, keys, values, torch.tensor([40], device=DEVICE))
+    whole = filled_slots_attention(q, keys, values, torch.tensor([40], device=DEVICE))
     big = torch.full((1, 1, 80, 16), float("nan"), dtype=DTYPE, device=DEVICE)
     big[:, :, :40] = keys
-    torch.testing.assert_close(decode_attention(q, keys, values, torch.tensor([70], device=DEVICE)), whole)
-    torch.testing.assert_close(decode_attention(q, big[:, :, :40], values, torch.tensor([70], device=DEVICE)), whole)
+    past = torch.tensor([70], device=DEVICE)
+    torch.testing.assert_close(filled_slots_attention(q, keys, values, past), whole)
+    torch.testing.assert_close(filled_slots_attention(q, big[:, :, :40], values, past), whole)
