@@ -3,10 +3,10 @@
 ``BatchedFrames`` owns a ``StaticState`` of ``slots`` rows. Streams join between steps (the prompts
 of all streams joining at once are prefilled into free slots together, in one padded talker pass,
 while the others wait that pass), leave as soon as they end or are released, and their slots are
-reused. One ``frame_step`` advances every slot (captured as one CUDA
-graph on a GPU); ``collect`` then reads back, in one synchronisation, the frames each stream made
-since the last collect. Sampling noise is counter-based per stream, so a stream's codes do not
-depend on which other streams share its batch.
+reused. One ``frame_step`` advances every slot (captured as one CUDA graph on a GPU); ``collect``
+then reads back, in one synchronisation, the frames each stream made since the last collect.
+Sampling noise is counter-based per stream, so a stream's codes do not depend on which other
+streams share its batch.
 
 ``BatchedStreams`` serves concurrent ``stream`` callers from one loop thread that steps the frames
 and decodes them too: one ``decode_chunk`` per iteration over the same rows as the step, row = slot.
@@ -36,6 +36,7 @@ from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_chunk
 from engine.sampling import Sampling
 
 PREFILL_TOKENS = 8192  # padded prompt positions per batched prefill pass (its scratch memory grows with them)
+LOOP_FRAMES = 4  # frames per loop iteration of BatchedStreams once every stream has begun (1 before)
 
 
 @dataclass(slots=True)
@@ -278,7 +279,7 @@ class BatchedStreams:
                 if not running:
                     continue
                 try:
-                    n = 1 if fresh else 4  # single frames until every stream has begun
+                    n = 1 if fresh else LOOP_FRAMES  # single frames until every stream has begun
                     self.frames.step(n)
                     codes = np.zeros((self.frames.bucket, n, 16), np.int64)  # zeros: free rows, frames past an end
                     collected = self.frames.collect()
@@ -304,13 +305,13 @@ class BatchedStreams:
                         fresh.discard(slot)
 
     def _warmup(self) -> float:
-        """Every bucket's frame step and every decode the loop can ask of it (1..4 frames), captured before
-        the loop starts; returns the seconds taken."""
+        """Every bucket's frame step and every decode the loop can ask of it (1..LOOP_FRAMES frames: an end
+        cuts an iteration's decode), captured before the loop starts; returns the seconds taken."""
         t0 = time.perf_counter()
         with torch.inference_mode():
             self.frames.warmup()
             for bucket in self.frames.buckets:
-                for n in range(1, 5):
+                for n in range(1, LOOP_FRAMES + 1):
                     self._decoder(bucket, n)
         return time.perf_counter() - t0
 
