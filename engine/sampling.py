@@ -138,8 +138,8 @@ _M3 = _signed(0x94D049BB133111EB)
 _LOW33, _LOW34, _LOW37 = (1 << 33) - 1, (1 << 34) - 1, (1 << 37) - 1
 
 
-# decided once (a constant for torch.compile); torch.library.triton_op came in PyTorch 2.6
-_TRITON_SAMPLER = triton_available() and hasattr(torch.library, "triton_op")
+# decided once (a constant for torch.compile)
+_TRITON_SAMPLER = triton_available()
 
 
 def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter: torch.Tensor) -> torch.Tensor:

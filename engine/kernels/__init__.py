@@ -12,8 +12,9 @@ import torch
 
 
 def triton_available() -> bool:
-    """Triton imports and ``ORATOR_TRITON`` is not 0."""
-    if os.environ.get("ORATOR_TRITON", "1") in ("0", "false", "no"):
+    """Triton imports, ``ORATOR_TRITON`` is not 0, and PyTorch can register Triton kernels as operators
+    (``torch.library.triton_op``, PyTorch 2.6+), as every kernel here is."""
+    if os.environ.get("ORATOR_TRITON", "1") in ("0", "false", "no") or not hasattr(torch.library, "triton_op"):
         return False
     try:
         import triton  # noqa: F401

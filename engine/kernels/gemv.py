@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from engine.kernels import runs_on, triton_available
 
-_ENABLED = triton_available() and hasattr(torch.library, "triton_op")  # PyTorch 2.6+
+_ENABLED = triton_available()
 if _ENABLED:
     import triton
     import triton.language as tl

@@ -115,7 +115,7 @@ class Attention(nn.Module):
 
 
 SHORT_CACHE = 16  # the code predictor's cache; longer ones are the talker's
-TRITON_ATTENTION = triton_available() and hasattr(torch.library, "triton_op")  # engine/kernels/attention.py
+TRITON_ATTENTION = triton_available()  # engine/kernels/attention.py
 
 
 def one_query_attention(q, keys, values, mask, write_pos) -> torch.Tensor:
