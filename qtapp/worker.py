@@ -183,7 +183,7 @@ class SpeechWorker(QObject):
     def _prepare_graphs(self, engine: Engine) -> None:
         """On a GPU, capture the engine's graphs now (tens of seconds the first time) rather than on the
         first Read aloud; a failure leaves them to be captured then, and says why."""
-        if not getattr(engine, "use_graphs", False):
+        if not engine.use_graphs:
             return
         self.model_status.emit("Preparing the GPU for fast speech (the first time takes up to a minute)…")
         try:

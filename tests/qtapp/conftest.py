@@ -40,6 +40,7 @@ class FakeEngine:
     model_type = "custom_voice"
     model_size = "0b6"
     device = "cpu"
+    use_graphs = False
     dtype = "float32"
     sample_rate = SAMPLE_RATE
     frames_per_sentence = FRAMES_PER_SENTENCE

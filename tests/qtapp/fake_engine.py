@@ -27,6 +27,7 @@ class FakeEngine:
     sample_rate = SAMPLE_RATE
     model_size = "0b6"
     device = "cpu"
+    use_graphs = False
     dtype = "float32"
 
     def __init__(self, model_type: str = "custom_voice", frames_per_char: float = 0.25,
