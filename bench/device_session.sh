@@ -20,11 +20,16 @@ step() {  # step NAME SHARE_OF_WHAT_IS_LEFT_IN_PERCENT COMMAND...
     local limit=$(( $(left) * share / 100 ))
     if [ "$limit" -lt 20 ]; then echo "== $name: skipped, no time left"; return; fi
     echo "== $name (at most ${limit}s)"
-    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    # SIGINT first: pytest then prints its summary and where it stood
+    timeout -s INT -k 20 "$limit" "$@" >"$OUT/$name.log" 2>&1
     echo "== $name: exit $?"
     grep -v -i "warn" "$OUT/$name.log" | tail -15
 }
 
-step tests 40 python3 -m pytest tests/engine/kernels tests/engine/graphs/test_graphs_gpu.py -q -p no:cacheprovider -p no:logging --tb=short
+# the kernels and the tiny and batched GPU tests once (with 0.6b); other sizes run their full-size tests only
+if [ "$SIZE" = 0.6b ]; then TESTS=(tests/engine/kernels tests/engine/graphs/test_graphs_gpu.py); else
+    TESTS=(tests/engine/graphs/test_graphs_gpu.py -k "$SIZE"); fi
+step tests 40 python3 -m pytest "${TESTS[@]}" -v -p no:cacheprovider -p no:logging --tb=short --durations=15 \
+    -o faulthandler_timeout=150
 step bench 70 python3 -m bench.run_all --sizes "$SIZE" --systems orator faster official --frames 150 --runs 3 --out "$OUT/bench-$SIZE"
-step batch 95 python3 -m bench.run_batch --model "$ORATOR_MODELS/$SIZE-custom_voice" --streams 1 8 32 64 --frames 150 --http --out "$OUT/batch-$SIZE.jsonl"
+step batch 95 python3 -m bench.run_batch --model "$ORATOR_MODELS/$SIZE-custom_voice" --streams 1 8 32 64 128 --frames 150 --http --out "$OUT/batch-$SIZE.jsonl"

@@ -135,7 +135,7 @@ def main(argv=None) -> None:
                                  args.device, streams.warmup_seconds))
         print(results[-1].to_json(), flush=True)
     if args.http:
-        url, server, backend = start_server(engine, max(args.streams))
+        url, server, backend = start_server(engine, streams)  # the same captured streams
         try:
             for n in args.streams:
                 results.append(summarize("http", n, args.frames, *concurrently(n, http_requests(url, args.frames)),
@@ -148,8 +148,9 @@ def main(argv=None) -> None:
             f.writelines(r.to_json() + "\n" for r in results)
 
 
-def start_server(engine: Engine, slots: int):
-    """The HTTP server with a ``slots``-stream batched backend on a free loopback port: (url, server, backend)."""
+def start_server(engine: Engine, streams):
+    """The HTTP server serving from ``streams`` (a BatchedStreams) on a free loopback port: (url, server,
+    backend)."""
     import socket
     import tempfile
     from pathlib import Path
@@ -168,10 +169,10 @@ def start_server(engine: Engine, slots: int):
     backends: list[BatchedBackend] = []
 
     def make_backend(eng: Engine) -> BatchedBackend:
-        backends.append(BatchedBackend(eng, slots))
+        backends.append(BatchedBackend(eng, streams.slots, streams))
         return backends[-1]
 
-    app = create_app(lambda: engine, library, ServerSettings(max_queue=4 * slots), make_backend=make_backend)
+    app = create_app(lambda: engine, library, ServerSettings(max_queue=4 * streams.slots), make_backend=make_backend)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     threading.Thread(target=server.run, daemon=True).start()
     url = f"http://127.0.0.1:{port}"

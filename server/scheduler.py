@@ -63,11 +63,13 @@ class EngineBackend:
 class BatchedBackend:
     """Many streams at once: ``slots`` requests advance together through the engine's batched frame loop."""
 
-    def __init__(self, engine: Engine, slots: int):
+    def __init__(self, engine: Engine, slots: int, streams=None):
+        """``streams``: an engine.batch.BatchedStreams of ``slots`` slots to serve from (one is made, every
+        batch size captured before serving, when not given)."""
         from engine.batch import BatchedStreams
 
         self.capacity = slots
-        self.streams = BatchedStreams(engine, slots, warmup=True)  # every batch size captured before serving
+        self.streams = streams if streams is not None else BatchedStreams(engine, slots, warmup=True)
 
     def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
         return self.streams.stream(job.text, job.voice, chunk_frames=job.chunk_frames,

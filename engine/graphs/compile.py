@@ -44,7 +44,10 @@ def compiled_kernels(talker: Talker, enabled: bool) -> Iterator[StepKernels]:
         return
     # one compiled body serves every layer of the same shapes (modules are inlined, weights are inputs)
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-    options = dict(dynamic=False, fullgraph=True)
+    # the first shape compiles static (one stream: the fastest kernels); the next batch size recompiles
+    # with the batch dimension symbolic and that body serves every further bucket (Dynamo's automatic
+    # dynamic shapes), so capturing 8 buckets costs about 2 compiles, not 8
+    options = dict(dynamic=None, fullgraph=True)
     layer_forward = torch.compile(DecoderLayer.forward, **options)
     for layer in layers:
         layer.forward = layer_forward.__get__(layer)

@@ -24,8 +24,9 @@ BLOCK_S = 32  # slots per inner step
 
 
 @triton.jit
-def _chunk_kernel(q_ptr, k_ptr, v_ptr, len_ptr, m_ptr, sum_ptr, acc_ptr, KV, G, S, SPLITS, scale,
+def _chunk_kernel(q_ptr, k_ptr, v_ptr, len_ptr, m_ptr, sum_ptr, acc_ptr, KV, G, S, SPLITS,
                   sq_b, sq_h, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
+                  scale: tl.constexpr,  # a constant: Inductor would pass a float argument as fp64
                   G_PAD: tl.constexpr, D: tl.constexpr, CHUNK_S: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)  # row * KV + key/value head
     split = tl.program_id(1)
@@ -100,8 +101,8 @@ def filled_slots_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Te
     acc = torch.empty(b * kv * splits * g_pad * dim, dtype=torch.float32, device=q.device)
     out = torch.empty(b, heads, dim, dtype=q.dtype, device=q.device)
     torch.library.wrap_triton(_chunk_kernel)[(b * kv, splits)](
-        q, keys, values, lengths, m, denom, acc, kv, g, slots, splits, dim**-0.5, *q.stride(), *keys.stride(),
-        *values.stride(), G_PAD=g_pad, D=dim, CHUNK_S=CHUNK, BLOCK=BLOCK_S, num_warps=4)
+        q, keys, values, lengths, m, denom, acc, kv, g, slots, splits, *q.stride(), *keys.stride(),
+        *values.stride(), scale=dim**-0.5, G_PAD=g_pad, D=dim, CHUNK_S=CHUNK, BLOCK=BLOCK_S, num_warps=4)
     torch.library.wrap_triton(_merge_kernel)[(b * kv,)](
         m, denom, acc, out, kv, g, splits, *out.stride(), SPLITS_PAD=triton.next_power_of_2(splits),
         G_PAD=g_pad, D=dim, num_warps=4)

@@ -31,9 +31,10 @@ if _ENABLED:
     import triton.language as tl
 
     @triton.jit
-    def _gemv_kernel(x_ptr, w_ptr, b_ptr, g_ptr, r_ptr, y_ptr, N, K, eps, HAS_BIAS: tl.constexpr,
+    def _gemv_kernel(x_ptr, w_ptr, b_ptr, g_ptr, r_ptr, y_ptr, N, K, HAS_BIAS: tl.constexpr,
                      SILU_MUL: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr,
-                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     eps: tl.constexpr):  # a constant: Inductor would pass a float argument as fp64
         dt = y_ptr.dtype.element_ty
         rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok = rows < N
@@ -74,7 +75,7 @@ if _ENABLED:
         block_n, block_k, warps = block_config(n, silu_mul)
         torch.library.wrap_triton(_gemv_kernel)[(triton.cdiv(n, block_n),)](
             x, weight, weight if bias is None else bias, weight if norm_weight is None else norm_weight,
-            weight if residual is None else residual, y, n, k, eps, HAS_BIAS=bias is not None,
+            weight if residual is None else residual, y, n, k, eps=eps, HAS_BIAS=bias is not None,
             SILU_MUL=silu_mul, NORM=norm_weight is not None, RESIDUAL=residual is not None,
             BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps)
         return y
