@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -154,8 +155,9 @@ def environment(device: str | torch.device = "cuda") -> dict[str, str]:
     """Date, device, commit and library versions, for the record in docs/benchmarks.md."""
     import transformers
 
+    commit = os.environ.get("ORATOR_COMMIT")  # where the checkout's .git is stale (the device machine)
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"

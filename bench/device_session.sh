@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# One call on the lent GPU machine: correctness first, then the side-by-side benchmark of one size,
-# then the many-streams benchmark, each step bounded so the next still runs. Everything lands in $OUT.
-# Run from the repository root there, with .whl carried (bench/README.md):
-#   bash bench/device_session.sh 0.6b [seconds for the whole call, default 570]
+# One call on the lent GPU machine: correctness, the side-by-side benchmark of one size, the many-streams
+# benchmark and a profile, each step bounded so the next still runs. Everything lands in $OUT.
+# With two GPUs the checks (GPU tests, then many streams) and the speed runs (side by side, then the
+# profile) go in parallel, one GPU each, with their own checkpoints. Run from the repository root there,
+# with .whl carried (bench/README.md); the device's .git is stale, so name the commit:
+#   ORATOR_COMMIT=$(git rev-parse --short HEAD) ... bash bench/device_session.sh 0.6b [seconds, default 570]
 set -uo pipefail
 SIZE="${1:-0.6b}"
 BUDGET="${2:-570}"
@@ -12,7 +14,8 @@ mkdir -p "$OUT"
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-export ORATOR_MODELS=/tmp/orator-bench-models ORATOR_GPU_SIZES="$SIZE"
+export ORATOR_GPU_SIZES="$SIZE"
+GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 step() {  # step NAME SHARE_OF_WHAT_IS_LEFT_IN_PERCENT COMMAND...
@@ -26,10 +29,30 @@ step() {  # step NAME SHARE_OF_WHAT_IS_LEFT_IN_PERCENT COMMAND...
     grep -v -i "warn" "$OUT/$name.log" | tail -15
 }
 
-# the kernels and the tiny and batched GPU tests once (with 0.6b); other sizes run their full-size tests only
-if [ "$SIZE" = 0.6b ]; then TESTS=(tests/engine/kernels tests/engine/graphs/test_graphs_gpu.py); else
-    TESTS=(tests/engine/graphs/test_graphs_gpu.py -k "$SIZE"); fi
-step tests 40 python3 -m pytest "${TESTS[@]}" -v -p no:cacheprovider -p no:logging --tb=short --durations=15 \
-    -o faulthandler_timeout=150
-step bench 70 python3 -m bench.run_all --sizes "$SIZE" --systems orator faster official --frames 150 --runs 3 --out "$OUT/bench-$SIZE"
-step batch 95 python3 -m bench.run_batch --model "$ORATOR_MODELS/$SIZE-custom_voice" --streams 1 8 32 64 128 --frames 150 --http --out "$OUT/batch-$SIZE.jsonl"
+checks() {  # checks TESTS_SHARE BATCH_SHARE: the kernels and the tiny GPU tests with 0.6b; other sizes their full-size and batched tests
+    export ORATOR_MODELS=/tmp/orator-test-models
+    if [ "$SIZE" = 0.6b ]; then tests=(tests/engine/kernels tests/engine/graphs/test_graphs_gpu.py); else
+        tests=(tests/engine/graphs/test_graphs_gpu.py -k "$SIZE or batched"); fi
+    step tests "$1" python3 -m pytest "${tests[@]}" -v -p no:cacheprovider -p no:logging --tb=short \
+        --durations=15 -o faulthandler_timeout=150
+    [ -f "$ORATOR_MODELS/$SIZE-custom_voice/model.safetensors" ] ||
+        python3 -m engine.synthetic "$ORATOR_MODELS/$SIZE-custom_voice" --size "$SIZE" --type custom_voice
+    step batch "$2" python3 -m bench.run_batch --model "$ORATOR_MODELS/$SIZE-custom_voice" --streams 1 8 32 64 128 \
+        --frames 150 --http --out "$OUT/batch-$SIZE.jsonl"
+}
+
+speed() {
+    export ORATOR_MODELS=/tmp/orator-bench-models
+    step bench "$1" python3 -m bench.run_all --sizes "$SIZE" --systems orator faster official --frames 150 --runs 3 \
+        --models "$ORATOR_MODELS" --out "$OUT/bench-$SIZE"
+    step profile 95 python3 -m bench.profile_orator --model "$ORATOR_MODELS/$SIZE-custom_voice"
+}
+
+if [ "$GPUS" -ge 2 ]; then
+    (CUDA_VISIBLE_DEVICES=0 checks 55 95) &
+    (CUDA_VISIBLE_DEVICES=1 speed 75) &
+    wait
+else
+    checks 35 30
+    speed 75
+fi
