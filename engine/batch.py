@@ -18,7 +18,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,7 +191,12 @@ class BatchedStreams:
     receives into its chunk sizes. Its decoder state lives in a 1-row holder between segments: copied
     into the slot's row when a segment starts and back when it ends, so the audio runs on exactly
     across segments whichever slots they get. ``stream`` is safe to call from up to ``slots`` threads
-    (more simply wait)."""
+    (more simply wait).
+
+    ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
+    the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
+    are none), "admit" (prefilling the joining prompts), "step", "collect" (reading back codes and
+    ends), "decode" and "handout" (to the callers' outboxes)."""
 
     def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool | None = None):
         self.engine, self.slots = engine, slots
@@ -202,6 +207,7 @@ class BatchedStreams:
         # captured up front by default: a capture while streams run stalls them (and steps their rows)
         self.warmup_seconds = self._warmup() if (self.frames.use_graphs if warmup is None else warmup) else 0.0
         self._requests: queue.Queue = queue.Queue()
+        self.phase_timer: Callable[[str], None] | None = None
         self._loop = threading.Thread(target=self._run_loop, name="orator-batch", daemon=True)
         self._loop.start()
 
@@ -267,6 +273,7 @@ class BatchedStreams:
         running: dict[int, _Request] = {}
         fresh: set[int] = set()
         while True:
+            self._phase("wait")
             if not running and not waiting:
                 waiting.append(self._requests.get())  # idle: block until a request comes
             while True:
@@ -275,17 +282,21 @@ class BatchedStreams:
                 except queue.Empty:
                     break
             with torch.inference_mode():
+                self._phase("admit")
                 self._admit(waiting, running, fresh)
                 if not running:
                     continue
                 try:
                     n = 1 if fresh else LOOP_FRAMES  # single frames until every stream has begun
+                    self._phase("step")
                     self.frames.step(n)
+                    self._phase("collect")
                     codes = np.zeros((self.frames.bucket, n, 16), np.int64)  # zeros: free rows, frames past an end
                     collected = self.frames.collect()
                     ends = {slot: ended or running[slot].cancel.is_set() for slot, (_, ended) in collected.items()}
                     for slot, (new, _) in collected.items():
                         codes[slot, :len(new)] = new
+                    self._phase("decode")
                     audio = self._decode(codes, {slot: (len(collected[slot][0]), running[slot].decoder_state)
                                                  for slot, end in ends.items() if end and running[slot].keep})
                 except Exception as e:  # a device failure: every running caller hears of it
@@ -295,6 +306,7 @@ class BatchedStreams:
                     running.clear()
                     fresh.clear()
                     continue
+                self._phase("handout")
                 for slot, (new, _) in collected.items():
                     if len(new):
                         fresh.discard(slot)
@@ -303,6 +315,10 @@ class BatchedStreams:
                         self.frames.release(slot)
                         del running[slot]
                         fresh.discard(slot)
+
+    def _phase(self, name: str) -> None:
+        if self.phase_timer is not None:
+            self.phase_timer(name)
 
     def _warmup(self) -> float:
         """Every bucket's frame step and every decode the loop can ask of it (1..LOOP_FRAMES frames: an end

@@ -1,0 +1,146 @@
+"""Where the many-streams loop's wall time goes: N concurrent streams through a warmed-up
+``BatchedStreams`` (or through the HTTP server in front of it), with the loop thread's every phase timed
+(``BatchedStreams.phase_timer``, each phase boundary synchronised with the device): waiting for and
+taking requests, admission (batched prefill), frame steps, collecting codes and ends, the batched
+decode, and handing chunks out. Prints one JSON object: seconds per phase in all and per iteration,
+counts (iterations, admissions, rows per admission, frames per iteration, rows per step), and the
+resulting audio-seconds per second and p50/p95 time to first audio.
+
+    python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--device cuda]
+
+``--trickle MS`` starts the requests MS apart, as HTTP clients arrive, instead of all at once: does
+every arrival then get an admission (a prefill that stalls the running streams) of its own?
+Synchronising each phase costs the loop a little overlap of host and device work, so the profiled
+throughput is a lower bound of ``bench.run_batch``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import torch
+
+from bench.common import audio_seconds, device_name
+from bench.run_batch import concurrently, engine_requests, http_client, http_requests, percentile, start_server
+from engine import Engine
+
+PHASES = ("wait", "admit", "step", "collect", "decode", "handout")
+
+
+def synchronizer(device: torch.device) -> Callable[[], None]:
+    """Waits for the work queued on ``device`` (nothing to wait for on the CPU)."""
+    return (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+
+
+class PhaseClock:
+    """``BatchedStreams.phase_timer``: the wall time from one phase's start to the next's goes to the
+    first, read after synchronising the device, so a phase also owns the device work it queued. Attached
+    while the loop is idle, it starts in "wait"."""
+
+    def __init__(self, sync: Callable[[], None]):
+        self.sync = sync
+        self.phases = ["wait"]
+        self.spans: list[float] = []  # seconds of phases[i]; the last phase is still running
+        self.last = time.perf_counter()
+
+    def __call__(self, phase: str) -> None:
+        self.sync()
+        now = time.perf_counter()
+        self.spans.append(now - self.last)
+        self.phases.append(phase)
+        self.last = now
+
+
+def profile(streams, request, n: int, spacing_s: float) -> dict:
+    """Run ``request(i)`` for i < n (``concurrently``) with the loop of ``streams`` (idle) timed phase by
+    phase; the timing and counts, and the requests' times to first audio."""
+    frames = streams.frames
+    sync = synchronizer(frames.device)
+    admissions: list[tuple[int, float]] = []  # (rows, seconds) per add_many
+    steps: list[tuple[int, int]] = []  # (frames, active rows) per step
+    add_many, step = frames.add_many, frames.step
+
+    def timed_add_many(requests):
+        sync()
+        t0 = time.perf_counter()
+        slots = add_many(requests)
+        sync()
+        admissions.append((len(requests), time.perf_counter() - t0))
+        return slots
+
+    def counted_step(k: int = 1) -> None:
+        steps.append((k, len(frames.active)))
+        step(k)
+
+    frames.add_many, frames.step = timed_add_many, counted_step
+    clock = streams.phase_timer = PhaseClock(sync)
+    try:
+        ttfa, wall = concurrently(n, request, spacing_s)
+        deadline = time.perf_counter() + 10
+        while clock.phases[-1] != "wait" and time.perf_counter() < deadline:  # the loop ends its last handout
+            time.sleep(0.001)
+    finally:
+        streams.phase_timer = None
+        del frames.add_many, frames.step  # the class's methods again
+    totals = {phase: 0.0 for phase in PHASES}
+    for phase, span in zip(clock.phases[:-1], clock.spans, strict=True):
+        totals[phase] += span
+    iterations = len(steps)
+    loop_s = sum(clock.spans)
+    return {
+        "wall_s": wall,
+        "loop_s": loop_s,
+        "ttfa_ms": ttfa,
+        "iterations": iterations,
+        "phases_s": totals,
+        "phases_share": {p: t / loop_s for p, t in totals.items()},
+        "phases_ms_per_iteration": {p: 1000 * t / max(iterations, 1) for p, t in totals.items()},
+        "step_ms_per_frame": 1000 * totals["step"] / max(sum(k for k, _ in steps), 1),
+        "admissions": len(admissions),
+        "rows_per_admission": [rows for rows, _ in admissions],
+        "ms_per_admission": [round(1000 * s, 3) for _, s in admissions],
+        "frames_per_iteration": {str(k): c for k, c in sorted(Counter(k for k, _ in steps).items())},
+        "mean_rows_per_step": sum(rows for _, rows in steps) / max(iterations, 1),
+    }
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--streams", type=int, default=64)
+    ap.add_argument("--frames", type=int, default=150)
+    ap.add_argument("--trickle", type=float, default=0.0, metavar="MS", help="start the requests MS apart")
+    ap.add_argument("--http", action="store_true", help="through the HTTP server in front of the streams")
+    ap.add_argument("--device", default="cuda")
+    args = ap.parse_args(argv)
+    dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+    engine = Engine.from_pretrained(args.model, device=args.device, dtype=dtype)
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine, args.streams, warmup=True)
+    concurrently(1, engine_requests(streams, 4))  # warm-up of the rest: prompt building, the tokenizer
+    report = {"model": args.model, "device": device_name(args.device), "path": "http" if args.http else "engine",
+              "streams": args.streams, "frames": args.frames, "trickle_ms": args.trickle,
+              "warmup_s": streams.warmup_seconds}
+    if args.http:
+        url, server, _ = start_server(engine, streams)
+        try:
+            with http_client() as client:
+                concurrently(1, http_requests(client, url, 4))  # warm-up of the HTTP path
+                found = profile(streams, http_requests(client, url, args.frames), args.streams, args.trickle / 1000)
+        finally:
+            server.should_exit = True
+    else:
+        found = profile(streams, engine_requests(streams, args.frames), args.streams, args.trickle / 1000)
+    ttfa = found["ttfa_ms"]
+    report.update(audio_s_per_s=args.streams * audio_seconds(args.frames) / found["wall_s"],
+                  ttfa_p50_ms=percentile(ttfa, 50), ttfa_p95_ms=percentile(ttfa, 95), **found)
+    print(json.dumps(report, indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""The many-streams loop profile on a tiny checkpoint (CPU): every phase is reported, and the phases
+add up to the loop's wall time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.profile_batch import PHASES, main
+
+STREAMS, FRAMES = 3, 8
+
+
+@pytest.mark.parametrize("extra", [[], ["--trickle", "40", "--http"]], ids=["engine", "http-trickle"])
+def test_phases_cover_the_loop_wall_time(tiny_model_dir, capsys, extra):
+    main(["--model", str(tiny_model_dir("custom_voice")), "--streams", str(STREAMS), "--frames", str(FRAMES),
+          "--device", "cpu", *extra])
+    report = json.loads(capsys.readouterr().out)
+    assert report["path"] == ("http" if extra else "engine") and report["trickle_ms"] == (40 if extra else 0)
+    phases = report["phases_s"]
+    assert set(phases) == set(PHASES) and all(t >= 0 for t in phases.values())
+    assert phases["step"] > 0 and phases["decode"] > 0
+    assert sum(phases.values()) == pytest.approx(report["loop_s"])
+    # the loop is timed from just before the first request starts to just after the last one ends
+    assert report["loop_s"] == pytest.approx(report["wall_s"], rel=0.1, abs=0.05)
+    assert sum(report["phases_share"].values()) == pytest.approx(1)
+    assert sum(report["rows_per_admission"]) == STREAMS == len(report["ttfa_ms"])
+    assert len(report["ms_per_admission"]) == report["admissions"] >= 1
+    per_iteration = report["frames_per_iteration"]
+    assert sum(per_iteration.values()) == report["iterations"] and set(per_iteration) <= {"1", "4"}
+    assert 0 < report["ttfa_p50_ms"] <= report["ttfa_p95_ms"]
+    assert report["audio_s_per_s"] == pytest.approx(STREAMS * FRAMES / 12.5 / report["wall_s"])
