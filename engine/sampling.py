@@ -84,6 +84,17 @@ class StageSettings:
         self.top_k[row] = top_k
         self.top_p[row] = top_p
 
+    def set_rows(self, rows: torch.Tensor, greedy: list, temperature: list, top_k: list, top_p: list) -> None:
+        """``set_row`` for every row in ``rows`` (int64 indices) at once, values listed in that order."""
+        for field, values in ((self.greedy, greedy), (self.temperature, temperature), (self.top_k, top_k),
+                              (self.top_p, top_p)):
+            put_rows(field, rows, values)
+
+
+def put_rows(field: torch.Tensor, rows: torch.Tensor, values: list) -> None:
+    """``field[rows] = values`` (one value per row): one host-to-device copy and one indexed write."""
+    field.index_copy_(0, rows, torch.tensor(values, dtype=field.dtype).to(field.device))
+
 
 def filter_logits(logits: torch.Tensor, s: StageSettings) -> torch.Tensor:
     """Temperature, top-k and top-p as in transformers' warpers, per row. logits: [B, V] float32."""

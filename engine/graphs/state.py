@@ -9,13 +9,14 @@ from __future__ import annotations
 import copy
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from engine.generate import TalkerLogitsProcessor
 from engine.model.layers import KVCache
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.runtime import check_memory
-from engine.sampling import Sampling, StageSettings
+from engine.sampling import Sampling, StageSettings, put_rows
 
 NEVER = 1 << 40  # "no EOS yet" marker for eos_at
 
@@ -97,7 +98,7 @@ class StaticState:
             hidden = talker.model(prompt.embeds, positions, CacheRows(self.cache, slot, slot + 1),
                                   kv_len=prompt.length)[:, -1]
             self.hidden[slot] = hidden[0]
-        self._reset_slot(slot, prompt, sampling, seed)
+        self._reset_slots([(slot, prompt, sampling, seed)])
 
     @torch.inference_mode()
     def prefill_many(self, talker: Talker, entries: list[tuple[int, Prompt, Sampling, int]]) -> None:
@@ -111,9 +112,7 @@ class StaticState:
         dev, n = self.pos.device, len(entries)
         lengths = [prompt.length for _, prompt, _, _ in entries]
         longest = max(lengths)
-        embeds = self.hidden.new_zeros(n, longest, self.hidden.shape[1])
-        for i, (_, prompt, _, _) in enumerate(entries):
-            embeds[i, : prompt.length] = prompt.embeds[0]
+        embeds = pad_sequence([prompt.embeds[0] for _, prompt, _, _ in entries], batch_first=True)
         scratch = talker.model.new_cache(n, longest, self.cache.k.dtype, dev)
         positions = torch.arange(longest, device=dev).expand(n, longest)
         hidden = talker.model(embeds, positions, scratch, kv_len=longest)  # [n, longest, H]
@@ -122,28 +121,37 @@ class StaticState:
         self.cache.v[:, :, :, :longest].index_copy_(1, slots, scratch.v)
         last = torch.tensor(lengths, device=dev) - 1
         self.hidden.index_copy_(0, slots, hidden[torch.arange(n, device=dev), last])
-        for slot, prompt, sampling, seed in entries:
-            self._reset_slot(slot, prompt, sampling, seed)
+        self._reset_slots(entries)
 
     def retire(self, slot: int) -> None:
         """A freed slot stays at position 0 while the others step: its attention reads one cache slot."""
         self.live[slot] = 0
         self.pos[slot] = 0
 
-    def _reset_slot(self, slot: int, prompt: Prompt, sampling: Sampling, seed: int) -> None:
-        """Counters, trailing text and settings of a freshly prefilled slot."""
-        n_trailing = prompt.trailing.shape[1]
-        self.pos[slot] = prompt.length
-        self.live[slot] = 1
-        self.frame[slot] = 0
-        self.trailing[slot, :n_trailing] = prompt.trailing[0]
-        self.trailing_len[slot] = n_trailing
-        self.pad[slot] = prompt.pad_embed[0, 0]
-        self.seeds[slot] = seed
-        self.eos_at[slot] = NEVER
-        self.talker_settings.set_row(slot, sampling.greedy, sampling.temperature, sampling.top_k, sampling.top_p)
-        self.predictor_settings.set_row(slot, sampling.predictor_greedy, sampling.sub_temperature,
-                                        sampling.sub_top_k, sampling.sub_top_p)
-        self.processor.seen[slot] = False
-        self.processor.penalty[slot] = sampling.repetition_penalty
-        self.processor.min_frames[slot] = sampling.min_frames
+    def _reset_slots(self, entries: list[tuple[int, Prompt, Sampling, int]]) -> None:
+        """Counters, trailing text and settings of freshly prefilled (slot, prompt, sampling, seed): one
+        indexed write per field for all of them (an admission of 64 streams is not 1,000 tiny copies)."""
+        dev = self.pos.device
+        slots = torch.tensor([slot for slot, _, _, _ in entries], device=dev)
+        prompts = [prompt for _, prompt, _, _ in entries]
+        samplings = [sampling for _, _, sampling, _ in entries]
+        n = len(entries)
+        put_rows(self.pos, slots, [p.length for p in prompts])
+        put_rows(self.live, slots, [1] * n)
+        put_rows(self.frame, slots, [0] * n)
+        put_rows(self.trailing_len, slots, [p.trailing.shape[1] for p in prompts])
+        put_rows(self.seeds, slots, [seed for _, _, _, seed in entries])
+        put_rows(self.eos_at, slots, [NEVER] * n)
+        trailing = pad_sequence([p.trailing[0] for p in prompts], batch_first=True)
+        rows = self.trailing.new_zeros(n, *self.trailing.shape[1:])
+        rows[:, : trailing.shape[1]] = trailing
+        self.trailing.index_copy_(0, slots, rows)
+        self.pad.index_copy_(0, slots, torch.stack([p.pad_embed[0, 0] for p in prompts]))
+        self.talker_settings.set_rows(slots, [s.greedy for s in samplings], [s.temperature for s in samplings],
+                                      [s.top_k for s in samplings], [s.top_p for s in samplings])
+        self.predictor_settings.set_rows(slots, [s.predictor_greedy for s in samplings],
+                                         [s.sub_temperature for s in samplings], [s.sub_top_k for s in samplings],
+                                         [s.sub_top_p for s in samplings])
+        self.processor.seen.index_fill_(0, slots, False)
+        put_rows(self.processor.penalty, slots, [s.repetition_penalty for s in samplings])
+        put_rows(self.processor.min_frames, slots, [s.min_frames for s in samplings])
