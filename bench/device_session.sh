@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One call on the lent GPU machine: correctness, the side-by-side benchmark of one size, the many-streams
-# benchmark and a profile, each step bounded so the next still runs. Everything lands in $OUT.
-# With two GPUs the checks (GPU tests, then many streams) and the speed runs (side by side, then the
-# profile) go in parallel, one GPU each, with their own checkpoints. Run from the repository root there,
+# benchmark and the profiles, each step bounded so the next still runs. Everything lands in $OUT.
+# With two GPUs the checks (GPU tests, many streams, the many-streams loop's profile) and the speed runs
+# (side by side, the frame's profile, the matrix-vector block sweep) go in parallel, one GPU each, with
+# their own checkpoints. Run from the repository root there,
 # with .whl carried (bench/README.md); the device's .git is stale, so name the commit:
 #   ORATOR_COMMIT=$(git rev-parse --short HEAD) ... bash bench/device_session.sh 0.6b [seconds, default 570]
 set -uo pipefail
@@ -29,7 +30,9 @@ step() {  # step NAME SHARE_OF_WHAT_IS_LEFT_IN_PERCENT COMMAND...
     grep -v -i "warn" "$OUT/$name.log" | tail -15
 }
 
-checks() {  # checks TESTS_SHARE BATCH_SHARE: the kernels and the tiny GPU tests with 0.6b; other sizes their full-size and batched tests
+# checks TESTS_SHARE BATCH_SHARE PROFILE_SHARE (percent of the time left at each step). The tests: with 0.6b
+# the kernels and every GPU test; with another size its full-size and the batched tests
+checks() {
     export ORATOR_MODELS=/tmp/orator-test-models
     if [ "$SIZE" = 0.6b ]; then tests=(tests/engine/kernels tests/engine/graphs/test_graphs_gpu.py); else
         tests=(tests/engine/graphs/test_graphs_gpu.py -k "$SIZE or batched"); fi
@@ -39,20 +42,23 @@ checks() {  # checks TESTS_SHARE BATCH_SHARE: the kernels and the tiny GPU tests
         python3 -m engine.synthetic "$ORATOR_MODELS/$SIZE-custom_voice" --size "$SIZE" --type custom_voice
     step batch "$2" python3 -m bench.run_batch --model "$ORATOR_MODELS/$SIZE-custom_voice" --streams 1 8 32 64 128 \
         --frames 150 --http --out "$OUT/batch-$SIZE.jsonl"
+    step profile-batch "$3" python3 -m bench.profile_batch --model "$ORATOR_MODELS/$SIZE-custom_voice" --streams 64
 }
 
+# speed BENCH_SHARE PROFILE_SHARE SWEEP_SHARE
 speed() {
     export ORATOR_MODELS=/tmp/orator-bench-models
     step bench "$1" python3 -m bench.run_all --sizes "$SIZE" --systems orator faster official --frames 150 --runs 3 \
         --models "$ORATOR_MODELS" --out "$OUT/bench-$SIZE"
-    step profile 95 python3 -m bench.profile_orator --model "$ORATOR_MODELS/$SIZE-custom_voice"
+    step profile "$2" python3 -m bench.profile_orator --model "$ORATOR_MODELS/$SIZE-custom_voice"
+    step gemv-sweep "$3" python3 -m bench.gemv_configs --out "$OUT/gemv-sweep.json"
 }
 
 if [ "$GPUS" -ge 2 ]; then
-    (CUDA_VISIBLE_DEVICES=0 checks 55 95) &
-    (CUDA_VISIBLE_DEVICES=1 speed 75) &
+    (CUDA_VISIBLE_DEVICES=0 checks 50 60 95) &
+    (CUDA_VISIBLE_DEVICES=1 speed 60 40 95) &
     wait
 else
-    checks 35 30
-    speed 75
+    checks 35 30 20
+    speed 60 30 90
 fi
