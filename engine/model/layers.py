@@ -91,7 +91,11 @@ class Attention(nn.Module):
         bool (True = attend)."""
         b, t, _ = x.shape
         if self.qkv_weight is not None:
-            q, k, v = norm_linear(x, norm, self.qkv_weight).split(
+            qkv = norm_linear(x, norm, self.qkv_weight)
+            if short_attention_in_one_kernel(qkv, k_cache, self.q_norm.weight):
+                out = self.short_attention_block(qkv, cos, sin, k_cache, v_cache, write_pos)
+                return linear(out, self.o_proj.weight, residual=x)
+            q, k, v = qkv.split(
                 [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
         else:
             h = norm(x)
@@ -113,9 +117,26 @@ class Attention(nn.Module):
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
         return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight, residual=x)
 
+    def short_attention_block(self, qkv, cos, sin, k_cache, v_cache, write_pos) -> torch.Tensor:
+        """Everything between the projections of a one-position step (qkv: [B, 1, (H + 2 KV) D]) in the kernel
+        of engine/kernels/short_attention.py -> [B, 1, H D]."""
+        from engine.kernels.short_attention import short_attention_block
+
+        return short_attention_block(qkv[:, 0], self.q_norm.weight, self.k_norm.weight, cos[:, 0, 0], sin[:, 0, 0],
+                                     k_cache, v_cache, write_pos[:, 0], self.q_norm.eps)[:, None]
+
 
 SHORT_CACHE = 16  # the code predictor's cache; longer ones are the talker's
-TRITON_ATTENTION = triton_available()  # engine/kernels/attention.py
+TRITON_ATTENTION = triton_available()  # engine/kernels/attention.py and short_attention.py
+
+
+def short_attention_in_one_kernel(qkv, k_cache, norm_weight) -> bool:
+    """A code-predictor decode step on CUDA in bf16/fp16 (qkv: [B, 1, ...], a cache of at most SHORT_CACHE
+    slots): its q/k norms, RoPE, cache write and attention run as one Triton kernel instead of ~5 compiled
+    ones. The kernel attends to slots [0, write_pos], the mask every decode step builds."""
+    return (TRITON_ATTENTION and qkv.shape[1] == 1 and k_cache.shape[2] <= SHORT_CACHE and qkv.is_cuda
+            and qkv.dtype in (torch.bfloat16, torch.float16) and norm_weight.dtype == qkv.dtype
+            and runs_on(qkv.device))
 
 
 def one_query_attention(q, keys, values, mask, write_pos) -> torch.Tensor:
@@ -150,7 +171,8 @@ def decode_attention(q, keys, values, mask) -> torch.Tensor:
 
 def short_attention(q, keys, values, mask) -> torch.Tensor:
     """``decode_attention`` for a cache of a few slots (the code predictor's 16) as plain products and sums,
-    which the compiler fuses with the surrounding norm and RoPE instead of calling an attention kernel."""
+    which the compiler fuses with the surrounding norm and RoPE instead of calling an attention kernel
+    (in bf16/fp16 with fused projections, ``short_attention_in_one_kernel`` replaces all of it)."""
     b, h, _, d = q.shape
     kv, s = keys.shape[1], keys.shape[2]
     acc = torch.promote_types(q.dtype, torch.float32)  # float32 at least
