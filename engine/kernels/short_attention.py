@@ -9,18 +9,18 @@ the new key, writes the new key and value at the row's slot, loads the slots bef
 key and value come from registers, so nothing written is read back) and, for each of the query heads
 sharing that key/value head, normalises and rotates the query and attends over slots [0, write_pos].
 
-Numerics follow ``engine.model.layers.Attention`` step by step: the norm in float32, rounded to the
-working dtype before the weight multiplies it, that product rounded; RoPE's two products rounded, then
-their sum; scores (scaled by head_dim**-0.5), softmax and the weighted sum of values in float32, the
-output rounded once. The unfused and fused paths differ by the order of float32 sums (and the last
-bit of a square root): about one bf16 ulp now and then.
+Numerics follow ``engine.model.layers.Attention`` step by step: the norms and RoPE rounded where it
+rounds them (``rope_norm.normed_rotated``, shared with the talker's kernel in ``attention.py``); scores
+(scaled by head_dim**-0.5), softmax and the weighted sum of values in float32, the output rounded once.
+The unfused and fused paths differ by the order of float32 sums (and the last bit of a square root):
+about one bf16 ulp now and then.
 
 ``orator::short_attention_block`` is a ``torch.library.custom_op`` that mutates the key and value caches:
 ``torch.compile`` keeps it as one opaque call, and it is capturable in a CUDA graph. Not a ``triton_op``
-(which Inductor traces into, like the other kernels here): the caches it writes are one layer's views of
-the stack's cache, and Inductor (PyTorch 2.13) writes a traced kernel's mutation of a view of a graph
-input into a clone, then copies the clone back into the whole cache, every step. A custom op's mutation
-of a view is written in place. On CPU it runs in Triton's interpreter for the tests.
+(which Inductor traces into, as it does gemv's and the sampler's): the caches it writes are one layer's
+views of the stack's cache, and Inductor (PyTorch 2.13) writes a traced kernel's mutation of a view of a
+graph input into a clone, then copies the clone back into the whole cache, every step. A custom op's
+mutation of a view is written in place. On CPU it runs in Triton's interpreter for the tests.
 """
 
 from __future__ import annotations
@@ -29,18 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-
-@triton.jit
-def _normed_rotated(x_ptr, w_ptr, cos, sin, d, rot, sign, eps: tl.constexpr, D: tl.constexpr):
-    """One head's ``q_norm(x) * cos + rotate_half(q_norm(x)) * sin`` ([D], rounded as the layer rounds it);
-    ``rot`` indexes the other half and ``sign`` negates the first, as ``rotate_half`` does."""
-    dt = x_ptr.dtype.element_ty
-    x = tl.load(x_ptr + d).to(tl.float32)
-    x_rot = tl.load(x_ptr + rot).to(tl.float32)  # the same values in rotate_half's order (an L1 hit)
-    rstd = tl.math.rsqrt(tl.sum(x * x, axis=0) / D + eps)
-    y = (tl.load(w_ptr + d).to(tl.float32) * (x * rstd).to(dt).to(tl.float32)).to(dt).to(tl.float32)
-    y_rot = (tl.load(w_ptr + rot).to(tl.float32) * (x_rot * rstd).to(dt).to(tl.float32)).to(dt).to(tl.float32)
-    return ((y * cos).to(dt).to(tl.float32) + (sign * y_rot * sin).to(dt).to(tl.float32)).to(dt)
+from engine.kernels.rope_norm import normed_rotated
 
 
 @triton.jit
@@ -58,7 +47,7 @@ def _short_attention_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_
     cos = tl.load(cos_ptr + b * s_cos + d).to(tl.float32)
     sin = tl.load(sin_ptr + b * s_sin + d).to(tl.float32)
     row = qkv_ptr + b * s_qkv  # [q heads | k heads | v heads] x D
-    k_new = _normed_rotated(row + (KV * G + kv) * D, kw_ptr, cos, sin, d, rot, sign, eps, D)
+    k_new = normed_rotated(row + (KV * G + kv) * D, kw_ptr, cos, sin, d, rot, sign, eps, D)
     v_new = tl.load(row + (KV * G + KV + kv) * D + d)
     k_row = k_ptr + b * sk_b + kv * sk_h
     v_row = v_ptr + b * sv_b + kv * sv_h
@@ -76,7 +65,7 @@ def _short_attention_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_
     attend = (s <= wp) & (s < S)
     for g in tl.static_range(G):  # the query heads sharing this key/value head
         head = kv * G + g
-        q = _normed_rotated(row + head * D, qw_ptr, cos, sin, d, rot, sign, eps, D).to(tl.float32)
+        q = normed_rotated(row + head * D, qw_ptr, cos, sin, d, rot, sign, eps, D).to(tl.float32)
         scores = tl.where(attend, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))  # [BLOCK_S]
         p = tl.exp(scores - tl.max(scores, axis=0))  # the new slot is always attended: the max is finite
         out = tl.sum((p / tl.sum(p, axis=0))[:, None] * values, axis=0)  # [D]

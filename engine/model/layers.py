@@ -2,7 +2,9 @@
 
 Plain ``nn.Module``s whose parameter names match the checkpoint (``self_attn.q_proj`` ...). Attention
 reads and writes a static KV cache (allocated once, written by index), so shapes never change
-between steps and the same code runs eagerly or inside a captured CUDA graph.
+between steps and the same code runs eagerly or inside a captured CUDA graph. On CUDA in bf16/fp16 a
+one-position step's attention, from the fused q/k/v projection to the output projection, runs as one
+Triton block (``attention_block``: the kernels of engine/kernels/short_attention.py and attention.py).
 """
 
 from __future__ import annotations
@@ -92,9 +94,11 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         if self.qkv_weight is not None:
             qkv = norm_linear(x, norm, self.qkv_weight)
-            if short_attention_in_one_kernel(qkv, k_cache, self.q_norm.weight):
-                out = self.short_attention_block(qkv, cos, sin, k_cache, v_cache, write_pos)
-                return linear(out, self.o_proj.weight, residual=x)
+            block = attention_block(qkv, k_cache, self.q_norm.weight)
+            if block is not None:  # everything up to the output projection in Triton
+                out = block(qkv[:, 0], self.q_norm.weight, self.k_norm.weight, cos[:, 0, 0], sin[:, 0, 0], k_cache,
+                            v_cache, write_pos[:, 0], self.q_norm.eps)
+                return linear(out[:, None], self.o_proj.weight, residual=x)
             q, k, v = qkv.split(
                 [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
         else:
@@ -112,43 +116,41 @@ class Attention(nn.Module):
         v_cache.index_put_(slots, v)
         keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
         if t == 1 and x.is_cuda:
-            out = one_query_attention(q, keys, values, mask, write_pos)
+            out = one_query_attention(q, keys, values, mask)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
         return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight, residual=x)
-
-    def short_attention_block(self, qkv, cos, sin, k_cache, v_cache, write_pos) -> torch.Tensor:
-        """Everything between the projections of a one-position step (qkv: [B, 1, (H + 2 KV) D]) in the kernel
-        of engine/kernels/short_attention.py -> [B, 1, H D]."""
-        from engine.kernels.short_attention import short_attention_block
-
-        return short_attention_block(qkv[:, 0], self.q_norm.weight, self.k_norm.weight, cos[:, 0, 0], sin[:, 0, 0],
-                                     k_cache, v_cache, write_pos[:, 0], self.q_norm.eps)[:, None]
 
 
 SHORT_CACHE = 16  # the code predictor's cache; longer ones are the talker's
 TRITON_ATTENTION = triton_available()  # engine/kernels/attention.py and short_attention.py
 
 
-def short_attention_in_one_kernel(qkv, k_cache, norm_weight) -> bool:
-    """A code-predictor decode step on CUDA in bf16/fp16 (qkv: [B, 1, ...], a cache of at most SHORT_CACHE
-    slots): its q/k norms, RoPE, cache write and attention run as one Triton kernel instead of ~5 compiled
-    ones. The kernel attends to slots [0, write_pos], the mask every decode step builds."""
-    return (TRITON_ATTENTION and qkv.shape[1] == 1 and k_cache.shape[2] <= SHORT_CACHE and qkv.is_cuda
-            and qkv.dtype in (torch.bfloat16, torch.float16) and norm_weight.dtype == qkv.dtype
-            and runs_on(qkv.device))
+def attention_block(qkv, k_cache, norm_weight):
+    """The Triton op that runs a one-position step (qkv: [B, 1, ...]) from the fused q/k/v projection to the
+    output projection's input, on CUDA in bf16/fp16: the q/k norms, RoPE, the cache write and the attention
+    over slots [0, write_pos] (the mask every decode step builds), or None where the PyTorch code runs.
+    A cache of at most SHORT_CACHE slots (the code predictor's) is one kernel, short_attention.py's, instead
+    of ~5 compiled ones; the talker's long cache two, attention.py's, reading only each row's filled slots,
+    instead of ~10."""
+    if not (TRITON_ATTENTION and qkv.shape[1] == 1 and qkv.is_cuda and qkv.dtype in (torch.bfloat16, torch.float16)
+            and norm_weight.dtype == qkv.dtype and runs_on(qkv.device)):
+        return None
+    if k_cache.shape[2] <= SHORT_CACHE:
+        from engine.kernels.short_attention import short_attention_block
+
+        return short_attention_block
+    from engine.kernels.attention import filled_slots_attention_block
+
+    return filled_slots_attention_block
 
 
-def one_query_attention(q, keys, values, mask, write_pos) -> torch.Tensor:
-    """A decode step's attention on CUDA, one query position per row (q: [B, H, 1, D], write_pos: [B, 1]):
-    the code predictor's few slots as plain products and sums; the talker's long cache through the
-    Triton kernel that reads only each row's filled slots (bf16/fp16), else as two batched products."""
+def one_query_attention(q, keys, values, mask) -> torch.Tensor:
+    """A decode step's attention on CUDA where ``attention_block`` does not run, one query position per row
+    (q: [B, H, 1, D]): the code predictor's few slots as plain products and sums, the talker's long cache as
+    two batched products."""
     if keys.shape[2] <= SHORT_CACHE:
         return short_attention(q, keys, values, mask)
-    if TRITON_ATTENTION and q.dtype in (torch.bfloat16, torch.float16) and runs_on(q.device):
-        from engine.kernels.attention import filled_slots_attention
-
-        return filled_slots_attention(q[:, :, 0], keys, values, write_pos[:, 0] + 1)[:, :, None]
     return decode_attention(q, keys, values, mask)
 
 
@@ -157,8 +159,9 @@ def decode_attention(q, keys, values, mask) -> torch.Tensor:
 
     q: [B, H, 1, D]; keys, values: [B, KV, S, D]; mask: [B, 1, 1, S] -> [B, H, 1, D]. On CUDA, SDPA
     sends this shape to cuDNN's split-sequence ("lean") kernel, whose partial results are reduced in
-    an order that changes from run to run; these products are deterministic. In bf16/fp16 the Triton
-    kernel of engine/kernels/attention.py replaces this, reading only each row's filled slots."""
+    an order that changes from run to run; these products are deterministic. In bf16/fp16 with fused
+    projections the Triton kernels of engine/kernels/attention.py replace this (``attention_block``),
+    reading only each row's filled slots."""
     b, h, _, d = q.shape
     kv, s = keys.shape[1], keys.shape[2]
     qg = q.view(b, kv, h // kv, d)  # the query heads sharing each key/value head
@@ -172,7 +175,7 @@ def decode_attention(q, keys, values, mask) -> torch.Tensor:
 def short_attention(q, keys, values, mask) -> torch.Tensor:
     """``decode_attention`` for a cache of a few slots (the code predictor's 16) as plain products and sums,
     which the compiler fuses with the surrounding norm and RoPE instead of calling an attention kernel
-    (in bf16/fp16 with fused projections, ``short_attention_in_one_kernel`` replaces all of it)."""
+    (in bf16/fp16 with fused projections, ``attention_block`` replaces all of it)."""
     b, h, _, d = q.shape
     kv, s = keys.shape[1], keys.shape[2]
     acc = torch.promote_types(q.dtype, torch.float32)  # float32 at least

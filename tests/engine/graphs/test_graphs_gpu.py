@@ -153,12 +153,15 @@ def test_batched_streams_decode_in_graphs_and_give_each_caller_its_solo_audio(gp
 
 @pytest.mark.parametrize("size", SIZES)
 def test_triton_kernels_agree_with_pytorch_in_a_full_size_talker(gpu_engines, size, monkeypatch):
-    """bf16, real shapes: the talker's hidden states over a prefill and 8 one-position steps with the fused
-    matrix-vector kernels (RMSNorm, SiLU*up and the residual folded in) and with plain PyTorch agree to
-    bf16 precision."""
+    """bf16, real shapes: the talker's hidden states over a prefill and 8 one-position steps with the Triton
+    kernels (the fused matrix-vector kernels, RMSNorm, SiLU*up and the residual folded in; each step's
+    attention, from the q/k/v projection to the output projection, in the filled-slots attention block) and
+    with plain PyTorch agree to bf16 precision."""
     import torch.nn.functional as F
 
     from engine.kernels import gemv
+    from engine.kernels.attention import filled_slots_attention_block
+    from engine.model import layers
     from engine.prompts import build_prompt
 
     eng = gpu_engines(size, "custom_voice")
@@ -175,8 +178,14 @@ def test_triton_kernels_agree_with_pytorch_in_a_full_size_talker(gpu_engines, si
             states.append(talker.model(states[-1][:, None], pos, cache, kv_len=length + i + 1)[:, -1])
         return torch.cat(states).float()  # [9, H]
 
+    chosen, choose = [], layers.attention_block
     with torch.inference_mode():
+        monkeypatch.setattr(layers, "attention_block", lambda *a: chosen.append(choose(*a)) or chosen[-1])
         fused = hidden_states()
         monkeypatch.setattr(gemv, "_ENABLED", False)
+        monkeypatch.setattr(layers, "TRITON_ATTENTION", False)
         plain = hidden_states()
+    n_layers = len(talker.model.layers)
+    assert chosen[:9 * n_layers].count(filled_slots_attention_block) == 8 * n_layers  # the one-position steps
+    assert chosen[9 * n_layers:] == [None] * 9 * n_layers
     assert F.cosine_similarity(fused, plain, dim=-1).min() > 0.999

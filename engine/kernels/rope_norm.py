@@ -1,0 +1,26 @@
+"""One attention head's q or k as ``engine.model.layers.Attention`` makes it from the projection's output:
+the per-head RMSNorm, then rotate-half RoPE, inside a Triton kernel (the attention kernels of
+``attention.py`` and ``short_attention.py`` share it).
+
+Rounded where the layer code rounds: the norm in float32, rounded to the working dtype before the weight
+multiplies it, that product rounded; RoPE's two products rounded, then their sum.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def normed_rotated(x_ptr, w_ptr, cos, sin, d, rot, sign, eps: tl.constexpr, D: tl.constexpr):
+    """One head's ``q_norm(x) * cos + rotate_half(q_norm(x)) * sin`` ([D] in x's dtype) from the head's D values
+    at ``x_ptr`` and the norm weight at ``w_ptr``; cos and sin [D] in float32; ``d`` = arange(D), ``rot`` indexes
+    the other half and ``sign`` negates the first, as ``rotate_half`` does."""
+    dt = x_ptr.dtype.element_ty
+    x = tl.load(x_ptr + d).to(tl.float32)
+    x_rot = tl.load(x_ptr + rot).to(tl.float32)  # the same values in rotate_half's order (an L1 hit)
+    rstd = tl.math.rsqrt(tl.sum(x * x, axis=0) / D + eps)
+    y = (tl.load(w_ptr + d).to(tl.float32) * (x * rstd).to(dt).to(tl.float32)).to(dt).to(tl.float32)
+    y_rot = (tl.load(w_ptr + rot).to(tl.float32) * (x_rot * rstd).to(dt).to(tl.float32)).to(dt).to(tl.float32)
+    return ((y * cos).to(dt).to(tl.float32) + (sign * y_rot * sin).to(dt).to(tl.float32)).to(dt)
