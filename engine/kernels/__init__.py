@@ -13,7 +13,8 @@ import torch
 
 def triton_available() -> bool:
     """Triton imports, ``ORATOR_TRITON`` is not 0, and PyTorch can register Triton kernels as operators
-    (``torch.library.triton_op``, PyTorch 2.6+), as every kernel here is."""
+    (``torch.library.triton_op``, PyTorch 2.6+: the matrix-vector and sampling kernels are; the attention
+    blocks, which write the caches, are ``torch.library.custom_op``s)."""
     if os.environ.get("ORATOR_TRITON", "1") in ("0", "false", "no") or not hasattr(torch.library, "triton_op"):
         return False
     try:
