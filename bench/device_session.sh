@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One call on the lent GPU machine: correctness, the side-by-side benchmark of one size, the many-streams
 # benchmark and the profiles, each step bounded so the next still runs. Everything lands in $OUT.
-# With two GPUs the checks (GPU tests, many streams, the many-streams loop's profile) and the speed runs
-# (side by side, the frame's profile, the matrix-vector block sweep) go in parallel, one GPU each, with
-# their own checkpoints. Run from the repository root there,
-# with .whl carried (bench/README.md); the device's .git is stale, so name the commit:
-#   ORATOR_COMMIT=$(git rev-parse --short HEAD) ... bash bench/device_session.sh 0.6b [seconds, default 570]
+# With two GPUs the checks (GPU tests, then the matrix-vector block sweep) and the speed runs (side by
+# side, many streams, the many-streams loop's profile, the frame's profile) go in parallel, one GPU
+# each, with their own checkpoints. Run from the repository root there, with .whl carried
+# (bench/README.md); the device's .git is stale, so name the commit:
+#   ORATOR_COMMIT=<hash> bash bench/device_session.sh 0.6b [seconds, default 570]
 set -uo pipefail
 SIZE="${1:-0.6b}"
 BUDGET="${2:-570}"
@@ -30,35 +30,35 @@ step() {  # step NAME SHARE_OF_WHAT_IS_LEFT_IN_PERCENT COMMAND...
     grep -v -i "warn" "$OUT/$name.log" | tail -15
 }
 
-# checks TESTS_SHARE BATCH_SHARE PROFILE_SHARE (percent of the time left at each step). The tests: with 0.6b
-# the kernels and every GPU test; with another size its full-size and the batched tests
+# checks TESTS_SHARE SWEEP_SHARE (percent of the time left at each step). The tests: with 0.6b the
+# kernels and every GPU test; with another size its full-size and the batched tests
 checks() {
     export ORATOR_MODELS=/tmp/orator-test-models
     if [ "$SIZE" = 0.6b ]; then tests=(tests/engine/kernels tests/engine/graphs/test_graphs_gpu.py); else
         tests=(tests/engine/graphs/test_graphs_gpu.py -k "$SIZE or batched"); fi
     step tests "$1" python3 -m pytest "${tests[@]}" -v -p no:cacheprovider -p no:logging --tb=short \
         --durations=15 -o faulthandler_timeout=150
-    [ -f "$ORATOR_MODELS/$SIZE-custom_voice/model.safetensors" ] ||
-        python3 -m engine.synthetic "$ORATOR_MODELS/$SIZE-custom_voice" --size "$SIZE" --type custom_voice
-    step batch "$2" python3 -m bench.run_batch --model "$ORATOR_MODELS/$SIZE-custom_voice" --streams 1 8 32 64 128 \
-        --frames 150 --http --out "$OUT/batch-$SIZE.jsonl"
-    step profile-batch "$3" python3 -m bench.profile_batch --model "$ORATOR_MODELS/$SIZE-custom_voice" --streams 64
+    step gemv-sweep "$2" python3 -m bench.gemv_configs --out "$OUT/gemv-sweep.json"
 }
 
-# speed BENCH_SHARE PROFILE_SHARE SWEEP_SHARE
+# speed BENCH_SHARE BATCH_SHARE BATCH_PROFILE_SHARE PROFILE_SHARE
 speed() {
     export ORATOR_MODELS=/tmp/orator-bench-models
+    local model="$ORATOR_MODELS/$SIZE-custom_voice"
     step bench "$1" python3 -m bench.run_all --sizes "$SIZE" --systems orator faster official --frames 150 --runs 3 \
         --models "$ORATOR_MODELS" --out "$OUT/bench-$SIZE"
-    step profile "$2" python3 -m bench.profile_orator --model "$ORATOR_MODELS/$SIZE-custom_voice"
-    step gemv-sweep "$3" python3 -m bench.gemv_configs --out "$OUT/gemv-sweep.json"
+    [ -f "$model/model.safetensors" ] || python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice
+    step batch "$2" python3 -m bench.run_batch --model "$model" --streams 1 8 32 64 128 --frames 150 --http \
+        --out "$OUT/batch-$SIZE.jsonl"
+    step profile-batch "$3" python3 -m bench.profile_batch --model "$model" --streams 64
+    step profile "$4" python3 -m bench.profile_orator --model "$model"
 }
 
 if [ "$GPUS" -ge 2 ]; then
-    (CUDA_VISIBLE_DEVICES=0 checks 50 60 95) &
-    (CUDA_VISIBLE_DEVICES=1 speed 60 40 95) &
+    (CUDA_VISIBLE_DEVICES=0 checks 70 95) &
+    (CUDA_VISIBLE_DEVICES=1 speed 40 45 60 95) &
     wait
 else
-    checks 35 30 20
-    speed 60 30 90
+    checks 35 15
+    speed 45 40 50 95
 fi
