@@ -55,7 +55,7 @@ speed() {
 }
 
 if [ "$GPUS" -ge 2 ]; then
-    (CUDA_VISIBLE_DEVICES=0 checks 70 95) &
+    (CUDA_VISIBLE_DEVICES=0 checks 80 95) &
     (CUDA_VISIBLE_DEVICES=1 speed 40 45 60 95) &
     wait
 else
