@@ -31,6 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
+from engine.kernels import block_args
 from engine.kernels.rope_norm import normed_rotated
 
 CHUNK = 64  # cache slots per program: short, so that a step's few hundred filled slots spread over many SMs
@@ -121,19 +122,13 @@ def filled_slots_attention_block(qkv: torch.Tensor, q_norm_weight: torch.Tensor,
     cos, sin [B, D] (in qkv's dtype); k_cache, v_cache [B, KV, S, D] (the talker's 2,048 slots), written at
     slot write_pos[b] (write_pos [B] int64, < S; a larger one is taken as S - 1). Row b attends to slots
     [0, write_pos[b]] -> [B, H D] in qkv's dtype."""
-    b, width = qkv.shape
-    kv, slots, dim = k_cache.shape[1:]
-    heads = width // dim - 2 * kv
-    if heads <= 0 or heads % kv or width != (heads + 2 * kv) * dim or v_cache.shape != k_cache.shape:
-        raise ValueError(f"filled_slots_attention_block: qkv width {width} does not fit the cache "
-                         f"{tuple(k_cache.shape)}")
-    if not all(t.stride(-1) == 1 for t in (qkv, cos, sin, k_cache, v_cache, q_norm_weight, k_norm_weight)):
-        raise ValueError("filled_slots_attention_block needs its tensors contiguous in their last dimension")
+    b, heads, kv, slots, dim = block_args.unpack("filled_slots_attention_block", qkv, q_norm_weight,
+                                                 k_norm_weight, cos, sin, k_cache, v_cache)
     splits = triton.cdiv(slots, CHUNK)
     m = torch.empty(b * heads * splits, dtype=torch.float32, device=qkv.device)
     denom = torch.empty_like(m)
     acc = torch.empty(b * heads * splits * dim, dtype=torch.float32, device=qkv.device)
-    out = torch.empty(b, heads * dim, dtype=qkv.dtype, device=qkv.device)
+    out = block_args.output_like(qkv, k_cache)
     _chunk_kernel[(b * heads, splits)](
         qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, m, denom, acc, slots, splits,
         qkv.stride(0), cos.stride(0), sin.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3],
@@ -147,5 +142,4 @@ def filled_slots_attention_block(qkv: torch.Tensor, q_norm_weight: torch.Tensor,
 
 @filled_slots_attention_block.register_fake
 def _(qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, eps):
-    kv, _, dim = k_cache.shape[1:]
-    return qkv.new_empty(qkv.shape[0], qkv.shape[1] - 2 * kv * dim)
+    return block_args.output_like(qkv, k_cache)

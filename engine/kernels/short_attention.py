@@ -29,6 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
+from engine.kernels import block_args
 from engine.kernels.rope_norm import normed_rotated
 
 
@@ -80,14 +81,9 @@ def short_attention_block(qkv: torch.Tensor, q_norm_weight: torch.Tensor, k_norm
     cos, sin [B, D] (in qkv's dtype); k_cache, v_cache [B, KV, S, D] (a few slots, the code predictor's 16:
     all of them one tile in registers), written at slot write_pos[b] (write_pos [B] int64, < S). Row b
     attends to slots [0, write_pos[b]] -> [B, H D] in qkv's dtype."""
-    b, width = qkv.shape
-    kv, slots, dim = k_cache.shape[1:]
-    heads = width // dim - 2 * kv
-    if heads <= 0 or heads % kv or width != (heads + 2 * kv) * dim or v_cache.shape != k_cache.shape:
-        raise ValueError(f"short_attention_block: qkv width {width} does not fit the cache {tuple(k_cache.shape)}")
-    if not all(t.stride(-1) == 1 for t in (qkv, cos, sin, k_cache, v_cache, q_norm_weight, k_norm_weight)):
-        raise ValueError("short_attention_block needs its tensors contiguous in their last dimension")
-    out = torch.empty(b, heads * dim, dtype=qkv.dtype, device=qkv.device)
+    b, heads, kv, slots, dim = block_args.unpack("short_attention_block", qkv, q_norm_weight, k_norm_weight, cos, sin,
+                                                 k_cache, v_cache)
+    out = block_args.output_like(qkv, k_cache)
     _short_attention_kernel[(b * kv,)](
         qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, out, slots, qkv.stride(0),
         cos.stride(0), sin.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3], write_pos.stride(0),
@@ -98,5 +94,4 @@ def short_attention_block(qkv: torch.Tensor, q_norm_weight: torch.Tensor, k_norm
 
 @short_attention_block.register_fake
 def _(qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, eps):
-    kv, _, dim = k_cache.shape[1:]
-    return qkv.new_empty(qkv.shape[0], qkv.shape[1] - 2 * kv * dim)
+    return block_args.output_like(qkv, k_cache)
