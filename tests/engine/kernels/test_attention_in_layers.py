@@ -74,6 +74,43 @@ def test_compiled_it_writes_the_cache_in_place(monkeypatch, cache):
         torch.testing.assert_close(got, expected, atol=3e-5, rtol=3e-5)
 
 
+@pytest.mark.parametrize("cache", list(CACHES))
+def test_compiled_with_a_symbolic_batch_over_the_first_rows_of_a_bigger_cache(monkeypatch, cache):
+    """As the batched engine compiles and calls it (engine/graphs/compile.py: dynamic=None, so the first batch
+    size compiles static and the next one with a symbolic batch; the caches are the first rows of the whole
+    batch's, ``state.CacheRows``): batches of 1, 2 and 3 rows give the plain code's hidden states and caches, no
+    row past the batch is written, and the three take two compiles."""
+    from torch._dynamo.utils import counters
+    from torch._inductor.utils import run_and_get_code
+
+    from engine.graphs.state import CacheRows
+
+    slots, n, first, block = CACHES[cache]
+    stack = decoder_stack(torch.float32)
+    xs = torch.randn(4, n, 256, generator=torch.Generator().manual_seed(4)).to(DEVICE)
+
+    def run(forward, rows):  # the first pass plain, then one position per call through ``forward``
+        whole = stack.new_cache(4, slots, xs.dtype, xs.device)
+        cache, positions = CacheRows(whole, 0, rows), torch.arange(n, device=xs.device).expand(rows, n)
+        out = [stack(xs[:rows, :first], positions[:, :first], cache)[:, -1]]
+        out.extend(forward(xs[:rows, j : j + 1], positions[:, j : j + 1], cache)[:, -1] for j in range(first, n))
+        return torch.stack(out, dim=1), whole
+
+    with torch.inference_mode():
+        plain = [run(stack, rows) for rows in (1, 2, 3)]
+        monkeypatch.setattr(layers, "attention_block", _one_position_steps(block))
+        torch._dynamo.reset()
+        counters.clear()
+        compiled = torch.compile(stack, fullgraph=True, dynamic=None)
+        fused, code = run_and_get_code(lambda: [run(compiled, rows) for rows in (1, 2, 3)])
+    assert counters["stats"]["unique_graphs"] == 2 and all(NAMES[block] in c for c in code)
+    for rows, (hidden, whole), (plain_hidden, plain_whole) in zip((1, 2, 3), fused, plain, strict=True):
+        torch.testing.assert_close(hidden, plain_hidden, atol=3e-5, rtol=3e-5)
+        for got, expected in ((whole.k, plain_whole.k), (whole.v, plain_whole.v)):
+            torch.testing.assert_close(got, expected, atol=3e-5, rtol=3e-5)
+            assert not got[:, rows:].any()  # rows past the batch keep their zeros
+
+
 # 0.6B shapes (hidden 1024, 16/8 heads of 128): a code-predictor frame (5 layers, 16 slots), and talker steps
 # over the engine's 2,048-slot cache across a chunk's end
 GPU_CASES = {"predictor": (5, 16, 16, 2, short_attention_block),
