@@ -55,12 +55,10 @@ def _chunk_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_p
     acc = tl.zeros([D], tl.float32)
     if start <= wp:  # the chunk holds attended slots
         d = tl.arange(0, D)
-        rot = (d + D // 2) % D
-        sign = tl.where(d < D // 2, -1.0, 1.0)
         cos = tl.load(cos_ptr + b * s_cos + d).to(tl.float32)
         sin = tl.load(sin_ptr + b * s_sin + d).to(tl.float32)
         row = qkv_ptr + b * s_qkv  # [q heads | k heads | v heads] x D
-        q = normed_rotated(row + head * D, qw_ptr, cos, sin, d, rot, sign, eps, D).to(tl.float32) * scale
+        q = normed_rotated(row + head * D, qw_ptr, cos, sin, eps, D).to(tl.float32) * scale
         k_row = k_ptr + b * sk_b + kv * sk_h
         v_row = v_ptr + b * sv_b + kv * sv_h
         before = tl.minimum(start + CHUNK_S, wp)  # the chunk's slots filled by earlier steps
@@ -77,7 +75,7 @@ def _chunk_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_p
             acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
             m = m_new
         if wp < start + CHUNK_S:  # the chunk holds the new slot: its key and value from registers
-            k_new = normed_rotated(row + (H + kv) * D, kw_ptr, cos, sin, d, rot, sign, eps, D)
+            k_new = normed_rotated(row + (H + kv) * D, kw_ptr, cos, sin, eps, D)
             v_new = tl.load(row + (H + H // G + kv) * D + d)
             if head % G == 0:  # one writer per (row, key/value head)
                 tl.store(k_row + wp * sk_s + d, k_new.to(k_ptr.dtype.element_ty))

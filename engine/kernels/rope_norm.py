@@ -13,10 +13,12 @@ import triton.language as tl
 
 
 @triton.jit
-def normed_rotated(x_ptr, w_ptr, cos, sin, d, rot, sign, eps: tl.constexpr, D: tl.constexpr):
+def normed_rotated(x_ptr, w_ptr, cos, sin, eps: tl.constexpr, D: tl.constexpr):
     """One head's ``q_norm(x) * cos + rotate_half(q_norm(x)) * sin`` ([D] in x's dtype) from the head's D values
-    at ``x_ptr`` and the norm weight at ``w_ptr``; cos and sin [D] in float32; ``d`` = arange(D), ``rot`` indexes
-    the other half and ``sign`` negates the first, as ``rotate_half`` does."""
+    at ``x_ptr`` and the norm weight at ``w_ptr``; cos and sin [D] in float32."""
+    d = tl.arange(0, D)
+    rot = (d + D // 2) % D  # rotate_half's order: the other half...
+    sign = tl.where(d < D // 2, -1.0, 1.0)  # ...the first half negated
     dt = x_ptr.dtype.element_ty
     x = tl.load(x_ptr + d).to(tl.float32)
     x_rot = tl.load(x_ptr + rot).to(tl.float32)  # the same values in rotate_half's order (an L1 hit)

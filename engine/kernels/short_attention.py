@@ -42,13 +42,11 @@ def _short_attention_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_
     b = (pid // KV).to(tl.int64)
     kv = pid % KV
     d = tl.arange(0, D)
-    rot = (d + D // 2) % D
-    sign = tl.where(d < D // 2, -1.0, 1.0)
     wp = tl.load(pos_ptr + b * s_pos)  # this row's new slot
     cos = tl.load(cos_ptr + b * s_cos + d).to(tl.float32)
     sin = tl.load(sin_ptr + b * s_sin + d).to(tl.float32)
     row = qkv_ptr + b * s_qkv  # [q heads | k heads | v heads] x D
-    k_new = normed_rotated(row + (KV * G + kv) * D, kw_ptr, cos, sin, d, rot, sign, eps, D)
+    k_new = normed_rotated(row + (KV * G + kv) * D, kw_ptr, cos, sin, eps, D)
     v_new = tl.load(row + (KV * G + KV + kv) * D + d)
     k_row = k_ptr + b * sk_b + kv * sk_h
     v_row = v_ptr + b * sv_b + kv * sv_h
@@ -66,7 +64,7 @@ def _short_attention_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_
     attend = (s <= wp) & (s < S)
     for g in tl.static_range(G):  # the query heads sharing this key/value head
         head = kv * G + g
-        q = normed_rotated(row + head * D, qw_ptr, cos, sin, d, rot, sign, eps, D).to(tl.float32)
+        q = normed_rotated(row + head * D, qw_ptr, cos, sin, eps, D).to(tl.float32)
         scores = tl.where(attend, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))  # [BLOCK_S]
         p = tl.exp(scores - tl.max(scores, axis=0))  # the new slot is always attended: the max is finite
         out = tl.sum((p / tl.sum(p, axis=0))[:, None] * values, axis=0)  # [D]
