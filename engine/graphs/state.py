@@ -98,7 +98,7 @@ class StaticState:
             hidden = talker.model(prompt.embeds, positions, CacheRows(self.cache, slot, slot + 1),
                                   kv_len=prompt.length)[:, -1]
             self.hidden[slot] = hidden[0]
-        self._reset_slots([(slot, prompt, sampling, seed)])
+        self._reset_slots(torch.tensor([slot], device=self.pos.device), [(slot, prompt, sampling, seed)])
 
     @torch.inference_mode()
     def prefill_many(self, talker: Talker, entries: list[tuple[int, Prompt, Sampling, int]]) -> None:
@@ -121,18 +121,17 @@ class StaticState:
         self.cache.v[:, :, :, :longest].index_copy_(1, slots, scratch.v)
         last = torch.tensor(lengths, device=dev) - 1
         self.hidden.index_copy_(0, slots, hidden[torch.arange(n, device=dev), last])
-        self._reset_slots(entries)
+        self._reset_slots(slots, entries)
 
     def retire(self, slot: int) -> None:
         """A freed slot stays at position 0 while the others step: its attention reads one cache slot."""
         self.live[slot] = 0
         self.pos[slot] = 0
 
-    def _reset_slots(self, entries: list[tuple[int, Prompt, Sampling, int]]) -> None:
-        """Counters, trailing text and settings of freshly prefilled (slot, prompt, sampling, seed): one
-        indexed write per field for all of them (an admission of 64 streams is not 1,000 tiny copies)."""
-        dev = self.pos.device
-        slots = torch.tensor([slot for slot, _, _, _ in entries], device=dev)
+    def _reset_slots(self, slots: torch.Tensor, entries: list[tuple[int, Prompt, Sampling, int]]) -> None:
+        """Counters, trailing text and settings of freshly prefilled (slot, prompt, sampling, seed), their
+        slots also as the device tensor ``slots``: one indexed write per field for all of them (an admission
+        of 64 streams is not 1,000 tiny copies)."""
         prompts = [prompt for _, prompt, _, _ in entries]
         samplings = [sampling for _, _, sampling, _ in entries]
         n = len(entries)
