@@ -68,8 +68,8 @@ class BatchedBackend:
         batch size captured before serving, when not given)."""
         from engine.batch import BatchedStreams
 
-        self.capacity = slots
         self.streams = streams if streams is not None else BatchedStreams(engine, slots, warmup=True)
+        self.capacity = self.streams.slots
 
     def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
         return self.streams.stream(job.text, job.voice, chunk_frames=job.chunk_frames,
