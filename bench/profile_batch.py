@@ -25,8 +25,15 @@ from collections.abc import Callable
 import torch
 
 from bench.common import audio_seconds, device_name
-from bench.run_batch import concurrently, engine_requests, http_client, http_requests, percentile, start_server
-from engine import Engine
+from bench.run_batch import (
+    concurrently,
+    engine_requests,
+    http_client,
+    http_requests,
+    percentile,
+    start_server,
+    warm_streams,
+)
 
 PHASES = ("wait", "admit", "step", "collect", "decode", "handout")
 
@@ -117,12 +124,7 @@ def main(argv=None) -> None:
     ap.add_argument("--http", action="store_true", help="through the HTTP server in front of the streams")
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args(argv)
-    dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
-    engine = Engine.from_pretrained(args.model, device=args.device, dtype=dtype)
-    from engine.batch import BatchedStreams
-
-    streams = BatchedStreams(engine, args.streams, warmup=True)
-    concurrently(1, engine_requests(streams, 4))  # warm-up of the rest: prompt building, the tokenizer
+    engine, streams = warm_streams(args.model, args.device, args.streams)
     report = {"model": args.model, "device": device_name(args.device), "path": "http" if args.http else "engine",
               "streams": args.streams, "frames": args.frames, "trickle_ms": args.trickle,
               "warmup_s": streams.warmup_seconds}

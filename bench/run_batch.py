@@ -126,6 +126,18 @@ def http_requests(client, url: str, frames: int) -> Callable[[int], float]:
     return request
 
 
+def warm_streams(model: str, device: str, slots: int):
+    """(engine, BatchedStreams of ``slots`` slots): every batch size captured, and one short request run
+    (prompt building, the tokenizer) so that the measured ones start warm."""
+    from engine.batch import BatchedStreams
+
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    engine = Engine.from_pretrained(model, device=device, dtype=dtype)
+    streams = BatchedStreams(engine, slots, warmup=True)
+    concurrently(1, engine_requests(streams, 4))
+    return engine, streams
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -135,12 +147,7 @@ def main(argv=None) -> None:
     ap.add_argument("--http", action="store_true", help="also through the HTTP server")
     ap.add_argument("--out", help="append JSON lines here")
     args = ap.parse_args(argv)
-    dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
-    engine = Engine.from_pretrained(args.model, device=args.device, dtype=dtype)
-    from engine.batch import BatchedStreams
-
-    streams = BatchedStreams(engine, max(args.streams), warmup=True)
-    concurrently(1, engine_requests(streams, 4))  # warm-up of the rest: prompt building, the tokenizer
+    engine, streams = warm_streams(args.model, args.device, max(args.streams))
     results = []
     for n in args.streams:
         results.append(summarize("engine", n, args.frames, *concurrently(n, engine_requests(streams, args.frames)),
