@@ -82,10 +82,16 @@ if _ENABLED:
 
 
 def block_config(n: int, silu_mul: bool) -> tuple[int, int, int]:
-    """(weight rows per program, columns per step, warps), from ``bench/gemv_configs.py`` on an H200: few
-    rows and long column steps keep every SM streaming; the SiLU prologue wants more warps."""
+    """(weight rows per program, columns per step, warps), from ``bench/gemv_configs.py`` on an H200 with the
+    weights read from HBM (docs/benchmarks.md): wide outputs want short column steps and few warps, narrow ones
+    (1,024 outputs: too few programs to fill the SMs otherwise) long steps and more warps; the SiLU prologue
+    wants eight rows a program."""
     if silu_mul:
-        return (4 if n <= 1024 else 8), 1024, 8
+        return 8, 2048, 8
+    if n >= 4096:
+        return 2, 512, 2
+    if n <= 1024:
+        return 2, 2048, 8
     return 2, 1024, 4
 
 

@@ -73,15 +73,20 @@ def check_block(block, groups, dtype, write_pos, **shape):
 
 
 def check_rounding(block, groups, write_pos, **shape):
-    """bf16: ``block``'s output and caches are the reference's bits, now and then one ulp off (the order of
-    float32 sums): the norms, RoPE and the output are rounded where the layer code rounds them."""
+    """bf16: ``block``'s output and the keys and values it writes are the reference's bits, now and then one ulp
+    off (the order of float32 sums): the norms, RoPE and the output are rounded where the layer code rounds
+    them. A failure names the tensor and how many of its values differ."""
     qkv, q_norm, k_norm, cos, sin, k_big, v_big, pos = step_inputs(groups, torch.bfloat16, write_pos, **shape)
     k_ref, v_ref = k_big.clone(), v_big.clone()
     expected = reference(qkv, q_norm, k_norm, cos, sin, k_ref[1:-1], v_ref[1:-1], pos, groups * k_big.shape[1])
     got = block(qkv, q_norm.weight, k_norm.weight, cos, sin, k_big[1:-1], v_big[1:-1], pos, EPS)
-    for a, b in ((got, expected), (k_big, k_ref), (v_big, v_ref)):
-        assert (a != b).float().mean() < 0.01
-        torch.testing.assert_close(a, b, atol=1e-3, rtol=2**-7)  # one ulp
+    rows = torch.arange(len(write_pos), device=DEVICE) + 1
+    pairs = {"output": (got, expected), "written keys": (k_big[rows, :, pos], k_ref[rows, :, pos]),
+             "written values": (v_big[rows, :, pos], v_ref[rows, :, pos])}
+    for name, (a, b) in pairs.items():
+        differ = (a != b).float().mean().item()
+        assert differ < 0.01, f"{name}: {differ:.2%} of the values differ from the layer code's"
+        torch.testing.assert_close(a, b, atol=1e-3, rtol=2**-7, msg=lambda m, name=name: f"{name}: {m}")  # one ulp
 
 
 def check_later_slots_unread(block, write_pos, **shape):
