@@ -351,8 +351,9 @@ class BatchedStreams:
             for request in joining:
                 request.outbox.put(e)
             return
+        self.decoder_state.put_rows(torch.tensor(slots, device=self.engine.device),
+                                    [request.decoder_state for request in joining])
         for slot, request in zip(slots, joining, strict=True):
-            self.decoder_state.rows(slot, slot + 1).copy_(request.decoder_state)
             running[slot] = request
             fresh.add(slot)
 

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.kernels.snake import snake_beta
+
 Tails = dict[str, torch.Tensor]
 
 
@@ -87,9 +89,7 @@ class SnakeBeta(nn.Module):
         self.beta = nn.Parameter(torch.zeros(channels))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, C, T]
-        alpha = self.alpha.exp()[None, :, None]
-        beta = self.beta.exp()[None, :, None]
-        return x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
+        return snake_beta(x, self.alpha, self.beta)  # one Triton pass on CUDA (engine/kernels/snake.py)
 
 
 class ConvNeXtBlock(nn.Module):

@@ -77,6 +77,15 @@ class DecoderState:
             tail.copy_(other.tails[name])
         self.attention.copy_(other.attention)
 
+    def put_rows(self, rows: torch.Tensor, others: list[DecoderState]) -> None:
+        """Row ``rows[i]`` (a device tensor of row indices) becomes the 1-row state ``others[i]``, in place: a
+        few indexed writes for all of them, however many (streams joining a batch together)."""
+        if any(other.batch != 1 for other in others) or len(others) != len(rows):
+            raise ValueError("put_rows takes one 1-row state per row")
+        for name, tail in self.tails.items():
+            tail.index_copy_(0, rows, torch.cat([other.tails[name] for other in others]))
+        self.attention.put_rows(rows, [other.attention for other in others])
+
 
 class SpeechDecoder(nn.Module):
     def __init__(self, cfg: CodecDecoderConfig):

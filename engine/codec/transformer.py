@@ -49,6 +49,13 @@ class WindowCache:
         self.key_positions.copy_(other.key_positions)
         self.position.copy_(other.position)
 
+    def put_rows(self, rows: torch.Tensor, others: list[WindowCache]) -> None:
+        """Row ``rows[i]`` becomes ``others[i]`` (one row each): one indexed write per tensor for all of them."""
+        self.keys.index_copy_(1, rows, torch.cat([o.keys for o in others], dim=1))
+        self.values.index_copy_(1, rows, torch.cat([o.values for o in others], dim=1))
+        self.key_positions.index_copy_(0, rows, torch.cat([o.key_positions for o in others]))
+        self.position.index_copy_(0, rows, torch.cat([o.position for o in others]))
+
 
 class LayerScale(nn.Module):
     def __init__(self, dim: int, initial: float):

@@ -128,6 +128,29 @@ def test_rows_of_a_batched_state_stream_on_their_own(decoder):
         state.rows(0, 2).copy_(primed)
 
 
+def test_put_rows_primes_several_rows_at_once(decoder):
+    """``put_rows`` writes 1-row states into chosen rows of a batch, in any order, as ``rows(i, i + 1).copy_``
+    would: each primed row streams on from its own context and the rows left out keep theirs."""
+    state = decoder.new_state(4)
+    decoder.decode_chunk(_codes(4, 5, seed=9), state)
+    kept = [t[1].clone() for t in (*state.tails.values(), state.attention.keys.transpose(0, 1))]
+    contexts = [_codes(1, 6, seed=10), _codes(1, 3, seed=11)]
+    primed = [decoder.new_state(1) for _ in contexts]
+    for context, holder in zip(contexts, primed, strict=True):
+        decoder.decode_chunk(context, holder)
+    state.put_rows(torch.tensor([3, 0]), primed)
+    assert state.attention.position.tolist() == [3, 5, 5, 6]
+    after = [t[1] for t in (*state.tails.values(), state.attention.keys.transpose(0, 1))]
+    assert all(torch.equal(a, b) for a, b in zip(kept, after, strict=True))
+    more = _codes(4, 4, seed=12)
+    audio = decoder.decode_chunk(more, state)
+    for row, context in ((3, contexts[0]), (0, contexts[1])):
+        whole = decoder.decode(torch.cat([context, more[row : row + 1]], 1))[0, context.shape[1] * SAMPLES_PER_FRAME :]
+        torch.testing.assert_close(audio[row], whole, rtol=0, atol=TOLERANCE)
+    with pytest.raises(ValueError, match="one 1-row state per row"):
+        state.put_rows(torch.tensor([0, 1]), primed[:1])
+
+
 def test_chunk_batch_must_match_the_state(decoder):
     with pytest.raises(ValueError, match="batch"):
         decoder.decode_chunk(_codes(2, 3, seed=4), decoder.new_state(1))

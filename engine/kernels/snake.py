@@ -1,0 +1,63 @@
+"""SnakeBeta, the codec decoder's activation (``engine.codec.conv.SnakeBeta``), in one pass over its input.
+
+``x + sin(x * e^alpha)^2 / (e^beta + 1e-9)`` per channel is six PyTorch kernels, each reading and writing
+the whole activation; on the decoder's last stages (96..384 channels at 2..24 kHz, for every stream of a
+batch) those passes are a large share of a decode. This kernel reads x once and writes the result once, in
+float32 like the float32 decoder it serves (sin and exp to the GPU's float32 accuracy, so the audio agrees
+with the PyTorch code to float tolerance, not bit for bit).
+
+``snake_beta`` runs it for a float32 CUDA tensor whose last dimension is contiguous and falls back to the
+PyTorch code everywhere else (CPU, other dtypes, Triton missing).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.kernels import runs_on, triton_available
+
+_ENABLED = triton_available()
+if _ENABLED:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _snake_kernel(x_ptr, log_alpha_ptr, log_beta_ptr, y_ptr, C, T, T_BLOCKS, sx_b, sx_c, sy_b, sy_c,
+                      BLOCK_T: tl.constexpr):
+        pid = tl.program_id(0)  # (row * C + channel) * T_BLOCKS + block of time steps: one flat grid axis
+        row_channel = pid // T_BLOCKS
+        b = (row_channel // C).to(tl.int64)
+        c = row_channel % C
+        t = (pid % T_BLOCKS) * BLOCK_T + tl.arange(0, BLOCK_T)
+        ok = t < T
+        x = tl.load(x_ptr + b * sx_b + c * sx_c + t, mask=ok, other=0.0).to(tl.float32)
+        alpha = tl.exp(tl.load(log_alpha_ptr + c).to(tl.float32))
+        inv_beta = 1.0 / (tl.exp(tl.load(log_beta_ptr + c).to(tl.float32)) + 1e-9)
+        s = tl.sin(x * alpha)
+        tl.store(y_ptr + b * sy_b + c * sy_c + t, x + inv_beta * (s * s), mask=ok)
+
+
+def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor) -> torch.Tensor:
+    """SnakeBeta of x [B, C, T] (last dimension contiguous, float32) with per-channel log_alpha, log_beta [C]
+    -> a new contiguous [B, C, T], through the Triton kernel."""
+    b, c, t = x.shape
+    if x.stride(-1) != 1:
+        raise ValueError("snake_beta_kernel needs x contiguous in time")
+    y = torch.empty(b, c, t, dtype=x.dtype, device=x.device)
+    if y.numel() == 0:
+        return y
+    block = max(16, min(1024, triton.next_power_of_2(t)))
+    t_blocks = triton.cdiv(t, block)
+    _snake_kernel[(b * c * t_blocks,)](x, log_alpha, log_beta, y, c, t, t_blocks, x.stride(0), x.stride(1),
+                                       y.stride(0), y.stride(1), BLOCK_T=block, num_warps=4 if block >= 512 else 1)
+    return y
+
+
+def snake_beta(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor) -> torch.Tensor:
+    """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T], the parameters per channel [C]."""
+    if (_ENABLED and x.is_cuda and x.dtype == torch.float32 and log_alpha.dtype == torch.float32
+            and x.stride(-1) == 1 and runs_on(x.device)):
+        return snake_beta_kernel(x, log_alpha, log_beta)
+    alpha = log_alpha.exp()[None, :, None]
+    beta = log_beta.exp()[None, :, None]
+    return x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)

@@ -1,0 +1,67 @@
+"""The codec decoder's SnakeBeta in one Triton pass (engine/kernels/snake.py) against the PyTorch code it
+replaces: contiguous input, a view of a longer tensor (as a transposed convolution's trimmed output is),
+time lengths from one step to several blocks, channels with their own parameters. On CPU in Triton's
+interpreter; on a GPU, also the decoder layer that calls it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
+
+from engine.codec.conv import SnakeBeta  # noqa: E402
+from engine.kernels import snake  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def reference(x, log_alpha, log_beta):
+    alpha, beta = log_alpha.exp()[None, :, None], log_beta.exp()[None, :, None]
+    return x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
+
+
+def parameters(channels, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (0.5 * torch.randn(channels, generator=g)).to(DEVICE), (0.5 * torch.randn(channels, generator=g)).to(DEVICE)
+
+
+@pytest.mark.parametrize("t", [1, 16, 1000, 2500])
+def test_equals_the_pytorch_code(t):
+    log_alpha, log_beta = parameters(6, seed=t)
+    x = 3 * torch.randn(3, 6, t, generator=torch.Generator().manual_seed(1)).to(DEVICE)
+    got = snake.snake_beta_kernel(x, log_alpha, log_beta)
+    assert got.shape == x.shape and got.is_contiguous()
+    torch.testing.assert_close(got, reference(x, log_alpha, log_beta), atol=2e-6, rtol=2e-6)
+
+
+def test_a_view_of_a_longer_tensor():
+    """Rows and channels further apart than T, time contiguous: read in place, written contiguous."""
+    log_alpha, log_beta = parameters(4, seed=0)
+    longer = torch.randn(2, 4, 300, generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    x = longer[..., 37:237]
+    torch.testing.assert_close(snake.snake_beta_kernel(x, log_alpha, log_beta), reference(x, log_alpha, log_beta),
+                               atol=2e-6, rtol=2e-6)
+
+
+def test_time_must_be_contiguous():
+    log_alpha, log_beta = parameters(4, seed=0)
+    with pytest.raises(ValueError, match="contiguous in time"):
+        snake.snake_beta_kernel(torch.randn(2, 9, 4).to(DEVICE).transpose(1, 2), log_alpha, log_beta)
+
+
+def test_the_decoder_layer_uses_it_for_float32_on_cuda_only(monkeypatch):
+    """SnakeBeta goes through the kernel for a float32 CUDA tensor and through the PyTorch code otherwise;
+    both give the layer's output."""
+    calls = []
+    kernel = snake.snake_beta_kernel
+    monkeypatch.setattr(snake, "snake_beta_kernel", lambda *a: calls.append(a[0].device.type) or kernel(*a))
+    layer = SnakeBeta(5).to(DEVICE)
+    with torch.no_grad():
+        layer.alpha.normal_(0, 0.5)
+        layer.beta.normal_(0, 0.5)
+    x = torch.randn(2, 5, 40).to(DEVICE)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x), reference(x, layer.alpha, layer.beta), atol=2e-6, rtol=2e-6)
+        layer.double()(x.double())
+    assert calls == (["cuda"] if DEVICE == "cuda" and snake._ENABLED else [])
