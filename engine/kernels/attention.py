@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 
 from engine.kernels import block_args
-from engine.kernels.rope_norm import normed_rotated
+from engine.kernels.rope_norm import NO_FMA, normed_rotated
 
 CHUNK = 64  # cache slots per program: short, so that a step's few hundred filled slots spread over many SMs
 BLOCK_S = 32  # slots per inner step
@@ -131,7 +131,7 @@ def filled_slots_attention_block(qkv: torch.Tensor, q_norm_weight: torch.Tensor,
         qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, m, denom, acc, slots, splits,
         qkv.stride(0), cos.stride(0), sin.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3],
         write_pos.stride(0), eps=eps, scale=dim**-0.5, H=heads, G=heads // kv, D=dim, CHUNK_S=CHUNK, BLOCK=BLOCK_S,
-        num_warps=4)
+        num_warps=4, **NO_FMA)
     _merge_kernel[(b * heads,)](
         m, denom, acc, out, heads, splits, out.stride(0), dim, SPLITS_PAD=triton.next_power_of_2(splits), D=dim,
         num_warps=4)

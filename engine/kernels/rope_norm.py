@@ -3,13 +3,18 @@ the per-head RMSNorm, then rotate-half RoPE, inside a Triton kernel (the attenti
 ``attention.py`` and ``short_attention.py`` share it).
 
 Rounded where the layer code rounds: the norm in float32, rounded to the working dtype before the weight
-multiplies it, that product rounded; RoPE's two products rounded, then their sum.
+multiplies it, that product rounded; RoPE's two products rounded, then their sum. A kernel using it must be
+launched with ``enable_fp_fusion=False`` (``NO_FMA``): with fusion on, the GPU compiler narrows RoPE's rounded
+product and the sum to bf16 operations and fuses them into one bf16 FMA, dropping the product's rounding (on
+an H200 a third of the outputs then differed from the layer code's; Triton's interpreter never fuses).
 """
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
+
+NO_FMA = {"enable_fp_fusion": False}  # launch options of every kernel calling normed_rotated (see above)
 
 
 @triton.jit

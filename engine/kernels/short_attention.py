@@ -30,7 +30,7 @@ import triton
 import triton.language as tl
 
 from engine.kernels import block_args
-from engine.kernels.rope_norm import normed_rotated
+from engine.kernels.rope_norm import NO_FMA, normed_rotated
 
 
 @triton.jit
@@ -86,7 +86,7 @@ def short_attention_block(qkv: torch.Tensor, q_norm_weight: torch.Tensor, k_norm
         qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, out, slots, qkv.stride(0),
         cos.stride(0), sin.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3], write_pos.stride(0),
         out.stride(0), eps=eps, scale=dim**-0.5, KV=kv, G=heads // kv, D=dim, BLOCK_S=triton.next_power_of_2(slots),
-        num_warps=4)
+        num_warps=4, **NO_FMA)
     return out
 
 
