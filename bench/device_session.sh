@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One call on the lent GPU machine: correctness, the side-by-side benchmark of one size, the many-streams
-# benchmark and the profiles, each step bounded so the next still runs. Everything lands in $OUT.
+# benchmark and the profiles, each step bounded so the next still runs.
 # With two GPUs the checks (GPU tests, then the matrix-vector block sweep) and the speed runs (side by
 # side, many streams, the many-streams loop's profile, the frame's profile) go in parallel, one GPU
-# each, with their own checkpoints. Run from the repository root there, with .whl carried
-# (bench/README.md); the device's .git is stale, so name the commit:
+# each, with their own checkpoints. Everything lands in $OUT as 8 files at most (all the device returns): six
+# logs (the JSON lines of the many-streams runs are in batch.log), the sweep's JSON and the side-by-side
+# JSON lines. Run from the repository root there, with .whl carried (bench/README.md); the device's .git
+# is stale, so name the commit:
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh 0.6b [seconds, default 570]
 set -uo pipefail
 SIZE="${1:-0.6b}"
@@ -46,17 +48,17 @@ speed() {
     export ORATOR_MODELS=/tmp/orator-bench-models
     local model="$ORATOR_MODELS/$SIZE-custom_voice"
     step bench "$1" python3 -m bench.run_all --sizes "$SIZE" --systems orator faster official --frames 150 --runs 3 \
-        --models "$ORATOR_MODELS" --out "$OUT/bench-$SIZE"
+        --models "$ORATOR_MODELS" --out "/tmp/bench-$SIZE"
+    cp "/tmp/bench-$SIZE/results.jsonl" "$OUT/bench-$SIZE.jsonl"
     [ -f "$model/model.safetensors" ] || python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice
-    step batch "$2" python3 -m bench.run_batch --model "$model" --streams 1 8 32 64 128 --frames 150 --http \
-        --out "$OUT/batch-$SIZE.jsonl"
+    step batch "$2" python3 -m bench.run_batch --model "$model" --streams 1 8 32 64 128 --frames 150 --http
     step profile-batch "$3" python3 -m bench.profile_batch --model "$model" --streams 64
     step profile "$4" python3 -m bench.profile_orator --model "$model"
 }
 
 if [ "$GPUS" -ge 2 ]; then
     (CUDA_VISIBLE_DEVICES=0 checks 80 95) &
-    (CUDA_VISIBLE_DEVICES=1 speed 40 45 60 95) &
+    (CUDA_VISIBLE_DEVICES=1 speed 55 50 60 95) &  # the official package needs ~250 s of it
     wait
 else
     checks 35 15
