@@ -52,7 +52,7 @@ speed() {
     cp "/tmp/bench-$SIZE/results.jsonl" "$OUT/bench-$SIZE.jsonl"
     [ -f "$model/model.safetensors" ] || python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice
     step batch "$2" python3 -m bench.run_batch --model "$model" --streams 1 8 32 64 128 --frames 150 --http
-    step profile-batch "$3" python3 -m bench.profile_batch --model "$model" --streams 64
+    step profile-batch "$3" python3 -m bench.profile_batch --model "$model" --streams 64 --ops 25
     step profile "$4" python3 -m bench.profile_orator --model "$model"
 }
 

@@ -6,12 +6,17 @@ decode, and handing chunks out. Prints one JSON object: seconds per phase in all
 counts (iterations, admissions, rows per admission, frames per iteration, rows per step), and the
 resulting audio-seconds per second and p50/p95 time to first audio.
 
-    python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--device cuda]
+    python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
+                                  [--device cuda]
 
 ``--trickle MS`` starts the requests MS apart, as HTTP clients arrive, instead of all at once: does
 every arrival then get an admission (a prefill that stalls the running streams) of its own?
 Synchronising each phase costs the loop a little overlap of host and device work, so the profiled
 throughput is a lower bound of ``bench.run_batch``'s.
+
+``--ops N`` also runs every admission under ``torch.profiler`` and lists its N costliest operations by
+host time (with their device time): what an admission spends its time on. The profiler slows the
+admissions it watches, so their times are then upper bounds.
 """
 
 from __future__ import annotations
@@ -62,19 +67,47 @@ class PhaseClock:
         self.last = now
 
 
-def profile(streams, request, n: int, spacing_s: float) -> dict:
+class OpTally:
+    """Operations of the calls run under ``watch``, summed by name over all of them (``torch.profiler``)."""
+
+    def __init__(self, device: torch.device):
+        self.activities = [torch.profiler.ProfilerActivity.CPU]
+        if device.type == "cuda":
+            self.activities.append(torch.profiler.ProfilerActivity.CUDA)
+        self.ops: dict[str, list[float]] = {}  # name -> [calls, host ms (self), device ms (self)]
+
+    def watch(self, fn, *args):
+        with torch.profiler.profile(activities=self.activities) as prof:
+            result = fn(*args)
+        for event in prof.key_averages():
+            device_us = getattr(event, "self_device_time_total", getattr(event, "self_cuda_time_total", 0.0))
+            tally = self.ops.setdefault(event.key, [0, 0.0, 0.0])
+            tally[0] += event.count
+            tally[1] += event.self_cpu_time_total / 1000
+            tally[2] += device_us / 1000
+        return result
+
+    def top(self, n: int) -> list[dict]:
+        ranked = sorted(self.ops.items(), key=lambda item: -item[1][1])[:n]
+        return [{"name": name, "calls": int(calls), "host_ms": round(host, 3), "device_ms": round(device, 3)}
+                for name, (calls, host, device) in ranked]
+
+
+def profile(streams, request, n: int, spacing_s: float, ops: int = 0) -> dict:
     """Run ``request(i)`` for i < n (``concurrently``) with the loop of ``streams`` (idle) timed phase by
-    phase; the timing and counts, and the requests' times to first audio."""
+    phase; the timing and counts, and the requests' times to first audio. ``ops`` > 0: also the costliest
+    ``ops`` operations of all admissions together (``admission_ops``)."""
     frames = streams.frames
     sync = synchronizer(frames.device)
     admissions: list[tuple[int, float]] = []  # (rows, seconds) per add_many
     steps: list[tuple[int, int]] = []  # (frames, active rows) per step
     add_many, step = frames.add_many, frames.step
+    tally = OpTally(frames.device) if ops else None
 
     def timed_add_many(requests):
         sync()
         t0 = time.perf_counter()
-        slots = add_many(requests)
+        slots = tally.watch(add_many, requests) if tally else add_many(requests)
         sync()
         admissions.append((len(requests), time.perf_counter() - t0))
         return slots
@@ -112,6 +145,7 @@ def profile(streams, request, n: int, spacing_s: float) -> dict:
         "ms_per_admission": [round(1000 * s, 3) for _, s in admissions],
         "frames_per_iteration": {str(k): c for k, c in sorted(Counter(k for k, _ in steps).items())},
         "mean_rows_per_step": sum(rows for _, rows in steps) / max(iterations, 1),
+        **({"admission_ops": tally.top(ops)} if tally else {}),
     }
 
 
@@ -122,6 +156,8 @@ def main(argv=None) -> None:
     ap.add_argument("--frames", type=int, default=150)
     ap.add_argument("--trickle", type=float, default=0.0, metavar="MS", help="start the requests MS apart")
     ap.add_argument("--http", action="store_true", help="through the HTTP server in front of the streams")
+    ap.add_argument("--ops", type=int, default=0, metavar="N",
+                    help="profile the admissions and list their N costliest operations")
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args(argv)
     engine, streams = warm_streams(args.model, args.device, args.streams)
@@ -133,11 +169,12 @@ def main(argv=None) -> None:
         try:
             with http_client() as client:
                 concurrently(1, http_requests(client, url, 4))  # warm-up of the HTTP path
-                found = profile(streams, http_requests(client, url, args.frames), args.streams, args.trickle / 1000)
+                found = profile(streams, http_requests(client, url, args.frames), args.streams, args.trickle / 1000,
+                                args.ops)
         finally:
             server.should_exit = True
     else:
-        found = profile(streams, engine_requests(streams, args.frames), args.streams, args.trickle / 1000)
+        found = profile(streams, engine_requests(streams, args.frames), args.streams, args.trickle / 1000, args.ops)
     ttfa = found["ttfa_ms"]
     report.update(audio_s_per_s=args.streams * audio_seconds(args.frames) / found["wall_s"],
                   ttfa_p50_ms=percentile(ttfa, 50), ttfa_p95_ms=percentile(ttfa, 95), **found)

@@ -31,3 +31,17 @@ def test_phases_cover_the_loop_wall_time(tiny_model_dir, capsys, extra):
     assert sum(per_iteration.values()) == report["iterations"] and set(per_iteration) <= {"1", "4"}
     assert 0 < report["ttfa_p50_ms"] <= report["ttfa_p95_ms"]
     assert report["audio_s_per_s"] == pytest.approx(STREAMS * FRAMES / 12.5 / report["wall_s"])
+
+
+def test_ops_lists_what_the_admissions_spent_their_time_on(tiny_model_dir, capsys):
+    """``--ops N``: the N operations of all admissions with the most host time, costliest first; the talker's
+    prefill (matrix products, attention) is among them."""
+    main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "2", "--frames", "4", "--device", "cpu",
+          "--ops", "12"])
+    ops = json.loads(capsys.readouterr().out)["admission_ops"]
+    assert len(ops) == 12
+    assert all(op["calls"] >= 1 and op["host_ms"] >= 0 for op in ops)
+    assert [op["host_ms"] for op in ops] == sorted((op["host_ms"] for op in ops), reverse=True)
+    names = {op["name"] for op in ops}
+    assert names & {"aten::linear", "aten::mm", "aten::addmm", "aten::matmul", "aten::scaled_dot_product_attention",
+                    "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::bmm"}
