@@ -27,7 +27,7 @@ if _ENABLED:
         pid = tl.program_id(0)  # (row * C + channel) * T_BLOCKS + block of time steps: one flat grid axis
         row_channel = pid // T_BLOCKS
         b = (row_channel // C).to(tl.int64)
-        c = row_channel % C
+        c = (row_channel % C).to(tl.int64)  # offsets in int64: an hour of audio is ~86M samples a channel
         t = (pid % T_BLOCKS) * BLOCK_T + tl.arange(0, BLOCK_T)
         ok = t < T
         x = tl.load(x_ptr + b * sx_b + c * sx_c + t, mask=ok, other=0.0).to(tl.float32)
