@@ -9,11 +9,13 @@ Sampling noise is counter-based per stream, so a stream's codes do not depend on
 streams share its batch.
 
 ``BatchedStreams`` serves concurrent ``stream`` callers from one loop thread that steps the frames
-and decodes them too: one ``decode_chunk`` per iteration over the same rows as the step, row = slot.
+and decodes them too: one ``decode_chunk`` per iteration over the same rows as the step, row = slot,
+on a GPU on a CUDA stream of its own while the next iteration steps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import random
 import threading
@@ -51,6 +53,15 @@ class _Request:
     keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
     outbox: queue.Queue  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or an error
     cancel: threading.Event
+
+
+@dataclass(slots=True)
+class _Decoded:
+    """One iteration's decode, launched (on a GPU, on the decode stream) and not yet handed out."""
+
+    pieces: list[torch.Tensor]  # audio float32 [bucket, k * 1920] per cut, in host memory once ``done`` is
+    done: torch.cuda.Event | None  # recorded after the copies to the host (None: already there, on a CPU)
+    handouts: list[tuple[int, _Request, np.ndarray, bool]]  # (slot, request, new codes [k, 16], ended)
 
 
 @dataclass(slots=True)
@@ -185,7 +196,11 @@ class BatchedStreams:
     and decodes as well: it owns a ``DecoderState`` of ``slots`` rows (row = slot), steps every active
     slot the same number of frames and decodes the new frames of all of them in one ``decode_chunk``
     over the step's bucket of rows (a CUDA graph per (bucket, frames) on a GPU). Rows of free slots and
-    frames after a stream's end decode zeros, which reach no caller and no other row.
+    frames after a stream's end decode zeros, which reach no caller and no other row. On a GPU the decode
+    runs on a CUDA stream of its own, overlapping the next iteration's admission and step (the decode's
+    convolutions fill the GPU where the step's many small kernels leave it idle): an iteration's audio is
+    handed out once the next step is queued (or before an admission), and an admission writes its decoder
+    rows only after the decode before it.
 
     A caller's thread builds its prompts, one request per segment, and regroups the (codes, audio) it
     receives into its chunk sizes. Its decoder state lives in a 1-row holder between segments: copied
@@ -195,8 +210,10 @@ class BatchedStreams:
 
     ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
     the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
-    are none), "admit" (prefilling the joining prompts), "step", "collect" (reading back codes and
-    ends), "decode" and "handout" (to the callers' outboxes)."""
+    are none), "admit" (prefilling the joining prompts), "step", "handout" (the previous iteration's
+    audio to the callers' outboxes, once decoded: after the step is queued, or before an admission, so
+    that a prefill does not hold it back), "collect" (reading back codes and ends) and "decode"
+    (launching it)."""
 
     def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool | None = None):
         self.engine, self.slots = engine, slots
@@ -204,6 +221,7 @@ class BatchedStreams:
         self.decoder_state = engine.decoder.new_state(slots, engine.device)
         self._decoders: dict[tuple[int, int], DecodeGraph] = {}
         self._pool = None  # one memory pool for every decoder graph
+        self._decode_stream = torch.cuda.Stream(engine.device) if engine.device.type == "cuda" else None
         # captured up front by default: a capture while streams run stalls them (and steps their rows)
         self.warmup_seconds = self._warmup() if (self.frames.use_graphs if warmup is None else warmup) else 0.0
         self._requests: queue.Queue = queue.Queue()
@@ -267,14 +285,16 @@ class BatchedStreams:
 
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:
-        """Admit waiting requests into free slots, step, decode, hand each stream its frames and audio;
-        errors go to the callers concerned, never kill the loop."""
+        """Admit waiting requests into free slots, step, hand out the previous iteration's audio (before the
+        admission when there is one), collect, launch this iteration's decode; errors go to the callers
+        concerned, never kill the loop."""
         waiting: list[_Request] = []
         running: dict[int, _Request] = {}
         fresh: set[int] = set()
+        decoded: _Decoded | None = None  # the previous iteration's decode, not yet handed out
         while True:
             self._phase("wait")
-            if not running and not waiting:
+            if not running and not waiting and decoded is None:
                 waiting.append(self._requests.get())  # idle: block until a request comes
             while True:
                 try:
@@ -282,39 +302,50 @@ class BatchedStreams:
                 except queue.Empty:
                     break
             with torch.inference_mode():
-                self._phase("admit")
-                self._admit(waiting, running, fresh)
-                if not running:
-                    continue
                 try:
+                    if decoded is not None and waiting and len(running) < self.slots:
+                        self._phase("handout")  # before an admission, whose prefill would hold this audio back
+                        self._hand_out(decoded)
+                        decoded = None
+                    self._phase("admit")
+                    self._admit(waiting, running, fresh)
                     n = 1 if fresh else LOOP_FRAMES  # single frames until every stream has begun
-                    self._phase("step")
-                    self.frames.step(n)
+                    if running:
+                        self._phase("step")
+                        self.frames.step(n)
+                    if decoded is not None:
+                        self._phase("handout")
+                        self._hand_out(decoded)
+                        decoded = None
+                    if not running:
+                        continue
                     self._phase("collect")
-                    codes = np.zeros((self.frames.bucket, n, 16), np.int64)  # zeros: free rows, frames past an end
                     collected = self.frames.collect()
                     ends = {slot: ended or running[slot].cancel.is_set() for slot, (_, ended) in collected.items()}
+                    codes = np.zeros((self.frames.bucket, n, 16), np.int64)  # zeros: free rows, frames past an end
                     for slot, (new, _) in collected.items():
                         codes[slot, :len(new)] = new
+                        if len(new):
+                            fresh.discard(slot)
                     self._phase("decode")
-                    audio = self._decode(codes, {slot: (len(collected[slot][0]), running[slot].decoder_state)
-                                                 for slot, end in ends.items() if end and running[slot].keep})
-                except Exception as e:  # a device failure: every running caller hears of it
-                    for slot, request in running.items():
+                    decoded = self._decode(codes, {slot: (len(collected[slot][0]), running[slot].decoder_state)
+                                                   for slot, end in ends.items() if end and running[slot].keep})
+                    decoded.handouts = [(slot, running[slot], new, ends[slot]) for slot, (new, _) in collected.items()]
+                    for slot, end in ends.items():
+                        if end:  # the slot is free for the next admission; its last audio is in ``decoded``
+                            self.frames.release(slot)
+                            del running[slot]
+                            fresh.discard(slot)
+                except Exception as e:  # a device failure: every caller still waiting hears of it
+                    owed = {id(r): r for r in running.values()}
+                    owed.update((id(r), r) for _, r, _, _ in (decoded.handouts if decoded else []))
+                    for request in owed.values():
                         request.outbox.put(e)
+                    for slot in list(running):
                         self.frames.release(slot)
                     running.clear()
                     fresh.clear()
-                    continue
-                self._phase("handout")
-                for slot, (new, _) in collected.items():
-                    if len(new):
-                        fresh.discard(slot)
-                    running[slot].outbox.put((new, audio[slot, :len(new) * SAMPLES_PER_FRAME], ends[slot]))
-                    if ends[slot]:
-                        self.frames.release(slot)
-                        del running[slot]
-                        fresh.discard(slot)
+                    decoded = None
 
     def _phase(self, name: str) -> None:
         if self.phase_timer is not None:
@@ -351,28 +382,50 @@ class BatchedStreams:
             for request in joining:
                 request.outbox.put(e)
             return
+        if self._decode_stream is not None:  # the last decode still reads and writes these rows
+            torch.cuda.current_stream(self.engine.device).wait_stream(self._decode_stream)
         self.decoder_state.put_rows(torch.tensor(slots, device=self.engine.device),
                                     [request.decoder_state for request in joining])
         for slot, request in zip(slots, joining, strict=True):
             running[slot] = request
             fresh.add(slot)
 
-    def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]]) -> np.ndarray:
-        """Audio float32 [bucket, n * 1920] of ``codes`` int64 [bucket, n, 16] through the decoder state's
-        rows [0, bucket). ``saves[row] = (k, holder)``: the stream of that row ended after k of these
-        frames and continues later, so its row goes into ``holder`` right after frame k; the decode is cut
-        there, so no frame past its end reaches the saved state."""
+    def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]]) -> _Decoded:
+        """Launch the decode of ``codes`` int64 [bucket, n, 16] through the decoder state's rows [0, bucket),
+        on the decode stream after everything queued before it; the audio (float32 [bucket, n * 1920], in
+        pieces) lands in host memory when the returned record's event completes. ``saves[row] = (k,
+        holder)``: the stream of that row ended after k of these frames and continues later, so its row goes
+        into ``holder`` right after frame k; the decode is cut there, so no frame past its end reaches the
+        saved state."""
         bucket, n = codes.shape[:2]
-        codes = torch.as_tensor(codes, device=self.engine.device)
+        stream, cuda = self._decode_stream, self._decode_stream is not None
+        if cuda:
+            stream.wait_stream(torch.cuda.current_stream(self.engine.device))  # the step and the admission's rows
         cuts = sorted({0, n, *(k for k, _ in saves.values())})
         pieces = []
-        for start, stop in zip(cuts, cuts[1:] + [n], strict=True):
-            for row, (k, holder) in saves.items():
-                if k == start:
-                    holder.copy_(self.decoder_state.rows(row, row + 1))
-            if stop > start:
-                pieces.append(self._decoder(bucket, stop - start)(codes[:, start:stop]).to("cpu", copy=True))
-        return torch.cat(pieces, dim=1).numpy()
+        with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
+            codes = torch.as_tensor(codes, device=self.engine.device)
+            for start, stop in zip(cuts, cuts[1:] + [n], strict=True):
+                for row, (k, holder) in saves.items():
+                    if k == start:
+                        holder.copy_(self.decoder_state.rows(row, row + 1))
+                if stop > start:
+                    audio = self._decoder(bucket, stop - start)(codes[:, start:stop])  # rewritten by its next replay
+                    host = torch.empty(audio.shape, dtype=audio.dtype, pin_memory=cuda)
+                    pieces.append(host.copy_(audio, non_blocking=cuda))  # queued before any next replay
+            done = torch.cuda.Event() if cuda else None
+            if done is not None:
+                done.record(stream)
+        return _Decoded(pieces, done, [])
+
+    @staticmethod
+    def _hand_out(decoded: _Decoded) -> None:
+        """Each stream's frames and audio of a finished decode to its caller's outbox."""
+        if decoded.done is not None:
+            decoded.done.synchronize()
+        audio = np.concatenate([piece.numpy() for piece in decoded.pieces], axis=1)
+        for slot, request, new, ended in decoded.handouts:
+            request.outbox.put((new, audio[slot, :len(new) * SAMPLES_PER_FRAME], ended))
 
     def _decoder(self, bucket: int, n: int) -> DecodeGraph:
         """The decode of n frames over rows [0, bucket), captured on first use."""

@@ -118,6 +118,29 @@ def test_a_closed_stream_frees_its_slot(engine64):
     assert sum(c.n_frames for c in chunks) == 3
 
 
+def test_a_failed_step_reaches_the_caller_whose_audio_awaits_handout_and_the_loop_goes_on(engine64):
+    """A device failure in a step reaches the caller (its first frame, decoded the iteration before and not
+    yet handed out, is lost with it); the slot is freed and the next caller is served."""
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=1, graphs=False)
+    real_step, calls = streams.frames.step, []
+
+    def step_failing_the_second_time(n=1):
+        calls.append(n)
+        if len(calls) == 2:
+            raise RuntimeError("device lost")
+        real_step(n)
+
+    streams.frames.step = step_failing_the_second_time
+    with pytest.raises(RuntimeError, match="device lost"):
+        list(streams.stream("Long enough to fail midway.", Voice.preset("vivian"), sampling=Sampling(greedy=True),
+                            max_frames=50))
+    assert calls == [1, 4]  # a single first frame, then the failing four-frame step
+    chunks = list(streams.stream("Next.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=3))
+    assert sum(c.n_frames for c in chunks) == 3
+
+
 def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
     eng = engine64
     prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
