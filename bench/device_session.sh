@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # One call on the lent GPU machine: correctness, the side-by-side benchmark of one size, the many-streams
-# benchmark and the profiles, each step bounded so the next still runs.
-# With two GPUs the checks (GPU tests, then the matrix-vector block sweep) and the speed runs (side by
-# side, many streams, the many-streams loop's profile, the frame's profile) go in parallel, one GPU
-# each, with their own checkpoints. Everything lands in $OUT as 8 files at most (all the device returns): six
-# logs (the JSON lines of the many-streams runs are in batch.log), the sweep's JSON and the side-by-side
-# JSON lines. Run from the repository root there, with .whl carried (bench/README.md); the device's .git
-# is stale, so name the commit:
+# benchmark and the profiles, each step bounded so the next still runs. With two GPUs the checks (GPU
+# tests, then the decoder alone) and the speed runs (side by side, many streams, the many-streams loop's
+# profile, the frame's profile) go in parallel, one GPU each, with their own checkpoints. Everything lands
+# in $OUT as 8 files at most (all the device returns): seven logs (the many-streams runs' JSON lines are in
+# batch.log) and the side-by-side JSON lines. Run from the repository root there, with .whl carried
+# (bench/README.md); the device's .git is stale, so name the commit:
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh 0.6b [seconds, default 570]
 set -uo pipefail
 SIZE="${1:-0.6b}"
@@ -32,15 +31,17 @@ step() {  # step NAME SHARE_OF_WHAT_IS_LEFT_IN_PERCENT COMMAND...
     grep -v -i "warn" "$OUT/$name.log" | tail -15
 }
 
-# checks TESTS_SHARE SWEEP_SHARE (percent of the time left at each step). The tests: with 0.6b the
-# kernels and every GPU test; with another size its full-size and the batched tests
+# checks TESTS_SHARE DECODER_SHARE (percent of the time left at each step). The tests: with 0.6b the
+# kernels and every GPU test; with another size its full-size and the batched tests. Then the decoder alone
 checks() {
     export ORATOR_MODELS=/tmp/orator-test-models
     if [ "$SIZE" = 0.6b ]; then tests=(tests/engine/kernels tests/engine/graphs/test_graphs_gpu.py); else
         tests=(tests/engine/graphs/test_graphs_gpu.py -k "$SIZE or batched"); fi
     step tests "$1" python3 -m pytest "${tests[@]}" -v -p no:cacheprovider -p no:logging --tb=short \
         --durations=15 -o faulthandler_timeout=150
-    step gemv-sweep "$2" python3 -m bench.gemv_configs --out "$OUT/gemv-sweep.json"
+    local model="$ORATOR_MODELS/$SIZE-custom_voice"
+    [ -f "$model/model.safetensors" ] || python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice
+    step decoder "$2" python3 -m bench.decoder_speed --model "$model" --rows 1 8 64 128 --frames 1 4 --dtypes float32
 }
 
 # speed BENCH_SHARE BATCH_SHARE BATCH_PROFILE_SHARE PROFILE_SHARE

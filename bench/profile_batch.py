@@ -11,8 +11,9 @@ resulting audio-seconds per second and p50/p95 time to first audio.
 
 ``--trickle MS`` starts the requests MS apart, as HTTP clients arrive, instead of all at once: does
 every arrival then get an admission (a prefill that stalls the running streams) of its own?
-Synchronising each phase costs the loop a little overlap of host and device work, so the profiled
-throughput is a lower bound of ``bench.run_batch``'s.
+Synchronising each phase costs the loop its overlap of host and device work and of each decode with the
+next step (on a GPU the decode runs on a stream of its own), so the profiled throughput is a lower bound
+of ``bench.run_batch``'s and the phases add up as if nothing overlapped.
 
 ``--ops N`` also runs every admission under ``torch.profiler`` and lists its N costliest operations by
 host time (with their device time): what an admission spends its time on. The profiler slows the
