@@ -27,7 +27,7 @@ from engine.model import Qwen3TTS
 from engine.model.layers import fuse_projections
 from engine.prompts import build_prompt, check_voice
 from engine.results import SAMPLE_RATE, Audio, Chunk, closing_chunk
-from engine.runtime import avoid_per_shape_attention_plans, check_device, check_torch, default_dtype
+from engine.runtime import check_device, check_torch, default_dtype
 from engine.sampling import Sampling
 from engine.streamer import EagerStreamer
 from engine.text import split_segments
@@ -67,7 +67,6 @@ class Engine:
         check_torch()
         device = torch.device(device)
         check_device(device)
-        avoid_per_shape_attention_plans(device)
         dtype = dtype or default_dtype(device)
         model_dir = resolve_model_dir(model)
         config = ModelConfig.from_file(model_dir / "config.json")

@@ -1,4 +1,4 @@
-"""Facts about the installed PyTorch and the device: version floor, default precision, attention backends."""
+"""Facts about the installed PyTorch and the device: version floor, default precision."""
 
 from __future__ import annotations
 
@@ -49,16 +49,3 @@ def check_memory(needed_bytes: int, device: torch.device, what: str, advice: str
     if needed_bytes > free:
         raise UnsupportedError(f"{what} needs {needed_bytes / 2**30:.1f} GiB of GPU memory, but only "
                                f"{free / 2**30:.1f} GiB is free. {advice}")
-
-
-def avoid_per_shape_attention_plans(device: torch.device) -> None:
-    """On CUDA, take cuDNN out of ``scaled_dot_product_attention``'s choices, for the whole process.
-
-    PyTorch 2.11 sends attention with an explicit mask (the engine's prefills, the codec decoder's window)
-    to cuDNN first on Hopper and newer, and cuDNN builds an execution plan for every new shape: a tenth of
-    a second or more each time. Captured graphs pay it once, but the batched admissions of the
-    many-streams loop (rows x prompt length) and a new reference clip's decode meet new shapes all the
-    time: on an H200 a lone stream's admission took 179 ms. The memory-efficient kernel takes the same
-    inputs without any plan."""
-    if device.type == "cuda":
-        torch.backends.cuda.enable_cudnn_sdp(False)

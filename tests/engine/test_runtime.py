@@ -1,4 +1,4 @@
-"""Device and memory checks: clear errors before anything is allocated; the attention backends on CUDA."""
+"""Device and memory checks: clear errors before anything is allocated."""
 
 from __future__ import annotations
 
@@ -22,19 +22,3 @@ def test_too_many_streams_for_the_free_gpu_memory_is_a_clear_error(monkeypatch):
         check_memory(4 * 2**30, torch.device("cuda"), "the cache", "Fewer.")
     check_memory(2 * 2**30, torch.device("cuda"), "the cache", "Fewer.")  # fits: no error
     check_memory(2**50, torch.device("cpu"), "the cache", "Fewer.")  # the CPU is not checked
-
-
-def test_cudnn_attention_is_taken_out_for_cuda_only():
-    """A CUDA engine takes cuDNN out of the attention backends (a plan per new shape); a CPU one leaves the
-    process's setting alone."""
-    from engine.runtime import avoid_per_shape_attention_plans
-
-    before = torch.backends.cuda.cudnn_sdp_enabled()
-    try:
-        torch.backends.cuda.enable_cudnn_sdp(True)
-        avoid_per_shape_attention_plans(torch.device("cpu"))
-        assert torch.backends.cuda.cudnn_sdp_enabled()
-        avoid_per_shape_attention_plans(torch.device("cuda"))
-        assert not torch.backends.cuda.cudnn_sdp_enabled()
-    finally:
-        torch.backends.cuda.enable_cudnn_sdp(before)
