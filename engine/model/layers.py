@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from engine.kernels import runs_on, triton_available
 from engine.kernels.gemv import linear, norm_linear, silu_mul_linear
@@ -117,6 +118,8 @@ class Attention(nn.Module):
         keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
         if t == 1 and x.is_cuda:
             out = one_query_attention(q, keys, values, mask)
+        elif x.is_cuda and not torch.compiler.is_compiling():
+            out = prefill_attention(q, keys, values, mask)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
         return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight, residual=x)
@@ -152,6 +155,20 @@ def one_query_attention(q, keys, values, mask) -> torch.Tensor:
     if keys.shape[2] <= SHORT_CACHE:
         return short_attention(q, keys, values, mask)
     return decode_attention(q, keys, values, mask)
+
+
+def prefill_attention(q, keys, values, mask) -> torch.Tensor:
+    """Attention of several positions per row on CUDA outside compiled code (a prefill, eager or captured):
+    q [B, H, T, D]; keys, values [B, KV, S, D]; mask [B, 1, T, S] -> [B, H, T, D], through the
+    memory-efficient kernel, the keys and values repeated for the query heads sharing them. Left to choose,
+    PyTorch 2.11 sends grouped heads with a mask to cuDNN, which builds an execution plan for every new
+    shape (a tenth of a second or more: each batched admission of the many-streams loop is a new shape),
+    and without cuDNN to the math kernel, which materialises every score in float32."""
+    group = q.shape[1] // keys.shape[1]
+    if group > 1:
+        keys, values = keys.repeat_interleave(group, dim=1), values.repeat_interleave(group, dim=1)
+    with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
 
 
 def decode_attention(q, keys, values, mask) -> torch.Tensor:

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.model.layers import decode_attention, short_attention
+from engine.model.layers import decode_attention, prefill_attention, short_attention
 
 
 @pytest.mark.parametrize(("attend", "slots", "positions", "dim"), [
@@ -23,3 +23,19 @@ def test_one_query_attention_equals_sdpa_with_gqa_and_mask(attend, slots, positi
     mask = (torch.arange(slots)[None, None, :] <= torch.tensor(positions)[:, None, None])[:, None]  # [B, 1, 1, S]
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
     torch.testing.assert_close(attend(q, k, v, mask), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kv", [8, 16], ids=["grouped", "one-to-one"])
+def test_prefill_attention_equals_sdpa_with_gqa_and_mask(kv):
+    """A prefill's attention with the keys and values repeated for the query heads equals SDPA's grouped
+    heads: rows of different lengths, each position seeing only itself and those before (float64)."""
+    g = torch.Generator().manual_seed(kv)
+    lengths, slots, heads, dim = [7, 12], 12, 16, 32
+    q = torch.randn(len(lengths), heads, slots, dim, generator=g, dtype=torch.float64)
+    k = torch.randn(len(lengths), kv, slots, dim, generator=g, dtype=torch.float64)
+    v = torch.randn(len(lengths), kv, slots, dim, generator=g, dtype=torch.float64)
+    causal = torch.arange(slots)[None, :, None] >= torch.arange(slots)[None, None, :]  # [1, T, S]
+    filled = torch.arange(slots)[None, None, :] < torch.tensor(lengths)[:, None, None]  # [B, 1, S]
+    mask = (causal & filled)[:, None]  # [B, 1, T, S]
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    torch.testing.assert_close(prefill_attention(q, k, v, mask), expected, rtol=1e-12, atol=1e-12)
