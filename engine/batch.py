@@ -28,7 +28,7 @@ import torch
 
 from engine.codec.decoder import DecoderState
 from engine.engine import default_max_frames
-from engine.graphs.capture import Graphed, graphs_enabled
+from engine.graphs.capture import Graphed, graphs_enabled, separate_capture_stream
 from engine.graphs.compile import capture_frame_step
 from engine.graphs.runner import HISTORY, MAX_SEQ, MAX_TRAILING, DecodeGraph
 from engine.graphs.state import NEVER, StaticState
@@ -197,10 +197,10 @@ class BatchedStreams:
     slot the same number of frames and decodes the new frames of all of them in one ``decode_chunk``
     over the step's bucket of rows (a CUDA graph per (bucket, frames) on a GPU). Rows of free slots and
     frames after a stream's end decode zeros, which reach no caller and no other row. On a GPU the decode
-    runs on a CUDA stream of its own, overlapping the next iteration's admission and step (the decode's
-    convolutions fill the GPU where the step's many small kernels leave it idle): an iteration's audio is
-    handed out once the next step is queued (or before an admission), and an admission writes its decoder
-    rows only after the decode before it.
+    runs on a CUDA stream of its own, overlapping the next iteration's step (the decode's convolutions fill
+    the GPU where the step's many small kernels leave it idle): an iteration's audio is handed out once the
+    next step is queued, or before an admission (whose prefill would hold it back), and the decode graphs
+    are captured on a stream of their own (see ``separate_capture_stream``).
 
     A caller's thread builds its prompts, one request per segment, and regroups the (codes, audio) it
     receives into its chunk sizes. Its decoder state lives in a 1-row holder between segments: copied
@@ -221,7 +221,10 @@ class BatchedStreams:
         self.decoder_state = engine.decoder.new_state(slots, engine.device)
         self._decoders: dict[tuple[int, int], DecodeGraph] = {}
         self._pool = None  # one memory pool for every decoder graph
-        self._decode_stream = torch.cuda.Stream(engine.device) if engine.device.type == "cuda" else None
+        cuda = engine.device.type == "cuda"
+        self._decode_stream = torch.cuda.Stream(engine.device) if cuda else None
+        # the decode graphs replay while a step's graph runs: captured apart, so their cuBLAS workspace is their own
+        self._capture_stream = separate_capture_stream(engine.device) if cuda and self.frames.use_graphs else None
         # captured up front by default: a capture while streams run stalls them (and steps their rows)
         self.warmup_seconds = self._warmup() if (self.frames.use_graphs if warmup is None else warmup) else 0.0
         self._requests: queue.Queue = queue.Queue()
@@ -337,6 +340,9 @@ class BatchedStreams:
                             del running[slot]
                             fresh.discard(slot)
                 except Exception as e:  # a device failure: every caller still waiting hears of it
+                    if self._decode_stream is not None:  # saves into callers' holders may still be queued
+                        with contextlib.suppress(Exception):
+                            self._decode_stream.synchronize()
                     owed = {id(r): r for r in running.values()}
                     owed.update((id(r), r) for _, r, _, _ in (decoded.handouts if decoded else []))
                     for request in owed.values():
@@ -376,16 +382,19 @@ class BatchedStreams:
             joining.append(request)
         if not joining:
             return
+        slots: list[int] = []
         try:
             slots = self.frames.add_many([(r.prompt, r.sampling, r.seed, r.max_frames) for r in joining])
-        except Exception as e:  # a device failure during prefill
+            if self._decode_stream is not None:  # a decode may still read and write these rows
+                torch.cuda.current_stream(self.engine.device).wait_stream(self._decode_stream)
+            self.decoder_state.put_rows(torch.tensor(slots, device=self.engine.device),
+                                        [request.decoder_state for request in joining])
+        except Exception as e:  # a device failure during prefill or the rows' writes
+            for slot in slots:
+                self.frames.release(slot)
             for request in joining:
                 request.outbox.put(e)
             return
-        if self._decode_stream is not None:  # the last decode still reads and writes these rows
-            torch.cuda.current_stream(self.engine.device).wait_stream(self._decode_stream)
-        self.decoder_state.put_rows(torch.tensor(slots, device=self.engine.device),
-                                    [request.decoder_state for request in joining])
         for slot, request in zip(slots, joining, strict=True):
             running[slot] = request
             fresh.add(slot)
@@ -434,7 +443,7 @@ class BatchedStreams:
             rows = self.decoder_state.rows(0, bucket)
             held = decoder.new_state(bucket, device)
             held.copy_(rows)  # capturing decodes on these rows: keep what their streams hold
-            graph = DecodeGraph(decoder, rows, n, device, self.frames.use_graphs, self._pool)
+            graph = DecodeGraph(decoder, rows, n, device, self.frames.use_graphs, self._pool, self._capture_stream)
             rows.copy_(held)
             self._pool = self._pool or graph.graph.pool
             self._decoders[bucket, n] = graph

@@ -102,7 +102,7 @@ class DecodeGraph:
     """The decoder's ``decode_chunk`` for exactly n frames of every row of ``decoder_state``, captured over
     static input/output buffers (the output buffer is rewritten by the next call)."""
 
-    def __init__(self, decoder, decoder_state, n: int, device, enabled, pool):
+    def __init__(self, decoder, decoder_state, n: int, device, enabled, pool, capture_stream=None):
         batch = decoder_state.batch
         self.codes = torch.zeros(batch, n, decoder.cfg.num_quantizers, dtype=torch.int64, device=device)
         self.audio = torch.zeros(batch, n * decoder.samples_per_frame, dtype=torch.float32, device=device)
@@ -116,7 +116,8 @@ class DecodeGraph:
         benchmark = torch.backends.cudnn.benchmark
         torch.backends.cudnn.benchmark = True
         try:
-            self.graph = Graphed(run, device, enabled, pool=pool, name=f"{n}-frame decoder")
+            self.graph = Graphed(run, device, enabled, pool=pool, name=f"{n}-frame decoder",
+                                 capture_stream=capture_stream)
         finally:
             torch.backends.cudnn.benchmark = benchmark
 

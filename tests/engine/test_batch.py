@@ -141,6 +141,28 @@ def test_a_failed_step_reaches_the_caller_whose_audio_awaits_handout_and_the_loo
     assert sum(c.n_frames for c in chunks) == 3
 
 
+def test_a_failed_admission_reaches_its_callers_and_frees_their_slots(engine64):
+    """A failure while an admission writes its streams' decoder rows (after their prefill took slots) reaches
+    those callers, and the slots are free again for the next."""
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=1, graphs=False)
+    real_put_rows, calls = streams.decoder_state.put_rows, []
+
+    def put_rows_failing_once(rows, states):
+        calls.append(rows.tolist())
+        if len(calls) == 1:
+            raise RuntimeError("device lost")
+        real_put_rows(rows, states)
+
+    streams.decoder_state.put_rows = put_rows_failing_once
+    with pytest.raises(RuntimeError, match="device lost"):
+        list(streams.stream("Fails on admission.", Voice.preset("vivian"), sampling=Sampling(greedy=True),
+                            max_frames=5))
+    chunks = list(streams.stream("Next.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=3))
+    assert sum(c.n_frames for c in chunks) == 3 and calls == [[0], [0]]
+
+
 def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
     eng = engine64
     prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")

@@ -85,3 +85,33 @@ def test_decoder_graphs_are_prepared_in_cudnn_benchmark_mode_and_leave_it_as_it_
     assert seen == [True] and torch.backends.cudnn.benchmark is False
     codes = torch.randint(0, decoder.cfg.codebook_size, (2, 3, decoder.cfg.num_quantizers))
     torch.testing.assert_close(graph(codes), decoder.decode(codes), rtol=0, atol=1e-5)
+
+
+def test_a_separate_capture_stream_is_never_the_default_one(monkeypatch):
+    """Streams come from a pool in turn; the decode graphs' capture stream is one the other graphs are not
+    captured on (graphs captured on one stream share its cuBLAS workspace), even when the pool hands out
+    the default one next."""
+    import torch
+
+    from engine.graphs.capture import separate_capture_stream
+
+    class PoolStream:  # torch.cuda.Stream on a CPU build cannot be made: a pool of three, handed out in turn
+        handed = 0
+
+        def __init__(self, device=None):
+            self.id = PoolStream.handed % 3
+            PoolStream.handed += 1
+
+        def __eq__(self, other):
+            return self.id == other.id
+
+        __hash__ = None
+
+    monkeypatch.setattr(torch.cuda, "Stream", PoolStream)
+    monkeypatch.setattr(torch.cuda.graph, "default_capture_stream", None)
+    for _ in range(4):  # whichever stream the pool would hand out next
+        stream = separate_capture_stream(torch.device("cuda"))
+        assert stream != torch.cuda.graph.default_capture_stream
+    assert torch.cuda.graph.default_capture_stream.id == 0  # made once, as torch.cuda.graph would
+    PoolStream.handed = 0  # the pool's next stream is the default one: skipped
+    assert separate_capture_stream(torch.device("cuda")).id == 1
