@@ -35,10 +35,17 @@ class StreamingLayer(nn.Module):
     def new_tail(self, batch: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
         return torch.zeros(batch, self.in_channels, self.history, device=device, dtype=dtype)
 
-    def _extend_with_tail(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:
-        """``[tail, x]`` along time; the tail is overwritten with the last ``history`` frames."""
+    def _extend_with_tail(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
+        """``[tail, activation(x)]`` along time, the activation written straight into place (no second pass
+        over the activated input to join it to the tail); the tail is overwritten with the last ``history``
+        frames."""
         tail = tails[self.state_key]  # [B, C, history]
-        extended = torch.cat([tail, x], dim=-1)  # [B, C, history + T]
+        if activation is None:
+            extended = torch.cat([tail, x], dim=-1)  # [B, C, history + T]
+        else:
+            extended = x.new_empty(*x.shape[:-1], self.history + x.shape[-1])
+            extended[..., : self.history].copy_(tail)
+            activation(x, out=extended[..., self.history :])
         tail.copy_(extended[..., extended.shape[-1] - self.history :])
         return extended
 
@@ -50,9 +57,12 @@ class CausalConv1d(StreamingLayer):
         super().__init__(in_channels, (kernel_size - 1) * dilation)
         self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, dilation=dilation, groups=groups)
 
-    def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C_in, T] -> [B, C_out, T]
+    def forward(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
+        """[B, C_in, T] -> [B, C_out, T]: the convolution of ``activation(x)`` (of x without one)."""
         if self.history:
-            x = self._extend_with_tail(x, tails)
+            x = self._extend_with_tail(x, tails, activation)
+        elif activation is not None:
+            x = activation(x)
         return self.conv(x)
 
 
@@ -71,10 +81,13 @@ class CausalConvTranspose1d(StreamingLayer):
         self.stride = stride
         self.conv = nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride=stride)
 
-    def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C_in, T] -> [B, C_out, T * stride]
+    def forward(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
+        """[B, C_in, T] -> [B, C_out, T * stride]: the transposed convolution of ``activation(x)``."""
         frames = x.shape[-1]
         if self.history:
-            x = self._extend_with_tail(x, tails)
+            x = self._extend_with_tail(x, tails, activation)
+        elif activation is not None:
+            x = activation(x)
         y = self.conv(x)  # [B, C_out, (history + T - 1) * stride + kernel_size]
         start = self.history * self.stride
         return y[..., start : start + frames * self.stride]
@@ -88,8 +101,9 @@ class SnakeBeta(nn.Module):
         self.alpha = nn.Parameter(torch.zeros(channels))
         self.beta = nn.Parameter(torch.zeros(channels))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, C, T]
-        return snake_beta(x, self.alpha, self.beta)  # one Triton pass on CUDA (engine/kernels/snake.py)
+    def forward(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:  # [B, C, T]
+        """The activation of x, written into ``out`` (a view, contiguous in time) when given."""
+        return snake_beta(x, self.alpha, self.beta, out)  # one Triton pass on CUDA (engine/kernels/snake.py)
 
 
 class ConvNeXtBlock(nn.Module):
@@ -120,8 +134,8 @@ class ResidualUnit(nn.Module):
         self.conv2 = CausalConv1d(dim, dim, kernel_size=1)
 
     def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C, T]
-        h = self.conv1(self.act1(x), tails)
-        return x + self.conv2(self.act2(h), tails)
+        h = self.conv1(x, tails, activation=self.act1)
+        return x + self.conv2(h, tails, activation=self.act2)
 
 
 class UpsampleBlock(nn.Module):
@@ -136,7 +150,7 @@ class UpsampleBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C_in, T] -> [B, C_out, T * rate]
         snake, upsample, *units = self.block
-        x = upsample(snake(x), tails)
+        x = upsample(x, tails, activation=snake)
         for unit in units:
             x = unit(x, tails)
         return x

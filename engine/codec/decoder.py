@@ -154,7 +154,7 @@ class SpeechDecoder(nn.Module):
         h = first(h, tails)  # [B, decoder_dim, 4n]
         for block in blocks:
             h = block(h, tails)
-        audio = last(snake(h), tails).clamp(-1.0, 1.0)  # [B, 1, n * 1920]
+        audio = last(h, tails, activation=snake).clamp(-1.0, 1.0)  # [B, 1, n * 1920]
         return audio[:, 0].float()
 
     def check_codes(self, codes: torch.Tensor) -> None:

@@ -37,13 +37,16 @@ if _ENABLED:
         tl.store(y_ptr + b * sy_b + c * sy_c + t, x + inv_beta * (s * s), mask=ok)
 
 
-def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor) -> torch.Tensor:
+def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
+                      out: torch.Tensor | None = None) -> torch.Tensor:
     """SnakeBeta of x [B, C, T] (last dimension contiguous, float32) with per-channel log_alpha, log_beta [C]
-    -> a new contiguous [B, C, T], through the Triton kernel."""
+    -> ``out`` [B, C, T] (contiguous in time; a new contiguous tensor by default), through the Triton kernel."""
     b, c, t = x.shape
-    if x.stride(-1) != 1:
-        raise ValueError("snake_beta_kernel needs x contiguous in time")
-    y = torch.empty(b, c, t, dtype=x.dtype, device=x.device)
+    if x.stride(-1) != 1 or (out is not None and out.stride(-1) != 1):
+        raise ValueError("snake_beta_kernel needs x and out contiguous in time")
+    if out is not None and (out.shape != x.shape or out.dtype != x.dtype):
+        raise ValueError(f"out must be {tuple(x.shape)} {x.dtype}, not {tuple(out.shape)} {out.dtype}")
+    y = torch.empty(b, c, t, dtype=x.dtype, device=x.device) if out is None else out
     if y.numel() == 0:
         return y
     block = max(16, min(1024, triton.next_power_of_2(t)))
@@ -53,11 +56,14 @@ def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.
     return y
 
 
-def snake_beta(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor) -> torch.Tensor:
-    """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T], the parameters per channel [C]."""
+def snake_beta(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+    """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T], the parameters per channel [C];
+    written into ``out`` (same shape) when given."""
     if (_ENABLED and x.is_cuda and x.dtype == torch.float32 and log_alpha.dtype == torch.float32
-            and x.stride(-1) == 1 and runs_on(x.device)):
-        return snake_beta_kernel(x, log_alpha, log_beta)
+            and x.stride(-1) == 1 and (out is None or out.stride(-1) == 1) and runs_on(x.device)):
+        return snake_beta_kernel(x, log_alpha, log_beta, out)
     alpha = log_alpha.exp()[None, :, None]
     beta = log_beta.exp()[None, :, None]
-    return x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
+    y = x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
+    return y if out is None else out.copy_(y)

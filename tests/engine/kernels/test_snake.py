@@ -44,10 +44,27 @@ def test_a_view_of_a_longer_tensor():
                                atol=2e-6, rtol=2e-6)
 
 
+def test_writes_into_a_view_of_a_longer_buffer():
+    """``out``: the activation written into place after a causal convolution's remembered frames, nothing
+    else of the buffer touched."""
+    log_alpha, log_beta = parameters(4, seed=3)
+    x = torch.randn(2, 4, 90, generator=torch.Generator().manual_seed(4)).to(DEVICE)
+    extended = torch.full((2, 4, 6 + 90), 7.0, device=DEVICE)
+    got = snake.snake_beta_kernel(x, log_alpha, log_beta, out=extended[..., 6:])
+    assert got.data_ptr() == extended[..., 6:].data_ptr()
+    torch.testing.assert_close(extended[..., 6:], reference(x, log_alpha, log_beta), atol=2e-6, rtol=2e-6)
+    assert torch.all(extended[..., :6] == 7.0)
+    with pytest.raises(ValueError, match="out must be"):
+        snake.snake_beta_kernel(x, log_alpha, log_beta, out=extended[..., 5:])
+
+
 def test_time_must_be_contiguous():
     log_alpha, log_beta = parameters(4, seed=0)
     with pytest.raises(ValueError, match="contiguous in time"):
         snake.snake_beta_kernel(torch.randn(2, 9, 4).to(DEVICE).transpose(1, 2), log_alpha, log_beta)
+    x = torch.randn(2, 4, 9).to(DEVICE)
+    with pytest.raises(ValueError, match="contiguous in time"):
+        snake.snake_beta_kernel(x, log_alpha, log_beta, out=torch.empty(2, 9, 4).to(DEVICE).transpose(1, 2))
 
 
 def test_the_decoder_layer_uses_it_for_float32_on_cuda_only(monkeypatch):
