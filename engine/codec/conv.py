@@ -35,10 +35,12 @@ class StreamingLayer(nn.Module):
     def new_tail(self, batch: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
         return torch.zeros(batch, self.in_channels, self.history, device=device, dtype=dtype)
 
-    def _extend_with_tail(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
-        """``[tail, activation(x)]`` along time, the activation written straight into place (no second pass
-        over the activated input to join it to the tail); the tail is overwritten with the last ``history``
-        frames."""
+    def _with_past(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
+        """``[tail, activation(x)]`` along time (``activation(x)`` alone without history), the activation
+        written straight into place (no second pass over the activated input to join it to the tail); the
+        tail is overwritten with the last ``history`` frames."""
+        if not self.history:
+            return x if activation is None else activation(x)
         tail = tails[self.state_key]  # [B, C, history]
         if activation is None:
             extended = torch.cat([tail, x], dim=-1)  # [B, C, history + T]
@@ -59,11 +61,7 @@ class CausalConv1d(StreamingLayer):
 
     def forward(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
         """[B, C_in, T] -> [B, C_out, T]: the convolution of ``activation(x)`` (of x without one)."""
-        if self.history:
-            x = self._extend_with_tail(x, tails, activation)
-        elif activation is not None:
-            x = activation(x)
-        return self.conv(x)
+        return self.conv(self._with_past(x, tails, activation))
 
 
 class CausalConvTranspose1d(StreamingLayer):
@@ -84,11 +82,7 @@ class CausalConvTranspose1d(StreamingLayer):
     def forward(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
         """[B, C_in, T] -> [B, C_out, T * stride]: the transposed convolution of ``activation(x)``."""
         frames = x.shape[-1]
-        if self.history:
-            x = self._extend_with_tail(x, tails, activation)
-        elif activation is not None:
-            x = activation(x)
-        y = self.conv(x)  # [B, C_out, (history + T - 1) * stride + kernel_size]
+        y = self.conv(self._with_past(x, tails, activation))  # [B, C_out, (history + T - 1) * stride + kernel_size]
         start = self.history * self.stride
         return y[..., start : start + frames * self.stride]
 
