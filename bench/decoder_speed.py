@@ -13,23 +13,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
 import torch
 
-from bench.common import FRAMES_PER_SECOND, device_name
+from bench.common import audio_seconds, device_name
 from engine.checkpoint import resolve_model_dir
 from engine.codec.decoder import SpeechDecoder
 from engine.graphs.runner import DecodeGraph
+from engine.kernels import triton_available
 
 
 def time_decode(decoder: SpeechDecoder, rows: int, frames: int, device: torch.device, repeats: int = 20) -> float:
-    """Median milliseconds of one call decoding ``frames`` frames of ``rows`` streams (a graph replay on CUDA,
-    eager elsewhere)."""
+    """Median milliseconds of one call decoding ``frames`` frames of ``rows`` streams (a graph replay on CUDA
+    unless ``ORATOR_EAGER`` is set, eager elsewhere)."""
     state = decoder.new_state(rows, device)
-    graph = DecodeGraph(decoder, state, frames, device, device.type == "cuda", None)
+    graph = DecodeGraph(decoder, state, frames, device, None, None)
     codes = torch.randint(0, decoder.cfg.codebook_size, (rows, frames, decoder.cfg.num_quantizers), device=device)
     times = []
     for _ in range(repeats):
@@ -51,7 +51,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     device = torch.device(args.device)
     directory = Path(resolve_model_dir(args.model)) / "speech_tokenizer"
-    triton = os.environ.get("ORATOR_TRITON", "1") not in ("0", "false", "no")
+    triton = triton_available()
     for dtype_name in args.dtypes:
         decoder = SpeechDecoder.from_dir(directory, device=device, dtype=getattr(torch, dtype_name))
         for rows in args.rows:
@@ -59,7 +59,7 @@ def main(argv=None) -> None:
                 ms = time_decode(decoder, rows, frames, device)
                 print(json.dumps({"device": device_name(device), "dtype": dtype_name, "triton": triton, "rows": rows,
                                   "frames": frames, "ms": round(ms, 3),
-                                  "audio_s_per_s": round(rows * frames / FRAMES_PER_SECOND / (ms / 1000), 1)}),
+                                  "audio_s_per_s": round(rows * audio_seconds(frames) / (ms / 1000), 1)}),
                       flush=True)
         del decoder
         if device.type == "cuda":
