@@ -110,16 +110,8 @@ class DecodeGraph:
         def run():
             self.audio.copy_(decoder.decode_chunk(self.codes, decoder_state, validate=False))
 
-        # the convolutions' algorithms timed per shape (cuDNN's benchmark mode) while the graph is prepared, so
-        # that it replays the fastest: its shapes never change. Eager decodes keep the process's setting (a
-        # timing run for every new shape would stall them).
-        benchmark = torch.backends.cudnn.benchmark
-        torch.backends.cudnn.benchmark = True
-        try:
-            self.graph = Graphed(run, device, enabled, pool=pool, name=f"{n}-frame decoder",
-                                 capture_stream=capture_stream)
-        finally:
-            torch.backends.cudnn.benchmark = benchmark
+        self.graph = Graphed(run, device, enabled, pool=pool, name=f"{n}-frame decoder",
+                             capture_stream=capture_stream)
 
     def __call__(self, codes: torch.Tensor) -> torch.Tensor:
         self.codes.copy_(codes)

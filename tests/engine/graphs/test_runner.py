@@ -64,29 +64,6 @@ def test_static_step_stops_at_eos_and_never_decodes_past_it(tiny_model_dir):
     np.testing.assert_allclose(np.concatenate([c.samples for c in chunks]), whole.samples, atol=1e-5)
 
 
-def test_decoder_graphs_are_prepared_in_cudnn_benchmark_mode_and_leave_it_as_it_was(tiny_engine, monkeypatch):
-    """A decoder graph is warmed up and captured with cuDNN's benchmark mode on (its shapes are fixed, so
-    the fastest algorithms are timed once); the process's own setting comes back afterwards."""
-    import torch
-
-    from engine.graphs import runner
-
-    seen = []
-    real = runner.Graphed
-
-    def recording(*args, **kwargs):
-        seen.append(torch.backends.cudnn.benchmark)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(runner, "Graphed", recording)
-    decoder = tiny_engine("custom_voice").decoder
-    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
-    graph = runner.DecodeGraph(decoder, decoder.new_state(2), 3, torch.device("cpu"), False, None)
-    assert seen == [True] and torch.backends.cudnn.benchmark is False
-    codes = torch.randint(0, decoder.cfg.codebook_size, (2, 3, decoder.cfg.num_quantizers))
-    torch.testing.assert_close(graph(codes), decoder.decode(codes), rtol=0, atol=1e-5)
-
-
 def test_a_separate_capture_stream_is_never_the_default_one(monkeypatch):
     """Streams come from a pool in turn; the decode graphs' capture stream is one the other graphs are not
     captured on (graphs captured on one stream share its cuBLAS workspace), even when the pool hands out
