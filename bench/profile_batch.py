@@ -7,13 +7,17 @@ counts (iterations, admissions, rows per admission, frames per iteration, rows p
 resulting audio-seconds per second and p50/p95 time to first audio.
 
     python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
-                                  [--device cuda]
+                                  [--kernels N] [--device cuda]
 
 ``--trickle MS`` starts the requests MS apart, as HTTP clients arrive, instead of all at once: does
 every arrival then get an admission (a prefill that stalls the running streams) of its own?
 Synchronising each phase costs the loop its overlap of host and device work and of each decode with the
 next step (on a GPU the decode runs on a stream of its own), so the profiled throughput is a lower bound
 of ``bench.run_batch``'s and the phases add up as if nothing overlapped.
+
+``--kernels N`` then profiles replays of the step graph of the streams' bucket (one frame of every row)
+and of its 4-frame decode graph, each with its kernels per replay, their device time and the N costliest
+(``bench.profile_orator.replay_kernels``): what a batched frame and a batched decode spend the GPU on.
 
 ``--ops N`` also runs every admission under ``torch.profiler`` and lists its N costliest operations by
 host time (with their device time): what an admission spends its time on. The profiler slows the
@@ -40,6 +44,7 @@ from bench.run_batch import (
     start_server,
     warm_streams,
 )
+from engine.batch import LOOP_FRAMES
 
 PHASES = ("wait", "admit", "step", "collect", "decode", "handout")
 
@@ -150,6 +155,20 @@ def profile(streams, request, n: int, spacing_s: float, ops: int = 0) -> dict:
     }
 
 
+def graph_kernels(streams, rows: int, top: int) -> dict:
+    """The kernels of one replay of the step graph and of the 4-frame decode graph over the bucket that
+    holds ``rows`` streams (replayed on the loop's idle state: their times do not depend on its values)."""
+    from bench.profile_orator import replay_kernels
+
+    bucket = next(b for b in streams.frames.buckets if b >= rows)
+    decode = streams._decoder(bucket, LOOP_FRAMES)
+    codes = torch.zeros(bucket, LOOP_FRAMES, 16, dtype=torch.int64, device=streams.engine.device)
+    with torch.inference_mode():
+        return {"bucket": bucket,
+                "step_kernels": replay_kernels(streams.frames._step_for(bucket), frames=10, top=top),
+                "decode_kernels": replay_kernels(lambda: decode(codes), frames=10, top=top)}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -159,8 +178,12 @@ def main(argv=None) -> None:
     ap.add_argument("--http", action="store_true", help="through the HTTP server in front of the streams")
     ap.add_argument("--ops", type=int, default=0, metavar="N",
                     help="profile the admissions and list their N costliest operations")
+    ap.add_argument("--kernels", type=int, default=0, metavar="N",
+                    help="then profile the step and decode graphs of the streams' bucket: their N costliest kernels")
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args(argv)
+    if args.kernels and not args.device.startswith("cuda"):
+        ap.error("--kernels profiles CUDA graph replays: it needs --device cuda")
     engine, streams = warm_streams(args.model, args.device, args.streams)
     report = {"model": args.model, "device": device_name(args.device), "path": "http" if args.http else "engine",
               "streams": args.streams, "frames": args.frames, "trickle_ms": args.trickle,
@@ -179,6 +202,8 @@ def main(argv=None) -> None:
     ttfa = found["ttfa_ms"]
     report.update(audio_s_per_s=args.streams * audio_seconds(args.frames) / found["wall_s"],
                   ttfa_p50_ms=percentile(ttfa, 50), ttfa_p95_ms=percentile(ttfa, 95), **found)
+    if args.kernels:
+        report.update(graph_kernels(streams, args.streams, args.kernels))
     print(json.dumps(report, indent=1), flush=True)
 
 

@@ -45,3 +45,11 @@ def test_ops_lists_what_the_admissions_spent_their_time_on(tiny_model_dir, capsy
     names = {op["name"] for op in ops}
     assert names & {"aten::linear", "aten::mm", "aten::addmm", "aten::matmul", "aten::scaled_dot_product_attention",
                     "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::bmm"}
+
+
+def test_kernels_needs_a_gpu(capsys):
+    """``--kernels N`` profiles CUDA graph replays (run on the device): asked for on the CPU, it says so
+    before loading anything."""
+    with pytest.raises(SystemExit):
+        main(["--model", "unused", "--device", "cpu", "--kernels", "5"])
+    assert "--kernels profiles CUDA graph replays" in capsys.readouterr().err
