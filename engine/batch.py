@@ -203,12 +203,10 @@ class BatchedStreams:
     are captured on a stream of their own (see ``separate_capture_stream``).
 
     A caller's thread builds its prompts, one request per segment, and regroups the (codes, audio) it
-    receives into its chunk sizes. On a GPU its work goes on a stream of its own, shared by every caller
-    (``_prompt_stream``): on the loop's stream each of its small host-to-device copies, which wait for the
-    stream they are on, would wait for the frame steps queued there; an admission waits for that stream.
-    Its decoder state lives in a 1-row holder between segments: copied into the slot's row when a segment
-    starts and back when it ends, so the audio runs on exactly across segments whichever slots they get.
-    ``stream`` is safe to call from up to ``slots`` threads (more simply wait).
+    receives into its chunk sizes. Its decoder state lives in a 1-row holder between segments: copied
+    into the slot's row when a segment starts and back when it ends, so the audio runs on exactly
+    across segments whichever slots they get. ``stream`` is safe to call from up to ``slots`` threads
+    (more simply wait).
 
     ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
     the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
@@ -225,8 +223,6 @@ class BatchedStreams:
         self._pool = None  # one memory pool for every decoder graph
         cuda = engine.device.type == "cuda"
         self._decode_stream = torch.cuda.Stream(engine.device) if cuda else None
-        # the callers' stream: of high priority, so never one of the pool's streams the loop uses
-        self._prompt_stream = torch.cuda.Stream(engine.device, priority=-1) if cuda else None
         # the decode graphs replay while a step's graph runs: captured apart, so their cuBLAS workspace is their own
         self._capture_stream = separate_capture_stream(engine.device) if cuda and self.frames.use_graphs else None
         # captured up front by default: a capture while streams run stalls them (and steps their rows)
@@ -252,16 +248,15 @@ class BatchedStreams:
     def _stream(self, eng, t0, text, voice, chunk_frames, first_chunk_frames, sampling, cancel,
                 max_frames) -> Iterator[Chunk]:
         sampling = sampling or eng.defaults
+        voice, segments = eng.plan(text, voice)
         seed = sampling.seed if sampling.seed is not None else random.getrandbits(62)
-        with torch.cuda.stream(self._prompt_stream), torch.inference_mode():  # never across a yield
-            voice, segments = eng.plan(text, voice)
-            decoder_state = eng.decoder.new_state(1, eng.device)
+        decoder_state = eng.decoder.new_state(1, eng.device)
+        with torch.inference_mode():
             if voice.in_context:
                 eng.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=eng.device)[None], decoder_state)
         size, last = first_chunk_frames, None
         for index, seg in enumerate(segments):
-            with torch.cuda.stream(self._prompt_stream):
-                prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, seg.text)
+            prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, seg.text)
             outbox: queue.Queue = queue.Queue()
             last_segment = index == len(segments) - 1
             self._requests.put(_Request(prompt, sampling, seed + index, max_frames or default_max_frames(seg.text),
@@ -388,8 +383,6 @@ class BatchedStreams:
         if not joining:
             return
         slots: list[int] = []
-        if self._prompt_stream is not None:  # the joining prompts (and decoder states) were queued there
-            torch.cuda.current_stream(self.engine.device).wait_stream(self._prompt_stream)
         try:
             slots = self.frames.add_many([(r.prompt, r.sampling, r.seed, r.max_frames) for r in joining])
             if self._decode_stream is not None:  # a decode may still read and write these rows
