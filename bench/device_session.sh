@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# One call on the lent GPU machine: correctness, the side-by-side benchmark of one size, the many-streams
-# benchmark and the profiles, each step bounded so the next still runs. With two GPUs the checks (GPU
-# tests, then the decoder alone) and the speed runs (side by side, many streams, the many-streams loop's
-# profile, the frame's profile) go in parallel, one GPU each, with their own checkpoints. Everything lands
-# in $OUT as 8 files at most (all the device returns): seven logs (the many-streams runs' JSON lines are in
-# batch.log) and the side-by-side JSON lines. Run from the repository root there, with .whl carried
-# (bench/README.md); the device's .git is stale, so name the commit:
-#   ORATOR_COMMIT=<hash> bash bench/device_session.sh 0.6b [seconds, default 570]
+# One call on the lent GPU machine. `tests`: every GPU test (kernels, graphs at 0.6B and 1.7B, the
+# many-streams tests); a size: the side-by-side benchmark of that size, the many-streams benchmark and the
+# profiles, each step bounded so the next still runs. With two GPUs the work goes in two halves, one GPU
+# each, in parallel, with their own checkpoints (tests: the many-streams tests, whose warm-ups compile
+# every bucket, on the second GPU; a size: the decoder alone and the profiles on the first, the
+# benchmarks on the second). Everything lands in $OUT as 8 files at most (all the device returns). Run
+# from the repository root there, with .whl carried (bench/README.md); the device's .git is stale, so
+# name the commit:
+#   ORATOR_COMMIT=<hash> bash bench/device_session.sh tests|0.6b|1.7b [seconds, default 570]
 set -uo pipefail
 SIZE="${1:-0.6b}"
 BUDGET="${2:-570}"
@@ -31,37 +32,49 @@ step() {  # step NAME SHARE_OF_WHAT_IS_LEFT_IN_PERCENT COMMAND...
     grep -v -i "warn" "$OUT/$name.log" | tail -15
 }
 
-# checks TESTS_SHARE DECODER_SHARE (percent of the time left at each step). The tests: with 0.6b the
-# kernels and every GPU test; with another size its full-size and the batched tests. Then the decoder alone
-checks() {
-    export ORATOR_MODELS=/tmp/orator-test-models
-    if [ "$SIZE" = 0.6b ]; then tests=(tests/engine/kernels tests/engine/graphs/test_graphs_gpu.py); else
-        tests=(tests/engine/graphs/test_graphs_gpu.py -k "$SIZE or batched"); fi
-    step tests "$1" python3 -m pytest "${tests[@]}" -v -p no:cacheprovider -p no:logging --tb=short \
-        --durations=15 -o faulthandler_timeout=150
-    local model="$ORATOR_MODELS/$SIZE-custom_voice"
-    [ -f "$model/model.safetensors" ] || python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice
-    step decoder "$2" python3 -m bench.decoder_speed --model "$model" --rows 1 8 64 128 --frames 1 4 --dtypes float32
+# tests SHARE SELECTION... : the GPU tests picked by the pytest arguments, in one log named by $LOG
+tests() {
+    local share=$1; shift
+    export ORATOR_MODELS=/tmp/orator-test-models ORATOR_GPU_SIZES=0.6b,1.7b
+    step "$LOG" "$share" python3 -m pytest "$@" -v -p no:cacheprovider -p no:logging --tb=short \
+        --durations=15 -o faulthandler_timeout=200
 }
 
-# speed BENCH_SHARE BATCH_SHARE BATCH_PROFILE_SHARE PROFILE_SHARE
+# profiles DECODER_SHARE BATCH_PROFILE_SHARE PROFILE_SHARE: the decoder alone, then the profiles
+profiles() {
+    export ORATOR_MODELS=/tmp/orator-profile-models
+    local model="$ORATOR_MODELS/$SIZE-custom_voice"
+    python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice >/dev/null
+    step decoder "$1" python3 -m bench.decoder_speed --model "$model" --rows 1 8 64 128 --frames 1 4 --dtypes float32
+    step profile-batch "$2" python3 -m bench.profile_batch --model "$model" --streams 64 --kernels 25
+    step profile "$3" python3 -m bench.profile_orator --model "$model"
+}
+
+# speed BENCH_SHARE BATCH_SHARE
 speed() {
     export ORATOR_MODELS=/tmp/orator-bench-models
     local model="$ORATOR_MODELS/$SIZE-custom_voice"
     step bench "$1" python3 -m bench.run_all --sizes "$SIZE" --systems orator faster official --frames 150 --runs 3 \
         --models "$ORATOR_MODELS" --out "/tmp/bench-$SIZE"
     cp "/tmp/bench-$SIZE/results.jsonl" "$OUT/bench-$SIZE.jsonl"
-    [ -f "$model/model.safetensors" ] || python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice
     step batch "$2" python3 -m bench.run_batch --model "$model" --streams 1 8 32 64 128 --frames 150 --http
-    step profile-batch "$3" python3 -m bench.profile_batch --model "$model" --streams 64 --ops 25
-    step profile "$4" python3 -m bench.profile_orator --model "$model"
 }
 
-if [ "$GPUS" -ge 2 ]; then
-    (CUDA_VISIBLE_DEVICES=0 checks 80 95) &
-    (CUDA_VISIBLE_DEVICES=1 speed 55 50 60 95) &  # the official package needs ~250 s of it
+GRAPHS=tests/engine/graphs/test_graphs_gpu.py
+if [ "$SIZE" = tests ]; then
+    if [ "$GPUS" -ge 2 ]; then
+        (CUDA_VISIBLE_DEVICES=0 LOG=tests tests 100 tests/engine/kernels "$GRAPHS" -k "not batched") &
+        (CUDA_VISIBLE_DEVICES=1 LOG=tests-batched tests 100 "$GRAPHS" -k batched) &
+        wait
+    else
+        LOG=tests tests 60 tests/engine/kernels "$GRAPHS" -k "not batched"
+        LOG=tests-batched tests 100 "$GRAPHS" -k batched
+    fi
+elif [ "$GPUS" -ge 2 ]; then
+    (CUDA_VISIBLE_DEVICES=0 profiles 20 50 95) &
+    (CUDA_VISIBLE_DEVICES=1 speed 55 95) &  # the official package needs ~250 s of it
     wait
 else
-    checks 35 15
-    speed 45 40 50 95
+    speed 50 40
+    profiles 20 50 95
 fi

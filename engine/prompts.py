@@ -88,16 +88,22 @@ def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Vo
     dev = talker.codec_head.weight.device
 
     def ids(x) -> torch.Tensor:
-        return torch.tensor([x], dtype=torch.long, device=dev)  # [1, N]
+        return on_device([x], dev)  # [1, N]
 
-    T, C = talker.embed_text, talker.embed_codec
-    bos_embed, eos_embed, pad_embed = T(ids([cfg.tts_bos_token_id, cfg.tts_eos_token_id,
-                                             cfg.tts_pad_token_id])).split(1, dim=1)  # 3 x [1, 1, H]
+    def T_const(x) -> torch.Tensor:  # T of ids found in every prompt, computed once
+        return talker.embed_constant("text", x)
+
+    def C_const(x) -> torch.Tensor:  # C of those
+        return talker.embed_constant("codec", x)
+
+    T = talker.embed_text
+    bos_embed, eos_embed, pad_embed = T_const((cfg.tts_bos_token_id, cfg.tts_eos_token_id,
+                                          cfg.tts_pad_token_id)).split(1, dim=1)  # 3 x [1, 1, H]
     text_ids = tok.speech_ids(text)
     parts = []
     if voice.instruct:
         parts.append(T(ids(tok.instruct_ids(voice.instruct))))
-    parts.append(T(ids(text_ids[:3])))
+    parts.append(T_const(tuple(text_ids[:3])))  # the role prefix
 
     # codec control track
     language_id = _language_id(cfg, voice)
@@ -105,11 +111,11 @@ def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Vo
         control = [tc.codec_nothink_id, tc.codec_think_bos_id, tc.codec_think_eos_id]
     else:
         control = [tc.codec_think_id, tc.codec_think_bos_id, language_id, tc.codec_think_eos_id]
-    codec = [C(ids(control))]
+    codec = [C_const(tuple(control))]
     speaker = _speaker_embed(talker, cfg, voice)
     if speaker is not None:
         codec.append(speaker.view(1, 1, -1))
-    codec.append(C(ids([tc.codec_pad_id, tc.codec_bos_id])))
+    codec.append(C_const((tc.codec_pad_id, tc.codec_bos_id)))
     codec = torch.cat(codec, dim=1)  # [1, Lc, H]
     text_track = torch.cat([pad_embed.expand(-1, codec.shape[1] - 2, -1), bos_embed], dim=1)
     parts.append(text_track + codec[:, :-1])
@@ -121,7 +127,7 @@ def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Vo
         parts.append(tail)
     elif non_streaming:
         n = len(body) + 1
-        parts.append(torch.cat([T(ids(body)), eos_embed], dim=1) + C(ids([tc.codec_pad_id] * n)))
+        parts.append(torch.cat([T(ids(body)), eos_embed], dim=1) + C_const((tc.codec_pad_id,)).expand(-1, n, -1))
         parts.append(pad_embed + codec_bos)
         trailing = pad_embed
     else:
@@ -134,12 +140,13 @@ def _icl_tail(talker, tok, voice, body, ids, eos_embed, pad_embed, non_streaming
     """In-context cloning: transcript + text against [bos, reference frames]."""
     tc_pad = talker.config.codec_pad_id
     text = torch.cat([talker.embed_text(ids(tok.reference_text_ids(voice.ref_text) + body)), eos_embed], dim=1)
-    ref = torch.as_tensor(np.asarray(voice.ref_codes), dtype=torch.long, device=text.device)  # [Tr, 16]
-    codec = torch.cat([talker.embed_codec(ids([talker.config.codec_bos_id])),
+    ref = on_device(np.asarray(voice.ref_codes), text.device)  # [Tr, 16]
+    codec = torch.cat([talker.embed_constant("codec", (talker.config.codec_bos_id,)),
                        talker.embed_frame(ref)[None]], dim=1)  # [1, 1 + Tr, H]
     n_text, n_codec = text.shape[1], codec.shape[1]
     if non_streaming:
-        tail = torch.cat([text + talker.embed_codec(ids([tc_pad] * n_text)), codec + pad_embed], dim=1)
+        pads = talker.embed_constant("codec", (tc_pad,)).expand(-1, n_text, -1)
+        tail = torch.cat([text + pads, codec + pad_embed], dim=1)
         return tail, pad_embed
     if n_text > n_codec:
         return text[:, :n_codec] + codec, text[:, n_codec:]
@@ -159,12 +166,21 @@ def _language_id(cfg: ModelConfig, voice: Voice) -> int | None:
 
 def _speaker_embed(talker: Talker, cfg: ModelConfig, voice: Voice) -> torch.Tensor | None:
     if voice.kind == "preset":
-        spk = _lower_keys(cfg.talker_config.spk_id)[voice.speaker]
-        return talker.embed_codec(torch.tensor(spk, device=talker.codec_head.weight.device))
+        return talker.embed_constant("codec", (_lower_keys(cfg.talker_config.spk_id)[voice.speaker],))
     if voice.kind == "clone":
         w = talker.codec_head.weight
-        return torch.as_tensor(voice.speaker_embedding).to(device=w.device, dtype=w.dtype)
+        return on_device(voice.speaker_embedding, w.device, None).to(w.dtype)
     return None
+
+
+def on_device(values, device: torch.device, dtype: torch.dtype | None = torch.long) -> torch.Tensor:
+    """``values`` (a list or array) as a tensor on ``device``, without waiting for the work queued there:
+    on a GPU through pinned host memory, asynchronously (a plain copy from pageable memory waits for the
+    stream, so a caller of the many-streams loop would wait for the frame steps queued on it)."""
+    host = torch.as_tensor(values, dtype=dtype)
+    if device.type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
 
 
 def _lower_keys(d: dict) -> dict:

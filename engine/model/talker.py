@@ -45,6 +45,22 @@ class Talker(nn.Module):
         self.text_projection = TextProjection(c.text_hidden_size, c.hidden_size)
         self.codec_head = nn.Linear(c.hidden_size, c.vocab_size, bias=False)
         self.code_predictor = CodePredictor(c.code_predictor_config, c.hidden_size)
+        self._constants: dict[tuple[str, tuple[int, ...]], torch.Tensor] = {}
+        self._constants_of: tuple | None = None  # the embedding weights the kept embeddings were made from
+
+    def embed_constant(self, track: str, ids: tuple[int, ...]) -> torch.Tensor:
+        """``embed_text`` (track "text") or ``embed_codec`` (track "codec") of ids that recur in every prompt
+        (special tokens, the role prefix, codec control ids, speakers): [1, N, H], computed once for these
+        weights and then shared, so never to be written into."""
+        text, codec = self.model.text_embedding.weight, self.model.codec_embedding.weight
+        weights = (text.data_ptr(), text.dtype, text.device, codec.data_ptr(), codec.dtype)
+        if weights != self._constants_of:  # loaded anew, moved or cast since: none of them holds
+            self._constants, self._constants_of = {}, weights
+        key = (track, tuple(ids))
+        if key not in self._constants:
+            embed = {"text": self.embed_text, "codec": self.embed_codec}[track]
+            self._constants[key] = embed(torch.tensor([key[1]], dtype=torch.long, device=text.device))
+        return self._constants[key]
 
     def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
         """T(x): text ids [..., N] -> [..., N, H]."""
