@@ -3,8 +3,8 @@
 # many-streams tests); a size: the side-by-side benchmark of that size, the many-streams benchmark and the
 # profiles, each step bounded so the next still runs. With two GPUs the work goes in two halves, one GPU
 # each, in parallel, with their own checkpoints (tests: the many-streams tests, whose warm-ups compile
-# every bucket, on the second GPU; a size: the decoder alone and the profiles on the first, the
-# benchmarks on the second). Everything lands in $OUT as 8 files at most (all the device returns). Run
+# every bucket, and the full-size kernel agreement on the second GPU; a size: the decoder alone and the
+# profiles on the first, the benchmarks on the second). Everything lands in $OUT as 8 files at most (all the device returns). Run
 # from the repository root there, with .whl carried (bench/README.md); the device's .git is stale, so
 # name the commit:
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh tests|0.6b|1.7b [seconds, default 570]
@@ -35,7 +35,7 @@ step() {  # step NAME SHARE_OF_WHAT_IS_LEFT_IN_PERCENT COMMAND...
 # tests SHARE SELECTION... : the GPU tests picked by the pytest arguments, in one log named by $LOG
 tests() {
     local share=$1; shift
-    export ORATOR_MODELS=/tmp/orator-test-models ORATOR_GPU_SIZES=0.6b,1.7b
+    export ORATOR_MODELS="/tmp/orator-models-$LOG" ORATOR_GPU_SIZES=0.6b,1.7b  # each half its own checkpoints
     step "$LOG" "$share" python3 -m pytest "$@" -v -p no:cacheprovider -p no:logging --tb=short \
         --durations=15 -o faulthandler_timeout=200
 }
@@ -61,14 +61,15 @@ speed() {
 }
 
 GRAPHS=tests/engine/graphs/test_graphs_gpu.py
+FIRST="not batched and not triton_kernels"  # ~8 minutes on an H200 by this session's durations; the rest ~7
 if [ "$SIZE" = tests ]; then
     if [ "$GPUS" -ge 2 ]; then
-        (CUDA_VISIBLE_DEVICES=0 LOG=tests tests 100 tests/engine/kernels "$GRAPHS" -k "not batched") &
-        (CUDA_VISIBLE_DEVICES=1 LOG=tests-batched tests 100 "$GRAPHS" -k batched) &
+        (CUDA_VISIBLE_DEVICES=0 LOG=tests tests 100 tests/engine/kernels "$GRAPHS" -k "$FIRST") &
+        (CUDA_VISIBLE_DEVICES=1 LOG=tests-batched tests 100 "$GRAPHS" -k "not ($FIRST)") &
         wait
     else
-        LOG=tests tests 60 tests/engine/kernels "$GRAPHS" -k "not batched"
-        LOG=tests-batched tests 100 "$GRAPHS" -k batched
+        LOG=tests tests 60 tests/engine/kernels "$GRAPHS" -k "$FIRST"
+        LOG=tests-batched tests 100 "$GRAPHS" -k "not ($FIRST)"
     fi
 elif [ "$GPUS" -ge 2 ]; then
     (CUDA_VISIBLE_DEVICES=0 profiles 20 50 95) &
