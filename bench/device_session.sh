@@ -46,7 +46,7 @@ profiles() {
     local model="$ORATOR_MODELS/$SIZE-custom_voice"
     python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice >/dev/null
     step decoder "$1" python3 -m bench.decoder_speed --model "$model" --rows 1 8 64 128 --frames 1 4 --dtypes float32
-    step profile-batch "$2" python3 -m bench.profile_batch --model "$model" --streams 64 --kernels 25
+    step profile-batch "$2" python3 -m bench.profile_batch --model "$model" --streams 64 --kernels 25 --syncs 25
     step profile "$3" python3 -m bench.profile_orator --model "$model"
 }
 

@@ -7,7 +7,7 @@ counts (iterations, admissions, rows per admission, frames per iteration, rows p
 resulting audio-seconds per second and p50/p95 time to first audio.
 
     python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
-                                  [--kernels N] [--device cuda]
+                                  [--syncs N] [--kernels N] [--device cuda]
 
 ``--trickle MS`` starts the requests MS apart, as HTTP clients arrive, instead of all at once: does
 every arrival then get an admission (a prefill that stalls the running streams) of its own?
@@ -19,6 +19,10 @@ of ``bench.run_batch``'s and the phases add up as if nothing overlapped.
 and of its 4-frame decode graph, each with its kernels per replay, their device time and the N costliest
 (``bench.profile_orator.replay_kernels``): what a batched frame and a batched decode spend the GPU on.
 
+``--syncs N`` runs every admission in CUDA's sync debug mode and lists the N lines of the engine that
+made the host wait for the GPU most often (blocking host-to-device copies, reads of device values), by
+thread: the loop's, or a caller's building its prompt meanwhile.
+
 ``--ops N`` also runs every admission under ``torch.profiler`` and lists its N costliest operations by
 host time (with their device time): what an admission spends its time on. The profiler slows the
 admissions it watches, so their times are then upper bounds.
@@ -27,8 +31,13 @@ admissions it watches, so their times are then upper bounds.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
+import threading
 import time
+import traceback
+import warnings
 from collections import Counter
 from collections.abc import Callable
 
@@ -99,21 +108,60 @@ class OpTally:
                 for name, (calls, host, device) in ranked]
 
 
-def profile(streams, request, n: int, spacing_s: float, ops: int = 0) -> dict:
+class SyncTally:
+    """The host-device synchronisations of the calls run under ``watch`` (CUDA's sync debug mode, which
+    warns at each), counted by the innermost line of the engine that caused them and by thread (the one
+    that ran ``watch``, or another: a caller building its prompt meanwhile)."""
+
+    def __init__(self):
+        self.sites: Counter[tuple[str, str]] = Counter()
+
+    def watch(self, fn, *args):
+        owner = threading.current_thread()
+
+        def record(message, category, filename, lineno, file=None, line=None):
+            if "synchroniz" not in str(message):
+                return
+            inside = [f for f in traceback.extract_stack() if f"{os.sep}engine{os.sep}" in f.filename]
+            where = (inside[-1].filename, inside[-1].lineno) if inside else (filename, lineno)
+            site = f"{where[0].split(os.sep + 'engine' + os.sep)[-1]}:{where[1]}"
+            self.sites[site, "watched" if threading.current_thread() is owner else "other"] += 1
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = record
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                return fn(*args)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+
+    def top(self, n: int) -> list[dict]:
+        return [{"site": site, "thread": thread, "count": count}
+                for (site, thread), count in self.sites.most_common(n)]
+
+
+def profile(streams, request, n: int, spacing_s: float, ops: int = 0, syncs: int = 0) -> dict:
     """Run ``request(i)`` for i < n (``concurrently``) with the loop of ``streams`` (idle) timed phase by
     phase; the timing and counts, and the requests' times to first audio. ``ops`` > 0: also the costliest
-    ``ops`` operations of all admissions together (``admission_ops``)."""
+    ``ops`` operations of all admissions together (``admission_ops``); ``syncs`` > 0: the ``syncs`` lines
+    that synchronised the host with the GPU most often during them (``admission_syncs``)."""
     frames = streams.frames
     sync = synchronizer(frames.device)
     admissions: list[tuple[int, float]] = []  # (rows, seconds) per add_many
     steps: list[tuple[int, int]] = []  # (frames, active rows) per step
     add_many, step = frames.add_many, frames.step
     tally = OpTally(frames.device) if ops else None
+    sync_tally = SyncTally() if syncs else None
 
     def timed_add_many(requests):
+        run = add_many
+        for watcher in (tally, sync_tally):
+            if watcher is not None:
+                run = functools.partial(watcher.watch, run)
         sync()
         t0 = time.perf_counter()
-        slots = tally.watch(add_many, requests) if tally else add_many(requests)
+        slots = run(requests)
         sync()
         admissions.append((len(requests), time.perf_counter() - t0))
         return slots
@@ -152,6 +200,7 @@ def profile(streams, request, n: int, spacing_s: float, ops: int = 0) -> dict:
         "frames_per_iteration": {str(k): c for k, c in sorted(Counter(k for k, _ in steps).items())},
         "mean_rows_per_step": sum(rows for _, rows in steps) / max(iterations, 1),
         **({"admission_ops": tally.top(ops)} if tally else {}),
+        **({"admission_syncs": sync_tally.top(syncs)} if sync_tally else {}),
     }
 
 
@@ -178,12 +227,16 @@ def main(argv=None) -> None:
     ap.add_argument("--http", action="store_true", help="through the HTTP server in front of the streams")
     ap.add_argument("--ops", type=int, default=0, metavar="N",
                     help="profile the admissions and list their N costliest operations")
+    ap.add_argument("--syncs", type=int, default=0, metavar="N",
+                    help="list the N lines that synchronised the host with the GPU most often in the admissions")
     ap.add_argument("--kernels", type=int, default=0, metavar="N",
                     help="then profile the step and decode graphs of the streams' bucket: their N costliest kernels")
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args(argv)
     if args.kernels and not args.device.startswith("cuda"):
         ap.error("--kernels profiles CUDA graph replays: it needs --device cuda")
+    if args.syncs and not args.device.startswith("cuda"):
+        ap.error("--syncs counts host-GPU synchronisations: it needs --device cuda")
     engine, streams = warm_streams(args.model, args.device, args.streams)
     report = {"model": args.model, "device": device_name(args.device), "path": "http" if args.http else "engine",
               "streams": args.streams, "frames": args.frames, "trickle_ms": args.trickle,
@@ -194,11 +247,12 @@ def main(argv=None) -> None:
             with http_client() as client:
                 concurrently(1, http_requests(client, url, 4))  # warm-up of the HTTP path
                 found = profile(streams, http_requests(client, url, args.frames), args.streams, args.trickle / 1000,
-                                args.ops)
+                                args.ops, args.syncs)
         finally:
             server.should_exit = True
     else:
-        found = profile(streams, engine_requests(streams, args.frames), args.streams, args.trickle / 1000, args.ops)
+        found = profile(streams, engine_requests(streams, args.frames), args.streams, args.trickle / 1000, args.ops,
+                        args.syncs)
     ttfa = found["ttfa_ms"]
     report.update(audio_s_per_s=args.streams * audio_seconds(args.frames) / found["wall_s"],
                   ttfa_p50_ms=percentile(ttfa, 50), ttfa_p95_ms=percentile(ttfa, 95), **found)

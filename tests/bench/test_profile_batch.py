@@ -53,3 +53,41 @@ def test_kernels_needs_a_gpu(capsys):
     with pytest.raises(SystemExit):
         main(["--model", "unused", "--device", "cpu", "--kernels", "5"])
     assert "--kernels profiles CUDA graph replays" in capsys.readouterr().err
+
+
+def test_syncs_needs_a_gpu(capsys):
+    with pytest.raises(SystemExit):
+        main(["--model", "unused", "--device", "cpu", "--syncs", "5"])
+    assert "--syncs counts host-GPU synchronisations" in capsys.readouterr().err
+
+
+def test_sync_tally_counts_the_sync_warnings_by_line_and_thread(monkeypatch):
+    """``SyncTally`` counts the sync debug mode's warnings (and no others) under ``watch``, by the line that
+    raised them and by thread, and leaves the debug mode off afterwards (the mode itself needs CUDA: here
+    the warnings are raised by hand)."""
+    import threading
+    import warnings
+
+    import torch
+
+    from bench.profile_batch import SyncTally
+
+    modes = []
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+
+    def admission():
+        for _ in range(3):
+            warnings.warn("called a synchronizing CUDA operation", stacklevel=1)  # line A
+        warnings.warn("something else", stacklevel=1)
+        other = threading.Thread(target=lambda: warnings.warn("called a synchronizing CUDA operation", stacklevel=1))
+        other.start()
+        other.join()
+        return "slots"
+
+    tally = SyncTally()
+    assert tally.watch(admission) == "slots"
+    assert modes == ["warn", "default"]
+    top = tally.top(5)
+    assert [(row["thread"], row["count"]) for row in top] == [("watched", 3), ("other", 1)]
+    line_a = next(i for i, text in enumerate(open(__file__), 1) if text.rstrip().endswith("# line A"))
+    assert top[0]["site"] == f"{__file__}:{line_a}"
