@@ -64,11 +64,11 @@ GRAPHS=tests/engine/graphs/test_graphs_gpu.py
 FIRST="not batched and not triton_kernels"  # ~8 minutes on an H200 by this session's durations; the rest ~7
 if [ "$SIZE" = tests ]; then
     if [ "$GPUS" -ge 2 ]; then
-        (CUDA_VISIBLE_DEVICES=0 LOG=tests tests 100 tests/engine/kernels "$GRAPHS" -k "$FIRST") &
+        (CUDA_VISIBLE_DEVICES=0 LOG=tests tests 100 tests/engine/kernels tests/engine/test_runtime.py "$GRAPHS" -k "$FIRST") &
         (CUDA_VISIBLE_DEVICES=1 LOG=tests-batched tests 100 "$GRAPHS" -k "not ($FIRST)") &
         wait
     else
-        LOG=tests tests 60 tests/engine/kernels "$GRAPHS" -k "$FIRST"
+        LOG=tests tests 60 tests/engine/kernels tests/engine/test_runtime.py "$GRAPHS" -k "$FIRST"
         LOG=tests-batched tests 100 "$GRAPHS" -k "not ($FIRST)"
     fi
 elif [ "$GPUS" -ge 2 ]; then

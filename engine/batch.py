@@ -35,6 +35,7 @@ from engine.graphs.state import NEVER, StaticState
 from engine.model.talker import Talker
 from engine.prompts import Prompt, build_prompt
 from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_chunk
+from engine.runtime import on_device
 from engine.sampling import Sampling
 
 PREFILL_TOKENS = 8192  # padded prompt positions per batched prefill pass (its scratch memory grows with them)
@@ -387,7 +388,7 @@ class BatchedStreams:
             slots = self.frames.add_many([(r.prompt, r.sampling, r.seed, r.max_frames) for r in joining])
             if self._decode_stream is not None:  # a decode may still read and write these rows
                 torch.cuda.current_stream(self.engine.device).wait_stream(self._decode_stream)
-            self.decoder_state.put_rows(torch.tensor(slots, device=self.engine.device),
+            self.decoder_state.put_rows(on_device(slots, self.engine.device),
                                         [request.decoder_state for request in joining])
         except Exception as e:  # a device failure during prefill or the rows' writes
             for slot in slots:
@@ -413,7 +414,7 @@ class BatchedStreams:
         cuts = sorted({0, n, *(k for k, _ in saves.values())})
         pieces = []
         with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
-            codes = torch.as_tensor(codes, device=self.engine.device)
+            codes = on_device(codes, self.engine.device)
             for start, stop in zip(cuts, cuts[1:] + [n], strict=True):
                 for row, (k, holder) in saves.items():
                     if k == start:

@@ -21,6 +21,7 @@ import torch
 from engine.config import ModelConfig
 from engine.errors import TextError, UnsupportedError, VoiceError
 from engine.model.talker import Talker
+from engine.runtime import on_device
 from engine.tokenizer import TextTokenizer
 from engine.voices import Voice
 
@@ -171,16 +172,6 @@ def _speaker_embed(talker: Talker, cfg: ModelConfig, voice: Voice) -> torch.Tens
         w = talker.codec_head.weight
         return on_device(voice.speaker_embedding, w.device, None).to(w.dtype)
     return None
-
-
-def on_device(values, device: torch.device, dtype: torch.dtype | None = torch.long) -> torch.Tensor:
-    """``values`` (a list or array) as a tensor on ``device``, without waiting for the work queued there:
-    on a GPU through pinned host memory, asynchronously (a plain copy from pageable memory waits for the
-    stream, so a caller of the many-streams loop would wait for the frame steps queued on it)."""
-    host = torch.as_tensor(values, dtype=dtype)
-    if device.type != "cuda":
-        return host.to(device)
-    return host.pin_memory().to(device, non_blocking=True)
 
 
 def _lower_keys(d: dict) -> dict:

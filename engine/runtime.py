@@ -1,4 +1,5 @@
-"""Facts about the installed PyTorch and the device: version floor, default precision."""
+"""Facts about the installed PyTorch and the device (version floor, default precision), and host values
+put on the device without waiting for it."""
 
 from __future__ import annotations
 
@@ -49,3 +50,13 @@ def check_memory(needed_bytes: int, device: torch.device, what: str, advice: str
     if needed_bytes > free:
         raise UnsupportedError(f"{what} needs {needed_bytes / 2**30:.1f} GiB of GPU memory, but only "
                                f"{free / 2**30:.1f} GiB is free. {advice}")
+
+
+def on_device(values, device: torch.device, dtype: torch.dtype | None = torch.long) -> torch.Tensor:
+    """``values`` (a list or array) as a tensor on ``device``, without waiting for the work queued there:
+    on a GPU through pinned host memory, asynchronously (a plain copy from pageable memory waits for the
+    stream, so a caller of the many-streams loop would wait for the frame steps queued on it)."""
+    host = torch.as_tensor(values, dtype=dtype)
+    if device.type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)

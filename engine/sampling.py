@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.kernels import runs_on, triton_available
+from engine.runtime import on_device
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +93,9 @@ class StageSettings:
 
 
 def put_rows(field: torch.Tensor, rows: torch.Tensor, values: list) -> None:
-    """``field[rows] = values`` (one value per row): one host-to-device copy and one indexed write."""
-    field.index_copy_(0, rows, torch.tensor(values, dtype=field.dtype).to(field.device))
+    """``field[rows] = values`` (one value per row): one host-to-device copy, which does not wait for the
+    device, and one indexed write."""
+    field.index_copy_(0, rows, on_device(values, field.device, field.dtype))
 
 
 def filter_logits(logits: torch.Tensor, s: StageSettings) -> torch.Tensor:

@@ -15,7 +15,7 @@ from engine.generate import TalkerLogitsProcessor
 from engine.model.layers import KVCache
 from engine.model.talker import Talker
 from engine.prompts import Prompt
-from engine.runtime import check_memory
+from engine.runtime import check_memory, on_device
 from engine.sampling import Sampling, StageSettings, put_rows
 
 NEVER = 1 << 40  # "no EOS yet" marker for eos_at
@@ -98,7 +98,7 @@ class StaticState:
             hidden = talker.model(prompt.embeds, positions, CacheRows(self.cache, slot, slot + 1),
                                   kv_len=prompt.length)[:, -1]
             self.hidden[slot] = hidden[0]
-        self._reset_slots(torch.tensor([slot], device=self.pos.device), [(slot, prompt, sampling, seed)])
+        self._reset_slots(on_device([slot], self.pos.device), [(slot, prompt, sampling, seed)])
 
     @torch.inference_mode()
     def prefill_many(self, talker: Talker, entries: list[tuple[int, Prompt, Sampling, int]]) -> None:
@@ -116,10 +116,10 @@ class StaticState:
         scratch = talker.model.new_cache(n, longest, self.cache.k.dtype, dev)
         positions = torch.arange(longest, device=dev).expand(n, longest)
         hidden = talker.model(embeds, positions, scratch, kv_len=longest)  # [n, longest, H]
-        slots = torch.tensor([slot for slot, _, _, _ in entries], device=dev)
+        slots = on_device([slot for slot, _, _, _ in entries], dev)
         self.cache.k[:, :, :, :longest].index_copy_(1, slots, scratch.k)
         self.cache.v[:, :, :, :longest].index_copy_(1, slots, scratch.v)
-        last = torch.tensor(lengths, device=dev) - 1
+        last = on_device(lengths, dev) - 1
         self.hidden.index_copy_(0, slots, hidden[torch.arange(n, device=dev), last])
         self._reset_slots(slots, entries)
 

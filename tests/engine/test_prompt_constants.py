@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine import Voice
-from engine.prompts import build_prompt, on_device
+from engine.prompts import build_prompt
 
 TEXT = "The quick brown fox jumps over the lazy dog."
 
@@ -80,9 +80,3 @@ def test_weights_cast_or_replaced_drop_the_kept_embeddings(tiny_model_dir):
         doubled = build_prompt(talker, eng.config, eng.tokenizer, voice, TEXT)
         assert not torch.equal(doubled.embeds, cast.embeds)
 
-
-def test_on_device_keeps_the_values_and_their_type():
-    ids = on_device([[1, 2, 3]], torch.device("cpu"))
-    assert ids.dtype == torch.long and ids.tolist() == [[1, 2, 3]]
-    floats = on_device(np.array([0.5, -1.25], dtype=np.float64), torch.device("cpu"), None)
-    assert floats.dtype == torch.float64 and floats.tolist() == [0.5, -1.25]

@@ -1,13 +1,17 @@
-"""Device and memory checks: clear errors before anything is allocated."""
+"""Device and memory checks: clear errors before anything is allocated; host values put on the device
+without waiting for it."""
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
 import pytest
 import torch
 
 from engine.errors import UnsupportedError
 from engine.graphs.state import StaticState, cache_bytes
-from engine.runtime import check_memory
+from engine.runtime import check_memory, on_device
 
 
 def test_cache_bytes_is_what_the_state_allocates(tiny_engine):
@@ -22,3 +26,26 @@ def test_too_many_streams_for_the_free_gpu_memory_is_a_clear_error(monkeypatch):
         check_memory(4 * 2**30, torch.device("cuda"), "the cache", "Fewer.")
     check_memory(2 * 2**30, torch.device("cuda"), "the cache", "Fewer.")  # fits: no error
     check_memory(2**50, torch.device("cpu"), "the cache", "Fewer.")  # the CPU is not checked
+
+
+def test_on_device_keeps_the_values_and_their_type():
+    ids = on_device([[1, 2, 3]], torch.device("cpu"))
+    assert ids.dtype == torch.long and ids.tolist() == [[1, 2, 3]]
+    floats = on_device(np.array([0.5, -1.25], dtype=np.float64), torch.device("cpu"), None)
+    assert floats.dtype == torch.float64 and floats.tolist() == [0.5, -1.25]
+
+
+@pytest.mark.gpu
+def test_on_device_does_not_wait_for_the_work_queued_on_the_gpu():
+    """With about a second of work queued on the stream, putting values on the GPU returns at once, and the
+    values are there once the stream gets to them (also after the host list is gone)."""
+    device = torch.device("cuda")
+    torch.cuda.synchronize()
+    torch.cuda._sleep(2_000_000_000)  # ~1 s at the H200's ~2 GHz
+    start = time.perf_counter()
+    values = [on_device(list(range(i, i + 64)), device) for i in range(20)]
+    took = time.perf_counter() - start
+    torch.cuda.synchronize()
+    waited = time.perf_counter() - start
+    assert took < 0.2 < waited
+    assert all(v.tolist() == list(range(i, i + 64)) for i, v in enumerate(values))
