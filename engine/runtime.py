@@ -57,6 +57,6 @@ def on_device(values, device: torch.device, dtype: torch.dtype | None = torch.lo
     on a GPU through pinned host memory, asynchronously (a plain copy from pageable memory waits for the
     stream, so a caller of the many-streams loop would wait for the frame steps queued on it)."""
     host = torch.as_tensor(values, dtype=dtype)
-    if device.type != "cuda":
+    if device.type != "cuda" or host.device.type != "cpu":  # nothing to stage (already on a device: copied there)
         return host.to(device)
     return host.pin_memory().to(device, non_blocking=True)

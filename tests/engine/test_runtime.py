@@ -49,3 +49,5 @@ def test_on_device_does_not_wait_for_the_work_queued_on_the_gpu():
     waited = time.perf_counter() - start
     assert took < 0.2 < waited
     assert all(v.tolist() == list(range(i, i + 64)) for i, v in enumerate(values))
+    on_gpu = torch.arange(4, device=device, dtype=torch.float64)  # a tensor already there: copied, not staged
+    assert torch.equal(on_device(on_gpu, device, torch.float32), on_gpu.float())
