@@ -17,7 +17,6 @@ mkdir -p "$OUT"
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-export ORATOR_GPU_SIZES="$SIZE"
 GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }

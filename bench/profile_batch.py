@@ -211,7 +211,8 @@ def graph_kernels(streams, rows: int, top: int) -> dict:
 
     bucket = next(b for b in streams.frames.buckets if b >= rows)
     decode = streams._decoder(bucket, LOOP_FRAMES)
-    codes = torch.zeros(bucket, LOOP_FRAMES, 16, dtype=torch.int64, device=streams.engine.device)
+    codes = torch.zeros(bucket, LOOP_FRAMES, streams.engine.decoder.cfg.num_quantizers, dtype=torch.int64,
+                        device=streams.engine.device)
     with torch.inference_mode():
         return {"bucket": bucket,
                 "step_kernels": replay_kernels(streams.frames._step_for(bucket), frames=10, top=top),

@@ -423,9 +423,7 @@ class BatchedStreams:
                     audio = self._decoder(bucket, stop - start)(codes[:, start:stop])  # rewritten by its next replay
                     host = torch.empty(audio.shape, dtype=audio.dtype, pin_memory=cuda)
                     pieces.append(host.copy_(audio, non_blocking=cuda))  # queued before any next replay
-            done = torch.cuda.Event() if cuda else None
-            if done is not None:
-                done.record(stream)
+            done = stream.record_event() if cuda else None
         return _Decoded(pieces, done, [])
 
     @staticmethod
