@@ -2,12 +2,16 @@
 
 ``x + sin(x * e^alpha)^2 / (e^beta + 1e-9)`` per channel is six PyTorch kernels, each reading and writing
 the whole activation; on the decoder's last stages (96..384 channels at 2..24 kHz, for every stream of a
-batch) those passes are a large share of a decode. This kernel reads x once and writes the result once, in
-float32 like the float32 decoder it serves (sin and exp to the GPU's float32 accuracy, so the audio agrees
-with the PyTorch code to float tolerance, not bit for bit).
+batch) those passes are a large share of a decode. This kernel reads x once and writes the result once. It
+computes in float32 whatever the input's dtype (sin and exp to the GPU's float32 accuracy, so a float32
+decoder's audio agrees with the PyTorch code to float tolerance, not bit for bit) and rounds once, on the
+store, to the output's dtype: a bfloat16 or float16 decoder (``Engine.from_pretrained(decoder_dtype=...)``)
+gets the float32 formula rounded to its dtype, closer to the exact value than the PyTorch code, which
+computes every step in that dtype. The per-channel parameters are read in their own dtype (the decoder's:
+float32, bfloat16 or float16) and widened to float32.
 
-``snake_beta`` runs it for a float32 CUDA tensor whose last dimension is contiguous and falls back to the
-PyTorch code everywhere else (CPU, other dtypes, Triton missing).
+``snake_beta`` runs it for a float32, bfloat16 or float16 CUDA tensor whose last dimension is contiguous and
+falls back to the PyTorch code everywhere else (CPU, float64, Triton missing).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import torch
 
 from engine.kernels import runs_on, triton_available
+
+KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # of x and of the parameters; float64 stays PyTorch
 
 _ENABLED = triton_available()
 if _ENABLED:
@@ -34,13 +40,15 @@ if _ENABLED:
         alpha = tl.exp(tl.load(log_alpha_ptr + c).to(tl.float32))
         inv_beta = 1.0 / (tl.exp(tl.load(log_beta_ptr + c).to(tl.float32)) + 1e-9)
         s = tl.sin(x * alpha)
-        tl.store(y_ptr + b * sy_b + c * sy_c + t, x + inv_beta * (s * s), mask=ok)
+        y = x + inv_beta * (s * s)  # float32; rounded once, to the output's dtype, on the store
+        tl.store(y_ptr + b * sy_b + c * sy_c + t, y.to(y_ptr.dtype.element_ty), mask=ok)
 
 
 def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
                       out: torch.Tensor | None = None) -> torch.Tensor:
-    """SnakeBeta of x [B, C, T] (last dimension contiguous, float32) with per-channel log_alpha, log_beta [C]
-    -> ``out`` [B, C, T] (contiguous in time; a new contiguous tensor by default), through the Triton kernel."""
+    """SnakeBeta of x [B, C, T] (last dimension contiguous; float32, bfloat16 or float16) with per-channel
+    log_alpha, log_beta [C] (contiguous, any of those dtypes) -> ``out`` [B, C, T] in x's dtype (contiguous in
+    time; a new contiguous tensor by default), through the Triton kernel: computed in float32, rounded once."""
     b, c, t = x.shape
     if x.stride(-1) != 1 or (out is not None and out.stride(-1) != 1):
         raise ValueError("snake_beta_kernel needs x and out contiguous in time")
@@ -58,12 +66,13 @@ def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.
 
 def snake_beta(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
                out: torch.Tensor | None = None) -> torch.Tensor:
-    """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T], the parameters per channel [C];
-    written into ``out`` (same shape) when given."""
-    if (_ENABLED and x.is_cuda and x.dtype == torch.float32 and log_alpha.dtype == torch.float32
-            and x.stride(-1) == 1 and (out is None or out.stride(-1) == 1) and runs_on(x.device)):
+    """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T], the parameters per channel [C],
+    in x's dtype; written into ``out`` (same shape) when given."""
+    if (_ENABLED and x.is_cuda and x.dtype in KERNEL_DTYPES and log_alpha.dtype in KERNEL_DTYPES
+            and log_beta.dtype in KERNEL_DTYPES and x.stride(-1) == 1 and (out is None or out.stride(-1) == 1)
+            and runs_on(x.device)):
         return snake_beta_kernel(x, log_alpha, log_beta, out)
     alpha = log_alpha.exp()[None, :, None]
     beta = log_beta.exp()[None, :, None]
-    y = x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
+    y = (x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)).to(x.dtype)  # x's dtype, as the kernel's
     return y if out is None else out.copy_(y)

@@ -1,7 +1,8 @@
 """The codec decoder's SnakeBeta in one Triton pass (engine/kernels/snake.py) against the PyTorch code it
 replaces: contiguous input, a view of a longer tensor (as a transposed convolution's trimmed output is),
-time lengths from one step to several blocks, channels with their own parameters. On CPU in Triton's
-interpreter; on a GPU, also the decoder layer that calls it."""
+time lengths from one step to several blocks, channels with their own parameters; bfloat16 and float16
+(computed in float32, rounded once). On CPU in Triton's interpreter; on a GPU, also the decoder layer that
+calls it."""
 
 from __future__ import annotations
 
@@ -33,6 +34,28 @@ def test_equals_the_pytorch_code(t):
     got = snake.snake_beta_kernel(x, log_alpha, log_beta)
     assert got.shape == x.shape and got.is_contiguous()
     torch.testing.assert_close(got, reference(x, log_alpha, log_beta), atol=2e-6, rtol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("parameter_dtype", ["same", torch.float32])
+@pytest.mark.parametrize("t", [1, 1000])
+def test_half_precision_is_the_float32_formula_rounded_once(t, dtype, parameter_dtype, bf16_rounded_to_nearest):
+    """A bfloat16 or float16 decoder's activation: x and the parameters (in x's dtype, or float32) widened to
+    float32, the float32 formula, one rounding to x's dtype on the store. Against that reference it agrees to
+    an ulp of the dtype (the GPU's float32 sin may land on the other side of a rounding boundary) and is
+    equal for nearly every element (a truncating store, or a computation in the narrow dtype, is not)."""
+    log_alpha, log_beta = parameters(6, seed=t)
+    parameter_dtype = dtype if parameter_dtype == "same" else parameter_dtype
+    log_alpha, log_beta = log_alpha.to(parameter_dtype), log_beta.to(parameter_dtype)
+    x = (3 * torch.randn(3, 6, t, generator=torch.Generator().manual_seed(1))).to(DEVICE, dtype)
+    got = snake.snake_beta_kernel(x, log_alpha, log_beta)
+    assert got.dtype == dtype and got.shape == x.shape and got.is_contiguous()
+    expected = reference(x.float(), log_alpha.float(), log_beta.float()).to(dtype)
+    torch.testing.assert_close(got, expected, atol=1e-2, rtol=1e-2)
+    if t > 1:
+        assert (got == expected).float().mean() > 0.99
+    # and through the dispatching function: the kernel on CUDA, the PyTorch code (in x's dtype) elsewhere
+    torch.testing.assert_close(snake.snake_beta(x, log_alpha, log_beta), expected, atol=5e-2, rtol=5e-2)
 
 
 def test_a_view_of_a_longer_tensor():
@@ -67,9 +90,9 @@ def test_time_must_be_contiguous():
         snake.snake_beta_kernel(x, log_alpha, log_beta, out=torch.empty(2, 9, 4).to(DEVICE).transpose(1, 2))
 
 
-def test_the_decoder_layer_uses_it_for_float32_on_cuda_only(monkeypatch):
-    """SnakeBeta goes through the kernel for a float32 CUDA tensor and through the PyTorch code otherwise;
-    both give the layer's output."""
+def test_the_decoder_layer_uses_it_on_cuda_only_and_not_for_float64(monkeypatch):
+    """SnakeBeta goes through the kernel for a float32 or bfloat16 CUDA tensor and through the PyTorch code
+    otherwise (CPU, float64); each gives the layer's output."""
     calls = []
     kernel = snake.snake_beta_kernel
     monkeypatch.setattr(snake, "snake_beta_kernel", lambda *a: calls.append(a[0].device.type) or kernel(*a))
@@ -80,5 +103,9 @@ def test_the_decoder_layer_uses_it_for_float32_on_cuda_only(monkeypatch):
     x = torch.randn(2, 5, 40).to(DEVICE)
     with torch.no_grad():
         torch.testing.assert_close(layer(x), reference(x, layer.alpha, layer.beta), atol=2e-6, rtol=2e-6)
+        half = layer.to(torch.bfloat16)(x.to(torch.bfloat16))
+        assert half.dtype == torch.bfloat16
+        torch.testing.assert_close(half, reference(x.to(torch.bfloat16).float(), layer.alpha.float(),
+                                                   layer.beta.float()).to(torch.bfloat16), atol=5e-2, rtol=5e-2)
         layer.double()(x.double())
-    assert calls == (["cuda"] if DEVICE == "cuda" and snake._ENABLED else [])
+    assert calls == (["cuda", "cuda"] if DEVICE == "cuda" and snake._ENABLED else [])
