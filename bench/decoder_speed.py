@@ -1,6 +1,7 @@
 """How fast the codec decoder turns frames into audio on its own: the captured ``decode_chunk`` of n frames for
-every row of a batch (``DecodeGraph``, as the many-streams loop replays it), in float32 (the engine's
-decoder) and bfloat16 (what the official package decodes in when its model is loaded in bf16), each call
+every row of a batch (``DecodeGraph``, as the many-streams loop replays it), in float32 (the engine's default
+decoder) and bfloat16 (``decoder_dtype=torch.bfloat16``; what the official package decodes in when its model is
+loaded in bf16), each call
 synchronised. Prints one JSON line per (dtype, rows, frames): ms per call and the audio-seconds per second
 the decoder alone could keep up with.
 

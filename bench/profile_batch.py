@@ -7,7 +7,7 @@ counts (iterations, admissions, rows per admission, frames per iteration, rows p
 resulting audio-seconds per second and p50/p95 time to first audio.
 
     python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
-                                  [--syncs N] [--kernels N] [--device cuda]
+                                  [--syncs N] [--kernels N] [--decoder-dtype bfloat16] [--device cuda]
 
 ``--trickle MS`` starts the requests MS apart, as HTTP clients arrive, instead of all at once: does
 every arrival then get an admission (a prefill that stalls the running streams) of its own?
@@ -45,6 +45,7 @@ import torch
 
 from bench.common import audio_seconds, device_name
 from bench.run_batch import (
+    DECODER_DTYPES,
     concurrently,
     engine_requests,
     http_client,
@@ -232,14 +233,17 @@ def main(argv=None) -> None:
                     help="list the N lines that synchronised the host with the GPU most often in the admissions")
     ap.add_argument("--kernels", type=int, default=0, metavar="N",
                     help="then profile the step and decode graphs of the streams' bucket: their N costliest kernels")
+    ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPES,
+                    help="the codec decoder's precision (default float32)")
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args(argv)
     if args.kernels and not args.device.startswith("cuda"):
         ap.error("--kernels profiles CUDA graph replays: it needs --device cuda")
     if args.syncs and not args.device.startswith("cuda"):
         ap.error("--syncs counts host-GPU synchronisations: it needs --device cuda")
-    engine, streams = warm_streams(args.model, args.device, args.streams)
-    report = {"model": args.model, "device": device_name(args.device), "path": "http" if args.http else "engine",
+    engine, streams = warm_streams(args.model, args.device, args.streams, args.decoder_dtype)
+    report = {"model": args.model, "device": device_name(args.device), "decoder_dtype": args.decoder_dtype,
+              "path": "http" if args.http else "engine",
               "streams": args.streams, "frames": args.frames, "trickle_ms": args.trickle,
               "warmup_s": streams.warmup_seconds}
     if args.http:

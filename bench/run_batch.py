@@ -2,7 +2,11 @@
 concurrency levels, through the engine directly (``BatchedStreams``) and through the HTTP server
 (``serve --batch``), each request forced to the same number of frames.
 
-    python -m bench.run_batch --model DIR --streams 1 8 32 64 128 --frames 150 [--http] --out results.jsonl
+    python -m bench.run_batch --model DIR --streams 1 8 32 64 128 --frames 150 [--http] [--decoder-dtype bfloat16]
+        --out results.jsonl
+
+``--decoder-dtype`` is the codec decoder's precision (``Engine.from_pretrained(decoder_dtype=...)``; float32 by
+default, the talker in bf16 on a GPU either way); every row says which it was.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import torch
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
 
+DECODER_DTYPES = ("float32", "bfloat16", "float16")  # --decoder-dtype's choices (torch dtype names)
+
 
 @dataclasses.dataclass
 class BatchResult:
@@ -33,6 +39,7 @@ class BatchResult:
     device: str
     warmup_s: float  # capturing every batch size's frame step and decodes before the first request
     ttfa_ms: list[float]
+    decoder_dtype: str = "float32"  # the codec decoder's precision
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -74,9 +81,9 @@ def concurrently(n: int, request: Callable[[int], float], spacing_s: float = 0.0
 
 
 def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str,
-              warmup_s: float = 0.0) -> BatchResult:
+              warmup_s: float = 0.0, decoder_dtype: str = "float32") -> BatchResult:
     return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
-                       percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa)
+                       percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype)
 
 
 def engine_requests(streams, frames: int) -> Callable[[int], float]:
@@ -126,13 +133,14 @@ def http_requests(client, url: str, frames: int) -> Callable[[int], float]:
     return request
 
 
-def warm_streams(model: str, device: str, slots: int):
+def warm_streams(model: str, device: str, slots: int, decoder_dtype: str = "float32"):
     """(engine, BatchedStreams of ``slots`` slots): every batch size captured, and one short request run
-    (prompt building, the tokenizer) so that the measured ones start warm."""
+    (prompt building, the tokenizer) so that the measured ones start warm. ``decoder_dtype`` names the codec
+    decoder's precision."""
     from engine.batch import BatchedStreams
 
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    engine = Engine.from_pretrained(model, device=device, dtype=dtype)
+    engine = Engine.from_pretrained(model, device=device, dtype=dtype, decoder_dtype=getattr(torch, decoder_dtype))
     streams = BatchedStreams(engine, slots, warmup=True)
     concurrently(1, engine_requests(streams, 4))
     return engine, streams
@@ -145,13 +153,15 @@ def main(argv=None) -> None:
     ap.add_argument("--frames", type=int, default=150)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--http", action="store_true", help="also through the HTTP server")
+    ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPES,
+                    help="the codec decoder's precision (default float32)")
     ap.add_argument("--out", help="append JSON lines here")
     args = ap.parse_args(argv)
-    engine, streams = warm_streams(args.model, args.device, max(args.streams))
+    engine, streams = warm_streams(args.model, args.device, max(args.streams), args.decoder_dtype)
     results = []
     for n in args.streams:
         results.append(summarize("engine", n, args.frames, *concurrently(n, engine_requests(streams, args.frames)),
-                                 args.device, streams.warmup_seconds))
+                                 args.device, streams.warmup_seconds, args.decoder_dtype))
         print(results[-1].to_json(), flush=True)
     if args.http:
         url, server, backend = start_server(engine, streams)  # the same captured streams
@@ -161,7 +171,7 @@ def main(argv=None) -> None:
                 for n in args.streams:
                     results.append(summarize("http", n, args.frames,
                                              *concurrently(n, http_requests(client, url, args.frames)),
-                                             args.device, backend.streams.warmup_seconds))
+                                             args.device, backend.streams.warmup_seconds, args.decoder_dtype))
                     print(results[-1].to_json(), flush=True)
         finally:
             server.should_exit = True

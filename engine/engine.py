@@ -36,6 +36,7 @@ from engine.voices import Voice
 
 ENCODINGS_KEPT = 16  # clone encodings remembered per engine
 MAX_FRAMES_CAP = 4096
+DECODER_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)  # from_pretrained's decoder_dtype
 
 
 def default_max_frames(text: str) -> int:
@@ -60,14 +61,23 @@ class Engine:
     # ---- loading --------------------------------------------------------------------------------
     @classmethod
     def from_pretrained(cls, model: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
-                        graphs: bool | None = None) -> Engine:
+                        graphs: bool | None = None, decoder_dtype: torch.dtype | None = None) -> Engine:
         """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``.
 
-        ``graphs`` (default: on for CUDA unless ``ORATOR_EAGER=1``) selects the CUDA-graph fast path."""
+        ``graphs`` (default: on for CUDA unless ``ORATOR_EAGER=1``) selects the CUDA-graph fast path.
+        ``decoder_dtype`` is the codec decoder's precision, apart from the model's ``dtype``: float32 by default
+        (float64 with a float64 model), or bfloat16 / float16, faster on a GPU when many streams are decoded at
+        once (the official package decodes in bf16 when its model is loaded in bf16); slow on a CPU. The audio
+        comes out float32 whatever the decoder's dtype."""
         check_torch()
         device = torch.device(device)
         check_device(device)
         dtype = dtype or default_dtype(device)
+        if decoder_dtype is None:
+            decoder_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+        elif decoder_dtype not in DECODER_DTYPES:
+            names = ", ".join(str(d).removeprefix("torch.") for d in DECODER_DTYPES)
+            raise ValueError(f"decoder_dtype must be one of {names} (or None for the default), not {decoder_dtype!r}")
         model_dir = resolve_model_dir(model)
         config = ModelConfig.from_file(model_dir / "config.json")
         with torch.device("meta"):
@@ -78,7 +88,6 @@ class Engine:
         net.eval()
         from engine.codec.decoder import SpeechDecoder
 
-        decoder_dtype = torch.float64 if dtype == torch.float64 else torch.float32
         decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
         use_graphs = graphs_enabled(device) if graphs is None else graphs
         return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs)

@@ -19,6 +19,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--dtype", default=None, choices=("bfloat16", "float16", "float32"),
                         help="weights precision (default: the engine's choice for the device)")
+    parser.add_argument("--decoder-dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="the codec decoder's precision (default float32); bfloat16 is faster on a GPU under "
+                             "many streams (--batch), and is what the official package decodes in with a bf16 model")
     parser.add_argument("--library", default=None, help="voice library folder (default: the studio's)")
     parser.add_argument("--max-queue", type=int, default=64, help="requests allowed to wait (more get 429)")
     parser.add_argument("--batch", type=int, default=1,
@@ -40,17 +43,18 @@ def run_serve_command(args: argparse.Namespace) -> int:
     settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
                               max_upload_bytes=int(args.max_upload_mb * 1024 * 1024))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    app = create_app(lambda: load_engine(args.model, args.device, args.dtype),
+    app = create_app(lambda: load_engine(args.model, args.device, args.dtype, args.decoder_dtype),
                      args.library or default_library_dir(), settings, make_backend=backend_factory(args.batch))
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
 
-def load_engine(model: str, device: str, dtype: str | None):
+def load_engine(model: str, device: str, dtype: str | None, decoder_dtype: str | None = None):
     import torch
 
     from engine import Engine
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    return Engine.from_pretrained(model, device=device, dtype=getattr(torch, dtype) if dtype else None)
+    return Engine.from_pretrained(model, device=device, dtype=getattr(torch, dtype) if dtype else None,
+                                  decoder_dtype=getattr(torch, decoder_dtype) if decoder_dtype else None)

@@ -24,5 +24,22 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["path"], r["streams"]) for r in rows] == [("engine", 1), ("engine", 3), ("http", 1), ("http", 3)]
     for r in rows:
+        assert r["decoder_dtype"] == "float32"
         assert len(r["ttfa_ms"]) == r["streams"] and 0 < r["ttfa_p50_ms"] <= r["ttfa_p95_ms"]
         assert r["audio_s_per_s"] == pytest.approx(r["streams"] * r["frames"] / 12.5 / r["wall_s"])
+
+
+def test_a_bfloat16_decoder_is_used_and_recorded(tiny_model_dir, capsys, monkeypatch):
+    """``--decoder-dtype bfloat16``: the engine's decoder loads in bf16, and each printed row says so."""
+    import torch
+
+    from engine import Engine
+
+    loaded = []
+    load = Engine.from_pretrained
+    monkeypatch.setattr(Engine, "from_pretrained", lambda *a, **kw: loaded.append(load(*a, **kw)) or loaded[-1])
+    main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "2", "--frames", "4", "--device", "cpu",
+          "--decoder-dtype", "bfloat16"])
+    assert loaded[0].decoder.pre_conv.conv.weight.dtype == torch.bfloat16
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["path"], r["streams"], r["decoder_dtype"]) for r in rows] == [("engine", 2, "bfloat16")]

@@ -136,3 +136,47 @@ def test_clone_modes_and_a_missing_transcript(tmp_path):
     assert Voice.clone(ref, ref_text="Words.", mode="in_context").in_context
     assert not Voice.clone(ref, ref_text="Words.", mode="x_vector").in_context
     assert Voice.clone(ref, ref_text="Words.").in_context and not Voice.clone(ref).in_context
+
+
+def test_a_bfloat16_decoder_gives_float32_audio_close_to_the_float32_decoders(tiny_engine, tiny_model_dir):
+    """``decoder_dtype=torch.bfloat16``: the same codes (the talker is unchanged), float32 audio from ``synthesize``
+    and ``stream`` alike, and the float32 decoder's waveform to bf16 accuracy. The bound means something: the
+    float32 decoder's audio of other codes (the same frames one step later) is nowhere near it."""
+    import torch
+
+    from engine import Engine
+
+    eng32 = tiny_engine("custom_voice")
+    eng16 = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", decoder_dtype=torch.bfloat16)
+    assert eng16.decoder.pre_conv.conv.weight.dtype == torch.bfloat16 and eng16.dtype == torch.float32
+    v, s = Voice.preset("vivian", "english"), Sampling(greedy=True)
+    want, got = (eng.synthesize("Hello there, world.", v, s, max_frames=20) for eng in (eng32, eng16))
+    np.testing.assert_array_equal(got.codes, want.codes)
+    assert got.samples.dtype == np.float32 and got.samples.shape == want.samples.shape
+
+    def closeness(a, b):  # (correlation, rms of the difference relative to a's)
+        return np.corrcoef(a, b)[0, 1], np.sqrt(np.mean((a - b) ** 2) / np.mean(a**2))
+
+    corr, error = closeness(want.samples, got.samples)
+    assert corr > 0.99 and error < 0.1
+    shifted = torch.roll(torch.as_tensor(want.codes), 1, dims=0)[None]
+    other_corr, other_error = closeness(want.samples, eng32.decoder.decode(shifted)[0].numpy())
+    assert other_corr < 0.9 and other_error > 0.5  # what a decoder gone wrong would look like
+
+    chunks = list(eng16.stream("Hello there, world.", v, chunk_frames=4, first_chunk_frames=1, sampling=s,
+                               max_frames=20))
+    assert all(c.samples.dtype == np.float32 for c in chunks)
+    joined = np.concatenate([c.samples for c in chunks])
+    assert joined.shape == got.samples.shape and closeness(want.samples, joined)[0] > 0.99
+
+
+@pytest.mark.parametrize("bad", ["bfloat16", "int8", "int64"])
+def test_a_decoder_dtype_that_is_not_a_float_dtype_is_refused(tiny_model_dir, bad):
+    """Only torch float dtypes (a name is not one): refused before anything loads, saying which are accepted."""
+    import torch
+
+    from engine import Engine
+
+    decoder_dtype = bad if bad == "bfloat16" else getattr(torch, bad)
+    with pytest.raises(ValueError, match="decoder_dtype must be one of float32, float64, bfloat16, float16"):
+        Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", decoder_dtype=decoder_dtype)

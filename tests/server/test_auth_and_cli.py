@@ -47,6 +47,29 @@ def test_serve_refuses_an_open_host_without_a_key(host, capsys):
     assert "--api-key" in capsys.readouterr().err
 
 
+def test_serve_decoder_dtype_defaults_to_float32_and_reaches_the_engine(monkeypatch, capsys):
+    """``--decoder-dtype``: float32 unless bfloat16 is asked for, other names refused by the parser, and the
+    choice handed to ``Engine.from_pretrained`` as a torch dtype."""
+    import torch
+
+    from engine import Engine
+    from main import build_parser
+    from server.cli import load_engine
+
+    parser = build_parser()
+    assert parser.parse_args(["serve", "--model", "m"]).decoder_dtype == "float32"
+    assert parser.parse_args(["serve", "--model", "m", "--decoder-dtype", "bfloat16"]).decoder_dtype == "bfloat16"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["serve", "--model", "m", "--decoder-dtype", "int8"])
+    assert "--decoder-dtype" in capsys.readouterr().err
+    seen = []
+    monkeypatch.setattr(Engine, "from_pretrained", lambda model, **kw: seen.append(kw))
+    load_engine("m", "cpu", None, "bfloat16")
+    load_engine("m", "cpu", "float32", "float32")
+    assert seen == [{"device": "cpu", "dtype": None, "decoder_dtype": torch.bfloat16},
+                    {"device": "cpu", "dtype": torch.float32, "decoder_dtype": torch.float32}]
+
+
 def test_serve_command_starts_uvicorn_with_the_model(tiny_model_dir, tmp_path):
     port = _free_port()
     command = [sys.executable, "main.py", "serve", "--model", str(tiny_model_dir("custom_voice")), "--port",
