@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -46,7 +47,7 @@ LOOP_FRAMES = 4  # frames per loop iteration of BatchedStreams once every stream
 class _Request:
     """One segment of one ``BatchedStreams.stream`` caller, for the loop thread."""
 
-    prompt: Prompt
+    make_prompt: Callable[[], Prompt]  # built by the loop thread, at admission (see BatchedStreams)
     sampling: Sampling
     seed: int
     max_frames: int
@@ -54,6 +55,7 @@ class _Request:
     keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
     outbox: queue.Queue  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or an error
     cancel: threading.Event
+    prompt: Prompt | None = None
 
 
 @dataclass(slots=True)
@@ -203,8 +205,10 @@ class BatchedStreams:
     next step is queued, or before an admission (whose prefill would hold it back), and the decode graphs
     are captured on a stream of their own (see ``separate_capture_stream``).
 
-    A caller's thread builds its prompts, one request per segment, and regroups the (codes, audio) it
-    receives into its chunk sizes. Its decoder state lives in a 1-row holder between segments: copied
+    A caller's thread sends one request per segment, with the recipe of its prompt, and regroups the (codes,
+    audio) it receives into its chunk sizes. The loop thread builds the prompts when it admits them: built
+    by 64 callers' threads at once, the prompts' hundreds of small PyTorch calls fought the loop thread
+    for the GIL, and an admission then took ~250 ms instead of tens. Its decoder state lives in a 1-row holder between segments: copied
     into the slot's row when a segment starts and back when it ends, so the audio runs on exactly
     across segments whichever slots they get. ``stream`` is safe to call from up to ``slots`` threads
     (more simply wait).
@@ -257,10 +261,10 @@ class BatchedStreams:
                 eng.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=eng.device)[None], decoder_state)
         size, last = first_chunk_frames, None
         for index, seg in enumerate(segments):
-            prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, seg.text)
+            make_prompt = partial(build_prompt, eng.model.talker, eng.config, eng.tokenizer, voice, seg.text)
             outbox: queue.Queue = queue.Queue()
             last_segment = index == len(segments) - 1
-            self._requests.put(_Request(prompt, sampling, seed + index, max_frames or default_max_frames(seg.text),
+            self._requests.put(_Request(make_prompt, sampling, seed + index, max_frames or default_max_frames(seg.text),
                                         decoder_state, not last_segment, outbox, cancel))
             pending, held, frame = [], 0, 0  # audio received but not yet yielded, and its frames
             while True:
@@ -370,14 +374,16 @@ class BatchedStreams:
         return time.perf_counter() - t0
 
     def _admit(self, waiting: list[_Request], running: dict[int, _Request], fresh: set[int]) -> None:
-        """Move waiting requests into free slots, all prefilled together; a request that cannot run (its
-        prompt does not fit) hears why, and a failed prefill reaches the callers it was for."""
+        """Move waiting requests into free slots, their prompts built here and prefilled together; a request
+        that cannot run (its text or voice is refused, its prompt does not fit) hears why, and a failed
+        prefill reaches the callers it was for."""
         joining = []
         while waiting and len(running) + len(joining) < self.slots:
             request = waiting.pop(0)
             try:
+                request.prompt = request.make_prompt()
                 self.frames.state.check(request.prompt)
-            except ValueError as e:
+            except Exception as e:  # the caller's error (bad text or voice, too long): only its own
                 request.outbox.put(e)
                 continue
             joining.append(request)

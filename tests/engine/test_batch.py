@@ -163,6 +163,43 @@ def test_a_failed_admission_reaches_its_callers_and_frees_their_slots(engine64):
     assert sum(c.n_frames for c in chunks) == 3 and calls == [[0], [0]]
 
 
+def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller(engine64, monkeypatch):
+    """The loop thread builds every prompt (callers' threads would fight it for the GIL); a prompt that does
+    not fit the slots' cache is refused to its own caller, while a caller admitted with it is served."""
+    import threading
+
+    import engine.batch as batch_module
+    from engine.batch import BatchedStreams
+
+    built_on, real_build = [], batch_module.build_prompt
+
+    def build_prompt_recording_its_thread(*args, **kwargs):
+        built_on.append(threading.current_thread().name)
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(batch_module, "build_prompt", build_prompt_recording_its_thread)
+    streams = BatchedStreams(engine64, slots=2, graphs=False)
+    streams.frames.state.max_seq = 40  # the long text's prompt no longer fits
+    long_text = "This sentence is far too long to fit into a forty position cache of this test. " * 2
+    results: dict[str, object] = {}
+
+    def speak(name, text):
+        try:
+            results[name] = list(streams.stream(text, Voice.preset("vivian"), sampling=Sampling(greedy=True),
+                                                max_frames=3))
+        except ValueError as e:
+            results[name] = e
+
+    callers = [threading.Thread(target=speak, args=args) for args in (("long", long_text), ("short", "Hi."))]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(timeout=120)
+    assert isinstance(results["long"], ValueError) and "does not fit" in str(results["long"])
+    assert sum(c.n_frames for c in results["short"]) == 3
+    assert built_on and set(built_on) == {"orator-batch"}
+
+
 def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
     eng = engine64
     prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
