@@ -9,6 +9,9 @@ resulting audio-seconds per second and p50/p95 time to first audio.
     python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
                                   [--syncs N] [--kernels N] [--decoder-dtype bfloat16] [--device cuda]
 
+With ``--http`` the clients run in a process of their own (``bench.clients.ClientProcess``), as in
+``bench.run_batch``, started before the loop's clock; the report's ``clients`` says where they ran.
+
 ``--trickle MS`` starts the requests MS apart, as HTTP clients arrive, instead of all at once: does
 every arrival then get an admission (a prefill that stalls the running streams) of its own?
 Synchronising each phase costs the loop its overlap of host and device work and of each decode with the
@@ -43,13 +46,13 @@ from collections.abc import Callable
 
 import torch
 
-from bench.common import audio_seconds, device_name
+from bench.clients import ClientProcess, concurrently
+from bench.common import DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from bench.run_batch import (
     DECODER_DTYPES,
-    concurrently,
+    IN_PROCESS,
+    SEPARATE_PROCESS,
     engine_requests,
-    http_client,
-    http_requests,
     percentile,
     start_server,
     warm_streams,
@@ -142,9 +145,10 @@ class SyncTally:
                 for (site, thread), count in self.sites.most_common(n)]
 
 
-def profile(streams, request, n: int, spacing_s: float, ops: int = 0, syncs: int = 0) -> dict:
-    """Run ``request(i)`` for i < n (``concurrently``) with the loop of ``streams`` (idle) timed phase by
-    phase; the timing and counts, and the requests' times to first audio. ``ops`` > 0: also the costliest
+def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int = 0, syncs: int = 0) -> dict:
+    """Run ``requests()`` (the requests' times to first audio and their wall time, as ``concurrently``
+    or ``ClientProcess.run`` return them) with the loop of ``streams`` (idle) timed phase by phase; the
+    timing and counts, and the requests' times to first audio. ``ops`` > 0: also the costliest
     ``ops`` operations of all admissions together (``admission_ops``); ``syncs`` > 0: the ``syncs`` lines
     that synchronised the host with the GPU most often during them (``admission_syncs``)."""
     frames = streams.frames
@@ -174,7 +178,7 @@ def profile(streams, request, n: int, spacing_s: float, ops: int = 0, syncs: int
     frames.add_many, frames.step = timed_add_many, counted_step
     clock = streams.phase_timer = PhaseClock(sync)
     try:
-        ttfa, wall = concurrently(n, request, spacing_s)
+        ttfa, wall = requests()
         deadline = time.perf_counter() + 10
         while clock.phases[-1] != "wait" and time.perf_counter() < deadline:  # the loop ends its last handout
             time.sleep(0.001)
@@ -243,21 +247,22 @@ def main(argv=None) -> None:
         ap.error("--syncs counts host-GPU synchronisations: it needs --device cuda")
     engine, streams = warm_streams(args.model, args.device, args.streams, args.decoder_dtype)
     report = {"model": args.model, "device": device_name(args.device), "decoder_dtype": args.decoder_dtype,
-              "path": "http" if args.http else "engine",
+              "path": "http" if args.http else "engine", "clients": SEPARATE_PROCESS if args.http else IN_PROCESS,
               "streams": args.streams, "frames": args.frames, "trickle_ms": args.trickle,
               "warmup_s": streams.warmup_seconds}
+    spacing_s = args.trickle / 1000
     if args.http:
         url, server, _ = start_server(engine, streams)
         try:
-            with http_client() as client:
-                concurrently(1, http_requests(client, url, 4))  # warm-up of the HTTP path
-                found = profile(streams, http_requests(client, url, args.frames), args.streams, args.trickle / 1000,
+            with ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:  # started and ready before the clock
+                clients.run(1, 4)  # warm-up of the HTTP path
+                found = profile(streams, functools.partial(clients.run, args.streams, args.frames, spacing_s),
                                 args.ops, args.syncs)
         finally:
             server.should_exit = True
     else:
-        found = profile(streams, engine_requests(streams, args.frames), args.streams, args.trickle / 1000, args.ops,
-                        args.syncs)
+        found = profile(streams, functools.partial(concurrently, args.streams, engine_requests(streams, args.frames),
+                                                   spacing_s), args.ops, args.syncs)
     ttfa = found["ttfa_ms"]
     report.update(audio_s_per_s=args.streams * audio_seconds(args.frames) / found["wall_s"],
                   ttfa_p50_ms=percentile(ttfa, 50), ttfa_p95_ms=percentile(ttfa, 95), **found)

@@ -7,6 +7,14 @@ concurrency levels, through the engine directly (``BatchedStreams``) and through
 
 ``--decoder-dtype`` is the codec decoder's precision (``Engine.from_pretrained(decoder_dtype=...)``; float32 by
 default, the talker in bf16 on a GPU either way); every row says which it was.
+
+The engine rows' callers are threads of this process, calling ``BatchedStreams`` as the server does. The
+HTTP server runs in a thread of this process too, in front of the same captured streams, but its clients run
+in a process of their own (``bench.clients.ClientProcess``: httpx only, no torch), as a deployed server's
+would: every ``clients`` field says which (``"in process"``, ``"separate process"``). Until that change (the
+commit that added ``bench/clients.py``), the HTTP rows' client threads shared this process's GIL with the
+server's event loop, its scheduler threads and the engine's loop thread, and at 64 streams their first audio
+came ~4x later than the engine's (in one H200 run, p50 ~1 s against ~250 ms).
 """
 
 from __future__ import annotations
@@ -21,10 +29,13 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from bench.clients import ClientProcess, concurrently
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
 
 DECODER_DTYPES = ("float32", "bfloat16", "float16")  # --decoder-dtype's choices (torch dtype names)
+IN_PROCESS = "in process"  # the engine rows: the callers are threads of the engine's process
+SEPARATE_PROCESS = "separate process"  # the HTTP rows: a client process of their own (bench.clients)
 
 
 @dataclasses.dataclass
@@ -40,6 +51,7 @@ class BatchResult:
     warmup_s: float  # capturing every batch size's frame step and decodes before the first request
     ttfa_ms: list[float]
     decoder_dtype: str = "float32"  # the codec decoder's precision
+    clients: str = IN_PROCESS  # where the requesting threads ran: IN_PROCESS or SEPARATE_PROCESS
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -55,35 +67,10 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def concurrently(n: int, request: Callable[[int], float], spacing_s: float = 0.0) -> tuple[list[float], float]:
-    """Run ``request(i)`` (returning its time to first audio in ms) on n threads, started at once or
-    ``spacing_s`` apart; returns the times and the wall seconds from the first start to the last end."""
-    ttfa: list[float] = [0.0] * n
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            ttfa[i] = request(i)
-        except BaseException as e:  # noqa: BLE001 - reported below, after every thread ends
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    t0 = time.perf_counter()
-    for i, t in enumerate(threads):
-        if i and spacing_s:
-            time.sleep(spacing_s)
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return ttfa, time.perf_counter() - t0
-
-
 def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str,
-              warmup_s: float = 0.0, decoder_dtype: str = "float32") -> BatchResult:
+              warmup_s: float = 0.0, decoder_dtype: str = "float32", clients: str = IN_PROCESS) -> BatchResult:
     return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
-                       percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype)
+                       percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype, clients)
 
 
 def engine_requests(streams, frames: int) -> Callable[[int], float]:
@@ -99,35 +86,6 @@ def engine_requests(streams, frames: int) -> Callable[[int], float]:
             got += chunk.n_frames
         if got != frames:
             raise RuntimeError(f"request {i} got {got} frames, not {frames}")
-        return first
-
-    return request
-
-
-def http_client():
-    """One client for every request thread: ``httpx.stream`` makes a client per call, and each builds an
-    SSL context (about 25 ms of CPU, one thread at a time), which alone added ~25 ms per concurrent
-    request to the measured time to first audio."""
-    import httpx
-
-    return httpx.Client(timeout=600, limits=httpx.Limits(max_connections=None, max_keepalive_connections=None))
-
-
-def http_requests(client, url: str, frames: int) -> Callable[[int], float]:
-    """Requests through ``client`` (``http_client()``), as ``engine_requests``."""
-
-    def request(i: int) -> float:
-        body = {"model": "orator", "voice": DEFAULT_SPEAKER, "input": DEFAULT_TEXT, "response_format": "pcm",
-                "seed": i, "max_frames": frames, "min_frames": frames}
-        t0 = time.perf_counter()
-        first, size = None, 0
-        with client.stream("POST", f"{url}/v1/audio/speech", json=body) as r:
-            r.raise_for_status()
-            for part in r.iter_raw():
-                first = first or (time.perf_counter() - t0) * 1000
-                size += len(part)
-        if size != 2 * frames * 1920:
-            raise RuntimeError(f"request {i} got {size} bytes of pcm, not {2 * frames * 1920}")
         return first
 
     return request
@@ -166,12 +124,11 @@ def main(argv=None) -> None:
     if args.http:
         url, server, backend = start_server(engine, streams)  # the same captured streams
         try:
-            with http_client() as client:
-                concurrently(1, http_requests(client, url, 4))  # warm-up of the HTTP path, as of the engine's
+            with ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:
+                clients.run(1, 4)  # warm-up of the HTTP path (and of the client process), as of the engine's
                 for n in args.streams:
-                    results.append(summarize("http", n, args.frames,
-                                             *concurrently(n, http_requests(client, url, args.frames)),
-                                             args.device, backend.streams.warmup_seconds, args.decoder_dtype))
+                    results.append(summarize("http", n, args.frames, *clients.run(n, args.frames), args.device,
+                                             backend.streams.warmup_seconds, args.decoder_dtype, SEPARATE_PROCESS))
                     print(results[-1].to_json(), flush=True)
         finally:
             server.should_exit = True

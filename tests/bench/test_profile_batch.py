@@ -18,6 +18,7 @@ def test_phases_cover_the_loop_wall_time(tiny_model_dir, capsys, extra):
           "--device", "cpu", *extra])
     report = json.loads(capsys.readouterr().out)
     assert report["path"] == ("http" if extra else "engine") and report["trickle_ms"] == (40 if extra else 0)
+    assert report["clients"] == ("separate process" if extra else "in process")
     assert report["decoder_dtype"] == "float32"
     phases = report["phases_s"]
     assert set(phases) == set(PHASES) and all(t >= 0 for t in phases.values())

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from bench.clients import ClientProcess
 from bench.run_batch import main, percentile
 
 
@@ -17,12 +18,33 @@ def test_percentile_interpolates():
         percentile([], 50)
 
 
-def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tmp_path):
+def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tmp_path, monkeypatch):
+    """Every level through the engine and through the server; the HTTP requests (the warm-up's too) come
+    from one client process of their own, which ends cleanly."""
+    import os
+
+    import bench.run_batch
+
+    started, runs = [], []
+
+    class Spied(ClientProcess):
+        def __init__(self, *args):
+            super().__init__(*args)
+            started.append(self)
+
+        def run(self, n, frames, spacing_s=0.0):
+            runs.append((n, frames))
+            return super().run(n, frames, spacing_s)
+
+    monkeypatch.setattr(bench.run_batch, "ClientProcess", Spied)
     out = tmp_path / "batch.jsonl"
     main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "1", "3", "--frames", "4", "--device", "cpu",
           "--http", "--out", str(out)])
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["path"], r["streams"]) for r in rows] == [("engine", 1), ("engine", 3), ("http", 1), ("http", 3)]
+    assert [r["clients"] for r in rows] == ["in process"] * 2 + ["separate process"] * 2
+    assert len(started) == 1 and started[0].proc.pid != os.getpid() and started[0].proc.returncode == 0
+    assert runs == [(1, 4), (1, 4), (3, 4)]  # the warm-up, then each level
     for r in rows:
         assert r["decoder_dtype"] == "float32"
         assert len(r["ttfa_ms"]) == r["streams"] and 0 < r["ttfa_p50_ms"] <= r["ttfa_p95_ms"]

@@ -1,0 +1,170 @@
+"""The many-streams benchmarks' clients: ``concurrently`` runs N requests on threads, and ``ClientProcess``
+runs N HTTP requests on threads of a process of its own, as a deployed server's clients are other
+processes. (With the client threads in the server's process, 64 of them reading their streams fought the
+server's event loop, its scheduler threads and the engine's loop thread for one GIL: on an H200, p50
+time to first audio ~1 s at 64 streams through HTTP against ~250 ms through the engine.)
+
+This module imports the standard library only, and httpx when a client is built, so the client process
+(``python -m bench.clients``, ~0.1 s to start) holds neither torch nor the engine. Its protocol, one JSON
+object a line: once its ``httpx.Client`` is built it prints ``{"ready": true}``; then for each line on its
+stdin, ``{"url", "n", "frames", "spacing_s", "text", "voice"}``, it runs the n requests (``http_requests``
+through ``concurrently``) and prints ``{"ttfa_ms": [...], "wall_s": ...}``, the wall time from the first
+request's start to the last one's end, measured in the client process. It exits 0 at the end of its
+input; on any error it prints the traceback to stderr and exits 1, which ``ClientProcess`` raises as a
+``RuntimeError`` carrying that stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+
+def concurrently(n: int, request: Callable[[int], float], spacing_s: float = 0.0) -> tuple[list[float], float]:
+    """Run ``request(i)`` (returning its time to first audio in ms) on n threads, started at once or
+    ``spacing_s`` apart; returns the times and the wall seconds from the first start to the last end."""
+    ttfa: list[float] = [0.0] * n
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            ttfa[i] = request(i)
+        except BaseException as e:  # noqa: BLE001 - reported below, after every thread ends
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    t0 = time.perf_counter()
+    for i, t in enumerate(threads):
+        if i and spacing_s:
+            time.sleep(spacing_s)
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return ttfa, time.perf_counter() - t0
+
+
+def http_client():
+    """One client for every request thread: ``httpx.stream`` makes a client per call, and each builds an
+    SSL context (about 25 ms of CPU, one thread at a time), which alone added ~25 ms per concurrent
+    request to the measured time to first audio."""
+    import httpx
+
+    return httpx.Client(timeout=600, limits=httpx.Limits(max_connections=None, max_keepalive_connections=None))
+
+
+def http_requests(client, url: str, frames: int, text: str, voice: str) -> Callable[[int], float]:
+    """Requests through ``client`` (``http_client()``) for ``text`` in the preset ``voice``, each forced to
+    ``frames`` frames of raw pcm (request i with seed i); each returns its time to first audio in ms."""
+
+    def request(i: int) -> float:
+        body = {"model": "orator", "voice": voice, "input": text, "response_format": "pcm",
+                "seed": i, "max_frames": frames, "min_frames": frames}
+        t0 = time.perf_counter()
+        first, size = None, 0
+        with client.stream("POST", f"{url}/v1/audio/speech", json=body) as r:
+            r.raise_for_status()
+            for part in r.iter_raw():
+                first = first or (time.perf_counter() - t0) * 1000
+                size += len(part)
+        if size != 2 * frames * 1920:
+            raise RuntimeError(f"request {i} got {size} bytes of pcm, not {2 * frames * 1920}")
+        return first
+
+    return request
+
+
+class ClientProcess:
+    """A client process (``python -m bench.clients``) with one ``httpx.Client`` shared by its request
+    threads, started and ready on construction; ``run`` has it run n concurrent requests. Use it as a
+    context manager (or ``close`` it): its input is closed and it exits."""
+
+    def __init__(self, url: str, text: str, voice: str):
+        self.url, self.text, self.voice = url, text, voice
+        root = Path(__file__).resolve().parents[1]  # where ``bench`` is importable from, whatever the cwd
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+        self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child cannot block on it
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.clients"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env)
+        self._read()  # {"ready": true}
+
+    def run(self, n: int, frames: int, spacing_s: float = 0.0) -> tuple[list[float], float]:
+        """n requests of ``frames`` frames, started at once or ``spacing_s`` apart: (their times to first
+        audio in ms, the wall seconds from the first start to the last end), as ``concurrently``."""
+        command = {"url": self.url, "n": n, "frames": frames, "spacing_s": spacing_s, "text": self.text,
+                   "voice": self.voice}
+        try:
+            self.proc.stdin.write(json.dumps(command) + "\n")
+            self.proc.stdin.flush()
+        except OSError:  # it has exited
+            raise self._failure() from None
+        answer = self._read()
+        return answer["ttfa_ms"], answer["wall_s"]
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise self._failure()
+        return json.loads(line)
+
+    def _failure(self) -> RuntimeError:
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._stderr.seek(0)
+        stderr = self._stderr.read().decode(errors="replace").strip()
+        return RuntimeError(f"the benchmark's client process exited with code {code}:\n{stderr[-8000:]}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self._stderr.close()
+
+    def __enter__(self) -> ClientProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def serve_commands(stdin, out) -> None:
+    """The client process's loop (see the module's docstring)."""
+    with http_client() as client:
+        out.write(json.dumps({"ready": True}) + "\n")
+        out.flush()
+        for line in stdin:
+            c = json.loads(line)
+            ttfa, wall = concurrently(c["n"], http_requests(client, c["url"], c["frames"], c["text"], c["voice"]),
+                                      c["spacing_s"])
+            out.write(json.dumps({"ttfa_ms": ttfa, "wall_s": wall}) + "\n")
+            out.flush()
+
+
+def main() -> None:
+    out, sys.stdout = sys.stdout, sys.stderr  # stdout carries the answers only: stray prints go to stderr
+    try:
+        serve_commands(sys.stdin, out)
+    except BaseException:  # noqa: BLE001 - the parent reads this traceback from stderr
+        traceback.print_exc()
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
