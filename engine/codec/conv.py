@@ -9,14 +9,18 @@ Module and parameter names follow the official checkpoint (``conv.weight``, ``bl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.kernels.residual import add_biased
 from engine.kernels.snake import snake_beta
 
 Tails = dict[str, torch.Tensor]
+Activation = Callable[..., torch.Tensor]  # a SnakeBeta, or one with its pre-activation bias bound (partial)
 
 
 class StreamingLayer(nn.Module):
@@ -35,7 +39,7 @@ class StreamingLayer(nn.Module):
     def new_tail(self, batch: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
         return torch.zeros(batch, self.in_channels, self.history, device=device, dtype=dtype)
 
-    def _with_past(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
+    def _with_past(self, x: torch.Tensor, tails: Tails, activation: Activation | None = None) -> torch.Tensor:
         """``[tail, activation(x)]`` along time (``activation(x)`` alone without history), the activation
         written straight into place (no second pass over the activated input to join it to the tail); the
         tail is overwritten with the last ``history`` frames."""
@@ -69,14 +73,17 @@ class CausalConv1d(StreamingLayer):
         self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, dilation=dilation, groups=groups)
         self._padded: tuple[tuple, torch.Tensor, torch.Tensor | None] | None = None  # (made from, weight, bias)
 
-    def forward(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
-        """[B, C_in, T] -> [B, C_out, T]: the convolution of ``activation(x)`` (of x without one)."""
+    def forward(self, x: torch.Tensor, tails: Tails, activation: Activation | None = None,
+                with_bias: bool = True) -> torch.Tensor:
+        """[B, C_in, T] -> [B, C_out, T]: the convolution of ``activation(x)`` (of x without one); without its
+        bias when ``with_bias`` is False (the caller adds ``conv.bias`` in a pass it makes anyway)."""
         x = self._with_past(x, tails, activation)
-        out_channels = self.conv.out_channels
-        if out_channels >= NARROW_OUT or self.conv.groups != 1:
-            return self.conv(x)
+        conv = self.conv
+        if conv.out_channels >= NARROW_OUT or conv.groups != 1:
+            return F.conv1d(x, conv.weight, conv.bias if with_bias else None, dilation=conv.dilation,
+                            groups=conv.groups)
         weight, bias = self.padded_weights()
-        return F.conv1d(x, weight, bias, dilation=self.conv.dilation)[:, :out_channels]
+        return F.conv1d(x, weight, bias if with_bias else None, dilation=conv.dilation)[:, : conv.out_channels]
 
     def padded_weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [NARROW_OUT, C_in, K], bias [NARROW_OUT] or None): the filters, then zero ones; made once
@@ -108,7 +115,7 @@ class CausalConvTranspose1d(StreamingLayer):
         self.stride = stride
         self.conv = nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride=stride)
 
-    def forward(self, x: torch.Tensor, tails: Tails, activation: SnakeBeta | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, tails: Tails, activation: Activation | None = None) -> torch.Tensor:
         """[B, C_in, T] -> [B, C_out, T * stride]: the transposed convolution of ``activation(x)``."""
         frames = x.shape[-1]
         y = self.conv(self._with_past(x, tails, activation))  # [B, C_out, (history + T - 1) * stride + kernel_size]
@@ -124,9 +131,11 @@ class SnakeBeta(nn.Module):
         self.alpha = nn.Parameter(torch.zeros(channels))
         self.beta = nn.Parameter(torch.zeros(channels))
 
-    def forward(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:  # [B, C, T]
-        """The activation of x, written into ``out`` (a view, contiguous in time) when given."""
-        return snake_beta(x, self.alpha, self.beta, out)  # one Triton pass on CUDA (engine/kernels/snake.py)
+    def forward(self, x: torch.Tensor, out: torch.Tensor | None = None,
+                bias: torch.Tensor | None = None) -> torch.Tensor:  # [B, C, T]
+        """The activation of x (of ``x + bias``, per channel, when given), written into ``out`` (a view,
+        contiguous in time) when given."""
+        return snake_beta(x, self.alpha, self.beta, out, bias)  # one Triton pass on CUDA (engine/kernels/snake.py)
 
 
 class ConvNeXtBlock(nn.Module):
@@ -157,8 +166,11 @@ class ResidualUnit(nn.Module):
         self.conv2 = CausalConv1d(dim, dim, kernel_size=1)
 
     def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C, T]
-        h = self.conv1(x, tails, activation=self.act1)
-        return x + self.conv2(h, tails, activation=self.act2)
+        # conv1's bias is added in act2's pass and conv2's in the residual sum: two passes over the activations
+        # fewer than PyTorch's (it adds a convolution's bias in a pass of its own), the same sums
+        h = self.conv1(x, tails, activation=self.act1, with_bias=False)
+        y = self.conv2(h, tails, activation=partial(self.act2, bias=self.conv1.conv.bias), with_bias=False)
+        return add_biased(x, y, self.conv2.conv.bias)
 
 
 class UpsampleBlock(nn.Module):

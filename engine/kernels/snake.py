@@ -10,6 +10,9 @@ gets the float32 formula rounded to its dtype, closer to the exact value than th
 computes every step in that dtype. The per-channel parameters are read in their own dtype (the decoder's:
 float32, bfloat16 or float16) and widened to float32.
 
+With ``bias`` (per channel) the kernel adds it to x first, rounded to x's dtype as PyTorch's own pass would:
+the bias of the convolution before the activation, which then needs no pass of its own (``ResidualUnit``).
+
 ``snake_beta`` runs it for a float32, bfloat16 or float16 CUDA tensor whose last dimension is contiguous and
 falls back to the PyTorch code everywhere else (CPU, float64, Triton missing).
 """
@@ -28,8 +31,8 @@ if _ENABLED:
     import triton.language as tl
 
     @triton.jit
-    def _snake_kernel(x_ptr, log_alpha_ptr, log_beta_ptr, y_ptr, C, T, T_BLOCKS, sx_b, sx_c, sy_b, sy_c,
-                      BLOCK_T: tl.constexpr):
+    def _snake_kernel(x_ptr, log_alpha_ptr, log_beta_ptr, bias_ptr, y_ptr, C, T, T_BLOCKS, sx_b, sx_c, sy_b, sy_c,
+                      HAS_BIAS: tl.constexpr, BLOCK_T: tl.constexpr):
         pid = tl.program_id(0)  # (row * C + channel) * T_BLOCKS + block of time steps: one flat grid axis
         row_channel = pid // T_BLOCKS
         b = (row_channel // C).to(tl.int64)
@@ -37,6 +40,8 @@ if _ENABLED:
         t = (pid % T_BLOCKS) * BLOCK_T + tl.arange(0, BLOCK_T)
         ok = t < T
         x = tl.load(x_ptr + b * sx_b + c * sx_c + t, mask=ok, other=0.0).to(tl.float32)
+        if HAS_BIAS:
+            x = (x + tl.load(bias_ptr + c).to(tl.float32)).to(x_ptr.dtype.element_ty).to(tl.float32)
         alpha = tl.exp(tl.load(log_alpha_ptr + c).to(tl.float32))
         inv_beta = 1.0 / (tl.exp(tl.load(log_beta_ptr + c).to(tl.float32)) + 1e-9)
         s = tl.sin(x * alpha)
@@ -45,10 +50,11 @@ if _ENABLED:
 
 
 def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
-                      out: torch.Tensor | None = None) -> torch.Tensor:
-    """SnakeBeta of x [B, C, T] (last dimension contiguous; float32, bfloat16 or float16) with per-channel
-    log_alpha, log_beta [C] (contiguous, any of those dtypes) -> ``out`` [B, C, T] in x's dtype (contiguous in
-    time; a new contiguous tensor by default), through the Triton kernel: computed in float32, rounded once."""
+                      out: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """SnakeBeta of x [B, C, T] (last dimension contiguous; float32, bfloat16 or float16; plus ``bias`` [C]
+    first, rounded to x's dtype as a separate addition would be) with per-channel log_alpha, log_beta [C]
+    (contiguous, any of those dtypes) -> ``out`` [B, C, T] in x's dtype (contiguous in time; a new contiguous
+    tensor by default), through the Triton kernel: computed in float32, rounded once."""
     b, c, t = x.shape
     if x.stride(-1) != 1 or (out is not None and out.stride(-1) != 1):
         raise ValueError("snake_beta_kernel needs x and out contiguous in time")
@@ -59,19 +65,22 @@ def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.
         return y
     block = max(16, min(1024, triton.next_power_of_2(t)))
     t_blocks = triton.cdiv(t, block)
-    _snake_kernel[(b * c * t_blocks,)](x, log_alpha, log_beta, y, c, t, t_blocks, x.stride(0), x.stride(1),
-                                       y.stride(0), y.stride(1), BLOCK_T=block, num_warps=4 if block >= 512 else 1)
+    _snake_kernel[(b * c * t_blocks,)](x, log_alpha, log_beta, log_alpha if bias is None else bias, y, c, t,
+                                       t_blocks, x.stride(0), x.stride(1), y.stride(0), y.stride(1),
+                                       HAS_BIAS=bias is not None, BLOCK_T=block, num_warps=4 if block >= 512 else 1)
     return y
 
 
 def snake_beta(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
-               out: torch.Tensor | None = None) -> torch.Tensor:
-    """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T], the parameters per channel [C],
-    in x's dtype; written into ``out`` (same shape) when given."""
+               out: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T] (``x + bias`` when a per-channel
+    bias is given), the parameters per channel [C], in x's dtype; written into ``out`` (same shape) when given."""
     if (_ENABLED and x.is_cuda and x.dtype in KERNEL_DTYPES and log_alpha.dtype in KERNEL_DTYPES
-            and log_beta.dtype in KERNEL_DTYPES and x.stride(-1) == 1 and (out is None or out.stride(-1) == 1)
-            and runs_on(x.device)):
-        return snake_beta_kernel(x, log_alpha, log_beta, out)
+            and log_beta.dtype in KERNEL_DTYPES and (bias is None or bias.dtype in KERNEL_DTYPES)
+            and x.stride(-1) == 1 and (out is None or out.stride(-1) == 1) and runs_on(x.device)):
+        return snake_beta_kernel(x, log_alpha, log_beta, out, bias)
+    if bias is not None:
+        x = x + bias[None, :, None]
     alpha = log_alpha.exp()[None, :, None]
     beta = log_beta.exp()[None, :, None]
     y = (x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)).to(x.dtype)  # x's dtype, as the kernel's

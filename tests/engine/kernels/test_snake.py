@@ -109,3 +109,22 @@ def test_the_decoder_layer_uses_it_on_cuda_only_and_not_for_float64(monkeypatch)
                                                    layer.beta.float()).to(torch.bfloat16), atol=5e-2, rtol=5e-2)
         layer.double()(x.double())
     assert calls == (["cuda", "cuda"] if DEVICE == "cuda" and snake._ENABLED else [])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_bias_is_added_first_rounded_as_a_pass_of_its_own_would_round_it(dtype, bf16_rounded_to_nearest):
+    """``bias``: the preceding convolution's, added to x before the activation (ResidualUnit's conv1 bias),
+    the sum rounded to x's dtype as PyTorch's separate bias pass rounds it."""
+    log_alpha, log_beta = parameters(6, seed=11)
+    bias = torch.randn(6, generator=torch.Generator().manual_seed(12)).to(DEVICE, dtype)
+    x = (3 * torch.randn(2, 6, 700, generator=torch.Generator().manual_seed(13))).to(DEVICE, dtype)
+    got = snake.snake_beta_kernel(x, log_alpha, log_beta, bias=bias)
+    biased = (x + bias[None, :, None]).float()  # rounded to x's dtype by the addition
+    expected = reference(biased, log_alpha, log_beta).to(dtype)
+    tolerance = 2e-6 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(got, expected, atol=tolerance, rtol=tolerance)
+    if dtype == torch.bfloat16:  # float32: sin's last bits differ between implementations
+        assert (got == expected).float().mean() > 0.99
+    without = snake.snake_beta_kernel(x, log_alpha, log_beta)
+    assert not torch.allclose(got.float(), without.float(), atol=1e-2)  # the bias did reach the activation
+    torch.testing.assert_close(snake.snake_beta(x, log_alpha, log_beta, bias=bias), expected, atol=5e-2, rtol=5e-2)

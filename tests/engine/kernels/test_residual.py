@@ -1,0 +1,52 @@
+"""The residual sum with a convolution's bias in one pass (engine/kernels/residual.py) against the two
+PyTorch additions it replaces: bit for bit in float32 and bfloat16, for contiguous tensors and for views.
+On CPU in Triton's interpreter; on a GPU for real."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
+
+from engine.kernels import residual  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def tensors(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    x, y = (torch.randn(*shape, generator=g) for _ in range(2))
+    bias = torch.randn(shape[1], generator=g)
+    return x.to(DEVICE, dtype), y.to(DEVICE, dtype), bias.to(DEVICE, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("t", [1, 37, 2500])
+def test_equals_the_two_pytorch_additions_bit_for_bit(t, dtype, bf16_rounded_to_nearest):
+    x, y, bias = tensors((3, 5, t), dtype, seed=t)
+    got = residual.add_biased_kernel(x, y, bias)
+    assert got.dtype == dtype and got.shape == x.shape and got.is_contiguous()
+    torch.testing.assert_close(got, x + (y + bias[None, :, None]), atol=0, rtol=0)
+
+
+def test_views_contiguous_in_time():
+    """A transposed convolution's trimmed output (rows and channels further apart than T) as either term."""
+    x, _, bias = tensors((2, 4, 300), torch.float32, seed=1)
+    _, y, _ = tensors((2, 4, 300), torch.float32, seed=2)
+    a, b = x[..., 50:250], y[..., 10:210]
+    torch.testing.assert_close(residual.add_biased_kernel(a, b, bias), a + (b + bias[None, :, None]), atol=0, rtol=0)
+
+
+def test_refuses_what_it_cannot_read():
+    x, y, bias = tensors((2, 4, 9), torch.float32, seed=3)
+    with pytest.raises(ValueError, match="contiguous in time"):
+        residual.add_biased_kernel(x.transpose(1, 2).contiguous().transpose(1, 2), y, bias)
+    with pytest.raises(ValueError, match="one shape and dtype"):
+        residual.add_biased_kernel(x, y.double(), bias)
+
+
+def test_the_dispatcher_falls_back_to_pytorch_off_the_gpu_and_without_a_bias():
+    x, y, bias = tensors((2, 4, 9), torch.float64, seed=4)
+    torch.testing.assert_close(residual.add_biased(x, y, bias), x + (y + bias[None, :, None]), atol=0, rtol=0)
+    torch.testing.assert_close(residual.add_biased(x, y, None), x + y, atol=0, rtol=0)
