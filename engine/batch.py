@@ -208,10 +208,10 @@ class BatchedStreams:
     A caller's thread sends one request per segment, with the recipe of its prompt, and regroups the (codes,
     audio) it receives into its chunk sizes. The loop thread builds the prompts when it admits them: built
     by 64 callers' threads at once, the prompts' hundreds of small PyTorch calls fought the loop thread
-    for the GIL, and an admission then took ~250 ms instead of tens. Its decoder state lives in a 1-row holder between segments: copied
-    into the slot's row when a segment starts and back when it ends, so the audio runs on exactly
-    across segments whichever slots they get. ``stream`` is safe to call from up to ``slots`` threads
-    (more simply wait).
+    for the GIL, and an admission then took ~250 ms instead of tens. A caller's decoder state lives in a
+    1-row holder between segments: copied into the slot's row when a segment starts and back when it ends,
+    so the audio runs on exactly across segments whichever slots they get. ``stream`` is safe to call from
+    up to ``slots`` threads (more simply wait).
 
     ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
     the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
