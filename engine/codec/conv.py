@@ -56,48 +56,20 @@ class StreamingLayer(nn.Module):
         return extended
 
 
-NARROW_OUT = 8  # fewer output channels than this run as a convolution padded to this many (CausalConv1d)
-
-
 class CausalConv1d(StreamingLayer):
-    """Stride-1 Conv1d padded on the left by ``(kernel_size - 1) * dilation`` frames of the past.
-
-    A convolution to fewer than ``NARROW_OUT`` channels (the decoder's last, to the waveform's one) runs
-    with its weight padded by zero filters to ``NARROW_OUT`` outputs, the extra outputs dropped: for one
-    output channel cuDNN picks a generic kernel that wastes all but one column of its tiles (2.9 ms of a
-    15 ms batched bf16 decode on the H200), and the padded one runs on tensor cores. Same sums per output.
-    """
+    """Stride-1 Conv1d padded on the left by ``(kernel_size - 1) * dilation`` frames of the past."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, dilation: int = 1, groups: int = 1):
         super().__init__(in_channels, (kernel_size - 1) * dilation)
         self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, dilation=dilation, groups=groups)
-        self._padded: tuple[tuple, torch.Tensor, torch.Tensor | None] | None = None  # (made from, weight, bias)
 
     def forward(self, x: torch.Tensor, tails: Tails, activation: Activation | None = None,
                 with_bias: bool = True) -> torch.Tensor:
         """[B, C_in, T] -> [B, C_out, T]: the convolution of ``activation(x)`` (of x without one); without its
         bias when ``with_bias`` is False (the caller adds ``conv.bias`` in a pass it makes anyway)."""
-        x = self._with_past(x, tails, activation)
         conv = self.conv
-        if conv.out_channels >= NARROW_OUT or conv.groups != 1:
-            return F.conv1d(x, conv.weight, conv.bias if with_bias else None, dilation=conv.dilation,
-                            groups=conv.groups)
-        weight, bias = self.padded_weights()
-        return F.conv1d(x, weight, bias if with_bias else None, dilation=conv.dilation)[:, : conv.out_channels]
-
-    def padded_weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(weight [NARROW_OUT, C_in, K], bias [NARROW_OUT] or None): the filters, then zero ones; made once
-        and again only when the parameters change."""
-        w, b = self.conv.weight, self.conv.bias
-        # which tensors, and (where tracked: not for tensors made in inference mode) how often written in place
-        made_from = tuple((t.data_ptr(), t.dtype, t.device, None if t.is_inference() else t._version)
-                          for t in (w, b) if t is not None)
-        if self._padded is None or self._padded[0] != made_from:
-            extra = NARROW_OUT - w.shape[0]
-            weight = F.pad(w.detach(), (0, 0, 0, 0, 0, extra)).contiguous()
-            bias = None if b is None else F.pad(b.detach(), (0, extra))
-            self._padded = (made_from, weight, bias)
-        return self._padded[1], self._padded[2]
+        return F.conv1d(self._with_past(x, tails, activation), conv.weight, conv.bias if with_bias else None,
+                        dilation=conv.dilation, groups=conv.groups)
 
 
 class CausalConvTranspose1d(StreamingLayer):

@@ -1,6 +1,6 @@
 """The codec decoder on a GPU, where its own kernels run (SnakeBeta with a folded bias, the one-pass biased
-residual sum) and cuDNN convolves (the narrow last convolution padded, TF32 in float32): streamed in chunks,
-its audio agrees with the float64 decoder on the CPU, in float32 and in bfloat16. Skipped without CUDA."""
+residual sum) and cuDNN convolves (TF32 in float32): streamed in chunks, its audio agrees with the float64
+decoder on the CPU, in float32 and in bfloat16. Skipped without CUDA."""
 
 from __future__ import annotations
 
