@@ -10,9 +10,8 @@ normalises and rotates its query head, then runs an online softmax over the chun
 one. The programs whose chunk holds the new slot also normalise and rotate the new key and take it and
 the new value from registers (nothing the launch writes is read back: its programs run in any order);
 one of them per (row, key/value head) writes the two into the cache. A chunk past the new slot only
-stores its maximum, -inf, which tells the second kernel to read nothing else of it (at 64 rows, writing
-and reading back the empty partial results of the ~30 empty chunks a row was ~16 MB a layer). The
-second kernel merges the chunks' partial results in a fixed order, so the result is deterministic.
+stores the empty partial result. A second kernel merges the chunks' partial results in a fixed order,
+so the result is deterministic.
 
 Compiled, the same step was ~6-8 small kernels per layer before the attention's two (the per-head norms,
 RoPE, ``index_put_`` of the new key and value), each a launch of a microsecond or two. Numerics follow
@@ -89,10 +88,9 @@ def _chunk_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_p
             acc = acc * alpha + p * v_new.to(tl.float32)
             m = m_new
     at = pid * SPLITS + split
-    tl.store(m_ptr + at, m)  # -inf: an empty chunk, whose sum and accumulator are neither written nor read
-    if start <= wp:
-        tl.store(sum_ptr + at, denom)
-        tl.store(acc_ptr + at * D + tl.arange(0, D), acc)
+    tl.store(m_ptr + at, m)
+    tl.store(sum_ptr + at, denom)
+    tl.store(acc_ptr + at * D + tl.arange(0, D), acc)
 
 
 @triton.jit
@@ -106,9 +104,8 @@ def _merge_kernel(m_ptr, sum_ptr, acc_ptr, out_ptr, H, SPLITS, so_b, so_h,
     sp_ok = sp < SPLITS
     at = pid * SPLITS + sp  # [SPLITS_PAD]
     m = tl.load(m_ptr + at, mask=sp_ok, other=float("-inf"))
-    filled = m > float("-inf")  # the chunks before the row's new slot; at most a few of the SPLITS
-    denom = tl.load(sum_ptr + at, mask=filled, other=0.0)
-    acc = tl.load(acc_ptr + at[:, None] * D + d[None, :], mask=filled[:, None], other=0.0)  # [SPLITS_PAD, D]
+    denom = tl.load(sum_ptr + at, mask=sp_ok, other=0.0)
+    acc = tl.load(acc_ptr + at[:, None] * D + d[None, :], mask=sp_ok[:, None], other=0.0)  # [SPLITS_PAD, D]
     top = tl.max(m, axis=0)  # finite: the first chunk always holds slot 0
     w = tl.exp(m - top)  # chunks past the row's new slot weigh 0
     out = tl.sum(acc * w[:, None], axis=0) / tl.sum(denom * w, axis=0)  # [D]
