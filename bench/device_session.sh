@@ -44,8 +44,10 @@ profiles() {
     export ORATOR_MODELS=/tmp/orator-profile-models
     local model="$ORATOR_MODELS/$SIZE-custom_voice"
     python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice >/dev/null
-    step decoder "$1" python3 -m bench.decoder_speed --model "$model" --rows 1 8 64 128 --frames 1 4 --dtypes float32
-    step profile-batch "$2" python3 -m bench.profile_batch --model "$model" --streams 64 --kernels 25 --syncs 25
+    step decoder "$1" python3 -m bench.decoder_speed --model "$model" --rows 1 8 64 128 --frames 1 4 --dtypes float32 bfloat16
+    step decoder-layers 10 python3 -m bench.decoder_layers --model "$model" --rows 64 --frames 4 --dtype bfloat16
+    step profile-batch "$2" python3 -m bench.profile_batch --model "$model" --streams 64 --kernels 25 --syncs 25 \
+        --decoder-dtype bfloat16
     step profile "$3" python3 -m bench.profile_orator --model "$model"
 }
 
@@ -56,7 +58,8 @@ speed() {
     step bench "$1" python3 -m bench.run_all --sizes "$SIZE" --systems orator faster official --frames 150 --runs 3 \
         --models "$ORATOR_MODELS" --out "/tmp/bench-$SIZE"
     cp "/tmp/bench-$SIZE/results.jsonl" "$OUT/bench-$SIZE.jsonl"
-    step batch "$2" python3 -m bench.run_batch --model "$model" --streams 1 8 32 64 128 --frames 150 --http
+    step batch "$2" python3 -m bench.run_batch --model "$model" --streams 1 8 32 64 128 --frames 150 --http \
+        --decoder-dtype bfloat16  # the faster decoder (docs/benchmarks.md, sixth session)
 }
 
 GRAPHS=tests/engine/graphs/test_graphs_gpu.py
