@@ -13,8 +13,7 @@ HTTP server runs in a thread of this process too, in front of the same captured 
 in a process of their own (``bench.clients.ClientProcess``: httpx only, no torch), as a deployed server's
 would: every ``clients`` field says which (``"in process"``, ``"separate process"``). Until that change (the
 commit that added ``bench/clients.py``), the HTTP rows' client threads shared this process's GIL with the
-server's event loop, its scheduler threads and the engine's loop thread, and at 64 streams their first audio
-came ~4x later than the engine's (in one H200 run, p50 ~1 s against ~250 ms).
+server's event loop, its scheduler threads and the engine's loop thread.
 """
 
 from __future__ import annotations
