@@ -31,3 +31,15 @@ def runs_on(device: torch.device) -> bool:
     if torch.compiler.is_compiling() or device.type != "cuda":
         return True
     return torch.cuda.get_device_capability(device) >= (7, 0)
+
+
+# The codec decoder's elementwise kernels (snake.py, residual.py): one program per (row, channel, block of
+# time steps) of a [B, C, T] activation, in float32, bfloat16 or float16 (float64 stays with PyTorch).
+CHANNEL_TIME_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def channel_time_launch(t: int) -> tuple[int, int, int]:
+    """(time steps a program, programs along time, warps) for such a kernel over ``t`` time steps: blocks of up
+    to 1,024 steps, four warps for long blocks and one for short ones."""
+    block = max(16, min(1024, 1 << (t - 1).bit_length()))  # the next power of two
+    return block, -(-t // block), 4 if block >= 512 else 1

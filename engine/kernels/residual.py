@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.kernels import runs_on, triton_available
-
-KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+from engine.kernels import CHANNEL_TIME_DTYPES, channel_time_launch, runs_on, triton_available
 
 _ENABLED = triton_available()
 if _ENABLED:
@@ -44,11 +42,9 @@ def add_biased_kernel(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor) -> t
     out = torch.empty(b, c, t, dtype=x.dtype, device=x.device)
     if out.numel() == 0:
         return out
-    block = max(16, min(1024, triton.next_power_of_2(t)))
-    t_blocks = triton.cdiv(t, block)
+    block, t_blocks, warps = channel_time_launch(t)
     _add_biased_kernel[(b * c * t_blocks,)](x, y, bias, out, c, t, t_blocks, x.stride(0), x.stride(1), y.stride(0),
-                                            y.stride(1), out.stride(0), out.stride(1), BLOCK_T=block,
-                                            num_warps=4 if block >= 512 else 1)
+                                            y.stride(1), out.stride(0), out.stride(1), BLOCK_T=block, num_warps=warps)
     return out
 
 
@@ -56,7 +52,8 @@ def add_biased(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor | None) -> t
     """``x + (y + bias[None, :, None])`` over x, y [B, C, T] (``x + y`` without a bias), in x's dtype."""
     if bias is None:
         return x + y
-    if (_ENABLED and x.is_cuda and x.dtype in KERNEL_DTYPES and x.dtype == y.dtype and bias.dtype in KERNEL_DTYPES
-            and x.shape == y.shape and x.stride(-1) == 1 and y.stride(-1) == 1 and runs_on(x.device)):
+    if (_ENABLED and x.is_cuda and x.dtype in CHANNEL_TIME_DTYPES and x.dtype == y.dtype
+            and bias.dtype in CHANNEL_TIME_DTYPES and x.shape == y.shape and x.stride(-1) == 1
+            and y.stride(-1) == 1 and runs_on(x.device)):
         return add_biased_kernel(x, y, bias)
     return x + (y + bias[None, :, None])

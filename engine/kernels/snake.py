@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.kernels import runs_on, triton_available
-
-KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # of x and of the parameters; float64 stays PyTorch
+from engine.kernels import CHANNEL_TIME_DTYPES, channel_time_launch, runs_on, triton_available
 
 _ENABLED = triton_available()
 if _ENABLED:
@@ -63,11 +61,10 @@ def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.
     y = torch.empty(b, c, t, dtype=x.dtype, device=x.device) if out is None else out
     if y.numel() == 0:
         return y
-    block = max(16, min(1024, triton.next_power_of_2(t)))
-    t_blocks = triton.cdiv(t, block)
+    block, t_blocks, warps = channel_time_launch(t)
     _snake_kernel[(b * c * t_blocks,)](x, log_alpha, log_beta, log_alpha if bias is None else bias, y, c, t,
                                        t_blocks, x.stride(0), x.stride(1), y.stride(0), y.stride(1),
-                                       HAS_BIAS=bias is not None, BLOCK_T=block, num_warps=4 if block >= 512 else 1)
+                                       HAS_BIAS=bias is not None, BLOCK_T=block, num_warps=warps)
     return y
 
 
@@ -75,8 +72,8 @@ def snake_beta(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
                out: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T] (``x + bias`` when a per-channel
     bias is given), the parameters per channel [C], in x's dtype; written into ``out`` (same shape) when given."""
-    if (_ENABLED and x.is_cuda and x.dtype in KERNEL_DTYPES and log_alpha.dtype in KERNEL_DTYPES
-            and log_beta.dtype in KERNEL_DTYPES and (bias is None or bias.dtype in KERNEL_DTYPES)
+    if (_ENABLED and x.is_cuda and x.dtype in CHANNEL_TIME_DTYPES and log_alpha.dtype in CHANNEL_TIME_DTYPES
+            and log_beta.dtype in CHANNEL_TIME_DTYPES and (bias is None or bias.dtype in CHANNEL_TIME_DTYPES)
             and x.stride(-1) == 1 and (out is None or out.stride(-1) == 1) and runs_on(x.device)):
         return snake_beta_kernel(x, log_alpha, log_beta, out, bias)
     if bias is not None:
