@@ -55,7 +55,6 @@ class _Request:
     keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
     outbox: queue.Queue  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or an error
     cancel: threading.Event
-    prompt: Prompt | None = None
 
 
 @dataclass(slots=True)
@@ -377,21 +376,24 @@ class BatchedStreams:
         """Move waiting requests into free slots, their prompts built here and prefilled together; a request
         that cannot run (its text or voice is refused, its prompt does not fit) hears why, and a failed
         prefill reaches the callers it was for."""
-        joining = []
+        joining: list[_Request] = []
+        prompts: list[Prompt] = []
         while waiting and len(running) + len(joining) < self.slots:
             request = waiting.pop(0)
             try:
-                request.prompt = request.make_prompt()
-                self.frames.state.check(request.prompt)
+                prompt = request.make_prompt()
+                self.frames.state.check(prompt)
             except Exception as e:  # the caller's error (bad text or voice, too long): only its own
                 request.outbox.put(e)
                 continue
             joining.append(request)
+            prompts.append(prompt)
         if not joining:
             return
         slots: list[int] = []
         try:
-            slots = self.frames.add_many([(r.prompt, r.sampling, r.seed, r.max_frames) for r in joining])
+            slots = self.frames.add_many([(prompt, r.sampling, r.seed, r.max_frames)
+                                          for prompt, r in zip(prompts, joining, strict=True)])
             if self._decode_stream is not None:  # a decode may still read and write these rows
                 torch.cuda.current_stream(self.engine.device).wait_stream(self._decode_stream)
             self.decoder_state.put_rows(on_device(slots, self.engine.device),
