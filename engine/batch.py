@@ -2,6 +2,7 @@
 
 ``BatchedFrames`` owns a ``StaticState`` of ``slots`` rows. Streams join between steps (the prompts
 of all streams joining at once are prefilled into free slots together, in one padded talker pass,
+on a GPU replayed from a graph captured for its bucket of rows and positions (``BatchedPrefill``),
 while the others wait that pass), leave as soon as they end or are released, and their slots are
 reused. One ``frame_step`` advances every slot (captured as one CUDA graph on a GPU); ``collect``
 then reads back, in one synchronisation, the frames each stream made since the last collect.
@@ -29,6 +30,7 @@ import torch
 
 from engine.codec.decoder import DecoderState
 from engine.engine import default_max_frames
+from engine.graphs.batched_prefill import BatchedPrefill
 from engine.graphs.capture import Graphed, graphs_enabled, separate_capture_stream
 from engine.graphs.compile import capture_frame_step
 from engine.graphs.runner import HISTORY, MAX_SEQ, MAX_TRAILING, DecodeGraph
@@ -74,11 +76,16 @@ class _Stream:
 
 
 class BatchedFrames:
-    def __init__(self, talker: Talker, slots: int, max_seq: int = MAX_SEQ, graphs: bool | None = None):
+    def __init__(self, talker: Talker, slots: int, max_seq: int = MAX_SEQ, graphs: bool | None = None,
+                 captured_prefill: bool | None = None):
+        """``captured_prefill`` (default: with ``graphs``): admissions prefill from captured graphs of
+        padded buckets (``BatchedPrefill``; run eagerly when ``graphs`` is off) instead of one eager pass."""
         self.talker = talker
         self.device = talker.codec_head.weight.device
         self.state = StaticState(talker, slots, max_seq, MAX_TRAILING, HISTORY)
         self.use_graphs = graphs_enabled(self.device) if graphs is None else graphs
+        captured = self.use_graphs if captured_prefill is None else captured_prefill
+        self.prefill = BatchedPrefill(talker, self.state, self.device, self.use_graphs) if captured else None
         # one step per batch bucket (1, 2, 4, ... slots) over the first rows: a few streams pay for a few
         self.buckets = sorted({min(1 << i, slots) for i in range(slots.bit_length() + 1)})
         self._steps: dict[int, Graphed] = {}
@@ -97,6 +104,8 @@ class BatchedFrames:
         instead, it stalls the streams running then (and its warm-up calls step their rows)."""
         for bucket in self.buckets:
             self._step_for(bucket)
+        if self.prefill is not None:
+            self.prefill.warmup()
 
     @property
     def capacity(self) -> int:
@@ -117,8 +126,8 @@ class BatchedFrames:
 
     def add_many(self, requests: list[tuple[Prompt, Sampling, int, int]]) -> list[int]:
         """Prefill free slots with these (prompt, sampling, seed, max_frames), several prompts per talker
-        pass (up to ``PREFILL_TOKENS`` padded positions); returns their slots. Raises, adding none, when
-        there are not enough free slots or a prompt does not fit (``ValueError``)."""
+        pass (up to ``PREFILL_TOKENS`` padded positions, or a captured bucket's); returns their slots.
+        Raises, adding none, when there are not enough free slots or a prompt does not fit (``ValueError``)."""
         if len(requests) > len(self._free):
             raise RuntimeError("no free stream slot: the batch is full")
         for prompt, _, _, _ in requests:
@@ -127,15 +136,21 @@ class BatchedFrames:
         group: list[tuple[int, Prompt, Sampling, int]] = []
         for slot, (prompt, sampling, seed, _) in zip(slots, requests, strict=True):
             longest = max([prompt.length] + [p.length for _, p, _, _ in group])
-            if group and (len(group) + 1) * longest > PREFILL_TOKENS:
-                self.state.prefill_many(self.talker, group)
+            if group and not self._one_pass(len(group) + 1, longest):
+                self.state.prefill_many(self.talker, group, self.prefill)
                 group = []
             group.append((slot, prompt, sampling, seed))
-        self.state.prefill_many(self.talker, group)
+        self.state.prefill_many(self.talker, group, self.prefill)
         for slot, (prompt, _, _, max_frames) in zip(slots, requests, strict=True):
             self._free.remove(slot)
             self._streams[slot] = _Stream(min(max_frames, self.state.max_seq - prompt.length))
         return slots
+
+    def _one_pass(self, rows: int, longest: int) -> bool:
+        """Whether ``rows`` prompts of up to ``longest`` positions go through the talker in one pass."""
+        if self.prefill is not None:
+            return self.prefill.bucket(rows, longest) is not None
+        return rows * longest <= PREFILL_TOKENS
 
     def release(self, slot: int) -> None:
         """Free ``slot`` at once (stream finished or cancelled)."""

@@ -101,26 +101,32 @@ class StaticState:
         self._reset_slots(on_device([slot], self.pos.device), [(slot, prompt, sampling, seed)])
 
     @torch.inference_mode()
-    def prefill_many(self, talker: Talker, entries: list[tuple[int, Prompt, Sampling, int]]) -> None:
+    def prefill_many(self, talker: Talker, entries: list[tuple[int, Prompt, Sampling, int]],
+                     run_prompts=None) -> None:
         """``prefill`` of several (slot, prompt, sampling, seed) at once: one talker pass over the prompts
         padded on the right to the longest, into a scratch cache copied into the slots' rows. Padding
-        lands in cache slots past each prompt, which a decode step overwrites before attending to."""
+        lands in cache slots past each prompt, which a decode step overwrites before attending to.
+
+        ``run_prompts(slots, prompts)`` may do that pass and the copies instead (captured graphs:
+        ``batched_prefill.BatchedPrefill``); it returns False when it cannot, and the pass runs eagerly."""
         for _, prompt, _, _ in entries:
             self.check(prompt)
         if not entries:
             return
         dev, n = self.pos.device, len(entries)
-        lengths = [prompt.length for _, prompt, _, _ in entries]
-        longest = max(lengths)
-        embeds = pad_sequence([prompt.embeds[0] for _, prompt, _, _ in entries], batch_first=True)
-        scratch = talker.model.new_cache(n, longest, self.cache.k.dtype, dev)
-        positions = torch.arange(longest, device=dev).expand(n, longest)
-        hidden = talker.model(embeds, positions, scratch, kv_len=longest)  # [n, longest, H]
         slots = on_device([slot for slot, _, _, _ in entries], dev)
-        self.cache.k[:, :, :, :longest].index_copy_(1, slots, scratch.k)
-        self.cache.v[:, :, :, :longest].index_copy_(1, slots, scratch.v)
-        last = on_device(lengths, dev) - 1
-        self.hidden.index_copy_(0, slots, hidden[torch.arange(n, device=dev), last])
+        prompts = [prompt for _, prompt, _, _ in entries]
+        if run_prompts is None or not run_prompts(slots, prompts):
+            lengths = [prompt.length for prompt in prompts]
+            longest = max(lengths)
+            embeds = pad_sequence([prompt.embeds[0] for prompt in prompts], batch_first=True)
+            scratch = talker.model.new_cache(n, longest, self.cache.k.dtype, dev)
+            positions = torch.arange(longest, device=dev).expand(n, longest)
+            hidden = talker.model(embeds, positions, scratch, kv_len=longest)  # [n, longest, H]
+            self.cache.k[:, :, :, :longest].index_copy_(1, slots, scratch.k)
+            self.cache.v[:, :, :, :longest].index_copy_(1, slots, scratch.v)
+            last = on_device(lengths, dev) - 1
+            self.hidden.index_copy_(0, slots, hidden[torch.arange(n, device=dev), last])
         self._reset_slots(slots, entries)
 
     def retire(self, slot: int) -> None:
