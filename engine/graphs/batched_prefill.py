@@ -8,13 +8,17 @@ bucket (rows 1, 2, 4, ... up to the batch; positions 32 ... 512; at most ``TOKEN
 one captured graph runs the bucket through the talker into a static scratch cache and keeps each row's
 last hidden state, and the rows' keys, values and hidden states are copied into their slots (three
 indexed copies). Padding rows and positions compute values nobody reads; a slot's cache positions past its
-prompt receive padding, which a decode step overwrites before it attends to them.
+prompt receive padding, which a decode step overwrites before it attends to them. A bucket whose capture
+fails is left to the eager prefill (logged), as a frame step that fails to compile is left uncompiled.
 """
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
+from engine.errors import UnsupportedError
 from engine.graphs.capture import Graphed
 from engine.graphs.prefill import BUCKETS as POSITION_BUCKETS
 from engine.graphs.state import StaticState
@@ -23,6 +27,8 @@ from engine.prompts import Prompt
 from engine.runtime import on_device
 
 TOKENS = 8192  # padded positions of the largest bucket: the static buffers' size
+
+log = logging.getLogger(__name__)
 
 
 class _Scratch:
@@ -56,7 +62,7 @@ class BatchedPrefill:
         self.v = torch.zeros_like(self.k)
         self.last = torch.zeros(self.rows[-1], dtype=torch.int64, device=device)  # each row's last position
         self.hidden = torch.zeros(self.rows[-1], c.hidden_size, dtype=dtype, device=device)
-        self._graphs: dict[tuple[int, int], Graphed] = {}
+        self._graphs: dict[tuple[int, int], Graphed | None] = {}  # None: its capture failed
         self._pool = pool
 
     @property
@@ -79,12 +85,15 @@ class BatchedPrefill:
         if bucket is None:
             return False
         rows, positions = bucket
+        graph = self._graph(rows, positions)
+        if graph is None:
+            return False
         embeds = self._embeds(rows, positions)
         for i, prompt in enumerate(prompts):
             embeds[i, : prompt.length].copy_(prompt.embeds[0])
         lengths = [p.length for p in prompts] + [1] * (rows - len(prompts))  # padding rows read position 0
         self.last[:rows].copy_(on_device(lengths, self.device) - 1)
-        self._graph(rows, positions)()
+        graph()
         n, scratch = len(prompts), self._scratch(rows, positions)
         self.state.cache.k[:, :, :, :positions].index_copy_(1, slots, scratch.k[:, :n])
         self.state.cache.v[:, :, :, :positions].index_copy_(1, slots, scratch.v[:, :n])
@@ -98,11 +107,17 @@ class BatchedPrefill:
         layers, kv_heads, head_dim = self._shape
         return _Scratch(self.k, self.v, layers, rows, kv_heads, positions, head_dim)
 
-    def _graph(self, rows: int, positions: int) -> Graphed:
+    def _graph(self, rows: int, positions: int) -> Graphed | None:
+        """The bucket's graph, captured on first use; None when its capture failed."""
         if (rows, positions) not in self._graphs:
-            graph = Graphed(lambda: self._run(rows, positions), self.device, self.enabled, pool=self._pool,
-                            name=f"{rows}-row {positions}-position prefill")
-            self._pool = self._pool or graph.pool
+            try:
+                graph = Graphed(lambda: self._run(rows, positions), self.device, self.enabled, pool=self._pool,
+                                name=f"{rows}-row {positions}-position prefill")
+            except UnsupportedError as e:
+                log.warning("%s; admissions of this size are prefilled eagerly", e)
+                graph = None
+            else:
+                self._pool = self._pool or graph.pool
             self._graphs[rows, positions] = graph
         return self._graphs[rows, positions]
 

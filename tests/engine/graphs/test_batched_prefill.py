@@ -92,3 +92,22 @@ def test_a_prompt_no_bucket_holds_is_prefilled_eagerly(engine64, monkeypatch):
         eager.add_many([(prompt, Sampling(greedy=True), 0, 5)])
     assert isinstance(frames.prefill, BatchedPrefill) and frames.prefill._graphs == {}  # no bucket was used
     torch.testing.assert_close(frames.state.hidden[0], eager.state.hidden[0], rtol=0, atol=0)
+
+
+def test_a_bucket_whose_capture_fails_is_prefilled_eagerly(engine64, monkeypatch, caplog):
+    import engine.graphs.batched_prefill as module
+    from engine.errors import UnsupportedError
+
+    def failing(*args, **kwargs):
+        raise UnsupportedError("capturing the prefill CUDA graph failed (test)")
+
+    monkeypatch.setattr(module, "Graphed", failing)
+    talker = engine64.model.talker
+    frames = BatchedFrames(talker, 2, graphs=False, captured_prefill=True)
+    eager = BatchedFrames(talker, 2, graphs=False, captured_prefill=False)
+    prompt = _prompts(engine64, TEXTS[:1])[0]
+    with torch.inference_mode(), caplog.at_level("WARNING"):
+        frames.add_many([(prompt, Sampling(greedy=True), 0, 5)])
+        eager.add_many([(prompt, Sampling(greedy=True), 0, 5)])
+    assert frames.prefill._graphs == {(1, 32): None} and "prefilled eagerly" in caplog.text
+    torch.testing.assert_close(frames.state.hidden[0], eager.state.hidden[0], rtol=0, atol=0)
