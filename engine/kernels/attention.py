@@ -36,15 +36,35 @@ from engine.kernels.rope_norm import NO_FMA, normed_rotated
 
 CHUNK = 64  # cache slots per program: short, so that a step's few hundred filled slots spread over many SMs
 BLOCK_S = 32  # slots per inner step
+MANY_PROGRAMS = 256  # rows x query heads from which a program takes several chunks (16 heads: 16 rows)
+
+
+def chunks_per_program(rows_by_heads: int) -> int:
+    """Chunks a program of the first kernel takes in turn: one for a few rows, whose few hundred filled slots
+    should spread over many SMs; four from MANY_PROGRAMS (row, head) pairs, where one chunk a program made
+    32 programs per pair, most of them with nothing but an empty result to store (at 64 rows: 32,768
+    programs, 23 us a layer on the H200). Each chunk keeps its own partial result: the same sums either way."""
+    return 1 if rows_by_heads < MANY_PROGRAMS else 4
 
 
 @triton.jit
 def _chunk_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_ptr, sum_ptr, acc_ptr, S,
                   SPLITS, s_qkv, s_cos, s_sin, sk_b, sk_h, sk_s, sv_b, sv_h, sv_s, s_pos,  # last dims contiguous
                   eps: tl.constexpr, scale: tl.constexpr,  # the model's constants, compiled in
-                  H: tl.constexpr, G: tl.constexpr, D: tl.constexpr, CHUNK_S: tl.constexpr, BLOCK: tl.constexpr):
+                  H: tl.constexpr, G: tl.constexpr, D: tl.constexpr, CHUNK_S: tl.constexpr, BLOCK: tl.constexpr,
+                  PER_PROGRAM: tl.constexpr):
+    for i in tl.static_range(PER_PROGRAM):  # consecutive chunks, each with its own partial result
+        _chunk(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_ptr, sum_ptr, acc_ptr, S,
+               SPLITS, tl.program_id(1) * PER_PROGRAM + i, s_qkv, s_cos, s_sin, sk_b, sk_h, sk_s, sv_b, sv_h, sv_s,
+               s_pos, eps, scale, H, G, D, CHUNK_S, BLOCK)
+
+
+@triton.jit
+def _chunk(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_ptr, sum_ptr, acc_ptr, S, SPLITS,
+           split, s_qkv, s_cos, s_sin, sk_b, sk_h, sk_s, sv_b, sv_h, sv_s, s_pos, eps: tl.constexpr,
+           scale: tl.constexpr, H: tl.constexpr, G: tl.constexpr, D: tl.constexpr, CHUNK_S: tl.constexpr,
+           BLOCK: tl.constexpr):
     pid = tl.program_id(0)  # row * H + query head
-    split = tl.program_id(1)
     b = (pid // H).to(tl.int64)
     head = pid % H
     kv = head // G  # the key/value head this query head shares (its other readers find it in L2)
@@ -88,9 +108,10 @@ def _chunk_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_p
             acc = acc * alpha + p * v_new.to(tl.float32)
             m = m_new
     at = pid * SPLITS + split
-    tl.store(m_ptr + at, m)
-    tl.store(sum_ptr + at, denom)
-    tl.store(acc_ptr + at * D + tl.arange(0, D), acc)
+    if split < SPLITS:  # the last program's chunks may run past the cache
+        tl.store(m_ptr + at, m)
+        tl.store(sum_ptr + at, denom)
+        tl.store(acc_ptr + at * D + tl.arange(0, D), acc)
 
 
 @triton.jit
@@ -127,11 +148,12 @@ def filled_slots_attention_block(qkv: torch.Tensor, q_norm_weight: torch.Tensor,
     denom = torch.empty_like(m)
     acc = torch.empty(b * heads * splits * dim, dtype=torch.float32, device=qkv.device)
     out = block_args.output_like(qkv, k_cache)
-    _chunk_kernel[(b * heads, splits)](
+    per_program = chunks_per_program(b * heads)
+    _chunk_kernel[(b * heads, triton.cdiv(splits, per_program))](
         qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, m, denom, acc, slots, splits,
         qkv.stride(0), cos.stride(0), sin.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3],
         write_pos.stride(0), eps=eps, scale=dim**-0.5, H=heads, G=heads // kv, D=dim, CHUNK_S=CHUNK, BLOCK=BLOCK_S,
-        num_warps=4, **NO_FMA)
+        PER_PROGRAM=per_program, num_warps=4, **NO_FMA)
     _merge_kernel[(b * heads,)](
         m, denom, acc, out, heads, splits, out.stride(0), dim, SPLITS_PAD=triton.next_power_of_2(splits), D=dim,
         num_warps=4)

@@ -60,3 +60,22 @@ def test_a_position_past_the_cache_is_its_last_slot():
     torch.testing.assert_close(got, expected, atol=0, rtol=0)
     assert torch.equal(k_in, k_last) and torch.equal(v_in, v_last)
     assert k_big[:, :, CHUNK + 10 :].isnan().all() and v_big[:, :, CHUNK + 10 :].isnan().all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_several_chunks_a_program_give_the_same_result_bit_for_bit(dtype, monkeypatch):
+    """Many rows: a program takes four chunks in turn, each with its own partial result, so the output and the
+    cache are exactly what one chunk a program gives (a batched stream's attention is its solo attention)."""
+    from engine.kernels import attention
+
+    positions = [*EDGES, SLOTS - 2, SLOTS - 1]
+    results = []
+    for many in (10**9, 1):  # one chunk a program; then four, as for many rows
+        monkeypatch.setattr(attention, "MANY_PROGRAMS", many)
+        qkv, q_norm, k_norm, cos, sin, k, v, pos = step_inputs(2, dtype, positions, slots=SLOTS, seed=21)
+        out = filled_slots_attention_block(qkv, q_norm.weight, k_norm.weight, cos, sin, k, v, pos, EPS)
+        results.append((out, k, v))
+    assert attention.chunks_per_program(1) == 4 and attention.chunks_per_program(10**8) == 4
+    for a, b in zip(results[0], results[1], strict=True):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    check_block(filled_slots_attention_block, 2, dtype, positions, slots=SLOTS, seed=22)  # and equal to the layer's
