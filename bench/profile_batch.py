@@ -3,8 +3,10 @@
 (``BatchedStreams.phase_timer``, each phase boundary synchronised with the device): waiting for and
 taking requests, admission (batched prefill), frame steps, collecting codes and ends, the batched
 decode, and handing chunks out. Prints one JSON object: seconds per phase in all and per iteration,
-counts (iterations, admissions, rows per admission, frames per iteration, rows per step), and the
-resulting audio-seconds per second and p50/p95 time to first audio.
+counts (iterations, admissions, rows per admission, frames per iteration, rows per step), inside the
+admissions the time spent building prompts and writing the joining rows' decoder state, the first
+phases after the requests start as a timeline (name, start, length), and the resulting audio-seconds
+per second and p50/p95 time to first audio.
 
     python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
                                   [--syncs N] [--kernels N] [--decoder-dtype bfloat16] [--device cuda]
@@ -46,6 +48,7 @@ from collections.abc import Callable
 
 import torch
 
+import engine.batch as batch_module
 from bench.clients import ClientProcess, concurrently
 from bench.common import DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from bench.run_batch import (
@@ -58,8 +61,10 @@ from bench.run_batch import (
     warm_streams,
 )
 from engine.batch import LOOP_FRAMES
+from engine.prompts import build_prompt
 
 PHASES = ("wait", "admit", "step", "collect", "decode", "handout")
+TIMELINE_PHASES = 60  # phases listed from the first request on: where the first audio's time goes
 
 
 def synchronizer(device: torch.device) -> Callable[[], None]:
@@ -77,13 +82,47 @@ class PhaseClock:
         self.phases = ["wait"]
         self.spans: list[float] = []  # seconds of phases[i]; the last phase is still running
         self.last = time.perf_counter()
+        self.starts = [self.last]  # perf_counter() when phases[i] began
 
     def __call__(self, phase: str) -> None:
         self.sync()
         now = time.perf_counter()
         self.spans.append(now - self.last)
         self.phases.append(phase)
+        self.starts.append(now)
         self.last = now
+
+    def timeline(self, since: float, limit: int) -> list[list]:
+        """The first ``limit`` phases begun after ``since`` (a perf_counter() time): [name, start ms after
+        ``since``, ms]."""
+        spans = zip(self.phases, self.starts, self.spans, strict=False)
+        return [[phase, round(1000 * (start - since), 2), round(1000 * span, 2)]
+                for phase, start, span in spans if start >= since][:limit]
+
+
+class CallTimer:
+    """Host seconds of every call of a function, each call synchronised with the device at both ends when
+    ``sync`` is given: ``wrap(fn)`` is ``fn`` timed."""
+
+    def __init__(self, sync: Callable[[], None] = lambda: None):
+        self.sync, self.seconds = sync, []
+
+    def wrap(self, fn):
+        @functools.wraps(fn)
+        def timed(*args, **kwargs):
+            self.sync()
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.sync()
+                self.seconds.append(time.perf_counter() - t0)
+
+        return timed
+
+    def summary(self) -> dict:
+        return {"calls": len(self.seconds), "ms_total": round(1000 * sum(self.seconds), 3),
+                "ms_mean": round(1000 * sum(self.seconds) / max(len(self.seconds), 1), 3)}
 
 
 class OpTally:
@@ -176,7 +215,12 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
         step(k)
 
     frames.add_many, frames.step = timed_add_many, counted_step
+    # inside the admissions: building the prompts (the loop thread does it) and writing the decoder rows
+    prompts, rows = CallTimer(sync), CallTimer(sync)
+    batch_module.build_prompt = prompts.wrap(build_prompt)
+    streams.decoder_state.put_rows = rows.wrap(streams.decoder_state.put_rows)
     clock = streams.phase_timer = PhaseClock(sync)
+    begun = time.perf_counter()
     try:
         ttfa, wall = requests()
         deadline = time.perf_counter() + 10
@@ -184,7 +228,8 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
             time.sleep(0.001)
     finally:
         streams.phase_timer = None
-        del frames.add_many, frames.step  # the class's methods again
+        del frames.add_many, frames.step, streams.decoder_state.put_rows  # the class's methods again
+        batch_module.build_prompt = build_prompt
     totals = {phase: 0.0 for phase in PHASES}
     for phase, span in zip(clock.phases[:-1], clock.spans, strict=True):
         totals[phase] += span
@@ -204,6 +249,9 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
         "ms_per_admission": [round(1000 * s, 3) for _, s in admissions],
         "frames_per_iteration": {str(k): c for k, c in sorted(Counter(k for k, _ in steps).items())},
         "mean_rows_per_step": sum(rows for _, rows in steps) / max(iterations, 1),
+        "prompt_builds": prompts.summary(),
+        "decoder_row_writes": rows.summary(),
+        "timeline": clock.timeline(begun, TIMELINE_PHASES),
         **({"admission_ops": tally.top(ops)} if tally else {}),
         **({"admission_syncs": sync_tally.top(syncs)} if sync_tally else {}),
     }
