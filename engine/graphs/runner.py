@@ -21,6 +21,7 @@ from engine.graphs.prefill import PrefillGraphs
 from engine.graphs.state import NEVER, StaticState
 from engine.model.talker import Talker
 from engine.prompts import Prompt
+from engine.runtime import autotuned_convolutions
 from engine.sampling import Sampling
 from engine.streamer import CodedAudio
 
@@ -100,7 +101,8 @@ class GraphStreamer:
 
 class DecodeGraph:
     """The decoder's ``decode_chunk`` for exactly n frames of every row of ``decoder_state``, captured over
-    static input/output buffers (the output buffer is rewritten by the next call)."""
+    static input/output buffers (the output buffer is rewritten by the next call), each convolution with
+    the cuDNN algorithm timed fastest for its shape."""
 
     def __init__(self, decoder, decoder_state, n: int, device, enabled, pool, capture_stream=None):
         batch = decoder_state.batch
@@ -110,8 +112,9 @@ class DecodeGraph:
         def run():
             self.audio.copy_(decoder.decode_chunk(self.codes, decoder_state, validate=False))
 
-        self.graph = Graphed(run, device, enabled, pool=pool, name=f"{n}-frame decoder",
-                             capture_stream=capture_stream)
+        with autotuned_convolutions():  # its warm-up calls pick each convolution's fastest algorithm
+            self.graph = Graphed(run, device, enabled, pool=pool, name=f"{n}-frame decoder",
+                                 capture_stream=capture_stream)
 
     def __call__(self, codes: torch.Tensor) -> torch.Tensor:
         self.codes.copy_(codes)

@@ -11,7 +11,7 @@ import torch
 
 from engine.errors import UnsupportedError
 from engine.graphs.state import StaticState, cache_bytes
-from engine.runtime import check_memory, on_device
+from engine.runtime import autotuned_convolutions, check_memory, on_device
 
 
 def test_cache_bytes_is_what_the_state_allocates(tiny_engine):
@@ -51,3 +51,14 @@ def test_on_device_does_not_wait_for_the_work_queued_on_the_gpu():
     assert all(v.tolist() == list(range(i, i + 64)) for i, v in enumerate(values))
     on_gpu = torch.arange(4, device=device, dtype=torch.float64)  # a tensor already there: copied, not staged
     assert torch.equal(on_device(on_gpu, device, torch.float32), on_gpu.float())
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_autotuned_convolutions_turns_cudnn_timing_on_inside_and_restores_it_after_an_error(before, monkeypatch):
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", before)
+    deterministic, enabled = torch.backends.cudnn.deterministic, torch.backends.cudnn.enabled
+    with pytest.raises(KeyError), autotuned_convolutions():
+        assert torch.backends.cudnn.benchmark is True
+        assert (torch.backends.cudnn.deterministic, torch.backends.cudnn.enabled) == (deterministic, enabled)
+        raise KeyError("fails inside")
+    assert torch.backends.cudnn.benchmark is before
