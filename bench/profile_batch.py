@@ -4,9 +4,9 @@
 taking requests, admission (batched prefill), frame steps, collecting codes and ends, the batched
 decode, and handing chunks out. Prints one JSON object: seconds per phase in all and per iteration,
 counts (iterations, admissions, rows per admission, frames per iteration, rows per step), inside the
-admissions the time spent building prompts and writing the joining rows' decoder state, the first
-phases after the requests start as a timeline (name, start, length), and the resulting audio-seconds
-per second and p50/p95 time to first audio.
+admissions the time spent building prompts and writing the joining rows' decoder state (``put_rows``,
+``clear_rows``), the first phases after the requests start as a timeline (name, start, length), and the
+resulting audio-seconds per second and p50/p95 time to first audio.
 
     python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
                                   [--syncs N] [--kernels N] [--decoder-dtype bfloat16] [--device cuda]
@@ -219,6 +219,7 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
     prompts, rows = CallTimer(sync), CallTimer(sync)
     batch_module.build_prompt = prompts.wrap(build_prompt)
     streams.decoder_state.put_rows = rows.wrap(streams.decoder_state.put_rows)
+    streams.decoder_state.clear_rows = rows.wrap(streams.decoder_state.clear_rows)
     clock = streams.phase_timer = PhaseClock(sync)
     begun = time.perf_counter()
     try:
@@ -228,7 +229,8 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
             time.sleep(0.001)
     finally:
         streams.phase_timer = None
-        del frames.add_many, frames.step, streams.decoder_state.put_rows  # the class's methods again
+        del frames.add_many, frames.step  # the class's methods again
+        del streams.decoder_state.put_rows, streams.decoder_state.clear_rows
         batch_module.build_prompt = build_prompt
     totals = {phase: 0.0 for phase in PHASES}
     for phase, span in zip(clock.phases[:-1], clock.spans, strict=True):

@@ -53,7 +53,9 @@ class _Request:
     sampling: Sampling
     seed: int
     max_frames: int
-    decoder_state: DecoderState  # the caller's 1-row state: copied into the slot's row when the segment starts
+    # the caller's 1-row state, copied into the slot's row when the segment starts; None: the row starts from
+    # silence (a stream of one segment without reference audio: its caller allocates no state of its own)
+    decoder_state: DecoderState | None
     keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
     outbox: queue.Queue  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or an error
     cancel: threading.Event
@@ -269,9 +271,11 @@ class BatchedStreams:
         sampling = sampling or eng.defaults
         voice, segments = eng.plan(text, voice)
         seed = sampling.seed if sampling.seed is not None else random.getrandbits(62)
-        decoder_state = eng.decoder.new_state(1, eng.device)
-        with torch.inference_mode():
-            if voice.in_context:
+        decoder_state = None  # only a stream whose audio runs on from earlier codes needs a state between segments
+        if voice.in_context or len(segments) > 1:
+            decoder_state = eng.decoder.new_state(1, eng.device)
+        if voice.in_context:
+            with torch.inference_mode():
                 eng.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=eng.device)[None], decoder_state)
         size, last = first_chunk_frames, None
         for index, seg in enumerate(segments):
@@ -411,8 +415,14 @@ class BatchedStreams:
                                           for prompt, r in zip(prompts, joining, strict=True)])
             if self._decode_stream is not None:  # a decode may still read and write these rows
                 torch.cuda.current_stream(self.engine.device).wait_stream(self._decode_stream)
-            self.decoder_state.put_rows(on_device(slots, self.engine.device),
-                                        [request.decoder_state for request in joining])
+            held = [(slot, request.decoder_state) for slot, request in zip(slots, joining, strict=True)
+                    if request.decoder_state is not None]
+            if len(held) < len(slots):
+                silent = [slot for slot, request in zip(slots, joining, strict=True) if request.decoder_state is None]
+                self.decoder_state.clear_rows(on_device(silent, self.engine.device))
+            if held:
+                self.decoder_state.put_rows(on_device([slot for slot, _ in held], self.engine.device),
+                                            [state for _, state in held])
         except Exception as e:  # a device failure during prefill or the rows' writes
             for slot in slots:
                 self.frames.release(slot)

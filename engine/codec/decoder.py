@@ -86,6 +86,12 @@ class DecoderState:
             tail.index_copy_(0, rows, torch.cat([other.tails[name] for other in others]))
         self.attention.put_rows(rows, [other.attention for other in others])
 
+    def clear_rows(self, rows: torch.Tensor) -> None:
+        """Rows ``rows`` (a device tensor of row indices) start from silence, as after ``reset``, in place."""
+        for tail in self.tails.values():
+            tail.index_fill_(0, rows, 0)
+        self.attention.clear_rows(rows)
+
 
 class SpeechDecoder(nn.Module):
     def __init__(self, cfg: CodecDecoderConfig):

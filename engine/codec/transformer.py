@@ -56,6 +56,13 @@ class WindowCache:
         self.key_positions.index_copy_(0, rows, torch.cat([o.key_positions for o in others]))
         self.position.index_copy_(0, rows, torch.cat([o.position for o in others]))
 
+    def clear_rows(self, rows: torch.Tensor) -> None:
+        """Rows ``rows`` become empty, as after ``reset``: one indexed fill per tensor."""
+        self.keys.index_fill_(1, rows, 0)
+        self.values.index_fill_(1, rows, 0)
+        self.key_positions.index_fill_(0, rows, EMPTY_POSITION)
+        self.position.index_fill_(0, rows, 0)
+
 
 class LayerScale(nn.Module):
     def __init__(self, dim: int, initial: float):

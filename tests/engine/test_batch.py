@@ -143,19 +143,21 @@ def test_a_failed_step_reaches_the_caller_whose_audio_awaits_handout_and_the_loo
 
 def test_a_failed_admission_reaches_its_callers_and_frees_their_slots(engine64):
     """A failure while an admission writes its streams' decoder rows (after their prefill took slots) reaches
-    those callers, and the slots are free again for the next."""
+    those callers, and the slots are free again for the next. (A one-segment preset stream starts its row
+    from silence: ``clear_rows``, no state of the caller's.)"""
     from engine.batch import BatchedStreams
 
     streams = BatchedStreams(engine64, slots=1, graphs=False)
-    real_put_rows, calls = streams.decoder_state.put_rows, []
+    real_clear_rows, calls = streams.decoder_state.clear_rows, []
 
-    def put_rows_failing_once(rows, states):
+    def clear_rows_failing_once(rows):
         calls.append(rows.tolist())
         if len(calls) == 1:
             raise RuntimeError("device lost")
-        real_put_rows(rows, states)
+        real_clear_rows(rows)
 
-    streams.decoder_state.put_rows = put_rows_failing_once
+    streams.decoder_state.clear_rows = clear_rows_failing_once
+    streams.decoder_state.put_rows = None  # not called: neither stream has a state of its own
     with pytest.raises(RuntimeError, match="device lost"):
         list(streams.stream("Fails on admission.", Voice.preset("vivian"), sampling=Sampling(greedy=True),
                             max_frames=5))

@@ -151,6 +151,22 @@ def test_put_rows_primes_several_rows_at_once(decoder):
         state.put_rows(torch.tensor([0, 1]), primed[:1])
 
 
+def test_clear_rows_starts_chosen_rows_from_silence_and_leaves_the_others(decoder):
+    """``clear_rows``: the chosen rows decode as a fresh state would, the other rows stream on from their own
+    context."""
+    state = decoder.new_state(3)
+    decoder.decode_chunk(_codes(3, 5, seed=20), state)
+    kept = decoder.new_state(3)
+    kept.copy_(state)
+    state.clear_rows(torch.tensor([2, 0]))
+    assert state.attention.position.tolist() == [0, 5, 0]
+    more = _codes(3, 4, seed=21)
+    audio = decoder.decode_chunk(more, state)
+    for row in (0, 2):
+        torch.testing.assert_close(audio[row], decoder.decode(more[row : row + 1])[0], rtol=0, atol=TOLERANCE)
+    torch.testing.assert_close(audio[1], decoder.decode_chunk(more[1:2], kept.rows(1, 2))[0], rtol=0, atol=TOLERANCE)
+
+
 def test_chunk_batch_must_match_the_state(decoder):
     with pytest.raises(ValueError, match="batch"):
         decoder.decode_chunk(_codes(2, 3, seed=4), decoder.new_state(1))
