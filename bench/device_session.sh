@@ -8,9 +8,16 @@
 # from the repository root there, with .whl carried (bench/README.md); the device's .git is stale, so
 # name the commit:
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh tests|0.6b|1.7b [seconds, default 570]
+# `ab` measures a branch against this tree side by side, at the same moment (main on the first GPU, the
+# branch on the second; needs two), the many-streams benchmark at 64 and 128 streams through the engine
+# and HTTP, then the loop's profile at 64. DIR is the branch's whole tree, unpacked here beforehand
+# (`mkdir _branch && git archive BRANCH | tar -x -C _branch`: untracked, it travels with the call):
+#   ORATOR_COMMIT=<hash> bash bench/device_session.sh ab [seconds] DIR [0.6b|1.7b]
 set -uo pipefail
 SIZE="${1:-0.6b}"
 BUDGET="${2:-570}"
+BRANCH_TREE="${3:-}"
+AB_SIZE="${4:-0.6b}"
 START=$(date +%s)
 OUT="${OUT:-/tmp/orator-out}"
 mkdir -p "$OUT"
@@ -62,9 +69,26 @@ speed() {
         --decoder-dtype bfloat16  # the faster decoder (docs/benchmarks.md, sixth session)
 }
 
+# ab_half NAME TREE: one side of `ab`, in its own tree (its engine, bench and tests), on the GPU it was given
+ab_half() {
+    local name=$1 tree=$2 model=/tmp/orator-ab-models/$AB_SIZE-custom_voice
+    cd "$tree" && export PYTHONPATH="/tmp/site:$tree"
+    step "ab-$name" 65 python3 -m bench.run_batch --model "$model" --streams 64 128 --frames 150 --http \
+        --decoder-dtype bfloat16 --out "$OUT/ab-$name.jsonl"
+    step "ab-$name-profile" 95 python3 -m bench.profile_batch --model "$model" --streams 64 --decoder-dtype bfloat16
+}
+
 GRAPHS=tests/engine/graphs/test_graphs_gpu.py
 FIRST="not batched and not triton_kernels"  # ~8 minutes on an H200 by this session's durations; the rest ~7
-if [ "$SIZE" = tests ]; then
+if [ "$SIZE" = ab ]; then
+    if [ "$GPUS" -lt 2 ] || [ ! -d "$BRANCH_TREE/engine" ]; then
+        echo "ab needs two GPUs and the branch's tree (a folder with engine/): got $GPUS, '$BRANCH_TREE'"; exit 2
+    fi
+    python3 -m engine.synthetic "/tmp/orator-ab-models/$AB_SIZE-custom_voice" --size "$AB_SIZE" --type custom_voice >/dev/null
+    (CUDA_VISIBLE_DEVICES=0 ab_half main "$PWD") &
+    (CUDA_VISIBLE_DEVICES=1 ab_half branch "$(cd "$BRANCH_TREE" && pwd)") &
+    wait
+elif [ "$SIZE" = tests ]; then
     if [ "$GPUS" -ge 2 ]; then
         (CUDA_VISIBLE_DEVICES=0 LOG=tests tests 100 tests/engine/kernels tests/engine/test_runtime.py "$GRAPHS" -k "$FIRST") &
         (CUDA_VISIBLE_DEVICES=1 LOG=tests-batched tests 100 "$GRAPHS" -k "not ($FIRST)") &
