@@ -1,6 +1,7 @@
 """bench/decoder_layers.py on the tiny checkpoint on CPU: every causal convolution of the decoder is timed with
-its shapes, costliest first, and the outermost layers' sum is a good part of a whole decode (the rest:
-residual sums, the quantizer)."""
+its shapes, costliest first, and the summary adds up the outermost layers (a ConvNeXt block's convolution
+once, inside its block) beside a whole decode's time. (How the two compare is for a quiet GPU to say: on a
+loaded CI machine one decode took 9x the layers' sum.)"""
 
 from __future__ import annotations
 
@@ -26,4 +27,7 @@ def test_names_every_layer_with_its_shapes_and_time(tiny_model_dir, capsys):
     final = [x for x in layers if x["type"] == "CausalConv1d" and x["output"][1] == 1]
     assert len(final) == 1 and final[0]["output"][-1] >= 3 * 1920 // 4  # the waveform's conv, at the audio rate
     assert summary["rows"] == 2 and summary["frames"] == 3 and summary["decode_ms"] > 0
-    assert 0.3 * summary["decode_ms"] < summary["layers_ms"] < 1.5 * summary["decode_ms"]
+    names = {x["layer"] for x in layers}
+    outermost = [x["ms"] for x in layers if not any(x["layer"].startswith(f"{name}.") for name in names)]
+    assert len(outermost) < len(layers)  # the blocks' own convolutions are left out of the sum
+    assert abs(summary["layers_ms"] - sum(outermost)) < 1e-3 + 1e-4 * len(outermost)
