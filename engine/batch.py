@@ -224,10 +224,11 @@ class BatchedStreams:
     A caller's thread sends one request per segment, with the recipe of its prompt, and regroups the (codes,
     audio) it receives into its chunk sizes. The loop thread builds the prompts when it admits them: built
     by 64 callers' threads at once, the prompts' hundreds of small PyTorch calls fought the loop thread
-    for the GIL, and an admission then took ~250 ms instead of tens. A caller's decoder state lives in a
-    1-row holder between segments: copied into the slot's row when a segment starts and back when it ends,
-    so the audio runs on exactly across segments whichever slots they get. ``stream`` is safe to call from
-    up to ``slots`` threads (more simply wait).
+    for the GIL, and an admission then took ~250 ms instead of tens. A caller whose audio runs on from
+    earlier codes (several segments, or a reference's codes) keeps its decoder state in a 1-row holder:
+    copied into the slot's row when a segment starts and back when it ends, so the audio runs on exactly
+    across segments whichever slots they get; the other callers' rows start from silence. ``stream`` is safe
+    to call from up to ``slots`` threads (more simply wait).
 
     ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
     the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
@@ -415,10 +416,10 @@ class BatchedStreams:
                                           for prompt, r in zip(prompts, joining, strict=True)])
             if self._decode_stream is not None:  # a decode may still read and write these rows
                 torch.cuda.current_stream(self.engine.device).wait_stream(self._decode_stream)
-            held = [(slot, request.decoder_state) for slot, request in zip(slots, joining, strict=True)
-                    if request.decoder_state is not None]
-            if len(held) < len(slots):
-                silent = [slot for slot, request in zip(slots, joining, strict=True) if request.decoder_state is None]
+            states = [request.decoder_state for request in joining]
+            silent = [slot for slot, state in zip(slots, states, strict=True) if state is None]
+            held = [(slot, state) for slot, state in zip(slots, states, strict=True) if state is not None]
+            if silent:
                 self.decoder_state.clear_rows(on_device(silent, self.engine.device))
             if held:
                 self.decoder_state.put_rows(on_device([slot for slot, _ in held], self.engine.device),
