@@ -1,12 +1,13 @@
-"""Where the many-streams loop's wall time goes: N concurrent streams through a warmed-up
-``BatchedStreams`` (or through the HTTP server in front of it), with the loop thread's every phase timed
-(``BatchedStreams.phase_timer``, each phase boundary synchronised with the device): waiting for and
-taking requests, admission (batched prefill), frame steps, collecting codes and ends, the batched
-decode, and handing chunks out. Prints one JSON object: seconds per phase in all and per iteration,
-counts (iterations, admissions, rows per admission, frames per iteration, rows per step), inside the
-admissions the time spent building prompts and writing the joining rows' decoder state (``put_rows``,
-``clear_rows``), the first phases after the requests start as a timeline (name, start, length), and the
-resulting audio-seconds per second and p50/p95 time to first audio.
+"""Where the many-streams loop's wall time goes: N concurrent streams through a warmed-up ``BatchedStreams``
+(or through the HTTP server in front of it), with the loop thread's every phase timed
+(``BatchedStreams.phase_timer``, each phase boundary synchronised with the device): waiting for and taking
+requests, admission (batched prefill), frame steps, building the prompts of requests that came meanwhile,
+collecting codes and ends, the batched decode, and handing chunks out. Prints one JSON object: seconds per
+phase in all and per iteration, counts (iterations, admissions, rows per admission, frames per iteration,
+rows per step), the time spent building prompts (at admissions, or while a step runs) and writing the
+joining rows' decoder state (``put_rows``, ``clear_rows``), the first phases after the requests start as a
+timeline (name, start, length), and the resulting audio-seconds per second and p50/p95 time to first
+audio.
 
     python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
                                   [--syncs N] [--kernels N] [--decoder-dtype bfloat16] [--device cuda]
@@ -63,7 +64,7 @@ from bench.run_batch import (
 from engine.batch import LOOP_FRAMES
 from engine.prompts import build_prompt
 
-PHASES = ("wait", "admit", "step", "collect", "decode", "handout")
+PHASES = ("wait", "admit", "step", "build", "collect", "decode", "handout")
 TIMELINE_PHASES = 60  # phases listed from the first request on: where the first audio's time goes
 
 
@@ -215,7 +216,7 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
         step(k)
 
     frames.add_many, frames.step = timed_add_many, counted_step
-    # inside the admissions: building the prompts (the loop thread does it) and writing the decoder rows
+    # building the prompts (on the loop thread: at admissions, or while a step runs) and writing the decoder rows
     prompts, rows = CallTimer(sync), CallTimer(sync)
     batch_module.build_prompt = prompts.wrap(build_prompt)
     streams.decoder_state.put_rows = rows.wrap(streams.decoder_state.put_rows)

@@ -222,17 +222,21 @@ class BatchedStreams:
     are captured on a stream of their own (see ``separate_capture_stream``).
 
     A caller's thread sends one request per segment, with the recipe of its prompt, and regroups the (codes,
-    audio) it receives into its chunk sizes. The loop thread builds the prompts when it admits them: built
-    by 64 callers' threads at once, the prompts' hundreds of small PyTorch calls fought the loop thread
-    for the GIL, and an admission then took ~250 ms instead of tens. A caller whose audio runs on from
-    earlier codes (several segments, or a reference's codes) keeps its decoder state in a 1-row holder:
-    copied into the slot's row when a segment starts and back when it ends, so the audio runs on exactly
-    across segments whichever slots they get; the other callers' rows start from silence. ``stream`` is safe
-    to call from up to ``slots`` threads (more simply wait).
+    audio) it receives into its chunk sizes. The loop thread builds the prompts: built by 64 callers' threads
+    at once, the prompts' hundreds of small PyTorch calls fought the loop thread for the GIL, and an
+    admission then took ~250 ms instead of tens. It builds those of requests that came while it stepped
+    right after it queues the next step, so that this host work (~1 ms a prompt on an H200) overlaps the
+    step on the GPU instead of delaying the admission; a request found waiting at an admission has its
+    prompt built there. A caller whose audio runs on from earlier codes (several segments, or a reference's
+    codes) keeps its decoder state in a 1-row holder: copied into the slot's row when a segment starts and
+    back when it ends, so the audio runs on exactly across segments whichever slots they get; the other
+    callers' rows start from silence. ``stream`` is safe to call from up to ``slots`` threads (more simply
+    wait).
 
     ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
     the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
-    are none), "admit" (prefilling the joining prompts), "step", "handout" (the previous iteration's
+    are none), "admit" (prefilling the joining prompts), "step", "build" (the prompts of requests that came
+    meanwhile, only when there are some), "handout" (the previous iteration's
     audio to the callers' outboxes, once decoded: after the step is queued, or before an admission, so
     that a prefill does not hold it back), "collect" (reading back codes and ends) and "decode"
     (launching it)."""
@@ -312,34 +316,35 @@ class BatchedStreams:
 
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:
-        """Admit waiting requests into free slots, step, hand out the previous iteration's audio (before the
-        admission when there is one), collect, launch this iteration's decode; errors go to the callers
-        concerned, never kill the loop."""
-        waiting: list[_Request] = []
+        """Admit waiting requests into free slots, step, build the prompts of the requests that came meanwhile
+        (while the step runs on the GPU), hand out the previous iteration's audio (before the admission when
+        there is one), collect, launch this iteration's decode; errors go to the callers concerned, never kill
+        the loop."""
+        waiting: list[_Request] = []  # taken from the queue, prompt not built yet
+        ready: list[tuple[_Request, Prompt]] = []  # prompt built and checked, waiting for a slot
         running: dict[int, _Request] = {}
         fresh: set[int] = set()
         decoded: _Decoded | None = None  # the previous iteration's decode, not yet handed out
         while True:
             self._phase("wait")
-            if not running and not waiting and decoded is None:
+            if not running and not waiting and not ready and decoded is None:
                 waiting.append(self._requests.get())  # idle: block until a request comes
-            while True:
-                try:
-                    waiting.append(self._requests.get_nowait())
-                except queue.Empty:
-                    break
+            self._take(waiting)
             with torch.inference_mode():
                 try:
-                    if decoded is not None and waiting and len(running) < self.slots:
+                    if decoded is not None and (waiting or ready) and len(running) < self.slots:
                         self._phase("handout")  # before an admission, whose prefill would hold this audio back
                         self._hand_out(decoded)
                         decoded = None
                     self._phase("admit")
-                    self._admit(waiting, running, fresh)
+                    self._admit(waiting, ready, running, fresh)
                     n = 1 if fresh else LOOP_FRAMES  # single frames until every stream has begun
                     if running:
                         self._phase("step")
                         self.frames.step(n)
+                        if self._take(waiting):  # the next admission's prompts, built while the step runs
+                            self._phase("build")
+                            self._build(waiting, ready, self.slots - len(running))
                     if decoded is not None:
                         self._phase("handout")
                         self._hand_out(decoded)
@@ -392,13 +397,18 @@ class BatchedStreams:
                     self._decoder(bucket, n)
         return time.perf_counter() - t0
 
-    def _admit(self, waiting: list[_Request], running: dict[int, _Request], fresh: set[int]) -> None:
-        """Move waiting requests into free slots, their prompts built here and prefilled together; a request
-        that cannot run (its text or voice is refused, its prompt does not fit) hears why, and a failed
-        prefill reaches the callers it was for."""
-        joining: list[_Request] = []
-        prompts: list[Prompt] = []
-        while waiting and len(running) + len(joining) < self.slots:
+    def _take(self, waiting: list[_Request]) -> bool:
+        """Move the requests sent so far into ``waiting``, without blocking; whether any is waiting."""
+        while True:
+            try:
+                waiting.append(self._requests.get_nowait())
+            except queue.Empty:
+                return bool(waiting)
+
+    def _build(self, waiting: list[_Request], ready: list[tuple[_Request, Prompt]], room: int) -> None:
+        """Build the prompts of waiting requests, in order, until ``room`` are ready; a request that cannot run
+        (its text or voice is refused, its prompt does not fit the slots) hears why and is dropped."""
+        while waiting and len(ready) < room:
             request = waiting.pop(0)
             try:
                 prompt = request.make_prompt()
@@ -406,8 +416,17 @@ class BatchedStreams:
             except Exception as e:  # the caller's error (bad text or voice, too long): only its own
                 request.outbox.put(e)
                 continue
-            joining.append(request)
-            prompts.append(prompt)
+            ready.append((request, prompt))
+
+    def _admit(self, waiting: list[_Request], ready: list[tuple[_Request, Prompt]], running: dict[int, _Request],
+               fresh: set[int]) -> None:
+        """Move ready requests (their prompts built now if they are not yet) into free slots, prefilled
+        together; a failed prefill reaches the callers it was for."""
+        free = self.slots - len(running)
+        self._build(waiting, ready, free)
+        joining = [request for request, _ in ready[:free]]
+        prompts = [prompt for _, prompt in ready[:free]]
+        del ready[:free]
         if not joining:
             return
         slots: list[int] = []

@@ -202,6 +202,54 @@ def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller
     assert built_on and set(built_on) == {"orator-batch"}
 
 
+def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admission(engine64, monkeypatch):
+    """A request that comes while the loop steps has its prompt built right after that step is queued (phase
+    "build"), and the next admission takes it as built; both callers get what they get alone."""
+    import threading
+
+    import engine.batch as batch_module
+    from engine.batch import BatchedStreams
+
+    events, real_build = [], batch_module.build_prompt
+
+    def build_prompt_recorded(*args, **kwargs):
+        events.append("built")
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(batch_module, "build_prompt", build_prompt_recorded)
+    streams = BatchedStreams(engine64, slots=2, graphs=False)
+    streams.phase_timer = events.append
+    second: dict[str, list] = {}
+
+    def speak(name: str, text: str) -> None:
+        second[name] = list(streams.stream(text, Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=6))
+
+    real_step, steps = streams.frames.step, []
+    caller = threading.Thread(target=speak, args=("late", "Sent while a step runs."))
+
+    def step_sending_a_request_the_third_time(n=1):
+        steps.append(n)
+        real_step(n)
+        if len(steps) == 3:  # on the loop thread: the request is queued before this step returns
+            caller.start()
+            while streams._requests.empty():
+                threading.Event().wait(0.001)
+
+    streams.frames.step = step_sending_a_request_the_third_time
+    first = list(streams.stream("The first caller speaks for a while.", Voice.preset("vivian"),
+                                sampling=Sampling(greedy=True), max_frames=20))
+    caller.join(timeout=120)
+    streams.phase_timer = None
+    built = [i for i, event in enumerate(events) if event == "built"]
+    assert len(built) == 2 and events[built[1] - 1] == "build"  # the late prompt: right after a step
+    assert "admit" in events[built[1]:]  # then admitted, as built, at the next admission
+    for text, voice, frames, got in (("The first caller speaks for a while.", "vivian", 20, first),
+                                     ("Sent while a step runs.", "ryan", 6, second["late"])):
+        alone = list(engine64.stream(text, Voice.preset(voice), sampling=Sampling(greedy=True), max_frames=frames))
+        np.testing.assert_allclose(np.concatenate([c.samples for c in got]),
+                                   np.concatenate([c.samples for c in alone]), atol=1e-9)
+
+
 def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
     eng = engine64
     prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
