@@ -11,8 +11,9 @@ idle span is charged to the loop phases that ran during it.
 Each stream count runs twice: once unprofiled, for the throughput and first audio the profiler cannot
 slow (``wall_s``, ``audio_s_per_s``, ``ttfa_p50_ms``, ``ttfa_p95_ms``), then traced (``traced_wall_s``).
 Prints one JSON object a stream count. It has two windows: ``run``, from the first request to the last
-end, and ``steady``, the middle half of the frame steps, past the admissions. A window gives its wall ms, iterations, ms per iteration, GPU busy, idle and overlap ms, each
-CUDA stream's busy ms, kernel count and main kernel, and ``idle_ms_by_phase``. Needs a GPU.
+end, and ``steady``, the middle half of the frame steps, past the admissions. A window gives its wall
+ms, iterations, ms per iteration, GPU busy, idle and overlap ms, each CUDA stream's busy ms, kernel count
+and main kernel, and ``idle_ms_by_phase``. Needs a GPU.
 """
 
 from __future__ import annotations
