@@ -13,7 +13,9 @@ slow (``wall_s``, ``audio_s_per_s``, ``ttfa_p50_ms``, ``ttfa_p95_ms``), then tra
 Prints one JSON object a stream count. It has two windows: ``run``, from the first request to the last
 end, and ``steady``, the middle half of the frame steps, past the admissions. A window gives its wall
 ms, iterations, ms per iteration, GPU busy, idle and overlap ms, each CUDA stream's busy ms, kernel count
-and main kernel, and ``idle_ms_by_phase``. Needs a GPU.
+and main kernel, and ``idle_ms_by_phase``. ``--excerpt N`` adds the raw trace of N iterations from the
+steady window's start (``excerpt``: phases and device events, ms from its start), to see the order in
+which the streams' work ran. Needs a GPU.
 """
 
 from __future__ import annotations
@@ -187,8 +189,21 @@ def traced(streams, run: Callable[[], tuple[list[float], float]]) -> tuple[dict,
     return {"ttfa_ms": ttfa, "wall_s": wall}, events, marks, mark["ts"] - before / 1000
 
 
-def measure(streams, n: int, frames: int) -> dict:
-    """One stream count: unprofiled throughput, then the traced run's windows."""
+def excerpt(device_events: list[dict], phases: list[tuple[str, float, float]], lo: float, hi: float) -> dict:
+    """The raw trace over [lo, hi], times in ms from ``lo``: the phases [name, start, end] and the device
+    events [stream, start, ms, name], in order of start."""
+    def ms(t: float) -> float:
+        return round((t - lo) / 1000, 4)
+
+    events = sorted((e for e in device_events if e["ts"] + e["dur"] > lo and e["ts"] < hi), key=lambda e: e["ts"])
+    return {"phases": [[name, ms(s), ms(e)] for name, s, e in phases if e > lo and s < hi],
+            "events": [[int(e.get("args", {}).get("stream", e.get("tid", -1))), ms(e["ts"]), round(e["dur"] / 1000, 4),
+                        e["name"][:80]] for e in events]}
+
+
+def measure(streams, n: int, frames: int, excerpt_iterations: int = 0) -> dict:
+    """One stream count: unprofiled throughput, then the traced run's windows; with ``excerpt_iterations``,
+    the raw trace of that many iterations from the steady window's start (``excerpt``)."""
     request = engine_requests(streams, frames)
     ttfa, wall = concurrently(n, request)
     found, events, marks, offset = traced(streams, functools.partial(concurrently, n, request))
@@ -206,6 +221,9 @@ def measure(streams, n: int, frames: int) -> dict:
     if len(steps) >= 8:
         quarter = len(steps) // 4
         report["windows"]["steady"] = window(device_events, phases, steps[quarter], steps[len(steps) - quarter])
+        if excerpt_iterations:
+            stop = steps[min(quarter + excerpt_iterations, len(steps) - 1)]
+            report["excerpt"] = excerpt(device_events, phases, steps[quarter], stop)
     return report
 
 
@@ -216,13 +234,16 @@ def main(argv=None) -> None:
     ap.add_argument("--frames", type=int, default=150)
     ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPES,
                     help="the codec decoder's precision (default float32)")
+    ap.add_argument("--excerpt", type=int, default=0, metavar="N",
+                    help="also the raw trace (phases, device events) of N steady iterations")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         ap.error("the timeline traces CUDA streams: it needs a GPU")
     _, streams = warm_streams(args.model, "cuda", max(args.streams), args.decoder_dtype)
     for n in args.streams:
         report = {"model": args.model, "device": device_name("cuda"), "decoder_dtype": args.decoder_dtype,
-                  "slots": streams.slots, "warmup_s": streams.warmup_seconds, **measure(streams, n, args.frames)}
+                  "slots": streams.slots, "warmup_s": streams.warmup_seconds,
+                  **measure(streams, n, args.frames, args.excerpt)}
         print(json.dumps(report), flush=True)
 
 

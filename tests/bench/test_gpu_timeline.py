@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from bench.gpu_timeline import charge, gaps, overlapped, traced, union, window
+from bench.gpu_timeline import charge, excerpt, gaps, overlapped, traced, union, window
 
 
 def test_union_merges_touching_and_overlapping_spans():
@@ -90,3 +90,13 @@ def test_measure_charges_a_whole_run_to_the_loop_phases(tiny_model_dir):
     assert run["iterations"] >= 2  # single frames until both streams begin, then 4 at a time
     assert set(run["idle_ms_by_phase"]) <= set(PHASES)
     assert sum(run["idle_ms_by_phase"].values()) == pytest.approx(run["idle_ms"], abs=0.01)
+
+
+def test_excerpt_keeps_the_raw_spans_of_its_window_in_order():
+    events = [{"ts": 30, "dur": 5, "name": "late", "args": {"stream": 13}},
+              {"ts": 10, "dur": 4, "name": "k" * 100, "args": {"stream": 7}},
+              {"ts": 100, "dur": 5, "name": "outside", "args": {"stream": 7}}]
+    phases = [("wait", 0, 5), ("step", 5, 40), ("collect", 40, 200)]
+    found = excerpt(events, phases, 5, 50)
+    assert found["phases"] == [["step", 0, 0.035], ["collect", 0.035, 0.195]]
+    assert found["events"] == [[7, 0.005, 0.004, "k" * 80], [13, 0.025, 0.005, "late"]]
