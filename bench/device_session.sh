@@ -10,7 +10,7 @@
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh tests|0.6b|1.7b [seconds, default 570]
 # `ab` measures a branch against this tree side by side, at the same moment (main on the first GPU, the
 # branch on the second; needs two), the many-streams benchmark at 64 and 128 streams through the engine
-# and HTTP, then the loop's profile at 64. DIR is the branch's whole tree, unpacked here beforehand
+# and HTTP, then the loop's GPU timeline at 64 and 128 (bench.gpu_timeline: its busy, idle and overlap). DIR is the branch's whole tree, unpacked here beforehand
 # (`mkdir _branch && git archive BRANCH | tar -x -C _branch`: untracked, it travels with the call):
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh ab [seconds] DIR [0.6b|1.7b]
 set -uo pipefail
@@ -75,7 +75,7 @@ ab_half() {
     cd "$tree" && export PYTHONPATH="/tmp/site:$tree"
     step "ab-$name" 65 python3 -m bench.run_batch --model "$model" --streams 64 128 --frames 150 --http \
         --decoder-dtype bfloat16 --out "$OUT/ab-$name.jsonl"
-    step "ab-$name-profile" 95 python3 -m bench.profile_batch --model "$model" --streams 64 --decoder-dtype bfloat16
+    step "ab-$name-timeline" 95 python3 -m bench.gpu_timeline --model "$model" --streams 64 128 --decoder-dtype bfloat16
 }
 
 GRAPHS=tests/engine/graphs/test_graphs_gpu.py
