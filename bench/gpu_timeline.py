@@ -41,6 +41,11 @@ CLOCK_MARK = "orator:clock"  # host annotations bracketed by perf_counter_ns() r
 CLOCK_MARKS = 20
 
 
+def stream_of(event: dict) -> int:
+    """The CUDA stream a device event of the trace ran on."""
+    return int(event.get("args", {}).get("stream", event.get("tid", -1)))
+
+
 def union(spans: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     """The disjoint sorted spans covering the same time as ``spans`` ((start, end) pairs)."""
     merged: list[list[float]] = []
@@ -115,7 +120,7 @@ def window(device_events: list[dict], phases: list[tuple[str, float, float]], lo
     for e in device_events:
         start, end = e["ts"], e["ts"] + e["dur"]
         if end > lo and start < hi:
-            stream = int(e.get("args", {}).get("stream", e.get("tid", -1)))
+            stream = stream_of(e)
             by_stream[stream].append((start, end))
             names[stream][e["name"][:60]] += 1
     per_stream = {s: union(clip(spans, lo, hi)) for s, spans in by_stream.items()}
@@ -197,8 +202,7 @@ def excerpt(device_events: list[dict], phases: list[tuple[str, float, float]], l
 
     events = sorted((e for e in device_events if e["ts"] + e["dur"] > lo and e["ts"] < hi), key=lambda e: e["ts"])
     return {"phases": [[name, ms(s), ms(e)] for name, s, e in phases if e > lo and s < hi],
-            "events": [[int(e.get("args", {}).get("stream", e.get("tid", -1))), ms(e["ts"]), round(e["dur"] / 1000, 4),
-                        e["name"][:80]] for e in events]}
+            "events": [[stream_of(e), ms(e["ts"]), round(e["dur"] / 1000, 4), e["name"][:80]] for e in events]}
 
 
 def measure(streams, n: int, frames: int, excerpt_iterations: int = 0) -> dict:
