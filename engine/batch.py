@@ -42,7 +42,10 @@ from engine.runtime import on_device
 from engine.sampling import Sampling
 
 PREFILL_TOKENS = 8192  # padded prompt positions per batched prefill pass (its scratch memory grows with them)
-LOOP_FRAMES = 4  # frames per loop iteration of BatchedStreams once every stream has begun (1 before)
+# frames per loop iteration of BatchedStreams once every stream has begun (1 before). 8 against 4: a frame's
+# GPU time -5.7% at 64 streams (half the decodes and read-backs), 1.7B at 64 streams 475 against 446 audio-s/s;
+# a request arriving mid-iteration waits longer (docs/benchmarks.md, ninth session)
+LOOP_FRAMES = 8
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine import Engine, Sampling, Voice
-from engine.batch import BatchedFrames, generate_batch
+from engine.batch import LOOP_FRAMES, BatchedFrames, generate_batch
 from engine.prompts import build_prompt
 from tests.engine.concurrent_streams import assert_same_chunks, stream_concurrently
 
@@ -96,7 +96,7 @@ def test_concurrent_callers_get_what_each_would_get_alone(engine64, warmup):
     streams = BatchedStreams(eng, slots=2, graphs=False, warmup=warmup)
     if warmup:
         assert set(streams.frames._steps) == {1, 2}
-        assert set(streams._decoders) == {(b, n) for b in (1, 2) for n in (1, 2, 3, 4)}
+        assert set(streams._decoders) == {(b, n) for b in (1, 2) for n in range(1, LOOP_FRAMES + 1)}
     requests = REQUESTS[:3]
     results = stream_concurrently(streams, requests, chunk_frames=3)
     for i, (text, voice, sampling, frames) in enumerate(requests):
