@@ -34,7 +34,8 @@ import torch
 
 from bench.clients import concurrently
 from bench.common import audio_seconds, device_name
-from bench.run_batch import DECODER_DTYPES, engine_requests, percentile, warm_streams
+from bench.run_batch import engine_requests, percentile, warm_streams
+from engine.engine import DECODER_DTYPE_NAMES
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # the chrome trace's device-side events
 CLOCK_MARK = "orator:clock"  # host annotations bracketed by perf_counter_ns() reads: the two clocks' offset
@@ -236,7 +237,7 @@ def main(argv=None) -> None:
     ap.add_argument("--model", required=True)
     ap.add_argument("--streams", type=int, nargs="+", default=[64])
     ap.add_argument("--frames", type=int, default=150)
-    ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPES,
+    ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPE_NAMES,
                     help="the codec decoder's precision (default float32)")
     ap.add_argument("--excerpt", type=int, default=0, metavar="N",
                     help="also the raw trace (phases, device events) of N steady iterations")

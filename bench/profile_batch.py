@@ -53,7 +53,6 @@ import engine.batch as batch_module
 from bench.clients import ClientProcess, concurrently
 from bench.common import DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from bench.run_batch import (
-    DECODER_DTYPES,
     IN_PROCESS,
     SEPARATE_PROCESS,
     engine_requests,
@@ -62,6 +61,7 @@ from bench.run_batch import (
     warm_streams,
 )
 from engine.batch import LOOP_FRAMES
+from engine.engine import DECODER_DTYPE_NAMES
 from engine.prompts import build_prompt
 
 PHASES = ("wait", "admit", "step", "build", "collect", "decode", "handout")
@@ -288,7 +288,7 @@ def main(argv=None) -> None:
                     help="list the N lines that synchronised the host with the GPU most often in the admissions")
     ap.add_argument("--kernels", type=int, default=0, metavar="N",
                     help="then profile the step and decode graphs of the streams' bucket: their N costliest kernels")
-    ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPES,
+    ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPE_NAMES,
                     help="the codec decoder's precision (default float32)")
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args(argv)

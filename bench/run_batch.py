@@ -31,8 +31,8 @@ import torch
 from bench.clients import ClientProcess, concurrently
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
+from engine.engine import DECODER_DTYPE_NAMES
 
-DECODER_DTYPES = ("float32", "bfloat16", "float16")  # --decoder-dtype's choices (torch dtype names)
 IN_PROCESS = "in process"  # the engine rows: the callers are threads of the engine's process
 SEPARATE_PROCESS = "separate process"  # the HTTP rows: a client process of their own (bench.clients)
 
@@ -110,7 +110,7 @@ def main(argv=None) -> None:
     ap.add_argument("--frames", type=int, default=150)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--http", action="store_true", help="also through the HTTP server")
-    ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPES,
+    ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPE_NAMES,
                     help="the codec decoder's precision (default float32)")
     ap.add_argument("--out", help="append JSON lines here")
     args = ap.parse_args(argv)

@@ -37,6 +37,7 @@ from engine.voices import Voice
 ENCODINGS_KEPT = 16  # clone encodings remembered per engine
 MAX_FRAMES_CAP = 4096
 DECODER_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)  # from_pretrained's decoder_dtype
+DECODER_DTYPE_NAMES = tuple(str(d).removeprefix("torch.") for d in DECODER_DTYPES)  # the command lines' choices
 
 
 def default_max_frames(text: str) -> int:
@@ -76,7 +77,7 @@ class Engine:
         if decoder_dtype is None:
             decoder_dtype = torch.float64 if dtype == torch.float64 else torch.float32
         elif decoder_dtype not in DECODER_DTYPES:
-            names = ", ".join(str(d).removeprefix("torch.") for d in DECODER_DTYPES)
+            names = ", ".join(DECODER_DTYPE_NAMES)
             raise ValueError(f"decoder_dtype must be one of {names} (or None for the default), not {decoder_dtype!r}")
         model_dir = resolve_model_dir(model)
         config = ModelConfig.from_file(model_dir / "config.json")

@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from engine.engine import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
 
 
@@ -19,7 +20,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--dtype", default=None, choices=("bfloat16", "float16", "float32"),
                         help="weights precision (default: the engine's choice for the device)")
-    parser.add_argument("--decoder-dtype", default="float32", choices=("float32", "bfloat16"),
+    parser.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPE_NAMES,
                         help="the codec decoder's precision (default float32); bfloat16 is faster on a GPU under "
                              "many streams (--batch), and is what the official package decodes in with a bf16 model")
     parser.add_argument("--library", default=None, help="voice library folder (default: the studio's)")
