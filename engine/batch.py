@@ -239,7 +239,7 @@ class BatchedStreams:
     ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
     the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
     are none), "admit" (prefilling the joining prompts), "step", "build" (the prompts of requests that came
-    meanwhile, only when there are some), "handout" (the previous iteration's
+    meanwhile, only when there are some and a slot for them), "handout" (the previous iteration's
     audio to the callers' outboxes, once decoded: after the step is queued, or before an admission, so
     that a prefill does not hold it back), "collect" (reading back codes and ends) and "decode"
     (launching it)."""
@@ -345,7 +345,8 @@ class BatchedStreams:
                     if running:
                         self._phase("step")
                         self.frames.step(n)
-                        if self._take(waiting):  # the next admission's prompts, built while the step runs
+                        # the next admission's prompts, built while the step runs (none while the batch is full)
+                        if self._take(waiting) and len(ready) < self.slots - len(running):
                             self._phase("build")
                             self._build(waiting, ready, self.slots - len(running))
                     if decoded is not None:

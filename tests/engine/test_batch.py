@@ -136,7 +136,7 @@ def test_a_failed_step_reaches_the_caller_whose_audio_awaits_handout_and_the_loo
     with pytest.raises(RuntimeError, match="device lost"):
         list(streams.stream("Long enough to fail midway.", Voice.preset("vivian"), sampling=Sampling(greedy=True),
                             max_frames=50))
-    assert calls == [1, 4]  # a single first frame, then the failing four-frame step
+    assert calls == [1, LOOP_FRAMES]  # a single first frame, then the failing full iteration
     chunks = list(streams.stream("Next.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=3))
     assert sum(c.n_frames for c in chunks) == 3
 
