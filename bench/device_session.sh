@@ -10,8 +10,9 @@
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh tests|0.6b|1.7b [seconds, default 570]
 # `ab` measures a branch against this tree side by side, at the same moment (main on the first GPU, the
 # branch on the second; needs two), the many-streams benchmark at 64 and 128 streams through the engine
-# and HTTP, then the loop's GPU timeline at 64 and 128 (bench.gpu_timeline: its busy, idle and overlap). DIR is the branch's whole tree, unpacked here beforehand
-# (`mkdir _branch && git archive BRANCH | tar -x -C _branch`: untracked, it travels with the call):
+# and HTTP, then the loop's GPU timeline at 64 and 128 (bench.gpu_timeline: its busy, idle and overlap).
+# DIR is the branch's whole tree, unpacked here beforehand (`mkdir _branch && git archive BRANCH | tar -x -C
+# _branch`: untracked, it travels with the call):
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh ab [seconds] DIR [0.6b|1.7b]
 set -uo pipefail
 SIZE="${1:-0.6b}"

@@ -346,9 +346,10 @@ class BatchedStreams:
                         self._phase("step")
                         self.frames.step(n)
                         # the next admission's prompts, built while the step runs (none while the batch is full)
-                        if self._take(waiting) and len(ready) < self.slots - len(running):
+                        room = self.slots - len(running)
+                        if self._take(waiting) and len(ready) < room:
                             self._phase("build")
-                            self._build(waiting, ready, self.slots - len(running))
+                            self._build(waiting, ready, room)
                     if decoded is not None:
                         self._phase("handout")
                         self._hand_out(decoded)
