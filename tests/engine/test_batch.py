@@ -202,6 +202,41 @@ def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller
     assert built_on and set(built_on) == {"orator-batch"}
 
 
+def test_no_prompt_is_built_during_a_step_while_every_slot_is_taken(engine64):
+    """With the batch full, a request that comes while the loop steps waits unbuilt (no phase "build"); its
+    prompt is built at the admission that frees a slot for it, and it gets what it gets alone."""
+    import threading
+
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=1, graphs=False)
+    events: list[str] = []
+    streams.phase_timer = events.append
+    late: list = []
+    caller = threading.Thread(target=lambda: late.extend(streams.stream(
+        "Sent while the slot is taken.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=6)))
+    real_step, steps = streams.frames.step, []
+
+    def step_sending_a_request_the_second_time(n=1):
+        steps.append(n)
+        real_step(n)
+        if len(steps) == 2:  # on the loop thread: the request is queued before this step returns
+            caller.start()
+            while streams._requests.empty():
+                threading.Event().wait(0.001)
+
+    streams.frames.step = step_sending_a_request_the_second_time
+    list(streams.stream("The first caller holds the only slot.", Voice.preset("vivian"),
+                        sampling=Sampling(greedy=True), max_frames=12))
+    caller.join(timeout=120)
+    streams.phase_timer = None
+    assert len(steps) >= 3 and "build" not in events
+    alone = list(engine64.stream("Sent while the slot is taken.", Voice.preset("ryan"), sampling=Sampling(greedy=True),
+                                 max_frames=6))
+    np.testing.assert_allclose(np.concatenate([c.samples for c in late]),
+                               np.concatenate([c.samples for c in alone]), atol=1e-9)
+
+
 def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admission(engine64, monkeypatch):
     """A request that comes while the loop steps has its prompt built right after that step is queued (phase
     "build"), and the next admission takes it as built; both callers get what they get alone."""
