@@ -5,13 +5,16 @@ output projection.
 A talker decode step attends from one position per row to the slots before it. The cache has a fixed
 length (2,048 slots) so that the step can be captured once; attention over the whole cache with a mask
 reads all of it every step, for every row. Here each row's new slot (its position) is read on the
-device. The cache is cut into chunks of ``CHUNK`` slots, and one program per (row, query head, chunk)
-normalises and rotates its query head, then runs an online softmax over the chunk's slots before the new
-one. The programs whose chunk holds the new slot also normalise and rotate the new key and take it and
-the new value from registers (nothing the launch writes is read back: its programs run in any order);
-one of them per (row, key/value head) writes the two into the cache. A chunk past the new slot only
-stores the empty partial result. A second kernel merges the chunks' partial results in a fixed order,
-so the result is deterministic.
+device. Each (row, query head) gets ``SPLITS`` programs, and each program an equal share of the row's
+slots [0, position]: a whole number of ``BLOCK_S`` slots, computed from the row's position alone, so a
+row's sums are the same whatever the other rows hold (a batched stream's attention is its solo
+attention) and a long context spreads over as many programs as a short one. A program normalises and
+rotates its query head, then runs an online softmax over its share's slots before the new one. The
+program whose share holds the new slot also normalises and rotates the new key and takes it and the new
+value from registers (nothing the launch writes is read back: its programs run in any order); one per
+(row, key/value head) writes the two into the cache. A share past the new slot only stores the empty
+partial result. A second kernel merges the ``SPLITS`` partial results in a fixed order, so the result
+is deterministic.
 
 Compiled, the same step was ~6-8 small kernels per layer before the attention's two (the per-head norms,
 RoPE, ``index_put_`` of the new key and value), each a launch of a microsecond or two. Numerics follow
@@ -34,46 +37,31 @@ import triton.language as tl
 from engine.kernels import block_args
 from engine.kernels.rope_norm import NO_FMA, normed_rotated
 
-CHUNK = 64  # cache slots per program: short, so that a step's few hundred filled slots spread over many SMs
-BLOCK_S = 32  # slots per inner step
-MANY_PROGRAMS = 256  # rows x query heads from which a program takes several chunks (16 heads: 16 rows)
-
-
-def chunks_per_program(rows_by_heads: int) -> int:
-    """Chunks a program of the first kernel takes in turn: one for a few rows, whose few hundred filled slots
-    should spread over many SMs; four from MANY_PROGRAMS (row, head) pairs, where one chunk a program made
-    32 programs per pair, most of them with nothing but an empty result to store (at 64 rows: 32,768
-    programs, 23 us a layer on the H200). Each chunk keeps its own partial result: the same sums either way."""
-    return 1 if rows_by_heads < MANY_PROGRAMS else 4
+# bench.attention_configs on an H200 (docs/benchmarks.md, tenth session): at 64 rows of 100-300 slots a layer
+# took 69 us with the earlier fixed chunks of 64 slots and 4 warps, 27 us with these
+SPLITS = 8  # programs per (row, query head), each over an equal share of the row's slots
+BLOCK_S = 32  # slots per inner step; a program's share is a whole number of these
+WARPS = 1  # one warp a program: its reductions need no shared memory or barriers
+MERGE_WARPS = 1  # the same for the merge
 
 
 @triton.jit
-def _chunk_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_ptr, sum_ptr, acc_ptr, S,
-                  SPLITS, s_qkv, s_cos, s_sin, sk_b, sk_h, sk_s, sv_b, sv_h, sv_s, s_pos,  # last dims contiguous
+def _split_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_ptr, sum_ptr, acc_ptr, S,
+                  s_qkv, s_cos, s_sin, sk_b, sk_h, sk_s, sv_b, sv_h, sv_s, s_pos,  # last dims contiguous
                   eps: tl.constexpr, scale: tl.constexpr,  # the model's constants, compiled in
-                  H: tl.constexpr, G: tl.constexpr, D: tl.constexpr, CHUNK_S: tl.constexpr, BLOCK: tl.constexpr,
-                  PER_PROGRAM: tl.constexpr):
-    for i in tl.static_range(PER_PROGRAM):  # consecutive chunks, each with its own partial result
-        _chunk(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_ptr, sum_ptr, acc_ptr, S,
-               SPLITS, tl.program_id(1) * PER_PROGRAM + i, s_qkv, s_cos, s_sin, sk_b, sk_h, sk_s, sv_b, sv_h, sv_s,
-               s_pos, eps, scale, H, G, D, CHUNK_S, BLOCK)
-
-
-@triton.jit
-def _chunk(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_ptr, sum_ptr, acc_ptr, S, SPLITS,
-           split, s_qkv, s_cos, s_sin, sk_b, sk_h, sk_s, sv_b, sv_h, sv_s, s_pos, eps: tl.constexpr,
-           scale: tl.constexpr, H: tl.constexpr, G: tl.constexpr, D: tl.constexpr, CHUNK_S: tl.constexpr,
-           BLOCK: tl.constexpr):
+                  H: tl.constexpr, G: tl.constexpr, D: tl.constexpr, SPLITS: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)  # row * H + query head
+    split = tl.program_id(1)
     b = (pid // H).to(tl.int64)
     head = pid % H
     kv = head // G  # the key/value head this query head shares (its other readers find it in L2)
     wp = tl.minimum(tl.load(pos_ptr + b * s_pos), S - 1)  # this row's new slot (never past the cache)
-    start = split * CHUNK_S
+    share = tl.cdiv(tl.cdiv(wp + 1, SPLITS), BLOCK) * BLOCK  # slots a program: a function of the row alone
+    start = split * share
     m = tl.full([], float("-inf"), tl.float32)
     denom = tl.zeros([], tl.float32)  # sum of exp(score - m)
     acc = tl.zeros([D], tl.float32)
-    if start <= wp:  # the chunk holds attended slots
+    if start <= wp:  # the share holds attended slots
         d = tl.arange(0, D)
         cos = tl.load(cos_ptr + b * s_cos + d).to(tl.float32)
         sin = tl.load(sin_ptr + b * s_sin + d).to(tl.float32)
@@ -81,7 +69,7 @@ def _chunk(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_p
         q = normed_rotated(row + head * D, qw_ptr, cos, sin, eps, D).to(tl.float32) * scale
         k_row = k_ptr + b * sk_b + kv * sk_h
         v_row = v_ptr + b * sv_b + kv * sv_h
-        before = tl.minimum(start + CHUNK_S, wp)  # the chunk's slots filled by earlier steps
+        before = tl.minimum(start + share, wp)  # the share's slots filled by earlier steps
         for s0 in range(start, before, BLOCK):
             s = s0 + tl.arange(0, BLOCK)
             ok = s < before
@@ -94,7 +82,7 @@ def _chunk(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_p
             denom = denom * alpha + tl.sum(p, axis=0)
             acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
             m = m_new
-        if wp < start + CHUNK_S:  # the chunk holds the new slot: its key and value from registers
+        if wp < start + share:  # the share holds the new slot: its key and value from registers
             k_new = normed_rotated(row + (H + kv) * D, kw_ptr, cos, sin, eps, D)
             v_new = tl.load(row + (H + H // G + kv) * D + d)
             if head % G == 0:  # one writer per (row, key/value head)
@@ -108,27 +96,23 @@ def _chunk(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, pos_ptr, m_p
             acc = acc * alpha + p * v_new.to(tl.float32)
             m = m_new
     at = pid * SPLITS + split
-    if split < SPLITS:  # the last program's chunks may run past the cache
-        tl.store(m_ptr + at, m)
-        tl.store(sum_ptr + at, denom)
-        tl.store(acc_ptr + at * D + tl.arange(0, D), acc)
+    tl.store(m_ptr + at, m)
+    tl.store(sum_ptr + at, denom)
+    tl.store(acc_ptr + at * D + tl.arange(0, D), acc)
 
 
 @triton.jit
-def _merge_kernel(m_ptr, sum_ptr, acc_ptr, out_ptr, H, SPLITS, so_b, so_h,
-                  SPLITS_PAD: tl.constexpr, D: tl.constexpr):
+def _merge_kernel(m_ptr, sum_ptr, acc_ptr, out_ptr, H, so_b, so_h, SPLITS: tl.constexpr, D: tl.constexpr):
     pid = tl.program_id(0)  # row * H + query head
     b = (pid // H).to(tl.int64)
     head = (pid % H).to(tl.int64)
-    sp = tl.arange(0, SPLITS_PAD)
     d = tl.arange(0, D)
-    sp_ok = sp < SPLITS
-    at = pid * SPLITS + sp  # [SPLITS_PAD]
-    m = tl.load(m_ptr + at, mask=sp_ok, other=float("-inf"))
-    denom = tl.load(sum_ptr + at, mask=sp_ok, other=0.0)
-    acc = tl.load(acc_ptr + at[:, None] * D + d[None, :], mask=sp_ok[:, None], other=0.0)  # [SPLITS_PAD, D]
-    top = tl.max(m, axis=0)  # finite: the first chunk always holds slot 0
-    w = tl.exp(m - top)  # chunks past the row's new slot weigh 0
+    at = pid * SPLITS + tl.arange(0, SPLITS)
+    m = tl.load(m_ptr + at)
+    denom = tl.load(sum_ptr + at)
+    acc = tl.load(acc_ptr + at[:, None] * D + d[None, :])  # [SPLITS, D]
+    top = tl.max(m, axis=0)  # finite: the first share always holds slot 0
+    w = tl.exp(m - top)  # shares past the row's new slot weigh 0
     out = tl.sum(acc * w[:, None], axis=0) / tl.sum(denom * w, axis=0)  # [D]
     tl.store(out_ptr + b * so_b + head * so_h + d, out.to(out_ptr.dtype.element_ty))
 
@@ -143,20 +127,17 @@ def filled_slots_attention_block(qkv: torch.Tensor, q_norm_weight: torch.Tensor,
     [0, write_pos[b]] -> [B, H D] in qkv's dtype."""
     b, heads, kv, slots, dim = block_args.unpack("filled_slots_attention_block", qkv, q_norm_weight,
                                                  k_norm_weight, cos, sin, k_cache, v_cache)
-    splits = triton.cdiv(slots, CHUNK)
-    m = torch.empty(b * heads * splits, dtype=torch.float32, device=qkv.device)
+    m = torch.empty(b * heads * SPLITS, dtype=torch.float32, device=qkv.device)
     denom = torch.empty_like(m)
-    acc = torch.empty(b * heads * splits * dim, dtype=torch.float32, device=qkv.device)
+    acc = torch.empty(b * heads * SPLITS * dim, dtype=torch.float32, device=qkv.device)
     out = block_args.output_like(qkv, k_cache)
-    per_program = chunks_per_program(b * heads)
-    _chunk_kernel[(b * heads, triton.cdiv(splits, per_program))](
-        qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, m, denom, acc, slots, splits,
+    _split_kernel[(b * heads, SPLITS)](
+        qkv, q_norm_weight, k_norm_weight, cos, sin, k_cache, v_cache, write_pos, m, denom, acc, slots,
         qkv.stride(0), cos.stride(0), sin.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3],
-        write_pos.stride(0), eps=eps, scale=dim**-0.5, H=heads, G=heads // kv, D=dim, CHUNK_S=CHUNK, BLOCK=BLOCK_S,
-        PER_PROGRAM=per_program, num_warps=4, **NO_FMA)
-    _merge_kernel[(b * heads,)](
-        m, denom, acc, out, heads, splits, out.stride(0), dim, SPLITS_PAD=triton.next_power_of_2(splits), D=dim,
-        num_warps=4)
+        write_pos.stride(0), eps=eps, scale=dim**-0.5, H=heads, G=heads // kv, D=dim, SPLITS=SPLITS, BLOCK=BLOCK_S,
+        num_warps=WARPS, **NO_FMA)
+    _merge_kernel[(b * heads,)](m, denom, acc, out, heads, out.stride(0), dim, SPLITS=SPLITS, D=dim,
+                                num_warps=MERGE_WARPS)
     return out
 
 

@@ -12,15 +12,17 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.kernels.attention import CHUNK, filled_slots_attention_block  # noqa: E402
+from engine.kernels.attention import BLOCK_S, SPLITS, filled_slots_attention_block  # noqa: E402
 from engine.kernels.short_attention import short_attention_block  # noqa: E402
 from engine.model import layers  # noqa: E402
 from tests.engine.kernels.attention_steps import DEVICE, decode, decoder_stack  # noqa: E402
 
+# where the talker's shares grow from one slot block to two: decode steps across it
+ONE_BLOCK_SHARES = SPLITS * BLOCK_S
 # cache slots, positions decoded, positions of the first (plain) pass, and the block each step runs
 CACHES = {
     "predictor": (16, 16, 2, short_attention_block),  # a frame's steps over the 16-slot cache
-    "talker": (CHUNK + 16, CHUNK + 8, CHUNK - 4, filled_slots_attention_block),  # steps across a chunk's end
+    "talker": (ONE_BLOCK_SHARES + 16, ONE_BLOCK_SHARES + 8, ONE_BLOCK_SHARES - 4, filled_slots_attention_block),
 }
 NAMES = {short_attention_block: "orator.short_attention_block",
          filled_slots_attention_block: "orator.filled_slots_attention_block"}  # as Inductor's code calls them
@@ -112,9 +114,9 @@ def test_compiled_with_a_symbolic_batch_over_the_first_rows_of_a_bigger_cache(mo
 
 
 # 0.6B shapes (hidden 1024, 16/8 heads of 128): a code-predictor frame (5 layers, 16 slots), and talker steps
-# over the engine's 2,048-slot cache across a chunk's end
+# over the engine's 2,048-slot cache across the shares' growth from one slot block to two
 GPU_CASES = {"predictor": (5, 16, 16, 2, short_attention_block),
-             "talker": (4, 2048, 2 * CHUNK + 8, 2 * CHUNK - 8, filled_slots_attention_block)}
+             "talker": (4, 2048, ONE_BLOCK_SHARES + 8, ONE_BLOCK_SHARES - 8, filled_slots_attention_block)}
 
 
 @pytest.mark.gpu
