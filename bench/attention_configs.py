@@ -5,8 +5,9 @@ Picks ``attention.SPLITS``, ``BLOCK_S``, ``WARPS`` and ``MERGE_WARPS``, and ``sh
 
 The rows' positions are drawn at random in a range (the loop's streams are at different points of their
 speech); the calls cycle through enough copies of the caches that the filled slots come from HBM, not L2.
-``--baseline`` times each block once as the tree configures it, whatever its knobs: run it in another tree
-(``cd other && PYTHONPATH=$PWD python ../this/bench/attention_configs.py --baseline``) to compare.
+``--baseline`` times each block once as the tree configures it, whatever its knobs: run it in another tree to
+compare (``cd other && PYTHONPATH=$PWD python ../this/bench/attention_configs.py --baseline``; a tree older than
+``bench/kernel_sweep.py`` needs that file copied in).
 
     python -m bench.attention_configs [--out results.json] [--baseline]
 """
@@ -15,12 +16,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import time
 
 import torch
 
-from bench.gemv_configs import graph_us
+from bench.kernel_sweep import graph_us, report
 from engine.kernels import attention, short_attention
 
 HEADS, KV_HEADS, DIM, EPS = 16, 8, 128, 1e-6  # both talkers' and both predictors' attention
@@ -55,6 +55,7 @@ def step_inputs(rows: int, slots: int, low: int, high: int, copies: int, seed: i
 
 def measure(block: str, rows: int, low: int, high: int, configs: list[tuple]) -> dict:
     """Microseconds a call of the block for each configuration (the tree's own when ``configs`` is empty)."""
+    t0 = time.perf_counter()
     slots = TALKER_SLOTS if block == "talker" else PREDICTOR_SLOTS
     op = attention.filled_slots_attention_block if block == "talker" else short_attention.short_attention_block
     copies = CACHE_COPIES[block]
@@ -76,7 +77,8 @@ def measure(block: str, rows: int, low: int, high: int, configs: list[tuple]) ->
             print(f"{block} {rows} {config}: {type(e).__name__}: {str(e)[:200]}", flush=True)
     best = min(times, key=times.get)
     return {"block": block, "rows": rows, "positions": [low, high], "cache_copies": copies, "best": best,
-            "best_us": round(times[best], 2), "all": {str(c): round(t, 2) for c, t in times.items()}}
+            "best_us": round(times[best], 2), "wall_s": round(time.perf_counter() - t0, 1),
+            "all": {str(c): round(t, 2) for c, t in times.items()}}
 
 
 def main(argv=None) -> None:
@@ -84,16 +86,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out")
     ap.add_argument("--baseline", action="store_true", help="each block once, as this tree configures it")
     args = ap.parse_args(argv)
-    report = []
-    for block, rows, low, high in CASES:
-        configs = [] if args.baseline else TALKER_CONFIGS if block == "talker" else PREDICTOR_CONFIGS
-        t0 = time.perf_counter()
-        report.append(measure(block, rows, low, high, configs))
-        report[-1]["wall_s"] = round(time.perf_counter() - t0, 1)
-        print(json.dumps({k: v for k, v in report[-1].items() if k != "all"}), flush=True)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
+    grids = {"talker": TALKER_CONFIGS, "predictor": PREDICTOR_CONFIGS}
+    report((measure(block, rows, low, high, [] if args.baseline else grids[block]) for block, rows, low, high in CASES),
+           args.out)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 
 import torch
 import torch.nn.functional as F
 import triton
 
+from bench.kernel_sweep import COLD_BYTES, graph_us, report
 from engine.kernels import gemv
 
 # (name, outputs N, inputs K): talker/predictor projections, heads
@@ -27,30 +27,6 @@ SHAPES = [("0.6b qkv", 4096, 1024), ("0.6b o", 1024, 2048), ("0.6b gate_up", 614
           ("1.7b o", 2048, 2048), ("1.7b gate_up", 12288, 2048), ("1.7b down", 2048, 6144),
           ("codec_head 1.7b", 3072, 2048), ("1.7b mtp proj", 1024, 2048)]
 CONFIGS = list(itertools.product((1, 2, 4, 8, 16), (256, 512, 1024, 2048), (2, 4, 8)))
-COLD_BYTES = 512 * 2**20
-
-
-def graph_us(fn, calls: int = 100) -> float:
-    """Microseconds per call of ``fn(i)`` (i: the call's index) replayed from one CUDA graph of ``calls``
-    calls."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn(0)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(calls):
-            fn(i)
-    g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(5):
-        g.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000 / (5 * calls)
 
 
 def launch(x, w, y, silu, bn, bk, warps):
@@ -90,13 +66,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out")
     ap.add_argument("--warm", action="store_true", help="one weight copy, read from L2 after the first call")
     args = ap.parse_args(argv)
-    report = []
-    for name, n, k in SHAPES:
-        report.append(measure(name, n, k, args.warm))
-        print(json.dumps({key: v for key, v in report[-1].items() if key != "all"}), flush=True)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
+    report((measure(name, n, k, args.warm) for name, n, k in SHAPES), args.out)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from bench.gemv_configs import COLD_BYTES, SHAPES, graph_us
+from bench.gemv_configs import SHAPES
+from bench.kernel_sweep import COLD_BYTES, graph_us, report
 
 ROWS = (64, 128)
 # (BLOCK_N, BLOCK_K, SPLIT_K, stages)
@@ -87,13 +87,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out")
     args = ap.parse_args(argv)
-    report = []
-    for (name, n, k), rows in itertools.product(SHAPES, ROWS):
-        report.append(measure(name, n, k, rows))
-        print(json.dumps({key: v for key, v in report[-1].items() if key != "all"}), flush=True)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
+    report((measure(name, n, k, rows) for (name, n, k), rows in itertools.product(SHAPES, ROWS)), args.out)
 
 
 if __name__ == "__main__":
