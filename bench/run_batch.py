@@ -51,6 +51,7 @@ class BatchResult:
     ttfa_ms: list[float]
     decoder_dtype: str = "float32"  # the codec decoder's precision
     clients: str = IN_PROCESS  # where the requesting threads ran: IN_PROCESS or SEPARATE_PROCESS
+    allocator: dict = dataclasses.field(default_factory=dict)  # allocator_during the run ({} off CUDA)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -67,9 +68,42 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str,
-              warmup_s: float = 0.0, decoder_dtype: str = "float32", clients: str = IN_PROCESS) -> BatchResult:
+              warmup_s: float = 0.0, decoder_dtype: str = "float32", clients: str = IN_PROCESS,
+              allocator: dict | None = None) -> BatchResult:
     return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
-                       percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype, clients)
+                       percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype, clients,
+                       allocator or {})
+
+
+# The CUDA caching allocator's counters. A retry (``num_alloc_retries``) is an allocation that found no free block
+# and no free device memory: the allocator synchronises and releases every cached block, then allocates again, a
+# stall that a run's first-audio times would show without naming it.
+ALLOCATOR_COUNTERS = ("num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free")
+
+
+def allocator_counters(device: str) -> dict[str, int]:
+    """The allocator's counters and reserved bytes now; {} off CUDA."""
+    if not device.startswith("cuda"):
+        return {}
+    stats = torch.cuda.memory_stats(device)
+    return {**{k: stats.get(k, 0) for k in ALLOCATOR_COUNTERS},
+            "reserved_bytes": stats.get("reserved_bytes.all.current", 0)}
+
+
+def allocator_during(before: dict[str, int], after: dict[str, int]) -> dict:
+    """What the allocator did between two ``allocator_counters``: each counter's increase, and the GiB reserved
+    at the end."""
+    if not after:
+        return {}
+    return {**{k: after[k] - before[k] for k in ALLOCATOR_COUNTERS},
+            "reserved_gib_after": round(after["reserved_bytes"] / 2**30, 2)}
+
+
+def watched(device: str, run: Callable[[], tuple[list[float], float]]) -> tuple[list[float], float, dict]:
+    """``run()``'s (first-audio times, wall seconds) and ``allocator_during`` it."""
+    before = allocator_counters(device)
+    ttfa, wall = run()
+    return ttfa, wall, allocator_during(before, allocator_counters(device))
 
 
 def engine_requests(streams, frames: int) -> Callable[[int], float]:
@@ -117,8 +151,9 @@ def main(argv=None) -> None:
     engine, streams = warm_streams(args.model, args.device, max(args.streams), args.decoder_dtype)
     results = []
     for n in args.streams:
-        results.append(summarize("engine", n, args.frames, *concurrently(n, engine_requests(streams, args.frames)),
-                                 args.device, streams.warmup_seconds, args.decoder_dtype))
+        ttfa, wall, allocator = watched(args.device, lambda n=n: concurrently(n, engine_requests(streams, args.frames)))
+        results.append(summarize("engine", n, args.frames, ttfa, wall, args.device, streams.warmup_seconds,
+                                 args.decoder_dtype, allocator=allocator))
         print(results[-1].to_json(), flush=True)
     if args.http:
         url, server, backend = start_server(engine, streams)  # the same captured streams
@@ -126,8 +161,10 @@ def main(argv=None) -> None:
             with ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:
                 clients.run(1, 4)  # warm-up of the HTTP path (and of the client process), as of the engine's
                 for n in args.streams:
-                    results.append(summarize("http", n, args.frames, *clients.run(n, args.frames), args.device,
-                                             backend.streams.warmup_seconds, args.decoder_dtype, SEPARATE_PROCESS))
+                    ttfa, wall, allocator = watched(args.device, lambda n=n: clients.run(n, args.frames))
+                    results.append(summarize("http", n, args.frames, ttfa, wall, args.device,
+                                             backend.streams.warmup_seconds, args.decoder_dtype, SEPARATE_PROCESS,
+                                             allocator))
                     print(results[-1].to_json(), flush=True)
         finally:
             server.should_exit = True

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bench.clients import ClientProcess
-from bench.run_batch import main, percentile
+from bench.run_batch import ALLOCATOR_COUNTERS, allocator_during, main, percentile
 
 
 def test_percentile_interpolates():
@@ -16,6 +16,15 @@ def test_percentile_interpolates():
     assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)
     with pytest.raises(ValueError):
         percentile([], 50)
+
+
+def test_allocator_during_gives_each_counters_increase_and_what_is_reserved_after():
+    before = {**dict.fromkeys(ALLOCATOR_COUNTERS, 3), "reserved_bytes": 2**30}
+    after = {"num_alloc_retries": 4, "num_ooms": 3, "num_device_alloc": 10, "num_device_free": 5,
+             "reserved_bytes": 5 * 2**29}
+    assert allocator_during(before, after) == {"num_alloc_retries": 1, "num_ooms": 0, "num_device_alloc": 7,
+                                               "num_device_free": 2, "reserved_gib_after": 2.5}
+    assert allocator_during({}, {}) == {}  # off CUDA
 
 
 def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tmp_path, monkeypatch):
@@ -46,7 +55,7 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
     assert len(started) == 1 and started[0].proc.pid != os.getpid() and started[0].proc.returncode == 0
     assert runs == [(1, 4), (1, 4), (3, 4)]  # the warm-up, then each level
     for r in rows:
-        assert r["decoder_dtype"] == "float32"
+        assert r["decoder_dtype"] == "float32" and r["allocator"] == {}  # the allocator's counters: CUDA only
         assert len(r["ttfa_ms"]) == r["streams"] and 0 < r["ttfa_p50_ms"] <= r["ttfa_p95_ms"]
         assert r["audio_s_per_s"] == pytest.approx(r["streams"] * r["frames"] / 12.5 / r["wall_s"])
 
