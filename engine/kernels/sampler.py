@@ -29,6 +29,7 @@ import triton.language as tl
 from engine import sampling
 
 MAX_VOCAB = 4096  # one row lives in registers; wider rows take the PyTorch path
+WARPS: int | None = None  # warps a program; None: 4 up to 1,024 logits a row, 8 above (bench.sampler_configs)
 
 # The order-preserving int32 key of a float32: its bits, with the magnitude bits flipped when negative.
 _KEY_NEG_INF = tl.constexpr(-2139095041)  # key(-inf)
@@ -140,9 +141,15 @@ def sample_rows(logits: torch.Tensor, greedy: torch.Tensor, temperature: torch.T
         logits, out, greedy, temperature, top_k, top_p, seeds, counter,
         vocab, logits.stride(0), logits.stride(1), greedy.stride(0), temperature.stride(0), top_k.stride(0),
         top_p.stride(0), seeds.stride(0), counter.stride(0),
-        BLOCK=block, num_warps=4 if block <= 1024 else 8,
+        BLOCK=block, num_warps=warps_for(block),
     )
     return out
+
+
+def warps_for(block: int) -> int:
+    """Warps a program for rows of ``block`` (a power of two) logits: ``WARPS``, or by default 4 up to 1,024, 8
+    above."""
+    return WARPS or (4 if block <= 1024 else 8)
 
 
 def sample_triton(logits: torch.Tensor, s: sampling.StageSettings, seeds: torch.Tensor,
