@@ -113,17 +113,25 @@ def charge(idle: Sequence[tuple[float, float]], phases: Sequence[tuple[str, floa
     return dict(charged)
 
 
+def end_of(event: dict) -> float:
+    """When a trace event ended (µs on the trace's clock)."""
+    return event["ts"] + event["dur"]
+
+
+def overlapping(device_events: list[dict], lo: float, hi: float) -> list[dict]:
+    """The events that ran during [lo, hi], in order of start."""
+    return sorted((e for e in device_events if end_of(e) > lo and e["ts"] < hi), key=lambda e: e["ts"])
+
+
 def window(device_events: list[dict], phases: list[tuple[str, float, float]], lo: float, hi: float) -> dict:
     """The device's use over [lo, hi] (µs on the trace's clock): busy, idle and overlap, per stream, and the
     idle time charged to the loop's phases."""
     by_stream: dict[int, list[tuple[float, float]]] = defaultdict(list)
     names: dict[int, Counter] = defaultdict(Counter)
-    for e in device_events:
-        start, end = e["ts"], e["ts"] + e["dur"]
-        if end > lo and start < hi:
-            stream = stream_of(e)
-            by_stream[stream].append((start, end))
-            names[stream][e["name"][:60]] += 1
+    for e in overlapping(device_events, lo, hi):
+        stream = stream_of(e)
+        by_stream[stream].append((e["ts"], end_of(e)))
+        names[stream][e["name"][:60]] += 1
     per_stream = {s: union(clip(spans, lo, hi)) for s, spans in by_stream.items()}
     busy = union([span for spans in per_stream.values() for span in spans])
     idle = gaps(busy, lo, hi)
@@ -201,9 +209,9 @@ def excerpt(device_events: list[dict], phases: list[tuple[str, float, float]], l
     def ms(t: float) -> float:
         return round((t - lo) / 1000, 4)
 
-    events = sorted((e for e in device_events if e["ts"] + e["dur"] > lo and e["ts"] < hi), key=lambda e: e["ts"])
     return {"phases": [[name, ms(s), ms(e)] for name, s, e in phases if e > lo and s < hi],
-            "events": [[stream_of(e), ms(e["ts"]), round(e["dur"] / 1000, 4), e["name"][:80]] for e in events]}
+            "events": [[stream_of(e), ms(e["ts"]), round(e["dur"] / 1000, 4), e["name"][:80]]
+                       for e in overlapping(device_events, lo, hi)]}
 
 
 def measure(streams, n: int, frames: int, excerpt_iterations: int = 0) -> dict:
@@ -214,7 +222,7 @@ def measure(streams, n: int, frames: int, excerpt_iterations: int = 0) -> dict:
     found, events, marks, offset = traced(streams, functools.partial(concurrently, n, request))
     device_events = [e for e in events if e.get("cat") in DEVICE_CATEGORIES and e.get("ph") == "X"]
     start, last = (ns / 1000 + offset for ns in (marks.marks[0][1], marks.marks[-1][1]))  # the loop's phases
-    end = max([e["ts"] + e["dur"] for e in device_events] + [last])
+    end = max([end_of(e) for e in device_events] + [last])
     phases = marks.spans(offset, end)
     steps = [s for name, s, _ in phases if name == "step"]
     report = {"streams": n, "frames": frames, "wall_s": wall,
