@@ -3,6 +3,8 @@ leaves around it (float64, so batch-size-dependent rounding cannot flip a choice
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -168,8 +170,6 @@ def test_a_failed_admission_reaches_its_callers_and_frees_their_slots(engine64):
 def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller(engine64, monkeypatch):
     """The loop thread builds every prompt (callers' threads would fight it for the GIL); a prompt that does
     not fit the slots' cache is refused to its own caller, while a caller admitted with it is served."""
-    import threading
-
     import engine.batch as batch_module
     from engine.batch import BatchedStreams
 
@@ -202,11 +202,26 @@ def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller
     assert built_on and set(built_on) == {"orator-batch"}
 
 
+def start_during_step(streams, caller, step: int) -> list[int]:
+    """Make ``streams``' loop start the thread ``caller`` during its ``step``-th step, on the loop thread, and
+    return only once the caller's request is queued; returns the frames of each step taken (a list that grows)."""
+    real_step, steps = streams.frames.step, []
+
+    def step_starting_the_caller(n=1):
+        steps.append(n)
+        real_step(n)
+        if len(steps) == step:
+            caller.start()
+            while streams._requests.empty():
+                threading.Event().wait(0.001)
+
+    streams.frames.step = step_starting_the_caller
+    return steps
+
+
 def test_no_prompt_is_built_during_a_step_while_every_slot_is_taken(engine64):
     """With the batch full, a request that comes while the loop steps waits unbuilt (no phase "build"); its
     prompt is built at the admission that frees a slot for it, and it gets what it gets alone."""
-    import threading
-
     from engine.batch import BatchedStreams
 
     streams = BatchedStreams(engine64, slots=1, graphs=False)
@@ -215,17 +230,7 @@ def test_no_prompt_is_built_during_a_step_while_every_slot_is_taken(engine64):
     late: list = []
     caller = threading.Thread(target=lambda: late.extend(streams.stream(
         "Sent while the slot is taken.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=6)))
-    real_step, steps = streams.frames.step, []
-
-    def step_sending_a_request_the_second_time(n=1):
-        steps.append(n)
-        real_step(n)
-        if len(steps) == 2:  # on the loop thread: the request is queued before this step returns
-            caller.start()
-            while streams._requests.empty():
-                threading.Event().wait(0.001)
-
-    streams.frames.step = step_sending_a_request_the_second_time
+    steps = start_during_step(streams, caller, 2)
     list(streams.stream("The first caller holds the only slot.", Voice.preset("vivian"),
                         sampling=Sampling(greedy=True), max_frames=12))
     caller.join(timeout=120)
@@ -240,8 +245,6 @@ def test_no_prompt_is_built_during_a_step_while_every_slot_is_taken(engine64):
 def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admission(engine64, monkeypatch):
     """A request that comes while the loop steps has its prompt built right after that step is queued (phase
     "build"), and the next admission takes it as built; both callers get what they get alone."""
-    import threading
-
     import engine.batch as batch_module
     from engine.batch import BatchedStreams
 
@@ -259,18 +262,8 @@ def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admiss
     def speak(name: str, text: str) -> None:
         second[name] = list(streams.stream(text, Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=6))
 
-    real_step, steps = streams.frames.step, []
     caller = threading.Thread(target=speak, args=("late", "Sent while a step runs."))
-
-    def step_sending_a_request_the_third_time(n=1):
-        steps.append(n)
-        real_step(n)
-        if len(steps) == 3:  # on the loop thread: the request is queued before this step returns
-            caller.start()
-            while streams._requests.empty():
-                threading.Event().wait(0.001)
-
-    streams.frames.step = step_sending_a_request_the_third_time
+    start_during_step(streams, caller, 3)
     first = list(streams.stream("The first caller speaks for a while.", Voice.preset("vivian"),
                                 sampling=Sampling(greedy=True), max_frames=20))
     caller.join(timeout=120)
