@@ -62,7 +62,7 @@ from bench.run_batch import (
 )
 from engine.batch import LOOP_FRAMES
 from engine.engine import DECODER_DTYPE_NAMES
-from engine.prompts import build_prompt
+from engine.prompts import build_prompts
 
 PHASES = ("wait", "admit", "step", "build", "collect", "decode", "handout")
 TIMELINE_PHASES = 60  # phases listed from the first request on: where the first audio's time goes
@@ -103,14 +103,16 @@ class PhaseClock:
 
 class CallTimer:
     """Host seconds of every call of a function, each call synchronised with the device at both ends when
-    ``sync`` is given: ``wrap(fn)`` is ``fn`` timed."""
+    ``sync`` is given: ``wrap(fn)`` is ``fn`` timed; ``wrap(fn, items)`` also counts what each call did
+    (``items(args)``: e.g. the prompts of one ``build_prompts`` call)."""
 
     def __init__(self, sync: Callable[[], None] = lambda: None):
-        self.sync, self.seconds = sync, []
+        self.sync, self.seconds, self.items = sync, [], 0
 
-    def wrap(self, fn):
+    def wrap(self, fn, items: Callable[[tuple], int] = lambda args: 1):
         @functools.wraps(fn)
         def timed(*args, **kwargs):
+            self.items += items(args)
             self.sync()
             t0 = time.perf_counter()
             try:
@@ -122,8 +124,9 @@ class CallTimer:
         return timed
 
     def summary(self) -> dict:
-        return {"calls": len(self.seconds), "ms_total": round(1000 * sum(self.seconds), 3),
-                "ms_mean": round(1000 * sum(self.seconds) / max(len(self.seconds), 1), 3)}
+        return {"calls": len(self.seconds), "items": self.items, "ms_total": round(1000 * sum(self.seconds), 3),
+                "ms_mean": round(1000 * sum(self.seconds) / max(len(self.seconds), 1), 3),
+                "ms_per_item": round(1000 * sum(self.seconds) / max(self.items, 1), 3)}
 
 
 class OpTally:
@@ -218,7 +221,7 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
     frames.add_many, frames.step = timed_add_many, counted_step
     # building the prompts (on the loop thread: at admissions, or while a step runs) and writing the decoder rows
     prompts, rows = CallTimer(sync), CallTimer(sync)
-    batch_module.build_prompt = prompts.wrap(build_prompt)
+    batch_module.build_prompts = prompts.wrap(build_prompts, lambda args: len(args[3]))  # all the ready requests
     streams.decoder_state.put_rows = rows.wrap(streams.decoder_state.put_rows)
     streams.decoder_state.clear_rows = rows.wrap(streams.decoder_state.clear_rows)
     clock = streams.phase_timer = PhaseClock(sync)
@@ -232,7 +235,7 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
         streams.phase_timer = None
         del frames.add_many, frames.step  # the class's methods again
         del streams.decoder_state.put_rows, streams.decoder_state.clear_rows
-        batch_module.build_prompt = build_prompt
+        batch_module.build_prompts = build_prompts
     totals = {phase: 0.0 for phase in PHASES}
     for phase, span in zip(clock.phases[:-1], clock.spans, strict=True):
         totals[phase] += span

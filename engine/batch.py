@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 import torch
@@ -36,10 +35,11 @@ from engine.graphs.compile import capture_frame_step
 from engine.graphs.runner import HISTORY, MAX_SEQ, MAX_TRAILING, DecodeGraph
 from engine.graphs.state import NEVER, StaticState
 from engine.model.talker import Talker
-from engine.prompts import Prompt, build_prompt
+from engine.prompts import Prompt, build_prompts
 from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_chunk
 from engine.runtime import on_device
 from engine.sampling import Sampling
+from engine.voices import Voice
 
 PREFILL_TOKENS = 8192  # padded prompt positions per batched prefill pass (its scratch memory grows with them)
 # frames per loop iteration of BatchedStreams once every stream has begun (1 before). 8 against 4: a frame's
@@ -52,7 +52,8 @@ LOOP_FRAMES = 8
 class _Request:
     """One segment of one ``BatchedStreams.stream`` caller, for the loop thread."""
 
-    make_prompt: Callable[[], Prompt]  # built by the loop thread, at admission (see BatchedStreams)
+    voice: Voice  # the prompt is built by the loop thread, at admission (see BatchedStreams)
+    text: str
     sampling: Sampling
     seed: int
     max_frames: int
@@ -287,11 +288,11 @@ class BatchedStreams:
                 eng.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=eng.device)[None], decoder_state)
         size, last = first_chunk_frames, None
         for index, seg in enumerate(segments):
-            make_prompt = partial(build_prompt, eng.model.talker, eng.config, eng.tokenizer, voice, seg.text)
             outbox: queue.Queue = queue.Queue()
             last_segment = index == len(segments) - 1
-            self._requests.put(_Request(make_prompt, sampling, seed + index, max_frames or default_max_frames(seg.text),
-                                        decoder_state, not last_segment, outbox, cancel))
+            self._requests.put(_Request(voice, seg.text, sampling, seed + index,
+                                        max_frames or default_max_frames(seg.text), decoder_state, not last_segment,
+                                        outbox, cancel))
             pending, held, frame = [], 0, 0  # audio received but not yet yielded, and its frames
             while True:
                 item = outbox.get()
@@ -411,12 +412,20 @@ class BatchedStreams:
                 return bool(waiting)
 
     def _build(self, waiting: list[_Request], ready: list[tuple[_Request, Prompt]], room: int) -> None:
-        """Build the prompts of waiting requests, in order, until ``room`` are ready; a request that cannot run
-        (its text or voice is refused, its prompt does not fit the slots) hears why and is dropped."""
-        while waiting and len(ready) < room:
-            request = waiting.pop(0)
+        """Build the prompts of waiting requests, in order, until ``room`` are ready, all in one pass
+        (``build_prompts``); a request that cannot run (its text or voice is refused, its prompt does not fit
+        the slots) hears why and is dropped."""
+        taken = []
+        while waiting and len(ready) + len(taken) < room:
+            taken.append(waiting.pop(0))
+        if not taken:
+            return
+        eng = self.engine
+        prompts = build_prompts(eng.model.talker, eng.config, eng.tokenizer, [(r.voice, r.text) for r in taken])
+        for request, prompt in zip(taken, prompts, strict=True):
             try:
-                prompt = request.make_prompt()
+                if isinstance(prompt, Exception):
+                    raise prompt
                 self.frames.state.check(prompt)
             except Exception as e:  # the caller's error (bad text or voice, too long): only its own
                 request.outbox.put(e)

@@ -78,18 +78,71 @@ def check_voice(cfg: ModelConfig, voice: Voice) -> None:
             raise VoiceError("in-context cloning needs the reference codes (Engine.prepare_voice)")
 
 
+@dataclass(slots=True)
+class _Plan:
+    """What a prompt is made of, before any embedding: its voice and the ids of each piece."""
+
+    voice: Voice
+    non_streaming: bool
+    role: tuple[int, ...]  # the role prefix's text ids (embedded once for every prompt)
+    control: tuple[int, ...]  # the codec control ids
+    texts: list[list[int]]  # text ids to embed for this prompt alone: [instruction,] tail (text or transcript + text)
+    body: int  # the tail's last ``body`` ids are the text to speak
+
+
 def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text: str,
                  non_streaming: bool | None = None) -> Prompt:
+    """The prompt of one (voice, text); a clear error (``TextError``, ``VoiceError``, ``UnsupportedError``) when the
+    model cannot speak it."""
+    prompt = build_prompts(talker, cfg, tok, [(voice, text)], non_streaming)[0]
+    if isinstance(prompt, Exception):
+        raise prompt
+    return prompt
+
+
+def build_prompts(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, requests: list[tuple[Voice, str]],
+                  non_streaming: bool | None = None) -> list[Prompt | Exception]:
+    """The prompt of each (voice, text), or the error that refuses it (the others are built all the same). The
+    text of all of them goes through the text embedding and projection in one pass: on a GPU a prompt is a few
+    dozen small kernel launches, which the many-streams loop would otherwise pay one prompt at a time."""
+    plans: list[_Plan | Exception] = []
+    for voice, text in requests:
+        try:
+            plans.append(_plan(cfg, tok, voice, text, non_streaming))
+        except Exception as e:  # the request's own error (its text or voice refused): only its own
+            plans.append(e)
+    pieces = [ids for plan in plans if isinstance(plan, _Plan) for ids in plan.texts]
+    if not pieces:
+        return plans
+    dev = talker.codec_head.weight.device
+    embedded = talker.embed_text(on_device([i for ids in pieces for i in ids], dev)[None])  # [1, all, H]
+    texts = iter(embedded.split([len(ids) for ids in pieces], dim=1))
+    return [plan if isinstance(plan, Exception) else _assemble(talker, cfg, plan, [next(texts) for _ in plan.texts])
+            for plan in plans]
+
+
+def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text: str, non_streaming: bool | None) -> _Plan:
+    """Check (voice, text) and tokenize it: host work only."""
     if not text or not text.strip():
         raise TextError("there is no text to speak")
     check_voice(cfg, voice)
-    if non_streaming is None:
-        non_streaming = default_non_streaming(voice)
     tc = cfg.talker_config
-    dev = talker.codec_head.weight.device
+    text_ids = tok.speech_ids(text)
+    body = text_ids[3:-5]
+    language_id = _language_id(cfg, voice)
+    if language_id is None:
+        control = (tc.codec_nothink_id, tc.codec_think_bos_id, tc.codec_think_eos_id)
+    else:
+        control = (tc.codec_think_id, tc.codec_think_bos_id, language_id, tc.codec_think_eos_id)
+    tail = tok.reference_text_ids(voice.ref_text) + body if voice.in_context else body
+    texts = ([tok.instruct_ids(voice.instruct)] if voice.instruct else []) + [tail]
+    return _Plan(voice, default_non_streaming(voice) if non_streaming is None else non_streaming,
+                 tuple(text_ids[:3]), control, texts, len(body))
 
-    def ids(x) -> torch.Tensor:
-        return on_device([x], dev)  # [1, N]
+
+def _assemble(talker: Talker, cfg: ModelConfig, plan: _Plan, texts: list[torch.Tensor]) -> Prompt:
+    """The prompt of ``plan`` from its texts' embeddings (``plan.texts``, each [1, n, H])."""
+    tc, voice = cfg.talker_config, plan.voice
 
     def T_const(x) -> torch.Tensor:  # T of ids found in every prompt, computed once
         return talker.embed_constant("text", x)
@@ -97,22 +150,13 @@ def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Vo
     def C_const(x) -> torch.Tensor:  # C of those
         return talker.embed_constant("codec", x)
 
-    T = talker.embed_text
     bos_embed, eos_embed, pad_embed = T_const((cfg.tts_bos_token_id, cfg.tts_eos_token_id,
                                           cfg.tts_pad_token_id)).split(1, dim=1)  # 3 x [1, 1, H]
-    text_ids = tok.speech_ids(text)
-    parts = []
-    if voice.instruct:
-        parts.append(T(ids(tok.instruct_ids(voice.instruct))))
-    parts.append(T_const(tuple(text_ids[:3])))  # the role prefix
+    *instruct, tail = texts
+    parts = instruct + [T_const(plan.role)]
 
     # codec control track
-    language_id = _language_id(cfg, voice)
-    if language_id is None:
-        control = [tc.codec_nothink_id, tc.codec_think_bos_id, tc.codec_think_eos_id]
-    else:
-        control = [tc.codec_think_id, tc.codec_think_bos_id, language_id, tc.codec_think_eos_id]
-    codec = [C_const(tuple(control))]
+    codec = [C_const(plan.control)]
     speaker = _speaker_embed(talker, cfg, voice)
     if speaker is not None:
         codec.append(speaker.view(1, 1, -1))
@@ -122,25 +166,24 @@ def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Vo
     parts.append(text_track + codec[:, :-1])
     codec_bos = codec[:, -1:]
 
-    body = text_ids[3:-5]
     if voice.in_context:
-        tail, trailing = _icl_tail(talker, tok, voice, body, ids, eos_embed, pad_embed, non_streaming)
+        tail, trailing = _icl_tail(talker, voice, tail, eos_embed, pad_embed, plan.non_streaming)
         parts.append(tail)
-    elif non_streaming:
-        n = len(body) + 1
-        parts.append(torch.cat([T(ids(body)), eos_embed], dim=1) + C_const((tc.codec_pad_id,)).expand(-1, n, -1))
+    elif plan.non_streaming:
+        n = plan.body + 1
+        parts.append(torch.cat([tail, eos_embed], dim=1) + C_const((tc.codec_pad_id,)).expand(-1, n, -1))
         parts.append(pad_embed + codec_bos)
         trailing = pad_embed
     else:
-        parts.append(T(ids(body[:1])) + codec_bos)
-        trailing = torch.cat([T(ids(body[1:])), eos_embed], dim=1)
+        parts.append(tail[:, :1] + codec_bos)
+        trailing = torch.cat([tail[:, 1:], eos_embed], dim=1)
     return Prompt(torch.cat(parts, dim=1), trailing, pad_embed)
 
 
-def _icl_tail(talker, tok, voice, body, ids, eos_embed, pad_embed, non_streaming):
-    """In-context cloning: transcript + text against [bos, reference frames]."""
+def _icl_tail(talker, voice, text, eos_embed, pad_embed, non_streaming):
+    """In-context cloning: transcript + text (``text``: their embeddings) against [bos, reference frames]."""
     tc_pad = talker.config.codec_pad_id
-    text = torch.cat([talker.embed_text(ids(tok.reference_text_ids(voice.ref_text) + body)), eos_embed], dim=1)
+    text = torch.cat([text, eos_embed], dim=1)
     ref = on_device(np.asarray(voice.ref_codes), text.device)  # [Tr, 16]
     codec = torch.cat([talker.embed_constant("codec", (talker.config.codec_bos_id,)),
                        talker.embed_frame(ref)[None]], dim=1)  # [1, 1 + Tr, H]

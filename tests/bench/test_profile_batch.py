@@ -34,10 +34,10 @@ def test_phases_cover_the_loop_wall_time(tiny_model_dir, capsys, extra):
     assert sum(per_iteration.values()) == report["iterations"] and set(per_iteration) <= {"1", str(LOOP_FRAMES)}
     assert 0 < report["ttfa_p50_ms"] <= report["ttfa_p95_ms"]
     assert report["audio_s_per_s"] == pytest.approx(STREAMS * FRAMES / 12.5 / report["wall_s"])
-    # one prompt built per request (one segment each; at admission or while a step runs), one decoder-row
-    # write per admission
+    # one prompt built per request (one segment each; at admission or while a step runs: several a call), one
+    # decoder-row write per admission
     prompts, rows = report["prompt_builds"], report["decoder_row_writes"]
-    assert prompts["calls"] == STREAMS and rows["calls"] == report["admissions"]
+    assert prompts["items"] == STREAMS and 1 <= prompts["calls"] <= STREAMS and rows["calls"] == report["admissions"]
     assert 0 < prompts["ms_total"] + rows["ms_total"] <= 1000 * (phases["admit"] + phases["build"])
     timeline = report["timeline"]
     assert timeline and {phase for phase, _, _ in timeline} <= set(PHASES)

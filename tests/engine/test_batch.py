@@ -173,13 +173,13 @@ def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller
     import engine.batch as batch_module
     from engine.batch import BatchedStreams
 
-    built_on, real_build = [], batch_module.build_prompt
+    built_on, real_build = [], batch_module.build_prompts
 
-    def build_prompt_recording_its_thread(*args, **kwargs):
+    def build_prompts_recording_its_thread(*args, **kwargs):
         built_on.append(threading.current_thread().name)
         return real_build(*args, **kwargs)
 
-    monkeypatch.setattr(batch_module, "build_prompt", build_prompt_recording_its_thread)
+    monkeypatch.setattr(batch_module, "build_prompts", build_prompts_recording_its_thread)
     streams = BatchedStreams(engine64, slots=2, graphs=False)
     streams.frames.state.max_seq = 40  # the long text's prompt no longer fits
     long_text = "This sentence is far too long to fit into a forty position cache of this test. " * 2
@@ -248,13 +248,13 @@ def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admiss
     import engine.batch as batch_module
     from engine.batch import BatchedStreams
 
-    events, real_build = [], batch_module.build_prompt
+    events, real_build = [], batch_module.build_prompts
 
-    def build_prompt_recorded(*args, **kwargs):
+    def build_prompts_recorded(*args, **kwargs):
         events.append("built")
         return real_build(*args, **kwargs)
 
-    monkeypatch.setattr(batch_module, "build_prompt", build_prompt_recorded)
+    monkeypatch.setattr(batch_module, "build_prompts", build_prompts_recorded)
     streams = BatchedStreams(engine64, slots=2, graphs=False)
     streams.phase_timer = events.append
     second: dict[str, list] = {}
