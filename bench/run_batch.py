@@ -19,12 +19,14 @@ server's event loop, its scheduler threads and the engine's loop thread.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import gc
 import json
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
@@ -32,6 +34,7 @@ from bench.clients import ClientProcess, concurrently
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
 from engine.engine import DECODER_DTYPE_NAMES
+from engine.runtime import settle_heap
 
 IN_PROCESS = "in process"  # the engine rows: the callers are threads of the engine's process
 SEPARATE_PROCESS = "separate process"  # the HTTP rows: a client process of their own (bench.clients)
@@ -52,6 +55,7 @@ class BatchResult:
     decoder_dtype: str = "float32"  # the codec decoder's precision
     clients: str = IN_PROCESS  # where the requesting threads ran: IN_PROCESS or SEPARATE_PROCESS
     allocator: dict = dataclasses.field(default_factory=dict)  # allocator_during the run ({} off CUDA)
+    collector: dict = dataclasses.field(default_factory=dict)  # collector_pauses during the run
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -69,10 +73,10 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str,
               warmup_s: float = 0.0, decoder_dtype: str = "float32", clients: str = IN_PROCESS,
-              allocator: dict | None = None) -> BatchResult:
+              allocator: dict | None = None, collector: dict | None = None) -> BatchResult:
     return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
                        percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype, clients,
-                       allocator or {})
+                       allocator or {}, collector or {})
 
 
 # The CUDA caching allocator's counters. A retry (``num_alloc_retries``) is an allocation that found no free block
@@ -99,11 +103,37 @@ def allocator_during(before: dict[str, int], after: dict[str, int]) -> dict:
             "reserved_gib_after": round(after["reserved_bytes"] / 2**30, 2)}
 
 
-def watched(device: str, run: Callable[[], tuple[list[float], float]]) -> tuple[list[float], float, dict]:
-    """``run()``'s (first-audio times, wall seconds) and ``allocator_during`` it."""
+@contextlib.contextmanager
+def collector_pauses() -> Iterator[dict]:
+    """The cyclic garbage collector's passes in this process while open (``gc.callbacks``): on exit, the dict
+    yielded holds {"gen<N>": {"passes", "longest_ms", "total_ms"}} for each generation collected. A pass holds
+    the GIL, so every stream waits for it: a long one shows in the first-audio times without naming itself."""
+    found: dict[str, dict] = {}
+    started = [0.0]
+
+    def on_pass(phase: str, info: dict) -> None:
+        if phase == "start":  # passes never overlap: each holds the GIL from start to stop
+            started[0] = time.perf_counter()
+            return
+        ms = (time.perf_counter() - started[0]) * 1000
+        gen = found.setdefault(f"gen{info['generation']}", {"passes": 0, "longest_ms": 0.0, "total_ms": 0.0})
+        gen["passes"] += 1
+        gen["longest_ms"] = round(max(gen["longest_ms"], ms), 2)
+        gen["total_ms"] = round(gen["total_ms"] + ms, 2)
+
+    gc.callbacks.append(on_pass)
+    try:
+        yield found
+    finally:
+        gc.callbacks.remove(on_pass)
+
+
+def watched(device: str, run: Callable[[], tuple[list[float], float]]) -> tuple[list[float], float, dict, dict]:
+    """``run()``'s (first-audio times, wall seconds), ``allocator_during`` it and its ``collector_pauses``."""
     before = allocator_counters(device)
-    ttfa, wall = run()
-    return ttfa, wall, allocator_during(before, allocator_counters(device))
+    with collector_pauses() as collector:
+        ttfa, wall = run()
+    return ttfa, wall, allocator_during(before, allocator_counters(device)), collector
 
 
 def engine_requests(streams, frames: int) -> Callable[[int], float]:
@@ -134,6 +164,7 @@ def warm_streams(model: str, device: str, slots: int, decoder_dtype: str = "floa
     engine = Engine.from_pretrained(model, device=device, dtype=dtype, decoder_dtype=getattr(torch, decoder_dtype))
     streams = BatchedStreams(engine, slots, warmup=True)
     concurrently(1, engine_requests(streams, 4))
+    settle_heap()  # as the server does once its model is ready
     return engine, streams
 
 
@@ -151,9 +182,10 @@ def main(argv=None) -> None:
     engine, streams = warm_streams(args.model, args.device, max(args.streams), args.decoder_dtype)
     results = []
     for n in args.streams:
-        ttfa, wall, allocator = watched(args.device, lambda n=n: concurrently(n, engine_requests(streams, args.frames)))
+        ttfa, wall, allocator, collector = watched(
+            args.device, lambda n=n: concurrently(n, engine_requests(streams, args.frames)))
         results.append(summarize("engine", n, args.frames, ttfa, wall, args.device, streams.warmup_seconds,
-                                 args.decoder_dtype, allocator=allocator))
+                                 args.decoder_dtype, allocator=allocator, collector=collector))
         print(results[-1].to_json(), flush=True)
     if args.http:
         url, server, backend = start_server(engine, streams)  # the same captured streams
@@ -161,10 +193,10 @@ def main(argv=None) -> None:
             with ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:
                 clients.run(1, 4)  # warm-up of the HTTP path (and of the client process), as of the engine's
                 for n in args.streams:
-                    ttfa, wall, allocator = watched(args.device, lambda n=n: clients.run(n, args.frames))
+                    ttfa, wall, allocator, collector = watched(args.device, lambda n=n: clients.run(n, args.frames))
                     results.append(summarize("http", n, args.frames, ttfa, wall, args.device,
                                              backend.streams.warmup_seconds, args.decoder_dtype, SEPARATE_PROCESS,
-                                             allocator))
+                                             allocator, collector))
                     print(results[-1].to_json(), flush=True)
         finally:
             server.should_exit = True

@@ -26,6 +26,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine import Engine, Voice
+from engine.runtime import settle_heap
 from engine.text import split_segments
 from qtapp.engine_errors import StudioError, describe_error
 from qtapp.tempo import ChunkTempo
@@ -138,6 +139,7 @@ class SpeechWorker(QObject):
             self.error.emit(describe_error(exc))
         else:
             self._prepare_graphs(engine)
+            settle_heap()  # a full garbage collection over the loaded model would pause the speech
             self._engines[engine.model_type] = engine
             self._current = engine
             self.model_loaded.emit(describe_engine(engine))

@@ -18,6 +18,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from engine import Engine
+from engine.runtime import settle_heap
 from server import speech, voices
 from server.auth import RequestGuard
 from server.errors import APIError, install_error_handlers
@@ -87,6 +88,7 @@ async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSet
     try:
         engine = await asyncio.to_thread(engine_provider)
         backend = await asyncio.to_thread(make_backend, engine)  # captures graphs: keep /health answering
+        await asyncio.to_thread(settle_heap)  # a full garbage collection over all that would stall every stream
         app.state.scheduler = Scheduler(backend, settings.max_queue)
         app.state.engine = engine
         log.info("model loaded: %s %s", engine.model_type, engine.model_size)

@@ -56,6 +56,7 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
     assert runs == [(1, 4), (1, 4), (3, 4)]  # the warm-up, then each level
     for r in rows:
         assert r["decoder_dtype"] == "float32" and r["allocator"] == {}  # the allocator's counters: CUDA only
+        assert all(gen["passes"] > 0 for gen in r["collector"].values())
         assert len(r["ttfa_ms"]) == r["streams"] and 0 < r["ttfa_p50_ms"] <= r["ttfa_p95_ms"]
         assert r["audio_s_per_s"] == pytest.approx(r["streams"] * r["frames"] / 12.5 / r["wall_s"])
 
@@ -74,3 +75,20 @@ def test_a_bfloat16_decoder_is_used_and_recorded(tiny_model_dir, capsys, monkeyp
     assert loaded[0].decoder.pre_conv.conv.weight.dtype == torch.bfloat16
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["path"], r["streams"], r["decoder_dtype"]) for r in rows] == [("engine", 2, "bfloat16")]
+
+
+def test_collector_pauses_counts_each_generations_passes_and_their_pauses():
+    import gc
+
+    from bench.run_batch import collector_pauses
+
+    with collector_pauses() as found:
+        gc.collect(0)
+        gc.collect(2)
+        gc.collect(2)
+    assert found["gen0"]["passes"] >= 1 and found["gen2"]["passes"] >= 2
+    for gen in found.values():
+        assert 0 <= gen["longest_ms"] <= gen["total_ms"]
+    passes = found["gen2"]["passes"]
+    gc.collect(2)
+    assert found["gen2"]["passes"] == passes  # closed: it watches no more

@@ -1,9 +1,10 @@
 """Device and memory checks: clear errors before anything is allocated; host values put on the device
-without waiting for it."""
+without waiting for it; the heap settled for the garbage collector."""
 
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import torch
 
 from engine.errors import UnsupportedError
 from engine.graphs.state import StaticState, cache_bytes
-from engine.runtime import autotuned_convolutions, check_memory, on_device
+from engine.runtime import autotuned_convolutions, check_memory, on_device, settle_heap
 
 
 def test_cache_bytes_is_what_the_state_allocates(tiny_engine):
@@ -62,3 +63,27 @@ def test_autotuned_convolutions_turns_cudnn_timing_on_inside_and_restores_it_aft
         assert (torch.backends.cudnn.deterministic, torch.backends.cudnn.enabled) == (deterministic, enabled)
         raise KeyError("fails inside")
     assert torch.backends.cudnn.benchmark is before
+
+
+def test_settle_heap_collects_then_freezes_what_is_left_and_later_objects_are_still_collected():
+    import gc
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+    garbage, kept = Cycle(), Cycle()
+    dead = weakref.ref(garbage)
+    del garbage
+    try:
+        settle_heap()
+        assert dead() is None  # the garbage went first
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and kept not in gc.get_objects()  # the survivors are out of the collector's reach
+        later = Cycle()
+        later_ref = weakref.ref(later)
+        del later
+        gc.collect()
+        assert later_ref() is None  # objects made afterwards are collected as before
+    finally:
+        gc.unfreeze()
