@@ -8,8 +8,9 @@ bucket (rows 1, 2, 4, ... up to the batch; positions 32 ... 512; at most ``TOKEN
 one captured graph runs the bucket through the talker into a static scratch cache and keeps each row's
 last hidden state, and the rows' keys, values and hidden states are copied into their slots (three
 indexed copies). Padding rows and positions compute values nobody reads; a slot's cache positions past its
-prompt receive padding, which a decode step overwrites before it attends to them. A bucket whose capture
-fails is left to the eager prefill (logged), as a frame step that fails to compile is left uncompiled.
+prompt receive padding, which a decode step overwrites before it attends to them. The talker layers run
+compiled in these graphs where the frame steps' do (``compile.capture_compiled``; after a failed compile,
+without); a bucket whose capture fails is left to the eager prefill (logged).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import logging
 import torch
 
 from engine.errors import UnsupportedError
-from engine.graphs.capture import Graphed
+from engine.graphs.capture import Graphed, graphs_enabled
+from engine.graphs.compile import capture_compiled, compile_enabled
 from engine.graphs.prefill import BUCKETS as POSITION_BUCKETS
 from engine.graphs.state import StaticState
 from engine.model.talker import Talker
@@ -50,7 +52,8 @@ class BatchedPrefill:
     smallest bucket holding them, or returns False (too many rows or positions for any bucket)."""
 
     def __init__(self, talker: Talker, state: StaticState, device: torch.device, enabled: bool | None, pool=None):
-        self.talker, self.state, self.device, self.enabled = talker, state, device, enabled
+        self.talker, self.state, self.device = talker, state, device
+        self.enabled = graphs_enabled(device) if enabled is None else enabled
         c, dtype = talker.config, state.hidden.dtype
         self.rows = [r for r in (1 << i for i in range(state.batch.bit_length() + 1)) if r <= state.batch]
         self.positions = [p for p in POSITION_BUCKETS if p < state.max_seq]
@@ -64,6 +67,7 @@ class BatchedPrefill:
         self.hidden = torch.zeros(self.rows[-1], c.hidden_size, dtype=dtype, device=device)
         self._graphs: dict[tuple[int, int], Graphed | None] = {}  # None: its capture failed
         self._pool = pool
+        self._compile = self.enabled and compile_enabled(device)  # off for good once a compile fails
 
     @property
     def buckets(self) -> list[tuple[int, int]]:
@@ -111,8 +115,9 @@ class BatchedPrefill:
         """The bucket's graph, captured on first use; None when its capture failed."""
         if (rows, positions) not in self._graphs:
             try:
-                graph = Graphed(lambda: self._run(rows, positions), self.device, self.enabled, pool=self._pool,
-                                name=f"{rows}-row {positions}-position prefill")
+                graph, self._compile = capture_compiled(self.talker, lambda _: lambda: self._run(rows, positions),
+                                                        self.device, self.enabled, self._compile,
+                                                        f"{rows}-row {positions}-position prefill", self._pool)
             except UnsupportedError as e:
                 log.warning("%s; admissions of this size are prefilled eagerly", e)
                 graph = None

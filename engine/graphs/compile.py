@@ -1,12 +1,12 @@
-"""Optional ``torch.compile`` of the frame step's pieces for the captured CUDA graph.
+"""Optional ``torch.compile`` of what the captured CUDA graphs run.
 
 Inductor fuses the pointwise work (norms, RoPE, residuals, SiLU, the sampling noise and filters)
-into a few Triton kernels, which are then recorded inside the frame's CUDA graph. Compiled: each
-talker layer, the whole code-predictor step (one body for all 14 steps: weights are inputs), the
-frame's head (code 0, EOS, the predictor's first pass) and the next talker input. Only the frame
-step uses them (fixed shapes); prefill stays eager.
-``ORATOR_COMPILE=0`` turns it off; a compile failure falls back to the plain functions
-(``capture_frame_step``, which every fast path uses to capture its step).
+into a few Triton kernels, which are then recorded inside the graph. Compiled: each talker layer, the
+whole code-predictor step (one body for all 14 steps: weights are inputs), the frame's head (code 0,
+EOS, the predictor's first pass) and the next talker input. The frame steps use all of them; the
+many-streams prefill's graphs use the talker layers (``capture_compiled``): eager, its norms, RoPE and
+SiLU are a dozen passes a layer over every padded position, as long as its matrix products at 64
+prompts. ``ORATOR_COMPILE=0`` turns it off; a compile failure falls back to the plain functions.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -62,13 +62,21 @@ def capture_frame_step(talker: Talker, state: StaticState, device: torch.device,
                        name: str) -> tuple[Graphed, bool]:
     """``frame_step`` over ``state`` as a graph (or eager when ``use_graphs`` is False), with compiled
     pieces where ``compile_enabled``; without them if compiling fails. Returns (the step, compiled)."""
-    compile_layers = use_graphs and compile_enabled(device)
+    return capture_compiled(talker, lambda kernels: lambda: frame_step(talker, state, kernels), device, use_graphs,
+                            use_graphs and compile_enabled(device), name)
+
+
+def capture_compiled(talker: Talker, make_fn: Callable[[StepKernels], Callable[[], None]], device: torch.device,
+                     use_graphs: bool, compile_layers: bool, name: str, pool=None) -> tuple[Graphed, bool]:
+    """``make_fn(kernels)`` as a graph (or eager when ``use_graphs`` is False) captured inside
+    ``compiled_kernels`` when ``compile_layers``; captured again without them if compiling fails. Returns
+    (the graph, compiled)."""
     try:
         with compiled_kernels(talker, compile_layers) as kernels:
-            return Graphed(lambda: frame_step(talker, state, kernels), device, use_graphs, name=name), compile_layers
-    except Exception as e:  # inductor/dynamo raise many types; the plain step always works
+            return Graphed(make_fn(kernels), device, use_graphs, pool=pool, name=name), compile_layers
+    except Exception as e:  # inductor/dynamo raise many types; the plain functions always work
         if not compile_layers:
             raise
         log.warning("compiling the %s failed; capturing it without compilation: %s", name, str(e)[-3000:])
     with compiled_kernels(talker, False) as kernels:
-        return Graphed(lambda: frame_step(talker, state, kernels), device, use_graphs, name=name), False
+        return Graphed(make_fn(kernels), device, use_graphs, pool=pool, name=name), False

@@ -95,7 +95,7 @@ def test_a_prompt_no_bucket_holds_is_prefilled_eagerly(engine64, monkeypatch):
 
 
 def test_a_bucket_whose_capture_fails_is_prefilled_eagerly(engine64, monkeypatch, caplog):
-    import engine.graphs.batched_prefill as module
+    import engine.graphs.compile as module  # where the prefill's graphs are captured (capture_compiled)
     from engine.errors import UnsupportedError
 
     def failing(*args, **kwargs):
@@ -111,3 +111,54 @@ def test_a_bucket_whose_capture_fails_is_prefilled_eagerly(engine64, monkeypatch
         eager.add_many([(prompt, Sampling(greedy=True), 0, 5)])
     assert frames.prefill._graphs == {(1, 32): None} and "prefilled eagerly" in caplog.text
     torch.testing.assert_close(frames.state.hidden[0], eager.state.hidden[0], rtol=0, atol=0)
+
+
+def test_a_prefill_that_fails_to_compile_is_captured_without_compiling_and_never_compiled_again(engine64, monkeypatch,
+                                                                                                 caplog):
+    import engine.graphs.compile as module
+
+    real, captures = module.Graphed, []
+
+    def fails_when_compiled(fn, *args, **kwargs):
+        compiled = "forward" in vars(talker.model.layers[0])  # compiled_kernels patches each layer's forward
+        captures.append(compiled)
+        if compiled:
+            raise RuntimeError("inductor failed (test)")
+        return real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(module, "Graphed", fails_when_compiled)
+    talker = engine64.model.talker
+    frames = BatchedFrames(talker, 2, graphs=False, captured_prefill=True)
+    frames.prefill._compile = True  # as on a GPU
+    with torch.inference_mode(), caplog.at_level("WARNING"):
+        frames.prefill._graph(1, 32)
+        frames.prefill._graph(2, 32)
+    assert captures == [True, False, False] and "capturing it without compilation" in caplog.text
+    assert frames.prefill._graphs[1, 32] is not None and not frames.prefill._compile
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_prefill_graphs_write_what_the_eager_prefill_writes_on_a_gpu(tiny_model_dir):
+    """Captured with the talker layers compiled (three buckets: one static compile, then dynamic ones), the
+    slots hold the eager prefill's keys, values and hidden states. To float32 precision, not float64's: the
+    RMSNorms compute in float32 whatever the dtype (as the reference does), and the compiled ones sum their
+    squares in another order (on an H200 the largest difference was 2.9e-7)."""
+    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cuda", dtype=torch.float64)
+    talker = eng.model.talker
+    prompts = _prompts(eng, TEXTS)
+    groups = [[prompts[0]], prompts[1:3], prompts]
+    with torch.inference_mode():
+        for group in groups:
+            requests = [(p, Sampling(greedy=True), 0, 20) for p in group]
+            eager = BatchedFrames(talker, 4, graphs=False, captured_prefill=False)
+            captured = BatchedFrames(talker, 4, graphs=True)
+            for frames in (eager, captured):
+                frames.add_many(requests)
+            assert captured.prefill._compile  # compiled, and stayed so
+            for slot, prompt in enumerate(group):
+                n = prompt.length
+                for name in ("k", "v"):
+                    torch.testing.assert_close(getattr(captured.state.cache, name)[:, slot, :, :n],
+                                               getattr(eager.state.cache, name)[:, slot, :, :n], rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(captured.state.hidden[slot], eager.state.hidden[slot], rtol=1e-4, atol=1e-5)
