@@ -90,6 +90,37 @@ class _Plan:
     body: int  # the tail's last ``body`` ids are the text to speak
 
 
+@dataclass(slots=True)
+class _Layout:
+    """A prompt as rows of its build's ``_Rows``: position i is text[i]'s row plus codec[i]'s."""
+
+    text: list[int]
+    codec: list[int]
+    trailing: list[int]
+    pad: int  # T(tts_pad), the trailing track's filler
+
+
+class _Rows:
+    """The rows [n, H] one ``build_prompts`` call gathers its prompts from, in the order added; each constant
+    (``embed_constant``) once."""
+
+    def __init__(self, talker: Talker):
+        self.talker, self.parts, self.count = talker, [], 0
+        self._constants: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+
+    def add(self, rows: torch.Tensor) -> list[int]:
+        """Append ``rows`` [n, H]; their row numbers."""
+        self.parts.append(rows)
+        self.count += rows.shape[0]
+        return list(range(self.count - rows.shape[0], self.count))
+
+    def constant(self, track: str, ids: tuple[int, ...]) -> list[int]:
+        """The rows of ``embed_constant(track, ids)``."""
+        if (track, ids) not in self._constants:
+            self._constants[track, ids] = self.add(self.talker.embed_constant(track, ids)[0])
+        return self._constants[track, ids]
+
+
 def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text: str,
                  non_streaming: bool | None = None) -> Prompt:
     """The prompt of one (voice, text); a clear error (``TextError``, ``VoiceError``, ``UnsupportedError``) when the
@@ -102,32 +133,61 @@ def build_prompt(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Vo
 
 def build_prompts(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, requests: list[tuple[Voice, str]],
                   non_streaming: bool | None = None) -> list[Prompt | Exception]:
-    """The prompt of each (voice, text), or the error that refuses it (the others are built all the same). The
-    text of all of them goes through the text embedding and projection in one pass: on a GPU a prompt is a few
-    dozen small kernel launches, which the many-streams loop would otherwise pay one prompt at a time."""
-    plans: list[_Plan | Exception] = []
-    for voice, text in requests:
-        try:
-            plans.append(_plan(cfg, tok, voice, text, non_streaming))
-        except Exception as e:  # the request's own error (its text or voice refused): only its own
-            plans.append(e)
+    """The prompt of each (voice, text), or the error that refuses it (the others are built all the same).
+
+    A handful of device operations for all of them, whatever their number (on a GPU each operation is a
+    kernel launch and its host work, and the many-streams loop builds the prompts of every request joining at
+    once): the texts are tokenized in one call, go through the text embedding and projection in one pass, and
+    every prompt position, a text-track row plus a codec-track row (``_Layout``), is gathered from one table of
+    rows (those texts, the constant embeddings, speakers, reference frames, a zero row) by two indexed reads
+    and a sum; each prompt is a view of the result."""
+    plans: list[_Plan | Exception] = [_checked(cfg, voice, text) for voice, text in requests]
+    valid = [i for i, plan in enumerate(plans) if plan is None]
+    for i, ids in zip(valid, tok.speech_ids_many([requests[i][1] for i in valid]), strict=True):
+        plans[i] = _plan(cfg, tok, requests[i][0], ids, non_streaming)
     pieces = [ids for plan in plans if isinstance(plan, _Plan) for ids in plan.texts]
     if not pieces:
         return plans
     dev = talker.codec_head.weight.device
-    embedded = talker.embed_text(on_device([i for ids in pieces for i in ids], dev)[None])  # [1, all, H]
-    texts = iter(embedded.split([len(ids) for ids in pieces], dim=1))
-    return [plan if isinstance(plan, Exception) else _assemble(talker, cfg, plan, [next(texts) for _ in plan.texts])
-            for plan in plans]
+    rows = _Rows(talker)
+    embedded = iter(rows.add(talker.embed_text(on_device([i for ids in pieces for i in ids], dev))))  # [all, H]
+    zero = rows.add(talker.codec_head.weight.new_zeros(1, talker.config.hidden_size))[0]
+    layouts = [plan if isinstance(plan, Exception)
+               else _layout(cfg, plan, [[next(embedded) for _ in ids] for ids in plan.texts], rows, zero)
+               for plan in plans]
+    table = torch.cat(rows.parts)  # [rows, H]
+    laid = [layout for layout in layouts if isinstance(layout, _Layout)]
+    text, codec = [r for layout in laid for r in layout.text], [r for layout in laid for r in layout.codec]
+    index = on_device(text + codec + [r for layout in laid for r in layout.trailing], dev)
+    n = len(text)
+    embeds = table[index[:n]] + table[index[n : 2 * n]]  # [positions of all prompts, H]
+    trailing = table[index[2 * n :]]
+    prompts, at, at_trailing = [], 0, 0
+    for layout in layouts:
+        if isinstance(layout, Exception):
+            prompts.append(layout)
+            continue
+        end, end_trailing = at + len(layout.text), at_trailing + len(layout.trailing)
+        prompts.append(Prompt(embeds[None, at:end], trailing[None, at_trailing:end_trailing],
+                              table[None, layout.pad : layout.pad + 1]))
+        at, at_trailing = end, end_trailing
+    return prompts
 
 
-def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text: str, non_streaming: bool | None) -> _Plan:
-    """Check (voice, text) and tokenize it: host work only."""
-    if not text or not text.strip():
-        raise TextError("there is no text to speak")
-    check_voice(cfg, voice)
+def _checked(cfg: ModelConfig, voice: Voice, text: str) -> Exception | None:
+    """Why (voice, text) cannot be spoken by this model, or None."""
+    try:
+        if not text or not text.strip():
+            raise TextError("there is no text to speak")
+        check_voice(cfg, voice)
+    except Exception as e:  # the request's own error: only its own
+        return e
+    return None
+
+
+def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int], non_streaming: bool | None) -> _Plan:
+    """The pieces of the prompt of ``voice`` speaking the text of ``text_ids`` (``tok.speech_ids``): host work only."""
     tc = cfg.talker_config
-    text_ids = tok.speech_ids(text)
     body = text_ids[3:-5]
     language_id = _language_id(cfg, voice)
     if language_id is None:
@@ -140,62 +200,58 @@ def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text: str, non_str
                  tuple(text_ids[:3]), control, texts, len(body))
 
 
-def _assemble(talker: Talker, cfg: ModelConfig, plan: _Plan, texts: list[torch.Tensor]) -> Prompt:
-    """The prompt of ``plan`` from its texts' embeddings (``plan.texts``, each [1, n, H])."""
+def _layout(cfg: ModelConfig, plan: _Plan, texts: list[list[int]], rows: _Rows, zero: int) -> _Layout:
+    """The rows of ``plan``'s prompt; ``texts``: the rows of its pieces' embeddings (``plan.texts``)."""
     tc, voice = cfg.talker_config, plan.voice
-
-    def T_const(x) -> torch.Tensor:  # T of ids found in every prompt, computed once
-        return talker.embed_constant("text", x)
-
-    def C_const(x) -> torch.Tensor:  # C of those
-        return talker.embed_constant("codec", x)
-
-    bos_embed, eos_embed, pad_embed = T_const((cfg.tts_bos_token_id, cfg.tts_eos_token_id,
-                                          cfg.tts_pad_token_id)).split(1, dim=1)  # 3 x [1, 1, H]
+    bos, eos, pad = rows.constant("text", (cfg.tts_bos_token_id, cfg.tts_eos_token_id, cfg.tts_pad_token_id))
     *instruct, tail = texts
-    parts = instruct + [T_const(plan.role)]
+    text = [r for piece in instruct for r in piece] + rows.constant("text", plan.role)  # text only
+    codec = [zero] * len(text)
 
-    # codec control track
-    codec = [C_const(plan.control)]
-    speaker = _speaker_embed(talker, cfg, voice)
-    if speaker is not None:
-        codec.append(speaker.view(1, 1, -1))
-    codec.append(C_const((tc.codec_pad_id, tc.codec_bos_id)))
-    codec = torch.cat(codec, dim=1)  # [1, Lc, H]
-    text_track = torch.cat([pad_embed.expand(-1, codec.shape[1] - 2, -1), bos_embed], dim=1)
-    parts.append(text_track + codec[:, :-1])
-    codec_bos = codec[:, -1:]
+    # codec control track, the speaker, then [pad, bos], against [tts_pad ... tts_pad, tts_bos]
+    control = rows.constant("codec", plan.control) + _speaker_rows(cfg, voice, rows)
+    codec_pad, codec_bos = rows.constant("codec", (tc.codec_pad_id, tc.codec_bos_id))
+    text += [pad] * len(control) + [bos]
+    codec += control + [codec_pad]
 
     if voice.in_context:
-        tail, trailing = _icl_tail(talker, voice, tail, eos_embed, pad_embed, plan.non_streaming)
-        parts.append(tail)
+        tail_text, tail_codec, trailing = _icl_tail(rows, voice, tail + [eos], codec_bos, codec_pad, pad,
+                                                    plan.non_streaming)
+        text += tail_text
+        codec += tail_codec
     elif plan.non_streaming:
-        n = plan.body + 1
-        parts.append(torch.cat([tail, eos_embed], dim=1) + C_const((tc.codec_pad_id,)).expand(-1, n, -1))
-        parts.append(pad_embed + codec_bos)
-        trailing = pad_embed
+        text += tail + [eos, pad]
+        codec += [codec_pad] * (len(tail) + 1) + [codec_bos]
+        trailing = [pad]
     else:
-        parts.append(tail[:, :1] + codec_bos)
-        trailing = torch.cat([tail[:, 1:], eos_embed], dim=1)
-    return Prompt(torch.cat(parts, dim=1), trailing, pad_embed)
+        text += tail[:1]
+        codec += [codec_bos] * len(tail[:1])
+        trailing = tail[1:] + [eos]
+    return _Layout(text, codec, trailing, pad)
 
 
-def _icl_tail(talker, voice, text, eos_embed, pad_embed, non_streaming):
-    """In-context cloning: transcript + text (``text``: their embeddings) against [bos, reference frames]."""
-    tc_pad = talker.config.codec_pad_id
-    text = torch.cat([text, eos_embed], dim=1)
-    ref = on_device(np.asarray(voice.ref_codes), text.device)  # [Tr, 16]
-    codec = torch.cat([talker.embed_constant("codec", (talker.config.codec_bos_id,)),
-                       talker.embed_frame(ref)[None]], dim=1)  # [1, 1 + Tr, H]
-    n_text, n_codec = text.shape[1], codec.shape[1]
+def _icl_tail(rows: _Rows, voice: Voice, text: list[int], codec_bos: int, codec_pad: int, pad: int,
+              non_streaming: bool) -> tuple[list[int], list[int], list[int]]:
+    """In-context cloning: transcript + text + eos (``text``, rows) against [bos, reference frames]; the (text,
+    codec) rows of the tail and the trailing track's."""
+    talker = rows.talker
+    ref = on_device(np.asarray(voice.ref_codes), talker.codec_head.weight.device)  # [Tr, 16]
+    codec = [codec_bos] + rows.add(talker.embed_frame(ref))
     if non_streaming:
-        pads = talker.embed_constant("codec", (tc_pad,)).expand(-1, n_text, -1)
-        tail = torch.cat([text + pads, codec + pad_embed], dim=1)
-        return tail, pad_embed
-    if n_text > n_codec:
-        return text[:, :n_codec] + codec, text[:, n_codec:]
-    text = torch.cat([text, pad_embed.expand(-1, n_codec - n_text, -1)], dim=1)
-    return text + codec, pad_embed
+        return text + [pad] * len(codec), [codec_pad] * len(text) + codec, [pad]
+    if len(text) > len(codec):
+        return text[: len(codec)], codec, text[len(codec) :]
+    return text + [pad] * (len(codec) - len(text)), codec, [pad]
+
+
+def _speaker_rows(cfg: ModelConfig, voice: Voice, rows: _Rows) -> list[int]:
+    """The speaker's row on the codec track: a preset's embedding, a clone's x-vector; none for a design."""
+    if voice.kind == "preset":
+        return rows.constant("codec", (_lower_keys(cfg.talker_config.spk_id)[voice.speaker],))
+    if voice.kind == "clone":
+        w = rows.talker.codec_head.weight
+        return rows.add(on_device(voice.speaker_embedding, w.device, None).to(w.dtype)[None])
+    return []
 
 
 def _language_id(cfg: ModelConfig, voice: Voice) -> int | None:
@@ -206,15 +262,6 @@ def _language_id(cfg: ModelConfig, voice: Voice) -> int | None:
         if dialect:
             lang = tc.codec_language_id[dialect]
     return lang
-
-
-def _speaker_embed(talker: Talker, cfg: ModelConfig, voice: Voice) -> torch.Tensor | None:
-    if voice.kind == "preset":
-        return talker.embed_constant("codec", (_lower_keys(cfg.talker_config.spk_id)[voice.speaker],))
-    if voice.kind == "clone":
-        w = talker.codec_head.weight
-        return on_device(voice.speaker_embedding, w.device, None).to(w.dtype)
-    return None
 
 
 def _lower_keys(d: dict) -> dict:

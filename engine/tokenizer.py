@@ -35,7 +35,15 @@ class TextTokenizer:
 
     def speech_ids(self, text: str) -> list[int]:
         """Role prefix (3 ids), the text, then 5 closing ids."""
-        return self.encode(f"<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n")
+        return self.speech_ids_many([text])[0]
+
+    def speech_ids_many(self, texts: list[str]) -> list[list[int]]:
+        """``speech_ids`` of each text, in one call of the tokenizer (its Rust side encodes a batch on several
+        threads, without the GIL)."""
+        if not texts:
+            return []
+        wrapped = [f"<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n" for text in texts]
+        return [list(ids) for ids in self._tok(wrapped, add_special_tokens=False)["input_ids"]]
 
     def reference_text_ids(self, text: str) -> list[int]:
         """The transcript of a cloning reference, without its 3-id prefix and 2-id suffix."""

@@ -1,7 +1,8 @@
-"""``build_prompts``: the prompts of several (voice, text) with all their text embedded in one pass, each equal to
-the prompt ``build_prompt`` makes of it alone (every voice kind, streaming and not, with an instruction), and a
-refused request answered with its own error while the others are built. (A design voice's description is the
-instruction: its ids go through the same pass.)"""
+"""``build_prompts``: the prompts of several (voice, text), their texts tokenized in one call and embedded in one
+pass and every position gathered from one table of rows, each equal to the prompt ``build_prompt`` makes of it
+alone (every voice kind, streaming and not, with an instruction), and a refused request answered with its own
+error while the others are built. (A design voice's description is the instruction: its ids go through the same
+pass.)"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The text tokenizer loads from a model folder quietly and leaves transformers' log level as it was."""
+"""The text tokenizer loads from a model folder quietly and leaves transformers' log level as it was; a batch of
+texts gets the ids each gets alone."""
 
 from __future__ import annotations
 
@@ -24,3 +25,12 @@ def test_loading_restores_the_log_level(tiny_model_dir):
     hf_logging.set_verbosity_warning()
     assert TextTokenizer(tiny_model_dir("custom_voice")).encode("hello")
     assert hf_logging.get_verbosity() == hf_logging.WARNING
+
+
+def test_a_batch_of_texts_gets_the_ids_each_text_gets_alone(tiny_model_dir):
+    tok = TextTokenizer(tiny_model_dir("custom_voice"))
+    texts = ["Hi.", "A longer sentence, with punctuation; and more!", "你好，世界。", "x", "  spaced  out  "]
+    batch = tok.speech_ids_many(texts)
+    wrapped = [tok.encode(f"<|im_start|>assistant\n{t}<|im_end|>\n<|im_start|>assistant\n") for t in texts]
+    assert batch == wrapped and [len(ids) for ids in batch] == [len(ids) for ids in wrapped]
+    assert tok.speech_ids(texts[1]) == wrapped[1] and tok.speech_ids_many([]) == []
