@@ -225,17 +225,17 @@ class BatchedStreams:
     next step is queued, or before an admission (whose prefill would hold it back), and the decode graphs
     are captured on a stream of their own (see ``separate_capture_stream``).
 
-    A caller's thread sends one request per segment, with the recipe of its prompt, and regroups the (codes,
+    A caller's thread sends one request per segment, with its voice and text, and regroups the (codes,
     audio) it receives into its chunk sizes. The loop thread builds the prompts: built by 64 callers' threads
     at once, the prompts' hundreds of small PyTorch calls fought the loop thread for the GIL, and an
-    admission then took ~250 ms instead of tens. It builds those of requests that came while it stepped
-    right after it queues the next step, so that this host work (~1 ms a prompt on an H200) overlaps the
-    step on the GPU instead of delaying the admission; a request found waiting at an admission has its
-    prompt built there. A caller whose audio runs on from earlier codes (several segments, or a reference's
-    codes) keeps its decoder state in a 1-row holder: copied into the slot's row when a segment starts and
-    back when it ends, so the audio runs on exactly across segments whichever slots they get; the other
-    callers' rows start from silence. ``stream`` is safe to call from up to ``slots`` threads (more simply
-    wait).
+    admission then took ~250 ms instead of tens. It builds those of requests that came while it stepped, all
+    in one ``build_prompts`` (a few device operations whatever their number), right after it queues the next
+    step, so that this host work overlaps the step on the GPU instead of delaying the admission; requests found
+    waiting at an admission have their prompts built there. A caller whose audio runs on from earlier codes
+    (several segments, or a reference's codes) keeps its decoder state in a 1-row holder: copied into the
+    slot's row when a segment starts and back when it ends, so the audio runs on exactly across segments
+    whichever slots they get; the other callers' rows start from silence. ``stream`` is safe to call from up
+    to ``slots`` threads (more simply wait).
 
     ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
     the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
