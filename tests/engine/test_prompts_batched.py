@@ -53,3 +53,28 @@ def test_a_refused_request_gets_its_own_error_and_the_others_their_prompts(tiny_
         assert all(isinstance(p, Exception) for p in build_prompts(talker, eng.config, eng.tokenizer, requests[1:3]))
     with pytest.raises(TextError):  # one prompt alone: its error raised
         build_prompt(talker, eng.config, eng.tokenizer, good, "")
+
+
+def test_the_device_work_does_not_grow_with_the_number_of_prompts(tiny_engine):
+    """The point of building prompts together: as many tensor operations for 24 prompts as for 2 (on a GPU each
+    is a kernel launch, paid on the many-streams loop's thread); only views (each prompt's slice of the result)
+    grow with them."""
+    from torch.profiler import ProfilerActivity, profile
+
+    eng = tiny_engine("custom_voice")
+    talker = eng.model.talker
+    voice = Voice.preset("vivian", "english")
+
+    def operations(n: int) -> int:
+        requests = [(voice, TEXTS[i % len(TEXTS)]) for i in range(n)]
+        with torch.inference_mode():
+            build_prompts(talker, eng.config, eng.tokenizer, requests)  # the constants, embedded once for good
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                build_prompts(talker, eng.config, eng.tokenizer, requests)
+        return sum(1 for e in prof.events() if e.name.startswith("aten::") and e.cpu_parent is None
+                   and e.name not in VIEWS)
+
+    assert operations(24) == operations(2) <= 20
+
+
+VIEWS = {"aten::slice", "aten::unsqueeze", "aten::select", "aten::view", "aten::as_strided", "aten::alias"}
