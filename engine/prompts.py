@@ -87,7 +87,6 @@ class _Plan:
     role: tuple[int, ...]  # the role prefix's text ids (embedded once for every prompt)
     control: tuple[int, ...]  # the codec control ids
     texts: list[list[int]]  # text ids to embed for this prompt alone: [instruction,] tail (text or transcript + text)
-    body: int  # the tail's last ``body`` ids are the text to speak
 
 
 @dataclass(slots=True)
@@ -197,7 +196,7 @@ def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int
     tail = tok.reference_text_ids(voice.ref_text) + body if voice.in_context else body
     texts = ([tok.instruct_ids(voice.instruct)] if voice.instruct else []) + [tail]
     return _Plan(voice, default_non_streaming(voice) if non_streaming is None else non_streaming,
-                 tuple(text_ids[:3]), control, texts, len(body))
+                 tuple(text_ids[:3]), control, texts)
 
 
 def _layout(cfg: ModelConfig, plan: _Plan, texts: list[list[int]], rows: _Rows, zero: int) -> _Layout:
