@@ -223,7 +223,10 @@ class BatchedStreams:
     runs on a CUDA stream of its own, overlapping the next iteration's step (the decode's convolutions fill
     the GPU where the step's many small kernels leave it idle): an iteration's audio is handed out once the
     next step is queued, or before an admission (whose prefill would hold it back), and the decode graphs
-    are captured on a stream of their own (see ``separate_capture_stream``).
+    are captured on a stream of their own (see ``separate_capture_stream``). Once every stream has begun and
+    no request could join it, the next step is queued right after the collect, ahead of the decode's launch
+    and the handouts: the GPU steps on while the loop thread does that host work, instead of waiting for it
+    (a request that comes meanwhile joins the step after).
 
     A caller's thread sends one request per segment, with its voice and text, and regroups the (codes,
     audio) it receives into its chunk sizes. The loop thread builds the prompts: built by 64 callers' threads
@@ -242,7 +245,8 @@ class BatchedStreams:
     are none), "admit" (prefilling the joining prompts), "step", "build" (the prompts of requests that came
     meanwhile, only when there are some and a slot for them), "handout" (the previous iteration's
     audio to the callers' outboxes, once decoded: after the step is queued, or before an admission, so
-    that a prefill does not hold it back), "collect" (reading back codes and ends) and "decode"
+    that a prefill does not hold it back), "collect" (reading back codes and ends), "step" again when the
+    next step is queued ahead (then the next iteration has neither "admit" nor "step") and "decode"
     (launching it)."""
 
     def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool | None = None):
@@ -322,13 +326,14 @@ class BatchedStreams:
     def _run_loop(self) -> None:
         """Admit waiting requests into free slots, step, build the prompts of the requests that came meanwhile
         (while the step runs on the GPU), hand out the previous iteration's audio (before the admission when
-        there is one), collect, launch this iteration's decode; errors go to the callers concerned, never kill
-        the loop."""
+        there is one), collect, queue the next step at once when nobody could join it, launch this iteration's
+        decode; errors go to the callers concerned, never kill the loop."""
         waiting: list[_Request] = []  # taken from the queue, prompt not built yet
         ready: list[tuple[_Request, Prompt]] = []  # prompt built and checked, waiting for a slot
         running: dict[int, _Request] = {}
         fresh: set[int] = set()
         decoded: _Decoded | None = None  # the previous iteration's decode, not yet handed out
+        ahead = False  # this iteration's step was queued by the last one, right after its collect
         while True:
             self._phase("wait")
             if not running and not waiting and not ready and decoded is None:
@@ -336,21 +341,24 @@ class BatchedStreams:
             self._take(waiting)
             with torch.inference_mode():
                 try:
-                    if decoded is not None and (waiting or ready) and len(running) < self.slots:
-                        self._phase("handout")  # before an admission, whose prefill would hold this audio back
-                        self._hand_out(decoded)
-                        decoded = None
-                    self._phase("admit")
-                    self._admit(waiting, ready, running, fresh)
+                    if not ahead:  # (a stream admitted now would miss the step queued ahead: it waits one)
+                        if decoded is not None and (waiting or ready) and len(running) < self.slots:
+                            self._phase("handout")  # before an admission, whose prefill would hold this audio back
+                            self._hand_out(decoded)
+                            decoded = None
+                        self._phase("admit")
+                        self._admit(waiting, ready, running, fresh)
                     n = 1 if fresh else LOOP_FRAMES  # single frames until every stream has begun
                     if running:
-                        self._phase("step")
-                        self.frames.step(n)
+                        if not ahead:
+                            self._phase("step")
+                            self.frames.step(n)
                         # the next admission's prompts, built while the step runs (none while the batch is full)
                         room = self.slots - len(running)
                         if self._take(waiting) and len(ready) < room:
                             self._phase("build")
                             self._build(waiting, ready, room)
+                    ahead = False
                     if decoded is not None:
                         self._phase("handout")
                         self._hand_out(decoded)
@@ -365,9 +373,15 @@ class BatchedStreams:
                         codes[slot, :len(new)] = new
                         if len(new):
                             fresh.discard(slot)
+                    collected_at = self._mark()  # the decode needs what came before, not a step queued ahead
+                    if self._may_step_ahead(ends, fresh, waiting, ready):
+                        self._phase("step")
+                        self.frames.step(LOOP_FRAMES)
+                        ahead = True
                     self._phase("decode")
                     decoded = self._decode(codes, {slot: (len(collected[slot][0]), running[slot].decoder_state)
-                                                   for slot, end in ends.items() if end and running[slot].keep})
+                                                   for slot, end in ends.items() if end and running[slot].keep},
+                                           collected_at)
                     decoded.handouts = [(slot, running[slot], new, ends[slot]) for slot, (new, _) in collected.items()]
                     for slot, end in ends.items():
                         if end:  # the slot is free for the next admission; its last audio is in ``decoded``
@@ -387,6 +401,23 @@ class BatchedStreams:
                     running.clear()
                     fresh.clear()
                     decoded = None
+                    ahead = False
+
+    def _may_step_ahead(self, ends: dict[int, bool], fresh: set[int], waiting: list[_Request],
+                        ready: list[tuple[_Request, Prompt]]) -> bool:
+        """Whether to queue the next iteration's step right after this collect, before this iteration's host
+        work (decode launch, handouts, releases): the GPU then goes on stepping instead of waiting for that
+        work. Only when no request could join that step (none waits, or no slot frees for it; a stream
+        admitted after the step is queued waits an iteration more), no stream is starting (its first audio
+        waits for single-frame iterations) and some stream goes on."""
+        going_on = sum(not end for end in ends.values())
+        if not going_on or fresh:
+            return False
+        return not (self._take(waiting) or ready) or going_on == self.slots
+
+    def _mark(self) -> torch.cuda.Event | None:
+        """An event after everything queued on the loop's stream so far (None off CUDA)."""
+        return torch.cuda.current_stream(self.engine.device).record_event() if self._decode_stream else None
 
     def _phase(self, name: str) -> None:
         if self.phase_timer is not None:
@@ -467,9 +498,11 @@ class BatchedStreams:
             running[slot] = request
             fresh.add(slot)
 
-    def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]]) -> _Decoded:
+    def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]],
+                after: torch.cuda.Event | None) -> _Decoded:
         """Launch the decode of ``codes`` int64 [bucket, n, 16] through the decoder state's rows [0, bucket),
-        on the decode stream after everything queued before it; the audio (float32 [bucket, n * 1920], in
+        on the decode stream after the loop stream's work up to ``after`` (``_mark``: the admissions' writes
+        to these rows; not a step queued since); the audio (float32 [bucket, n * 1920], in
         pieces) lands in host memory when the returned record's event completes. ``saves[row] = (k,
         holder)``: the stream of that row ended after k of these frames and continues later, so its row goes
         into ``holder`` right after frame k; the decode is cut there, so no frame past its end reaches the
@@ -477,7 +510,7 @@ class BatchedStreams:
         bucket, n = codes.shape[:2]
         stream, cuda = self._decode_stream, self._decode_stream is not None
         if cuda:
-            stream.wait_stream(torch.cuda.current_stream(self.engine.device))  # the step and the admission's rows
+            stream.wait_event(after)
         cuts = sorted({0, n, *(k for k, _ in saves.values())})
         pieces = []
         with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():

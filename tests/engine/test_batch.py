@@ -278,6 +278,62 @@ def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admiss
                                    np.concatenate([c.samples for c in alone]), atol=1e-9)
 
 
+def test_steady_iterations_queue_the_next_step_right_after_the_collect(engine64):
+    """Once every stream has begun and nobody waits for a slot, the loop queues the next step as soon as it has
+    collected, before that iteration's decode and handouts (phases "collect", "step", "decode"), and admits
+    nobody before that step's collect; three callers through two slots, streams ending and slots reused meanwhile,
+    still get what each gets alone."""
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=2, graphs=False)
+    events: list[str] = []
+    streams.phase_timer = events.append
+    requests = [(text, voice, sampling, 3 * frames) for text, voice, sampling, frames in REQUESTS[:3]]
+    results = stream_concurrently(streams, requests, chunk_frames=3)
+    streams.phase_timer = None
+    ahead = [i for i in range(len(events)) if events[i : i + 3] == ["collect", "step", "decode"]]
+    assert len(ahead) >= 3
+    for i in ahead:  # the step queued ahead is collected before anyone is admitted
+        following = events[i + 3 :]
+        assert "collect" in following and "admit" not in following[: following.index("collect")]
+    for i, (text, voice, sampling, frames) in enumerate(requests):
+        alone = list(engine64.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
+                                     max_frames=frames))
+        assert_same_chunks(results[i], alone, atol=1e-9)
+
+
+def test_a_request_sent_while_a_step_is_queued_ahead_joins_the_step_after_and_gets_its_audio_alone(engine64):
+    """A request that comes while the step queued ahead runs is not admitted before that step is collected (its
+    row would be decoded with frames it did not make); it joins the next one and gets what it gets alone."""
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=2, graphs=False)
+    events: list[str] = []
+    streams.phase_timer = events.append
+    late: list = []
+    caller = threading.Thread(target=lambda: late.extend(streams.stream(
+        "Sent during a step queued ahead.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=10)))
+    real_step = streams.frames.step
+
+    def step_starting_the_caller_when_ahead(n=1):
+        real_step(n)
+        if events[-2:] == ["collect", "step"] and not caller.is_alive() and not late:
+            caller.start()
+            while streams._requests.empty():
+                threading.Event().wait(0.001)
+
+    streams.frames.step = step_starting_the_caller_when_ahead
+    first = list(streams.stream("The first caller speaks for quite a while.", Voice.preset("vivian"),
+                                sampling=Sampling(greedy=True), max_frames=40))
+    caller.join(timeout=120)
+    streams.phase_timer = None
+    assert late, "no step was queued ahead"
+    for text, voice, frames, got in (("The first caller speaks for quite a while.", "vivian", 40, first),
+                                     ("Sent during a step queued ahead.", "ryan", 10, late)):
+        alone = list(engine64.stream(text, Voice.preset(voice), sampling=Sampling(greedy=True), max_frames=frames))
+        assert_same_chunks(got, alone, atol=1e-9)
+
+
 def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
     eng = engine64
     prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")

@@ -212,7 +212,7 @@ def test_batched_decodes_overlapping_steps_give_the_audio_they_give_alone(gpu_en
         streams.decoder_state.copy_(start)
         audio = []
         for codes in chunks:
-            decoded = streams._decode(codes, {})
+            decoded = streams._decode(codes, {}, streams._mark())
             if overlap:
                 streams.frames.step(4)  # queued behind the decode on the default stream: they run together
                 streams.frames.collect()
