@@ -5,7 +5,8 @@ of all streams joining at once are prefilled into free slots together, in one pa
 on a GPU replayed from a graph captured for its bucket of rows and positions (``BatchedPrefill``),
 while the others wait that pass), leave as soon as they end or are released, and their slots are
 reused. One ``frame_step`` advances every slot (captured as one CUDA graph on a GPU); ``collect``
-then reads back, in one synchronisation, the frames each stream made since the last collect.
+then reads back, in one synchronisation, the frames each stream made since the last collect (or hands
+out what ``fetch`` read back, so that the next step can be queued in between).
 Sampling noise is counter-based per stream, so a stream's codes do not depend on which other
 streams share its batch.
 
@@ -79,6 +80,15 @@ class _Stream:
     max_frames: int
     produced: int = 0  # frames stepped since prefill
     emitted: int = 0  # frames handed out by collect
+
+
+@dataclass(slots=True)
+class Fetched:
+    """Codes and ends read back after a step (``BatchedFrames.fetch``), with each stream's frames stepped then."""
+
+    eos_at: np.ndarray  # int64 [B]: the frame of each slot's EOS, or NEVER
+    codes: np.ndarray  # int64 [B, HISTORY, 16]: the ring of recent frames
+    produced: dict[int, int]  # slot -> frames stepped since its prefill, when read back
 
 
 class BatchedFrames:
@@ -176,17 +186,30 @@ class BatchedFrames:
         for s in self._streams.values():
             s.produced += n
 
-    def collect(self) -> dict[int, tuple[np.ndarray, bool]]:
-        """For each active slot: (new frames int64 [k, 16], ended). Ended streams stay until released."""
-        eos_at = self.state.eos_at.cpu().numpy()  # the one synchronisation
+    def fetch(self) -> Fetched:
+        """Read back the codes and ends (the one synchronisation) for ``collect``, with each stream's frames
+        stepped by now: steps queued between the two do not change what that collect hands out."""
+        eos_at = self.state.eos_at.cpu().numpy()
         codes = self.state.codes.cpu().numpy()  # [B, HISTORY, 16]
+        return Fetched(eos_at, codes, {slot: s.produced for slot, s in self._streams.items()})
+
+    def ending(self, fetched: Fetched) -> set[int]:
+        """The slots whose streams end within the frames ``fetched`` holds (an EOS, or their last frame)."""
+        return {slot for slot, produced in fetched.produced.items()
+                if fetched.eos_at[slot] != NEVER or produced >= self._streams[slot].max_frames}
+
+    def collect(self, fetched: Fetched | None = None) -> dict[int, tuple[np.ndarray, bool]]:
+        """For each active slot: (new frames int64 [k, 16], ended), from ``fetched`` (read back now when None).
+        Ended streams stay until released."""
+        fetched = fetched or self.fetch()
         out = {}
-        for slot, s in self._streams.items():
-            end = min(s.produced, s.max_frames)
-            if eos_at[slot] != NEVER:
-                end = min(end, int(eos_at[slot]))
+        for slot, produced in fetched.produced.items():
+            s = self._streams[slot]
+            end = min(produced, s.max_frames)
+            if fetched.eos_at[slot] != NEVER:
+                end = min(end, int(fetched.eos_at[slot]))
             ring = np.arange(s.emitted, max(end, s.emitted)) % HISTORY
-            out[slot] = (codes[slot, ring], end < s.produced or end == s.max_frames)
+            out[slot] = (fetched.codes[slot, ring], end < produced or end == s.max_frames)
             s.emitted = max(end, s.emitted)
         return out
 
@@ -366,22 +389,26 @@ class BatchedStreams:
                     if not running:
                         continue
                     self._phase("collect")
-                    collected = self.frames.collect()
-                    ends = {slot: ended or running[slot].cancel.is_set() for slot, (_, ended) in collected.items()}
+                    fetched = self.frames.fetch()
+                    fetched_at = self._mark()  # the decode needs what came before, not a step queued ahead
+                    cancelled = {slot for slot, request in running.items() if request.cancel.is_set()}
+                    if self._may_step_ahead(len(running) - len(self.frames.ending(fetched) | cancelled), waiting,
+                                            ready):
+                        self._phase("step")
+                        self.frames.step(LOOP_FRAMES)
+                        ahead = True
+                        self._phase("collect")
+                    collected = self.frames.collect(fetched)
+                    ends = {slot: ended or slot in cancelled for slot, (_, ended) in collected.items()}
                     codes = np.zeros((self.frames.bucket, n, 16), np.int64)  # zeros: free rows, frames past an end
                     for slot, (new, _) in collected.items():
                         codes[slot, :len(new)] = new
                         if len(new):
                             fresh.discard(slot)
-                    collected_at = self._mark()  # the decode needs what came before, not a step queued ahead
-                    if self._may_step_ahead(ends, fresh, waiting, ready):
-                        self._phase("step")
-                        self.frames.step(LOOP_FRAMES)
-                        ahead = True
                     self._phase("decode")
                     decoded = self._decode(codes, {slot: (len(collected[slot][0]), running[slot].decoder_state)
                                                    for slot, end in ends.items() if end and running[slot].keep},
-                                           collected_at)
+                                           fetched_at)
                     decoded.handouts = [(slot, running[slot], new, ends[slot]) for slot, (new, _) in collected.items()]
                     for slot, end in ends.items():
                         if end:  # the slot is free for the next admission; its last audio is in ``decoded``
@@ -403,15 +430,13 @@ class BatchedStreams:
                     decoded = None
                     ahead = False
 
-    def _may_step_ahead(self, ends: dict[int, bool], fresh: set[int], waiting: list[_Request],
-                        ready: list[tuple[_Request, Prompt]]) -> bool:
-        """Whether to queue the next iteration's step right after this collect, before this iteration's host
-        work (decode launch, handouts, releases): the GPU then goes on stepping instead of waiting for that
-        work. Only when no request could join that step (none waits, or no slot frees for it; a stream
-        admitted after the step is queued waits an iteration more), no stream is starting (its first audio
-        waits for single-frame iterations) and some stream goes on."""
-        going_on = sum(not end for end in ends.values())
-        if not going_on or fresh:
+    def _may_step_ahead(self, going_on: int, waiting: list[_Request], ready: list[tuple[_Request, Prompt]]) -> bool:
+        """Whether to queue the next iteration's step as soon as this one's codes are read back, before the host
+        work that follows (collecting them, the decode's launch, handouts, releases): the GPU then goes on
+        stepping instead of waiting for that work. Only when ``going_on`` streams continue and no request could
+        join that step: none waits, or no slot frees for it (a stream admitted after the step is queued waits
+        an iteration more)."""
+        if not going_on:
             return False
         return not (self._take(waiting) or ready) or going_on == self.slots
 

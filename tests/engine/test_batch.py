@@ -279,10 +279,10 @@ def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admiss
 
 
 def test_steady_iterations_queue_the_next_step_right_after_the_collect(engine64):
-    """Once every stream has begun and nobody waits for a slot, the loop queues the next step as soon as it has
-    collected, before that iteration's decode and handouts (phases "collect", "step", "decode"), and admits
-    nobody before that step's collect; three callers through two slots, streams ending and slots reused meanwhile,
-    still get what each gets alone."""
+    """When nobody waits for a slot, the loop queues the next step as soon as it has read the codes back, before
+    it collects them, launches that iteration's decode and hands out audio (phases "collect", "step",
+    "collect", "decode"), and admits nobody before that step's collect; three callers through two slots, streams
+    ending and slots reused meanwhile, still get what each gets alone."""
     from engine.batch import BatchedStreams
 
     streams = BatchedStreams(engine64, slots=2, graphs=False)
@@ -291,10 +291,10 @@ def test_steady_iterations_queue_the_next_step_right_after_the_collect(engine64)
     requests = [(text, voice, sampling, 3 * frames) for text, voice, sampling, frames in REQUESTS[:3]]
     results = stream_concurrently(streams, requests, chunk_frames=3)
     streams.phase_timer = None
-    ahead = [i for i in range(len(events)) if events[i : i + 3] == ["collect", "step", "decode"]]
+    ahead = [i for i in range(len(events)) if events[i : i + 4] == ["collect", "step", "collect", "decode"]]
     assert len(ahead) >= 3
     for i in ahead:  # the step queued ahead is collected before anyone is admitted
-        following = events[i + 3 :]
+        following = events[i + 4 :]
         assert "collect" in following and "admit" not in following[: following.index("collect")]
     for i, (text, voice, sampling, frames) in enumerate(requests):
         alone = list(engine64.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
@@ -332,6 +332,34 @@ def test_a_request_sent_while_a_step_is_queued_ahead_joins_the_step_after_and_ge
                                      ("Sent during a step queued ahead.", "ryan", 10, late)):
         alone = list(engine64.stream(text, Voice.preset(voice), sampling=Sampling(greedy=True), max_frames=frames))
         assert_same_chunks(got, alone, atol=1e-9)
+
+
+def test_a_step_queued_between_fetch_and_collect_changes_nothing_that_collect_hands_out(engine64):
+    """``collect(fetch())`` with a step in between hands out the frames made before the fetch, and the next collect
+    the step's: the same frames and ends as collecting after each step."""
+    eng = engine64
+    prompts = [build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset(v), t)
+               for v, t in (("vivian", "Hi."), ("ryan", "A second one."))]
+    got = []
+    for between in (False, True):
+        batch = BatchedFrames(eng.model.talker, slots=2, graphs=False)
+        batch.add_many([(p, Sampling(greedy=True), 0, 5) for p in prompts])  # the second step passes frame 5
+        with torch.inference_mode():
+            batch.step(3)
+            if between:
+                fetched = batch.fetch()
+                batch.step(3)
+                first = batch.collect(fetched)
+            else:
+                first = batch.collect()
+                batch.step(3)
+            got.append([first, batch.collect()])
+    for plain, fetched_first in zip(got[0], got[1], strict=True):
+        assert plain.keys() == fetched_first.keys()
+        for slot, (codes, ended) in plain.items():
+            np.testing.assert_array_equal(fetched_first[slot][0], codes)
+            assert fetched_first[slot][1] == ended
+    assert [len(c) for c, _ in got[1][0].values()] == [3, 3] and all(e for _, e in got[1][1].values())
 
 
 def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
