@@ -4,6 +4,7 @@ leaves around it (float64, so batch-size-dependent rounding cannot flip a choice
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -202,15 +203,16 @@ def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller
     assert built_on and set(built_on) == {"orator-batch"}
 
 
-def start_during_step(streams, caller, step: int) -> list[int]:
-    """Make ``streams``' loop start the thread ``caller`` during its ``step``-th step, on the loop thread, and
-    return only once the caller's request is queued; returns the frames of each step taken (a list that grows)."""
+def start_during_step(streams, caller, when: Callable[[list[int]], bool]) -> list[int]:
+    """Make ``streams``' loop start the thread ``caller`` during the first step for which ``when(steps)`` holds
+    (``steps``: the frames of each step taken so far, this one last), on the loop thread, and return only once
+    the caller's request is queued; returns ``steps`` (a list that grows)."""
     real_step, steps = streams.frames.step, []
 
     def step_starting_the_caller(n=1):
         steps.append(n)
         real_step(n)
-        if len(steps) == step:
+        if caller.ident is None and when(steps):  # not started yet
             caller.start()
             while streams._requests.empty():
                 threading.Event().wait(0.001)
@@ -230,7 +232,7 @@ def test_no_prompt_is_built_during_a_step_while_every_slot_is_taken(engine64):
     late: list = []
     caller = threading.Thread(target=lambda: late.extend(streams.stream(
         "Sent while the slot is taken.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=6)))
-    steps = start_during_step(streams, caller, 2)
+    steps = start_during_step(streams, caller, lambda steps: len(steps) == 2)
     list(streams.stream("The first caller holds the only slot.", Voice.preset("vivian"),
                         sampling=Sampling(greedy=True), max_frames=12))
     caller.join(timeout=120)
@@ -263,7 +265,7 @@ def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admiss
         second[name] = list(streams.stream(text, Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=6))
 
     caller = threading.Thread(target=speak, args=("late", "Sent while a step runs."))
-    start_during_step(streams, caller, 3)
+    start_during_step(streams, caller, lambda steps: len(steps) == 3)
     first = list(streams.stream("The first caller speaks for a while.", Voice.preset("vivian"),
                                 sampling=Sampling(greedy=True), max_frames=20))
     caller.join(timeout=120)
@@ -313,16 +315,7 @@ def test_a_request_sent_while_a_step_is_queued_ahead_joins_the_step_after_and_ge
     late: list = []
     caller = threading.Thread(target=lambda: late.extend(streams.stream(
         "Sent during a step queued ahead.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=10)))
-    real_step = streams.frames.step
-
-    def step_starting_the_caller_when_ahead(n=1):
-        real_step(n)
-        if events[-2:] == ["collect", "step"] and not caller.is_alive() and not late:
-            caller.start()
-            while streams._requests.empty():
-                threading.Event().wait(0.001)
-
-    streams.frames.step = step_starting_the_caller_when_ahead
+    start_during_step(streams, caller, lambda _: events[-2:] == ["collect", "step"])  # a step queued ahead
     first = list(streams.stream("The first caller speaks for quite a while.", Voice.preset("vivian"),
                                 sampling=Sampling(greedy=True), max_frames=40))
     caller.join(timeout=120)
