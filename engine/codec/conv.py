@@ -4,6 +4,13 @@ Every layer here sees only the past, so a stream can be cut anywhere: a layer wi
 the last inputs it needs in a ``tails`` tensor (``[B, C_in, history]``), written in place on every
 call. Starting from zero tails reproduces the zero padding of a whole-sequence pass bit for bit.
 Module and parameter names follow the official checkpoint (``conv.weight``, ``block.1``, ...).
+
+Layout: activations, tails and convolution weights are channels-last, shaped [B, C, T] but stored
+[B, T, C] (``channels_last``; weights by ``SpeechDecoder.from_dir``), and the convolutions run as 2-D ones
+over [B, C, 1, T] in ``torch.channels_last``. cuDNN's bf16/fp16 kernels work in that layout: given
+[B, C, T] contiguous, it converted every convolution's input and output around them, and picked a
+generic kernel for one dilated shape (a 128-row, 8-frame bf16 decode's convolutions: 30.6 ms against
+13.6 channels-last on an H200, docs/benchmarks.md, twelfth session).
 """
 
 from __future__ import annotations
@@ -23,6 +30,18 @@ Tails = dict[str, torch.Tensor]
 Activation = Callable[..., torch.Tensor]  # a SnakeBeta, or one with its pre-activation bias bound (partial)
 
 
+def channels_last(batch: int, channels: int, frames: int, like: torch.Tensor) -> torch.Tensor:
+    """An uninitialised [batch, channels, frames] tensor stored [batch, frames, channels], of ``like``'s dtype
+    and device."""
+    return like.new_empty(batch, frames, channels).transpose(1, 2)
+
+
+def lay_out_weight(weight: torch.Tensor) -> torch.Tensor:
+    """A convolution's weight [O, I, k] (same values) stored [O, k, I]: once unsqueezed to [O, I, 1, k] it is
+    ``torch.channels_last``, as the layers' 2-D convolutions want it (else converted on every call)."""
+    return weight.transpose(1, 2).contiguous().transpose(1, 2)
+
+
 class StreamingLayer(nn.Module):
     """A layer that remembers ``history`` input frames between chunks.
 
@@ -37,22 +56,24 @@ class StreamingLayer(nn.Module):
         self.state_key = ""
 
     def new_tail(self, batch: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-        return torch.zeros(batch, self.in_channels, self.history, device=device, dtype=dtype)
+        """Zeros [batch, C_in, history], channels-last."""
+        return torch.zeros(batch, self.history, self.in_channels, device=device, dtype=dtype).transpose(1, 2)
 
     def _with_past(self, x: torch.Tensor, tails: Tails, activation: Activation | None = None) -> torch.Tensor:
         """``[tail, activation(x)]`` along time (``activation(x)`` alone without history), the activation
         written straight into place (no second pass over the activated input to join it to the tail); the
-        tail is overwritten with the last ``history`` frames."""
+        tail is overwritten with the last ``history`` frames. Channels-last, as x is."""
         if not self.history:
             return x if activation is None else activation(x)
         tail = tails[self.state_key]  # [B, C, history]
+        b, c, t = x.shape
+        extended = channels_last(b, c, self.history + t, x)  # (torch.cat would lay it out time-contiguous)
+        extended[..., : self.history].copy_(tail)
         if activation is None:
-            extended = torch.cat([tail, x], dim=-1)  # [B, C, history + T]
+            extended[..., self.history :].copy_(x)
         else:
-            extended = x.new_empty(*x.shape[:-1], self.history + x.shape[-1])
-            extended[..., : self.history].copy_(tail)
             activation(x, out=extended[..., self.history :])
-        tail.copy_(extended[..., extended.shape[-1] - self.history :])
+        tail.copy_(extended[..., t:])
         return extended
 
 
@@ -68,8 +89,9 @@ class CausalConv1d(StreamingLayer):
         """[B, C_in, T] -> [B, C_out, T]: the convolution of ``activation(x)`` (of x without one); without its
         bias when ``with_bias`` is False (the caller adds ``conv.bias`` in a pass it makes anyway)."""
         conv = self.conv
-        return F.conv1d(self._with_past(x, tails, activation), conv.weight, conv.bias if with_bias else None,
-                        dilation=conv.dilation, groups=conv.groups)
+        y = F.conv2d(self._with_past(x, tails, activation).unsqueeze(2), conv.weight.unsqueeze(2),
+                     conv.bias if with_bias else None, dilation=(1, conv.dilation[0]), groups=conv.groups)
+        return y.squeeze(2)
 
 
 class CausalConvTranspose1d(StreamingLayer):
@@ -90,7 +112,9 @@ class CausalConvTranspose1d(StreamingLayer):
     def forward(self, x: torch.Tensor, tails: Tails, activation: Activation | None = None) -> torch.Tensor:
         """[B, C_in, T] -> [B, C_out, T * stride]: the transposed convolution of ``activation(x)``."""
         frames = x.shape[-1]
-        y = self.conv(self._with_past(x, tails, activation))  # [B, C_out, (history + T - 1) * stride + kernel_size]
+        conv = self.conv
+        y = F.conv_transpose2d(self._with_past(x, tails, activation).unsqueeze(2), conv.weight.unsqueeze(2), conv.bias,
+                               stride=(1, self.stride)).squeeze(2)  # [B, C_out, (history + T - 1) * stride + kernel]
         start = self.history * self.stride
         return y[..., start : start + frames * self.stride]
 

@@ -7,7 +7,8 @@
     -> pre_transformer (sliding window 72) -> upsample: 2 x (ConvTranspose x2, ConvNeXt) [B, 1024, 4T]
     -> decoder: causal conv k7, 4 upsampling blocks (x8 x5 x4 x3), Snake, conv k7 -> clamp [B, 1920T]
 
-Every layer is causal, so the output of a frame depends only on frames up to it. Exact streaming
+Every layer is causal, so the output of a frame depends only on frames up to it. Activations between
+the layers are channels-last ([B, C, T] stored [B, T, C]; engine/codec/conv.py says why). Exact streaming
 carries a ``DecoderState`` across calls: the left tails of every causal convolution, the previous
 input frame of every overlapping transposed convolution, and the keys/values of the last 71
 frames of each attention layer with their positions. ``decode_chunk`` on consecutive chunks
@@ -44,6 +45,7 @@ from engine.codec.conv import (
     SnakeBeta,
     StreamingLayer,
     UpsampleBlock,
+    lay_out_weight,
 )
 from engine.codec.quantizer import SplitQuantizer
 from engine.codec.transformer import SlidingWindowTransformer, WindowCache
@@ -191,4 +193,7 @@ class SpeechDecoder(nn.Module):
         with torch.device("meta"):
             model = cls(cfg)
         load_weights(model, directory / "model.safetensors", prefix=CHECKPOINT_PREFIX, device=device, dtype=dtype)
+        for module in model.modules():  # the layers run channels-last (engine/codec/conv.py)
+            if isinstance(module, nn.Conv1d | nn.ConvTranspose1d):
+                module.weight.data = lay_out_weight(module.weight.data)
         return model.eval()

@@ -4,7 +4,8 @@ Codebook 0 (semantic) goes through ``rvq_first``, codebooks 1.. (acoustic) throu
 each sums its codebook rows and projects them with a 1x1 conv, and the two results add. A codebook
 row is ``embedding_sum / max(cluster_usage, 1e-5)`` (how the training EMA stored it). Only the
 decoding direction is implemented; ``input_proj`` exists so the checkpoint loads strictly.
-Stateless: every frame decodes on its own.
+Stateless: every frame decodes on its own. Its output is channels-last ([B, T, C] in memory), as the
+decoder's layers want it (engine/codec/conv.py).
 """
 
 from __future__ import annotations
@@ -51,11 +52,11 @@ class ResidualQuantizer(nn.Module):
         self.output_proj = nn.Conv1d(dim, io_dim, 1, bias=False)
         self.vq = CodebookStack(count, dim, size)
 
-    def forward(self, codes: torch.Tensor) -> torch.Tensor:  # [B, T, count] -> [B, io_dim, T]
+    def forward(self, codes: torch.Tensor) -> torch.Tensor:  # [B, T, count] -> [B, io_dim, T], channels-last
         summed = self.vq.layers[0]._codebook(codes[..., 0])  # [B, T, dim]
         for index in range(1, len(self.vq.layers)):
             summed = summed + self.vq.layers[index]._codebook(codes[..., index])
-        return F.conv1d(summed.transpose(1, 2), self.output_proj.weight)
+        return F.linear(summed, self.output_proj.weight[..., 0]).transpose(1, 2)  # the 1x1 convolution
 
 
 class SplitQuantizer(nn.Module):

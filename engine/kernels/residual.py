@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.kernels import CHANNEL_TIME_DTYPES, channel_time_launch, runs_on, triton_available
+from engine.kernels import CHANNEL_TIME_DTYPES, channel_time_launch, empty_like_layout, runs_on, triton_available
 
 _ENABLED = triton_available()
 if _ENABLED:
@@ -19,32 +19,34 @@ if _ENABLED:
     import triton.language as tl
 
     @triton.jit
-    def _add_biased_kernel(x_ptr, y_ptr, bias_ptr, out_ptr, C, T, T_BLOCKS, sx_b, sx_c, sy_b, sy_c, so_b, so_c,
-                           BLOCK_T: tl.constexpr):
-        pid = tl.program_id(0)  # (row * C + channel) * T_BLOCKS + block of time steps, as the SnakeBeta kernel
-        row_channel = pid // T_BLOCKS
-        b = (row_channel // C).to(tl.int64)
-        c = (row_channel % C).to(tl.int64)
-        t = (pid % T_BLOCKS) * BLOCK_T + tl.arange(0, BLOCK_T)
-        ok = t < T
-        x = tl.load(x_ptr + b * sx_b + c * sx_c + t, mask=ok, other=0.0).to(tl.float32)
-        y = tl.load(y_ptr + b * sy_b + c * sy_c + t, mask=ok, other=0.0).to(tl.float32)
-        biased = (y + tl.load(bias_ptr + c).to(tl.float32)).to(out_ptr.dtype.element_ty).to(tl.float32)
-        tl.store(out_ptr + b * so_b + c * so_c + t, (x + biased).to(out_ptr.dtype.element_ty), mask=ok)
+    def _add_biased_kernel(x_ptr, y_ptr, bias_ptr, out_ptr, C, T, T_BLOCKS, C_BLOCKS, sx_b, sx_c, sx_t, sy_b, sy_c,
+                           sy_t, so_b, so_c, so_t, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr):
+        pid = tl.program_id(0)  # (row * T_BLOCKS + block of time steps) * C_BLOCKS + block of channels
+        c = (pid % C_BLOCKS) * BLOCK_C + tl.arange(0, BLOCK_C)
+        rest = pid // C_BLOCKS
+        t = ((rest % T_BLOCKS) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)[:, None]
+        b = (rest // T_BLOCKS).to(tl.int64)
+        ok = (t < T) & (c[None, :] < C)
+        x = tl.load(x_ptr + b * sx_b + t * sx_t + c[None, :] * sx_c, mask=ok, other=0.0).to(tl.float32)
+        y = tl.load(y_ptr + b * sy_b + t * sy_t + c[None, :] * sy_c, mask=ok, other=0.0).to(tl.float32)
+        bias = tl.load(bias_ptr + c, mask=c < C, other=0.0).to(tl.float32)
+        biased = (y + bias[None, :]).to(out_ptr.dtype.element_ty).to(tl.float32)
+        tl.store(out_ptr + b * so_b + t * so_t + c[None, :] * so_c, (x + biased).to(out_ptr.dtype.element_ty),
+                 mask=ok)
 
 
 def add_biased_kernel(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """``x + (y + bias)`` through the Triton kernel: x, y [B, C, T] of one dtype, contiguous in time; bias [C].
-    Returns a new contiguous tensor."""
-    if x.shape != y.shape or x.dtype != y.dtype or x.stride(-1) != 1 or y.stride(-1) != 1:
-        raise ValueError("add_biased_kernel needs x and y of one shape and dtype, contiguous in time")
-    b, c, t = x.shape
-    out = torch.empty(b, c, t, dtype=x.dtype, device=x.device)
+    """``x + (y + bias)`` through the Triton kernel: x, y [B, C, T] of one dtype, any strides; bias [C]. Returns a
+    new tensor laid out as x (``empty_like_layout``)."""
+    if x.shape != y.shape or x.dtype != y.dtype:
+        raise ValueError("add_biased_kernel needs x and y of one shape and dtype")
+    out = empty_like_layout(x)
     if out.numel() == 0:
         return out
-    block, t_blocks, warps = channel_time_launch(t)
-    _add_biased_kernel[(b * c * t_blocks,)](x, y, bias, out, c, t, t_blocks, x.stride(0), x.stride(1), y.stride(0),
-                                            y.stride(1), out.stride(0), out.stride(1), BLOCK_T=block, num_warps=warps)
+    block_t, block_c, t_blocks, c_blocks, warps = channel_time_launch(x)
+    b, c, t = x.shape
+    _add_biased_kernel[(b * t_blocks * c_blocks,)](x, y, bias, out, c, t, t_blocks, c_blocks, *x.stride(), *y.stride(),
+                                                   *out.stride(), BLOCK_T=block_t, BLOCK_C=block_c, num_warps=warps)
     return out
 
 
@@ -53,7 +55,6 @@ def add_biased(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor | None) -> t
     if bias is None:
         return x + y
     if (_ENABLED and x.is_cuda and x.dtype in CHANNEL_TIME_DTYPES and x.dtype == y.dtype
-            and bias.dtype in CHANNEL_TIME_DTYPES and x.shape == y.shape and x.stride(-1) == 1
-            and y.stride(-1) == 1 and runs_on(x.device)):
+            and bias.dtype in CHANNEL_TIME_DTYPES and x.shape == y.shape and runs_on(x.device)):
         return add_biased_kernel(x, y, bias)
     return x + (y + bias[None, :, None])

@@ -13,15 +13,15 @@ float32, bfloat16 or float16) and widened to float32.
 With ``bias`` (per channel) the kernel adds it to x first, rounded to x's dtype as PyTorch's own pass would:
 the bias of the convolution before the activation, which then needs no pass of its own (``ResidualUnit``).
 
-``snake_beta`` runs it for a float32, bfloat16 or float16 CUDA tensor whose last dimension is contiguous and
-falls back to the PyTorch code everywhere else (CPU, float64, Triton missing).
+``snake_beta`` runs it for a float32, bfloat16 or float16 CUDA tensor of any strides (the decoder's are
+channels-last) and falls back to the PyTorch code everywhere else (CPU, float64, Triton missing).
 """
 
 from __future__ import annotations
 
 import torch
 
-from engine.kernels import CHANNEL_TIME_DTYPES, channel_time_launch, runs_on, triton_available
+from engine.kernels import CHANNEL_TIME_DTYPES, channel_time_launch, empty_like_layout, runs_on, triton_available
 
 _ENABLED = triton_available()
 if _ENABLED:
@@ -29,42 +29,41 @@ if _ENABLED:
     import triton.language as tl
 
     @triton.jit
-    def _snake_kernel(x_ptr, log_alpha_ptr, log_beta_ptr, bias_ptr, y_ptr, C, T, T_BLOCKS, sx_b, sx_c, sy_b, sy_c,
-                      HAS_BIAS: tl.constexpr, BLOCK_T: tl.constexpr):
-        pid = tl.program_id(0)  # (row * C + channel) * T_BLOCKS + block of time steps: one flat grid axis
-        row_channel = pid // T_BLOCKS
-        b = (row_channel // C).to(tl.int64)
-        c = (row_channel % C).to(tl.int64)  # offsets in int64: an hour of audio is ~86M samples a channel
-        t = (pid % T_BLOCKS) * BLOCK_T + tl.arange(0, BLOCK_T)
-        ok = t < T
-        x = tl.load(x_ptr + b * sx_b + c * sx_c + t, mask=ok, other=0.0).to(tl.float32)
+    def _snake_kernel(x_ptr, log_alpha_ptr, log_beta_ptr, bias_ptr, y_ptr, C, T, T_BLOCKS, C_BLOCKS, sx_b, sx_c,
+                      sx_t, sy_b, sy_c, sy_t, HAS_BIAS: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr):
+        pid = tl.program_id(0)  # (row * T_BLOCKS + block of time steps) * C_BLOCKS + block of channels
+        c = (pid % C_BLOCKS) * BLOCK_C + tl.arange(0, BLOCK_C)
+        rest = pid // C_BLOCKS
+        t = ((rest % T_BLOCKS) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)  # an hour is ~86M samples
+        b = (rest // T_BLOCKS).to(tl.int64)
+        ok = (t[:, None] < T) & (c[None, :] < C)
+        x = tl.load(x_ptr + b * sx_b + t[:, None] * sx_t + c[None, :] * sx_c, mask=ok, other=0.0).to(tl.float32)
         if HAS_BIAS:
-            x = (x + tl.load(bias_ptr + c).to(tl.float32)).to(x_ptr.dtype.element_ty).to(tl.float32)
-        alpha = tl.exp(tl.load(log_alpha_ptr + c).to(tl.float32))
-        inv_beta = 1.0 / (tl.exp(tl.load(log_beta_ptr + c).to(tl.float32)) + 1e-9)
-        s = tl.sin(x * alpha)
-        y = x + inv_beta * (s * s)  # float32; rounded once, to the output's dtype, on the store
-        tl.store(y_ptr + b * sy_b + c * sy_c + t, y.to(y_ptr.dtype.element_ty), mask=ok)
+            bias = tl.load(bias_ptr + c, mask=c < C, other=0.0).to(tl.float32)
+            x = (x + bias[None, :]).to(x_ptr.dtype.element_ty).to(tl.float32)
+        alpha = tl.exp(tl.load(log_alpha_ptr + c, mask=c < C, other=0.0).to(tl.float32))
+        inv_beta = 1.0 / (tl.exp(tl.load(log_beta_ptr + c, mask=c < C, other=0.0).to(tl.float32)) + 1e-9)
+        s = tl.sin(x * alpha[None, :])
+        y = x + inv_beta[None, :] * (s * s)  # float32; rounded once, to the output's dtype, on the store
+        tl.store(y_ptr + b * sy_b + t[:, None] * sy_t + c[None, :] * sy_c, y.to(y_ptr.dtype.element_ty), mask=ok)
 
 
 def snake_beta_kernel(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
                       out: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """SnakeBeta of x [B, C, T] (last dimension contiguous; float32, bfloat16 or float16; plus ``bias`` [C]
-    first, rounded to x's dtype as a separate addition would be) with per-channel log_alpha, log_beta [C]
-    (contiguous, any of those dtypes) -> ``out`` [B, C, T] in x's dtype (contiguous in time; a new contiguous
-    tensor by default), through the Triton kernel: computed in float32, rounded once."""
-    b, c, t = x.shape
-    if x.stride(-1) != 1 or (out is not None and out.stride(-1) != 1):
-        raise ValueError("snake_beta_kernel needs x and out contiguous in time")
+    """SnakeBeta of x [B, C, T] (any strides; float32, bfloat16 or float16; plus ``bias`` [C] first, rounded to
+    x's dtype as a separate addition would be) with per-channel log_alpha, log_beta [C] (contiguous, any of
+    those dtypes) -> ``out`` [B, C, T] in x's dtype (any strides; by default a new tensor laid out as x, see
+    ``empty_like_layout``), through the Triton kernel: computed in float32, rounded once."""
     if out is not None and (out.shape != x.shape or out.dtype != x.dtype):
         raise ValueError(f"out must be {tuple(x.shape)} {x.dtype}, not {tuple(out.shape)} {out.dtype}")
-    y = torch.empty(b, c, t, dtype=x.dtype, device=x.device) if out is None else out
+    y = empty_like_layout(x) if out is None else out
     if y.numel() == 0:
         return y
-    block, t_blocks, warps = channel_time_launch(t)
-    _snake_kernel[(b * c * t_blocks,)](x, log_alpha, log_beta, log_alpha if bias is None else bias, y, c, t,
-                                       t_blocks, x.stride(0), x.stride(1), y.stride(0), y.stride(1),
-                                       HAS_BIAS=bias is not None, BLOCK_T=block, num_warps=warps)
+    block_t, block_c, t_blocks, c_blocks, warps = channel_time_launch(x)
+    b, c, t = x.shape
+    _snake_kernel[(b * t_blocks * c_blocks,)](x, log_alpha, log_beta, log_alpha if bias is None else bias, y, c, t,
+                                              t_blocks, c_blocks, *x.stride(), *y.stride(), HAS_BIAS=bias is not None,
+                                              BLOCK_T=block_t, BLOCK_C=block_c, num_warps=warps)
     return y
 
 
@@ -74,7 +73,7 @@ def snake_beta(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
     bias is given), the parameters per channel [C], in x's dtype; written into ``out`` (same shape) when given."""
     if (_ENABLED and x.is_cuda and x.dtype in CHANNEL_TIME_DTYPES and log_alpha.dtype in CHANNEL_TIME_DTYPES
             and log_beta.dtype in CHANNEL_TIME_DTYPES and (bias is None or bias.dtype in CHANNEL_TIME_DTYPES)
-            and x.stride(-1) == 1 and (out is None or out.stride(-1) == 1) and runs_on(x.device)):
+            and runs_on(x.device)):
         return snake_beta_kernel(x, log_alpha, log_beta, out, bias)
     if bias is not None:
         x = x + bias[None, :, None]

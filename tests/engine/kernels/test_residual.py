@@ -1,6 +1,6 @@
 """The residual sum with a convolution's bias in one pass (engine/kernels/residual.py) against the two
-PyTorch additions it replaces: bit for bit in float32 and bfloat16, for contiguous tensors and for views.
-On CPU in Triton's interpreter; on a GPU for real."""
+PyTorch additions it replaces: bit for bit in float32 and bfloat16, for contiguous and channels-last tensors and
+for views. On CPU in Triton's interpreter; on a GPU for real."""
 
 from __future__ import annotations
 
@@ -38,12 +38,25 @@ def test_views_contiguous_in_time():
     torch.testing.assert_close(residual.add_biased_kernel(a, b, bias), a + (b + bias[None, :, None]), atol=0, rtol=0)
 
 
-def test_refuses_what_it_cannot_read():
+@pytest.mark.parametrize("channels", [5, 96, 300])
+def test_channels_last_terms_as_the_decoder_keeps_them(channels, bf16_rounded_to_nearest):
+    """Both terms stored [B, T, C], one a trimmed view of a longer tensor (a transposed convolution's output):
+    bit for bit, and the sum laid out channels-last as the first term."""
+    x, _, bias = tensors((2, channels, 300), torch.bfloat16, seed=channels)
+    _, y, _ = tensors((2, channels, 200), torch.bfloat16, seed=channels + 1)
+    a = x.transpose(1, 2).contiguous().transpose(1, 2)[..., 50:250]
+    b = y.transpose(1, 2).contiguous().transpose(1, 2)
+    got = residual.add_biased_kernel(a, b, bias)
+    assert got.stride(1) == 1 and got.transpose(1, 2).is_contiguous()
+    torch.testing.assert_close(got, a + (b + bias[None, :, None]), atol=0, rtol=0)
+
+
+def test_refuses_what_it_cannot_add():
     x, y, bias = tensors((2, 4, 9), torch.float32, seed=3)
-    with pytest.raises(ValueError, match="contiguous in time"):
-        residual.add_biased_kernel(x.transpose(1, 2).contiguous().transpose(1, 2), y, bias)
     with pytest.raises(ValueError, match="one shape and dtype"):
         residual.add_biased_kernel(x, y.double(), bias)
+    with pytest.raises(ValueError, match="one shape and dtype"):
+        residual.add_biased_kernel(x, y[..., :8], bias)
 
 
 def test_the_dispatcher_falls_back_to_pytorch_off_the_gpu_and_without_a_bias():

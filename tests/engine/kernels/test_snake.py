@@ -1,5 +1,6 @@
 """The codec decoder's SnakeBeta in one Triton pass (engine/kernels/snake.py) against the PyTorch code it
-replaces: contiguous input, a view of a longer tensor (as a transposed convolution's trimmed output is),
+replaces: contiguous input, channels-last input (as the decoder keeps its activations), a view of a longer tensor
+(as a transposed convolution's trimmed output is),
 time lengths from one step to several blocks, channels with their own parameters; bfloat16 and float16
 (computed in float32, rounded once). On CPU in Triton's interpreter; on a GPU, also the decoder layer that
 calls it."""
@@ -81,13 +82,28 @@ def test_writes_into_a_view_of_a_longer_buffer():
         snake.snake_beta_kernel(x, log_alpha, log_beta, out=extended[..., 5:])
 
 
-def test_time_must_be_contiguous():
-    log_alpha, log_beta = parameters(4, seed=0)
-    with pytest.raises(ValueError, match="contiguous in time"):
-        snake.snake_beta_kernel(torch.randn(2, 9, 4).to(DEVICE).transpose(1, 2), log_alpha, log_beta)
-    x = torch.randn(2, 4, 9).to(DEVICE)
-    with pytest.raises(ValueError, match="contiguous in time"):
-        snake.snake_beta_kernel(x, log_alpha, log_beta, out=torch.empty(2, 9, 4).to(DEVICE).transpose(1, 2))
+@pytest.mark.parametrize("channels", [6, 96, 200])
+def test_channels_last_as_the_decoder_keeps_its_activations(channels):
+    """x stored [B, T, C] (channels innermost), several channel blocks and a partial last one: the output is laid
+    out channels-last too, and written into a channels-last view of a longer buffer in place."""
+    log_alpha, log_beta = parameters(channels, seed=channels)
+    x = torch.randn(2, 70, channels, generator=torch.Generator().manual_seed(5)).to(DEVICE).transpose(1, 2)
+    got = snake.snake_beta_kernel(x, log_alpha, log_beta)
+    assert got.stride(1) == 1 and got.transpose(1, 2).is_contiguous()
+    torch.testing.assert_close(got, reference(x, log_alpha, log_beta), atol=2e-6, rtol=2e-6)
+    extended = torch.full((2, 6 + 70, channels), 7.0, device=DEVICE).transpose(1, 2)
+    snake.snake_beta_kernel(x, log_alpha, log_beta, out=extended[..., 6:])
+    torch.testing.assert_close(extended[..., 6:], reference(x, log_alpha, log_beta), atol=2e-6, rtol=2e-6)
+    assert torch.all(extended[..., :6] == 7.0)
+
+
+def test_a_channels_last_view_of_a_longer_tensor_into_a_time_contiguous_output():
+    """A transposed convolution's trimmed channels-last output read in place, written into another layout."""
+    log_alpha, log_beta = parameters(40, seed=6)
+    x = torch.randn(3, 300, 40, generator=torch.Generator().manual_seed(7)).to(DEVICE).transpose(1, 2)[..., 20:220]
+    out = torch.empty(3, 40, 200, device=DEVICE)
+    snake.snake_beta_kernel(x, log_alpha, log_beta, out=out)
+    torch.testing.assert_close(out, reference(x, log_alpha, log_beta), atol=2e-6, rtol=2e-6)
 
 
 def test_the_decoder_layer_uses_it_on_cuda_only_and_not_for_float64(monkeypatch):
