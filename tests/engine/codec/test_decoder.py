@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from engine.codec import SpeechDecoder, SpeechTokenizerConfig
@@ -48,6 +49,27 @@ def test_decode_gives_1920_float32_samples_per_frame_within_unit_range(decoder):
     assert audio.abs().max() <= 1.0
     assert audio.std() > 0.01
     assert not torch.equal(audio[0], audio[1])
+
+
+def test_every_convolution_runs_channels_last(decoder, monkeypatch):
+    """The layers hand each other [B, T, C] memory and the loaded weights are laid out to match, so cuDNN gets
+    what its bf16 kernels work in and converts nothing (engine/codec/conv.py); the streaming tails too."""
+    seen = []
+
+    def spying(real):
+        def spy(x, w, *args, **kwargs):
+            seen.append((x.is_contiguous(memory_format=torch.channels_last),
+                         w.is_contiguous(memory_format=torch.channels_last)))
+            return real(x, w, *args, **kwargs)
+        return spy
+
+    for name in ("conv2d", "conv_transpose2d"):
+        monkeypatch.setattr(F, name, spying(getattr(F, name)))
+    decoder.decode(_codes(2, 3, seed=5))
+    convolutions = [m for name, m in decoder.named_modules()
+                    if isinstance(m, torch.nn.Conv1d | torch.nn.ConvTranspose1d) and not name.startswith("quantizer")]
+    assert len(seen) == len(convolutions) and all(x and w for x, w in seen)
+    assert all(tail.stride(1) == 1 for tail in decoder.new_state(2).tails.values())
 
 
 def test_decode_of_a_prefix_is_the_prefix_of_the_decode(decoder):
