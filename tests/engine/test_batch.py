@@ -203,6 +203,14 @@ def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller
     assert built_on and set(built_on) == {"orator-batch"}
 
 
+def late_caller(streams, text: str, voice: Voice, max_frames: int) -> tuple[threading.Thread, list]:
+    """A thread (not started) that streams ``text`` greedily, and the list its chunks land in."""
+    chunks: list = []
+    caller = threading.Thread(target=lambda: chunks.extend(streams.stream(
+        text, voice, sampling=Sampling(greedy=True), max_frames=max_frames)))
+    return caller, chunks
+
+
 def start_during_step(streams, caller, when: Callable[[list[int]], bool]) -> list[int]:
     """Make ``streams``' loop start the thread ``caller`` during the first step for which ``when(steps)`` holds
     (``steps``: the frames of each step taken so far, this one last), on the loop thread, and return only once
@@ -229,9 +237,7 @@ def test_no_prompt_is_built_during_a_step_while_every_slot_is_taken(engine64):
     streams = BatchedStreams(engine64, slots=1, graphs=False)
     events: list[str] = []
     streams.phase_timer = events.append
-    late: list = []
-    caller = threading.Thread(target=lambda: late.extend(streams.stream(
-        "Sent while the slot is taken.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=6)))
+    caller, late = late_caller(streams, "Sent while the slot is taken.", Voice.preset("ryan"), 6)
     steps = start_during_step(streams, caller, lambda steps: len(steps) == 2)
     list(streams.stream("The first caller holds the only slot.", Voice.preset("vivian"),
                         sampling=Sampling(greedy=True), max_frames=12))
@@ -312,9 +318,7 @@ def test_a_request_sent_while_a_step_is_queued_ahead_joins_the_step_after_and_ge
     streams = BatchedStreams(engine64, slots=2, graphs=False)
     events: list[str] = []
     streams.phase_timer = events.append
-    late: list = []
-    caller = threading.Thread(target=lambda: late.extend(streams.stream(
-        "Sent during a step queued ahead.", Voice.preset("ryan"), sampling=Sampling(greedy=True), max_frames=10)))
+    caller, late = late_caller(streams, "Sent during a step queued ahead.", Voice.preset("ryan"), 10)
     start_during_step(streams, caller, lambda _: events[-2:] == ["collect", "step"])  # a step queued ahead
     first = list(streams.stream("The first caller speaks for quite a while.", Voice.preset("vivian"),
                                 sampling=Sampling(greedy=True), max_frames=40))
