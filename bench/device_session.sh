@@ -9,7 +9,7 @@
 # name the commit:
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh tests|0.6b|1.7b [seconds, default 570]
 # `ab` measures a branch against this tree side by side, at the same moment (main on the first GPU, the
-# branch on the second; needs two), the many-streams benchmark at 64 and 128 streams through the engine
+# branch on the second; on a one-GPU machine one after the other), the many-streams benchmark at 64 and 128 streams through the engine
 # and HTTP, then the loop's GPU timeline at 64 and 128 (bench.gpu_timeline: its busy, idle and overlap).
 # DIR is the branch's whole tree, unpacked here beforehand (`mkdir _branch && git archive BRANCH | tar -x -C
 # _branch`: untracked, it travels with the call):
@@ -82,13 +82,18 @@ ab_half() {
 GRAPHS=tests/engine/graphs/test_graphs_gpu.py
 FIRST="not batched and not triton_kernels"  # ~8 minutes on an H200 by this session's durations; the rest ~7
 if [ "$SIZE" = ab ]; then
-    if [ "$GPUS" -lt 2 ] || [ ! -d "$BRANCH_TREE/engine" ]; then
-        echo "ab needs two GPUs and the branch's tree (a folder with engine/): got $GPUS, '$BRANCH_TREE'"; exit 2
+    if [ ! -d "$BRANCH_TREE/engine" ]; then
+        echo "ab needs the branch's tree (a folder with engine/): got '$BRANCH_TREE'"; exit 2
     fi
     python3 -m engine.synthetic "/tmp/orator-ab-models/$AB_SIZE-custom_voice" --size "$AB_SIZE" --type custom_voice >/dev/null
-    (CUDA_VISIBLE_DEVICES=0 ab_half main "$PWD") &
-    (CUDA_VISIBLE_DEVICES=1 ab_half branch "$(cd "$BRANCH_TREE" && pwd)") &
-    wait
+    if [ "$GPUS" -ge 2 ]; then
+        (CUDA_VISIBLE_DEVICES=0 ab_half main "$PWD") &
+        (CUDA_VISIBLE_DEVICES=1 ab_half branch "$(cd "$BRANCH_TREE" && pwd)") &
+        wait
+    else  # one GPU: main, then the branch, half the time each (the branch's warm-up reads main's compile cache)
+        (BUDGET=$(( $(date +%s) - START + $(left) / 2 )); ab_half main "$PWD")
+        (ab_half branch "$(cd "$BRANCH_TREE" && pwd)")
+    fi
 elif [ "$SIZE" = tests ]; then
     if [ "$GPUS" -ge 2 ]; then
         (CUDA_VISIBLE_DEVICES=0 LOG=tests tests 100 tests/engine/kernels tests/engine/test_runtime.py "$GRAPHS" -k "$FIRST") &
