@@ -247,9 +247,9 @@ class BatchedStreams:
     the GPU where the step's many small kernels leave it idle): an iteration's audio is handed out once the
     next step is queued, or before an admission (whose prefill would hold it back), and the decode graphs
     are captured on a stream of their own (see ``separate_capture_stream``). Once every stream has begun and
-    no request could join it, the next step is queued right after the collect, ahead of the decode's launch
-    and the handouts: the GPU steps on while the loop thread does that host work, instead of waiting for it
-    (a request that comes meanwhile joins the step after).
+    no request could join it, the next step is queued right after the read-back (``fetch``), ahead of the
+    collect, the decode's launch and the handouts: the GPU steps on while the loop thread does that host work,
+    instead of waiting for it (a request that comes meanwhile joins the step after).
 
     A caller's thread sends one request per segment, with its voice and text, and regroups the (codes,
     audio) it receives into its chunk sizes. The loop thread builds the prompts: built by 64 callers' threads
