@@ -23,17 +23,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.kernels import channels_last
 from engine.kernels.residual import add_biased
 from engine.kernels.snake import snake_beta
 
 Tails = dict[str, torch.Tensor]
 Activation = Callable[..., torch.Tensor]  # a SnakeBeta, or one with its pre-activation bias bound (partial)
-
-
-def channels_last(batch: int, channels: int, frames: int, like: torch.Tensor) -> torch.Tensor:
-    """An uninitialised [batch, channels, frames] tensor stored [batch, frames, channels], of ``like``'s dtype
-    and device."""
-    return like.new_empty(batch, frames, channels).transpose(1, 2)
 
 
 def lay_out_weight(weight: torch.Tensor) -> torch.Tensor:

@@ -66,10 +66,13 @@ def is_channels_last(x: torch.Tensor) -> bool:
     return x.shape[1] > 1 and x.stride(1) == 1
 
 
+def channels_last(batch: int, channels: int, frames: int, like: torch.Tensor) -> torch.Tensor:
+    """An uninitialised [batch, channels, frames] tensor stored [batch, frames, channels], of ``like``'s dtype
+    and device."""
+    return like.new_empty(batch, frames, channels).transpose(1, 2)
+
+
 def empty_like_layout(x: torch.Tensor) -> torch.Tensor:
     """A new tensor of x's shape [B, C, T] and dtype, laid out as x (channels-last or time-contiguous) even when x
     is a view (``torch.empty_like`` falls back to contiguous for views)."""
-    b, c, t = x.shape
-    if is_channels_last(x):
-        return x.new_empty(b, t, c).transpose(1, 2)
-    return x.new_empty(b, c, t)
+    return channels_last(*x.shape, x) if is_channels_last(x) else x.new_empty(x.shape)
