@@ -4,9 +4,9 @@
 of all streams joining at once are prefilled into free slots together, in one padded talker pass,
 on a GPU replayed from a graph captured for its bucket of rows and positions (``BatchedPrefill``),
 while the others wait that pass), leave as soon as they end or are released, and their slots are
-reused. One ``frame_step`` advances every slot (captured as one CUDA graph on a GPU); ``collect``
-then reads back, in one synchronisation, the frames each stream made since the last collect (or hands
-out what ``fetch`` read back, so that the next step can be queued in between).
+reused. One ``frame_step`` advances every slot (captured as one CUDA graph on a GPU) and queues the copy of
+its codes to host memory; ``collect`` waits for the oldest such copy (the one synchronisation) and hands out
+the frames each stream made in that step, so that the next step can be queued before the last is read back.
 Sampling noise is counter-based per stream, so a stream's codes do not depend on which other
 streams share its batch.
 
@@ -17,6 +17,7 @@ on a GPU on a CUDA stream of its own while the next iteration steps.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import queue
 import random
@@ -84,11 +85,13 @@ class _Stream:
 
 @dataclass(slots=True)
 class Fetched:
-    """Codes and ends read back after a step (``BatchedFrames.fetch``), with each stream's frames stepped then."""
+    """The codes and ends of one step, copied to host memory as soon as the step is done (``BatchedFrames.step``
+    queues the copy; its ``collect`` waits for it), with each stream's frames stepped by then."""
 
-    eos_at: np.ndarray  # int64 [B]: the frame of each slot's EOS, or NEVER
-    codes: np.ndarray  # int64 [B, HISTORY, 16]: the ring of recent frames
-    produced: dict[int, int]  # slot -> frames stepped since its prefill, when read back
+    eos_at: torch.Tensor  # int64 [B]: the frame of each slot's EOS, or NEVER
+    codes: torch.Tensor  # int64 [bucket, HISTORY, 16]: the ring of recent frames
+    stepped: dict[int, tuple[_Stream, int]]  # slot -> (its stream, frames stepped since its prefill)
+    done: torch.cuda.Event | None  # recorded after the copies (None: already there, off CUDA)
 
 
 class BatchedFrames:
@@ -107,6 +110,7 @@ class BatchedFrames:
         self._steps: dict[int, Graphed] = {}
         self._free = list(range(slots))
         self._streams: dict[int, _Stream] = {}
+        self._copies: collections.deque[Fetched] = collections.deque()  # queued by steps, not fetched yet
 
     def _step_for(self, bucket: int) -> Graphed:
         """The frame step over slots [0, bucket), captured on first use."""
@@ -168,14 +172,23 @@ class BatchedFrames:
             return self.prefill.bucket(rows, longest) is not None
         return rows * longest <= PREFILL_TOKENS
 
+    def stepping_on(self) -> set[int]:
+        """The slots whose streams have frames left to step (one that has stepped its last frame ends, whatever
+        its codes)."""
+        return {slot for slot, s in self._streams.items() if s.produced < s.max_frames}
+
     def release(self, slot: int) -> None:
         """Free ``slot`` at once (stream finished or cancelled)."""
         if self._streams.pop(slot, None) is not None:
             self.state.retire(slot)
             self._free.append(slot)
+        if not self._streams:  # what queued steps made is nobody's now
+            self._copies.clear()
 
     def step(self, n: int = 1) -> None:
-        """Advance every slot ``n`` frames (at most the ring's length between two collects)."""
+        """Advance every slot ``n`` frames (at most the ring's length between two collects), then queue the
+        copy of the codes and ends to host memory that its ``collect`` waits for: steps can be queued ahead of the
+        read-back of earlier ones, which keeps the GPU busy while the host reads back."""
         if any(s.produced + n - s.emitted > HISTORY for s in self._streams.values()):
             raise RuntimeError(f"collect at least every {HISTORY} frames")
         if not self._streams:
@@ -185,31 +198,40 @@ class BatchedFrames:
             step()
         for s in self._streams.values():
             s.produced += n
+        self._copies.append(self._copy_back())
 
-    def fetch(self) -> Fetched:
-        """Read back the codes and ends (the one synchronisation) for ``collect``, with each stream's frames
-        stepped by now: steps queued between the two do not change what that collect hands out."""
-        eos_at = self.state.eos_at.cpu().numpy()
-        codes = self.state.codes.cpu().numpy()  # [B, HISTORY, 16]
-        return Fetched(eos_at, codes, {slot: s.produced for slot, s in self._streams.items()})
+    def _copy_back(self) -> Fetched:
+        """Queue the copy of the codes and ends to host memory (pinned, asynchronous on a GPU)."""
+        cuda = self.device.type == "cuda"
+        sources = self.state.eos_at, self.state.codes[: self.bucket]
+        eos_at, codes = (torch.empty(t.shape, dtype=t.dtype, pin_memory=cuda).copy_(t, non_blocking=cuda)
+                         for t in sources)
+        done = torch.cuda.current_stream(self.device).record_event() if cuda else None
+        return Fetched(eos_at, codes, {slot: (s, s.produced) for slot, s in self._streams.items()}, done)
 
-    def ending(self, fetched: Fetched) -> set[int]:
-        """The slots whose streams end within the frames ``fetched`` holds (an EOS, or their last frame)."""
-        return {slot for slot, produced in fetched.produced.items()
-                if fetched.eos_at[slot] != NEVER or produced >= self._streams[slot].max_frames}
+    def _fetch(self) -> Fetched:
+        """The codes and ends of the oldest step not collected yet (read back now when there is none), once they
+        are in host memory: the one synchronisation."""
+        fetched = self._copies.popleft() if self._copies else self._copy_back()
+        if fetched.done is not None:
+            fetched.done.synchronize()
+        return fetched
 
-    def collect(self, fetched: Fetched | None = None) -> dict[int, tuple[np.ndarray, bool]]:
-        """For each active slot: (new frames int64 [k, 16], ended), from ``fetched`` (read back now when None).
-        Ended streams stay until released."""
-        fetched = fetched or self.fetch()
+    def collect(self) -> dict[int, tuple[np.ndarray, bool]]:
+        """The frames of the oldest step not collected yet, whatever steps were queued since: for each slot it
+        stepped that the same stream still holds, (new frames int64 [k, 16], ended). Ended streams stay until
+        released."""
+        fetched = self._fetch()
+        eos_at, codes = fetched.eos_at.numpy(), fetched.codes.numpy()
         out = {}
-        for slot, produced in fetched.produced.items():
-            s = self._streams[slot]
+        for slot, (s, produced) in fetched.stepped.items():
+            if self._streams.get(slot) is not s:  # released since
+                continue
             end = min(produced, s.max_frames)
-            if fetched.eos_at[slot] != NEVER:
-                end = min(end, int(fetched.eos_at[slot]))
+            if eos_at[slot] != NEVER:
+                end = min(end, int(eos_at[slot]))
             ring = np.arange(s.emitted, max(end, s.emitted)) % HISTORY
-            out[slot] = (fetched.codes[slot, ring], end < produced or end == s.max_frames)
+            out[slot] = (codes[slot, ring], end < produced or end == s.max_frames)
             s.emitted = max(end, s.emitted)
         return out
 
@@ -247,9 +269,9 @@ class BatchedStreams:
     the GPU where the step's many small kernels leave it idle): an iteration's audio is handed out once the
     next step is queued, or before an admission (whose prefill would hold it back), and the decode graphs
     are captured on a stream of their own (see ``separate_capture_stream``). Once every stream has begun and
-    no request could join it, the next step is queued right after the read-back (``fetch``), ahead of the
-    collect, the decode's launch and the handouts: the GPU steps on while the loop thread does that host work,
-    instead of waiting for it (a request that comes meanwhile joins the step after).
+    no request could join it, the next step is queued before this one is read back, ahead of the handouts,
+    the read-back, the collect and the decode's launch: the GPU steps on while the loop thread waits and does
+    that host work, instead of waiting for it (a request that comes meanwhile joins the step after).
 
     A caller's thread sends one request per segment, with its voice and text, and regroups the (codes,
     audio) it receives into its chunk sizes. The loop thread builds the prompts: built by 64 callers' threads
@@ -268,9 +290,9 @@ class BatchedStreams:
     are none), "admit" (prefilling the joining prompts), "step", "build" (the prompts of requests that came
     meanwhile, only when there are some and a slot for them), "handout" (the previous iteration's
     audio to the callers' outboxes, once decoded: after the step is queued, or before an admission, so
-    that a prefill does not hold it back), "collect" (reading back codes and ends), "step" again when the
-    next step is queued ahead (then the next iteration has neither "admit" nor "step") and "decode"
-    (launching it)."""
+    that a prefill does not hold it back; "step" comes again before it when the next step is queued ahead,
+    and the next iteration then has neither "admit" nor "step" of its own), "collect" (reading back codes and
+    ends) and "decode" (launching it)."""
 
     def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool | None = None):
         self.engine, self.slots = engine, slots
@@ -280,6 +302,7 @@ class BatchedStreams:
         self._pool = None  # one memory pool for every decoder graph
         cuda = engine.device.type == "cuda"
         self._decode_stream = torch.cuda.Stream(engine.device) if cuda else None
+        self._rows_written: torch.cuda.Event | None = None  # see _note_rows_written
         # the decode graphs replay while a step's graph runs: captured apart, so their cuBLAS workspace is their own
         self._capture_stream = separate_capture_stream(engine.device) if cuda and self.frames.use_graphs else None
         # captured up front by default: a capture while streams run stalls them (and steps their rows)
@@ -348,15 +371,15 @@ class BatchedStreams:
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:
         """Admit waiting requests into free slots, step, build the prompts of the requests that came meanwhile
-        (while the step runs on the GPU), hand out the previous iteration's audio (before the admission when
-        there is one), collect, queue the next step at once when nobody could join it, launch this iteration's
+        (while the step runs on the GPU), queue the next step at once when nobody could join it, hand out the
+        previous iteration's audio (before the admission when there is one), collect, launch this iteration's
         decode; errors go to the callers concerned, never kill the loop."""
         waiting: list[_Request] = []  # taken from the queue, prompt not built yet
         ready: list[tuple[_Request, Prompt]] = []  # prompt built and checked, waiting for a slot
         running: dict[int, _Request] = {}
         fresh: set[int] = set()
         decoded: _Decoded | None = None  # the previous iteration's decode, not yet handed out
-        ahead = False  # this iteration's step was queued by the last one, right after its collect
+        ahead = False  # this iteration's step was queued by the last one, before its read-back
         while True:
             self._phase("wait")
             if not running and not waiting and not ready and decoded is None:
@@ -382,6 +405,12 @@ class BatchedStreams:
                             self._phase("build")
                             self._build(waiting, ready, room)
                     ahead = False
+                    if running and not fresh:
+                        cancelled = {slot for slot, request in running.items() if request.cancel.is_set()}
+                        if self._may_step_ahead(len(self.frames.stepping_on() - cancelled), waiting, ready):
+                            self._phase("step")  # before this step's read-back: the GPU goes on meanwhile
+                            self.frames.step(LOOP_FRAMES)
+                            ahead = True
                     if decoded is not None:
                         self._phase("handout")
                         self._hand_out(decoded)
@@ -389,16 +418,8 @@ class BatchedStreams:
                     if not running:
                         continue
                     self._phase("collect")
-                    fetched = self.frames.fetch()
-                    fetched_at = self._mark()  # the decode needs what came before, not a step queued ahead
+                    collected = self.frames.collect()  # this iteration's step, whatever was queued since
                     cancelled = {slot for slot, request in running.items() if request.cancel.is_set()}
-                    if self._may_step_ahead(len(running) - len(self.frames.ending(fetched) | cancelled), waiting,
-                                            ready):
-                        self._phase("step")
-                        self.frames.step(LOOP_FRAMES)
-                        ahead = True
-                        self._phase("collect")
-                    collected = self.frames.collect(fetched)
                     ends = {slot: ended or slot in cancelled for slot, (_, ended) in collected.items()}
                     codes = np.zeros((self.frames.bucket, n, 16), np.int64)  # zeros: free rows, frames past an end
                     for slot, (new, _) in collected.items():
@@ -407,8 +428,7 @@ class BatchedStreams:
                             fresh.discard(slot)
                     self._phase("decode")
                     decoded = self._decode(codes, {slot: (len(collected[slot][0]), running[slot].decoder_state)
-                                                   for slot, end in ends.items() if end and running[slot].keep},
-                                           fetched_at)
+                                                   for slot, end in ends.items() if end and running[slot].keep})
                     decoded.handouts = [(slot, running[slot], new, ends[slot]) for slot, (new, _) in collected.items()]
                     for slot, end in ends.items():
                         if end:  # the slot is free for the next admission; its last audio is in ``decoded``
@@ -431,18 +451,21 @@ class BatchedStreams:
                     ahead = False
 
     def _may_step_ahead(self, going_on: int, waiting: list[_Request], ready: list[tuple[_Request, Prompt]]) -> bool:
-        """Whether to queue the next iteration's step as soon as this one's codes are read back, before the host
-        work that follows (collecting them, the decode's launch, handouts, releases): the GPU then goes on
-        stepping instead of waiting for that work. Only when ``going_on`` streams continue and no request could
-        join that step: none waits, or no slot frees for it (a stream admitted after the step is queued waits
-        an iteration more)."""
+        """Whether to queue the next iteration's step before this one's codes are read back and the host work
+        that follows (handouts, collecting them, the decode's launch, releases): the GPU then goes on stepping
+        instead of waiting for that work. Only when ``going_on`` streams have frames left to step (not cancelled,
+        not at their last frame; an EOS in the step not read back yet is not known) and no request could join
+        that step: none waits, or no slot frees for it (a stream admitted after the step is queued waits an
+        iteration more)."""
         if not going_on:
             return False
         return not (self._take(waiting) or ready) or going_on == self.slots
 
-    def _mark(self) -> torch.cuda.Event | None:
-        """An event after everything queued on the loop's stream so far (None off CUDA)."""
-        return torch.cuda.current_stream(self.engine.device).record_event() if self._decode_stream else None
+    def _note_rows_written(self) -> None:
+        """Make the next decodes wait for the writes to the decoder state's rows queued on the loop's stream so
+        far (admissions), and for nothing queued after (the steps, which decodes run beside)."""
+        if self._decode_stream is not None:
+            self._rows_written = torch.cuda.current_stream(self.engine.device).record_event()
 
     def _phase(self, name: str) -> None:
         if self.phase_timer is not None:
@@ -513,6 +536,7 @@ class BatchedStreams:
             if held:
                 self.decoder_state.put_rows(on_device([slot for slot, _ in held], self.engine.device),
                                             [state for _, state in held])
+            self._note_rows_written()
         except Exception as e:  # a device failure during prefill or the rows' writes
             for slot in slots:
                 self.frames.release(slot)
@@ -523,19 +547,18 @@ class BatchedStreams:
             running[slot] = request
             fresh.add(slot)
 
-    def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]],
-                after: torch.cuda.Event | None) -> _Decoded:
+    def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]]) -> _Decoded:
         """Launch the decode of ``codes`` int64 [bucket, n, 16] through the decoder state's rows [0, bucket),
-        on the decode stream after the loop stream's work up to ``after`` (``_mark``: the admissions' writes
-        to these rows; not a step queued since); the audio (float32 [bucket, n * 1920], in
+        on the decode stream after the admissions' writes to these rows (``_note_rows_written``; not after the
+        steps queued since); the audio (float32 [bucket, n * 1920], in
         pieces) lands in host memory when the returned record's event completes. ``saves[row] = (k,
         holder)``: the stream of that row ended after k of these frames and continues later, so its row goes
         into ``holder`` right after frame k; the decode is cut there, so no frame past its end reaches the
         saved state."""
         bucket, n = codes.shape[:2]
         stream, cuda = self._decode_stream, self._decode_stream is not None
-        if cuda:
-            stream.wait_event(after)
+        if self._rows_written is not None:
+            stream.wait_event(self._rows_written)
         cuts = sorted({0, n, *(k for k, _ in saves.values())})
         pieces = []
         with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():

@@ -286,11 +286,20 @@ def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admiss
                                    np.concatenate([c.samples for c in alone]), atol=1e-9)
 
 
-def test_steady_iterations_queue_the_next_step_right_after_the_collect(engine64):
-    """When nobody waits for a slot, the loop queues the next step as soon as it has read the codes back, before
-    it collects them, launches that iteration's decode and hands out audio (phases "collect", "step",
-    "collect", "decode"), and admits nobody before that step's collect; three callers through two slots, streams
-    ending and slots reused meanwhile, still get what each gets alone."""
+def outstanding_steps(events: list[str]) -> list[int]:
+    """After each phase event: the steps queued and not yet collected."""
+    queued, counts = 0, []
+    for event in events:
+        queued += {"step": 1, "collect": -1}.get(event, 0)
+        counts.append(queued)
+    return counts
+
+
+def test_steady_iterations_queue_the_next_step_before_reading_back_the_last(engine64):
+    """When nobody waits for a slot, the loop queues the next step before it reads back the last one (two steps
+    queued and not collected), ahead of the handouts, the collect and the decode's launch, and admits nobody
+    while two are queued; three callers through two slots, streams ending and slots reused meanwhile, still get
+    what each gets alone."""
     from engine.batch import BatchedStreams
 
     streams = BatchedStreams(engine64, slots=2, graphs=False)
@@ -299,15 +308,33 @@ def test_steady_iterations_queue_the_next_step_right_after_the_collect(engine64)
     requests = [(text, voice, sampling, 3 * frames) for text, voice, sampling, frames in REQUESTS[:3]]
     results = stream_concurrently(streams, requests, chunk_frames=3)
     streams.phase_timer = None
-    ahead = [i for i in range(len(events)) if events[i : i + 4] == ["collect", "step", "collect", "decode"]]
-    assert len(ahead) >= 3
-    for i in ahead:  # the step queued ahead is collected before anyone is admitted
-        following = events[i + 4 :]
-        assert "collect" in following and "admit" not in following[: following.index("collect")]
+    outstanding = outstanding_steps(events)
+    ahead = [i for i, count in enumerate(outstanding) if count == 2 and outstanding[i - 1] == 1]
+    assert len(ahead) >= 3 and max(outstanding) == 2
+    for i in ahead:
+        assert events[i] == "step" and "collect" in events[i:]
+        assert "admit" not in events[i : i + events[i:].index("collect")]
     for i, (text, voice, sampling, frames) in enumerate(requests):
         alone = list(engine64.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
                                      max_frames=frames))
         assert_same_chunks(results[i], alone, atol=1e-9)
+
+
+@pytest.mark.parametrize("frames", [9, 17, 20])
+def test_no_step_is_queued_ahead_for_streams_at_their_last_frame(engine64, frames):
+    """A stream of ``frames`` frames steps one frame, then eight at a time: once it has stepped its last frame no
+    step is queued ahead for it (it would only keep the GPU from its last decode)."""
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=2, graphs=False)
+    events: list[str] = []
+    streams.phase_timer = events.append
+    chunks = list(streams.stream("A stream that runs to its last frame.", Voice.preset("vivian"),
+                                 sampling=Sampling(greedy=True, min_frames=frames), max_frames=frames))
+    streams.phase_timer = None
+    assert sum(c.n_frames for c in chunks) == frames
+    assert events.count("step") == 1 + -(-(frames - 1) // LOOP_FRAMES)
+    assert max(outstanding_steps(events)) == (2 if frames > 1 + LOOP_FRAMES else 1)
 
 
 def test_a_request_sent_while_a_step_is_queued_ahead_joins_the_step_after_and_gets_its_audio_alone(engine64):
@@ -319,7 +346,7 @@ def test_a_request_sent_while_a_step_is_queued_ahead_joins_the_step_after_and_ge
     events: list[str] = []
     streams.phase_timer = events.append
     caller, late = late_caller(streams, "Sent during a step queued ahead.", Voice.preset("ryan"), 10)
-    start_during_step(streams, caller, lambda _: events[-2:] == ["collect", "step"])  # a step queued ahead
+    start_during_step(streams, caller, lambda _: outstanding_steps(events)[-1] == 2)  # a step queued ahead
     first = list(streams.stream("The first caller speaks for quite a while.", Voice.preset("vivian"),
                                 sampling=Sampling(greedy=True), max_frames=40))
     caller.join(timeout=120)
@@ -331,32 +358,52 @@ def test_a_request_sent_while_a_step_is_queued_ahead_joins_the_step_after_and_ge
         assert_same_chunks(got, alone, atol=1e-9)
 
 
-def test_a_step_queued_between_fetch_and_collect_changes_nothing_that_collect_hands_out(engine64):
-    """``collect(fetch())`` with a step in between hands out the frames made before the fetch, and the next collect
-    the step's: the same frames and ends as collecting after each step."""
+def test_steps_queued_before_a_collect_change_nothing_that_it_hands_out(engine64):
+    """Two steps queued, then two collects: the first hands out the first step's frames and the second the
+    second's, the same frames and ends as collecting after each step."""
     eng = engine64
     prompts = [build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset(v), t)
                for v, t in (("vivian", "Hi."), ("ryan", "A second one."))]
     got = []
-    for between in (False, True):
+    for queued_ahead in (False, True):
         batch = BatchedFrames(eng.model.talker, slots=2, graphs=False)
         batch.add_many([(p, Sampling(greedy=True), 0, 5) for p in prompts])  # the second step passes frame 5
         with torch.inference_mode():
             batch.step(3)
-            if between:
-                fetched = batch.fetch()
+            if queued_ahead:
                 batch.step(3)
-                first = batch.collect(fetched)
+                first = batch.collect()
             else:
                 first = batch.collect()
                 batch.step(3)
             got.append([first, batch.collect()])
-    for plain, fetched_first in zip(got[0], got[1], strict=True):
-        assert plain.keys() == fetched_first.keys()
+    for plain, ahead in zip(got[0], got[1], strict=True):
+        assert plain.keys() == ahead.keys()
         for slot, (codes, ended) in plain.items():
-            np.testing.assert_array_equal(fetched_first[slot][0], codes)
-            assert fetched_first[slot][1] == ended
+            np.testing.assert_array_equal(ahead[slot][0], codes)
+            assert ahead[slot][1] == ended
     assert [len(c) for c, _ in got[1][0].values()] == [3, 3] and all(e for _, e in got[1][1].values())
+
+
+def test_a_collect_skips_slots_released_since_their_step_and_taken_by_new_streams(engine64):
+    """A step queued, its slot released and given to a new stream before the collect: that collect hands the
+    new stream nothing (the frames were the old stream's), and the next step's collect its own frames."""
+    eng = engine64
+    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
+    batch = BatchedFrames(eng.model.talker, slots=2, graphs=False)
+    batch.add_many([(prompt, Sampling(greedy=True), 0, 9)] * 2)
+    with torch.inference_mode():
+        batch.step(2)
+        batch.release(1)
+        assert batch.add(prompt, Sampling(greedy=True), 0, 9) == 1
+        collected = batch.collect()
+        assert set(collected) == {0} and len(collected[0][0]) == 2
+        batch.step(2)
+        collected = batch.collect()
+    assert set(collected) == {0, 1} and len(collected[1][0]) == 2
+    alone = eng.generate_codes("Hi.", Voice.preset("vivian"), Sampling(greedy=True), max_frames=4)
+    np.testing.assert_array_equal(collected[1][0], alone[:2])  # the new stream's first frames
+    np.testing.assert_array_equal(collected[0][0], alone[2:4])  # the old one's next
 
 
 def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
