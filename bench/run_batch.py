@@ -13,7 +13,9 @@ HTTP server runs in a thread of this process too, in front of the same captured 
 in a process of their own (``bench.clients.ClientProcess``: httpx only, no torch), as a deployed server's
 would: every ``clients`` field says which (``"in process"``, ``"separate process"``). Until that change (the
 commit that added ``bench/clients.py``), the HTTP rows' client threads shared this process's GIL with the
-server's event loop, its scheduler threads and the engine's loop thread.
+server's event loop, its scheduler threads and the engine's loop thread. The HTTP rows also give the server's
+side of each run (``server_wall_s``: first request in to last chunk out of the engine; ``arrival_spread_ms``:
+how far apart the requests reached it), which tells a slow server from slow clients.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ class BatchResult:
     clients: str = IN_PROCESS  # where the requesting threads ran: IN_PROCESS or SEPARATE_PROCESS
     allocator: dict = dataclasses.field(default_factory=dict)  # allocator_during the run ({} off CUDA)
     collector: dict = dataclasses.field(default_factory=dict)  # collector_pauses during the run
+    # HTTP rows: the server's side of the run (``ServedSpan``): from the first request reaching the engine to the
+    # last one's last chunk, and how far apart the requests reached it; against ``wall_s`` (the clients' view),
+    # what the server took apart from the clients sending and reading
+    server_wall_s: float | None = None
+    arrival_spread_ms: float | None = None
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -73,10 +80,45 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str,
               warmup_s: float = 0.0, decoder_dtype: str = "float32", clients: str = IN_PROCESS,
-              allocator: dict | None = None, collector: dict | None = None) -> BatchResult:
+              allocator: dict | None = None, collector: dict | None = None,
+              served: ServedSpan | None = None) -> BatchResult:
     return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
                        percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype, clients,
-                       allocator or {}, collector or {})
+                       allocator or {}, collector or {},
+                       served and round(served.wall_s, 4), served and round(served.arrival_spread_ms, 2))
+
+
+class ServedSpan:
+    """When the server's requests reached the engine and when each one's last chunk left it: a backend
+    wrapper (``wrap``) records both, ``clear`` starts a run."""
+
+    def __init__(self):
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def clear(self) -> None:
+        self.starts.clear()
+        self.ends.clear()
+
+    def wrap(self, backend):
+        """``backend`` with its ``run`` recorded."""
+        run = backend.run
+
+        def recorded(job, cancel):
+            self.starts.append(time.perf_counter())
+            yield from run(job, cancel)
+            self.ends.append(time.perf_counter())
+
+        backend.run = recorded
+        return backend
+
+    @property
+    def wall_s(self) -> float:
+        return max(self.ends) - min(self.starts)
+
+    @property
+    def arrival_spread_ms(self) -> float:
+        return (max(self.starts) - min(self.starts)) * 1000
 
 
 # The CUDA caching allocator's counters. A retry (``num_alloc_retries``) is an allocation that found no free block
@@ -188,15 +230,17 @@ def main(argv=None) -> None:
                                  args.decoder_dtype, allocator=allocator, collector=collector))
         print(results[-1].to_json(), flush=True)
     if args.http:
-        url, server, backend = start_server(engine, streams)  # the same captured streams
+        served = ServedSpan()
+        url, server, backend = start_server(engine, streams, served)  # the same captured streams
         try:
             with ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:
                 clients.run(1, 4)  # warm-up of the HTTP path (and of the client process), as of the engine's
                 for n in args.streams:
+                    served.clear()
                     ttfa, wall, allocator, collector = watched(args.device, lambda n=n: clients.run(n, args.frames))
                     results.append(summarize("http", n, args.frames, ttfa, wall, args.device,
                                              backend.streams.warmup_seconds, args.decoder_dtype, SEPARATE_PROCESS,
-                                             allocator, collector))
+                                             allocator, collector, served))
                     print(results[-1].to_json(), flush=True)
         finally:
             server.should_exit = True
@@ -205,9 +249,9 @@ def main(argv=None) -> None:
             f.writelines(r.to_json() + "\n" for r in results)
 
 
-def start_server(engine: Engine, streams):
-    """The HTTP server serving from ``streams`` (a BatchedStreams) on a free loopback port: (url, server,
-    backend)."""
+def start_server(engine: Engine, streams, served: ServedSpan | None = None):
+    """The HTTP server serving from ``streams`` (a BatchedStreams) on a free loopback port, its backend's runs
+    recorded in ``served`` when given: (url, server, backend)."""
     import socket
     import tempfile
     from pathlib import Path
@@ -227,7 +271,7 @@ def start_server(engine: Engine, streams):
 
     def make_backend(eng: Engine) -> BatchedBackend:
         backends.append(BatchedBackend(eng, streams.slots, streams))
-        return backends[-1]
+        return served.wrap(backends[-1]) if served is not None else backends[-1]
 
     app = create_app(lambda: engine, library, ServerSettings(max_queue=4 * streams.slots), make_backend=make_backend)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -59,6 +59,11 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
         assert all(gen["passes"] > 0 for gen in r["collector"].values())
         assert len(r["ttfa_ms"]) == r["streams"] and 0 < r["ttfa_p50_ms"] <= r["ttfa_p95_ms"]
         assert r["audio_s_per_s"] == pytest.approx(r["streams"] * r["frames"] / 12.5 / r["wall_s"])
+    for r in rows[:2]:
+        assert r["server_wall_s"] is None and r["arrival_spread_ms"] is None
+    for r in rows[2:]:  # the server's side lies within the clients' wall
+        assert 0 < r["server_wall_s"] < r["wall_s"] and 0 <= r["arrival_spread_ms"] < 1000 * r["server_wall_s"]
+    assert rows[2]["arrival_spread_ms"] == 0  # one request
 
 
 def test_a_bfloat16_decoder_is_used_and_recorded(tiny_model_dir, capsys, monkeypatch):
