@@ -514,9 +514,14 @@ class BatchedStreams:
     def _admit(self, waiting: list[_Request], ready: list[tuple[_Request, Prompt]], running: dict[int, _Request],
                fresh: set[int]) -> None:
         """Move ready requests (their prompts built now if they are not yet) into free slots, prefilled
-        together; a failed prefill reaches the callers it was for."""
+        together; a failed prefill reaches the callers it was for. Into an idle batch, requests that come while
+        the prompts are built join too: a burst of callers, arriving over tens of milliseconds, is admitted in
+        one prefill instead of its first caller alone and the rest an iteration later; a lone request waits for
+        nothing, and running streams never wait for arrivals."""
         free = self.slots - len(running)
         self._build(waiting, ready, free)
+        while not running and len(ready) < free and self._take(waiting):
+            self._build(waiting, ready, free)
         joining = [request for request, _ in ready[:free]]
         prompts = [prompt for _, prompt in ready[:free]]
         del ready[:free]

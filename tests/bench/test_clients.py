@@ -3,18 +3,20 @@ its requests concurrently on its own threads, and its failures reach the parent 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from bench.clients import ClientProcess
+from bench.clients import ClientProcess, concurrently
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,6 +45,24 @@ def fake_speech():
     yield server
     server.shutdown()
     server.server_close()
+
+
+def test_concurrent_requests_start_together_once_every_thread_is_up():
+    """No request starts before the last thread exists (their arrivals are not spread by thread creation); with
+    a spacing they start that far apart."""
+    n, seen, starts = 32, [], []
+
+    def request(i: int) -> float:
+        seen.append(threading.active_count())
+        starts.append(time.perf_counter())
+        return float(i)
+
+    ttfa, wall = concurrently(n, request)
+    assert ttfa == [float(i) for i in range(n)] and wall > 0
+    assert seen[0] >= n + 1  # the first request to start found every request thread up, and this one
+    starts.clear()
+    concurrently(3, request, spacing_s=0.05)
+    assert len(starts) == 3 and all(b - a >= 0.045 for a, b in itertools.pairwise(starts))
 
 
 def test_the_client_process_loads_httpx_and_not_torch():

@@ -229,6 +229,39 @@ def start_during_step(streams, caller, when: Callable[[list[int]], bool]) -> lis
     return steps
 
 
+def test_requests_that_come_while_an_idle_batchs_prompts_are_built_join_that_admission(engine64, monkeypatch):
+    """Into an idle batch, three callers that come while the first caller's prompt is built are prefilled with it,
+    in one admission, and each gets what it gets alone."""
+    import engine.batch as batch_module
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=4, graphs=False)
+    admitted, real_add = [], streams.frames.add_many
+    streams.frames.add_many = lambda requests: admitted.append(len(requests)) or real_add(requests)
+    burst = [late_caller(streams, f"Caller {i} came a moment later.", Voice.preset("ryan"), 5) for i in range(3)]
+    real_build = batch_module.build_prompts
+
+    def build_while_the_burst_comes(*args, **kwargs):
+        if burst[0][0].ident is None:  # the first build: the others come meanwhile
+            for caller, _ in burst:
+                caller.start()
+            while streams._requests.qsize() < len(burst):
+                threading.Event().wait(0.001)
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(batch_module, "build_prompts", build_while_the_burst_comes)
+    first = list(streams.stream("The first caller.", Voice.preset("vivian"), sampling=Sampling(greedy=True),
+                                max_frames=5))
+    for caller, _ in burst:
+        caller.join(timeout=120)
+    assert admitted == [4]
+    monkeypatch.setattr(batch_module, "build_prompts", real_build)
+    for text, voice, got in [("The first caller.", "vivian", first)] + [
+            (f"Caller {i} came a moment later.", "ryan", chunks) for i, (_, chunks) in enumerate(burst)]:
+        alone = list(engine64.stream(text, Voice.preset(voice), sampling=Sampling(greedy=True), max_frames=5))
+        assert_same_chunks(got, alone, atol=1e-9)
+
+
 def test_no_prompt_is_built_during_a_step_while_every_slot_is_taken(engine64):
     """With the batch full, a request that comes while the loop steps waits unbuilt (no phase "build"); its
     prompt is built at the admission that frees a slot for it, and it gets what it gets alone."""
