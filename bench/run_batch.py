@@ -269,7 +269,7 @@ def start_server(engine: Engine, streams, served: ServedSpan | None = None):
     library = Path(tempfile.mkdtemp(prefix="orator-bench-library-"))
     backends: list[BatchedBackend] = []
 
-    def make_backend(eng: Engine) -> BatchedBackend:
+    def make_backend(eng: Engine, progress=None) -> BatchedBackend:
         backends.append(BatchedBackend(eng, streams.slots, streams))
         return served.wrap(backends[-1]) if served is not None else backends[-1]
 

@@ -119,13 +119,13 @@ class BatchedFrames:
                                                         self.use_graphs, f"{bucket}-stream frame step")
         return self._steps[bucket]
 
-    def warmup(self) -> None:
-        """Capture (and compile) the step of every bucket now, while no stream runs: captured on first use
-        instead, it stalls the streams running then (and its warm-up calls step their rows)."""
-        for bucket in self.buckets:
-            self._step_for(bucket)
-        if self.prefill is not None:
-            self.prefill.warmup()
+    def warmup_tasks(self) -> list[tuple[str, Callable[[], object]]]:
+        """(what, capture) for the step of every bucket and the captured prefills, to run while no stream runs:
+        captured on first use instead, a step stalls the streams running then (and its warm-up calls step their
+        rows)."""
+        steps = [(f"the {bucket}-stream frame step", lambda bucket=bucket: self._step_for(bucket))
+                 for bucket in self.buckets]
+        return steps + (self.prefill.warmup_tasks() if self.prefill is not None else [])
 
     @property
     def capacity(self) -> int:
@@ -294,7 +294,10 @@ class BatchedStreams:
     and the next iteration then has neither "admit" nor "step" of its own), "collect" (reading back codes and
     ends) and "decode" (launching it)."""
 
-    def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool | None = None):
+    def __init__(self, engine, slots: int, graphs: bool | None = None, warmup: bool | None = None,
+                 warmup_progress: Callable[[int, int, str], None] | None = None):
+        """``warmup`` (default: with graphs): capture every batch size before serving, minutes for a large
+        model the first time; ``warmup_progress(done, total, what)`` hears of each piece as it starts."""
         self.engine, self.slots = engine, slots
         self.frames = BatchedFrames(engine.model.talker, slots, graphs=graphs)
         self.decoder_state = engine.decoder.new_state(slots, engine.device)
@@ -306,7 +309,8 @@ class BatchedStreams:
         # the decode graphs replay while a step's graph runs: captured apart, so their cuBLAS workspace is their own
         self._capture_stream = separate_capture_stream(engine.device) if cuda and self.frames.use_graphs else None
         # captured up front by default: a capture while streams run stalls them (and steps their rows)
-        self.warmup_seconds = self._warmup() if (self.frames.use_graphs if warmup is None else warmup) else 0.0
+        self.warmup_seconds = (self._warmup(warmup_progress) if (self.frames.use_graphs if warmup is None else warmup)
+                               else 0.0)
         self._requests: queue.Queue = queue.Queue()
         self.phase_timer: Callable[[str], None] | None = None
         self._loop = threading.Thread(target=self._run_loop, name="orator-batch", daemon=True)
@@ -471,15 +475,22 @@ class BatchedStreams:
         if self.phase_timer is not None:
             self.phase_timer(name)
 
-    def _warmup(self) -> float:
+    def _warmup(self, progress: Callable[[int, int, str], None] | None) -> float:
         """Every bucket's frame step and every decode the loop can ask of it (1..LOOP_FRAMES frames: an end
-        cuts an iteration's decode), captured before the loop starts; returns the seconds taken."""
+        cuts an iteration's decode), captured before the loop starts, with ``progress(done, total, what)``
+        told before each piece and once at the end; returns the seconds taken."""
         t0 = time.perf_counter()
+        tasks = self.frames.warmup_tasks() + [
+            (f"the {bucket}-stream decodes", lambda bucket=bucket: [self._decoder(bucket, n)
+                                                                     for n in range(1, LOOP_FRAMES + 1)])
+            for bucket in self.frames.buckets]
         with torch.inference_mode():
-            self.frames.warmup()
-            for bucket in self.frames.buckets:
-                for n in range(1, LOOP_FRAMES + 1):
-                    self._decoder(bucket, n)
+            for done, (what, capture) in enumerate(tasks):
+                if progress is not None:
+                    progress(done, len(tasks), what)
+                capture()
+        if progress is not None:
+            progress(len(tasks), len(tasks), "done")
         return time.perf_counter() - t0
 
     def _take(self, waiting: list[_Request]) -> bool:

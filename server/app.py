@@ -1,14 +1,17 @@
 """FastAPI wiring: ``create_app(engine_provider, library_dir, settings)``.
 
 ``engine_provider`` is called once at startup in a worker thread (loading a model takes a while;
-``/health`` says ``loading`` meanwhile and the API answers 503). ``make_backend`` turns the engine
-into the scheduler's ``StreamBackend``; the default runs ``Engine.stream`` one request at a time.
+``/health`` says ``loading`` meanwhile, with how far it got, and the API answers 503). ``make_backend(engine,
+progress)`` turns the engine into the scheduler's ``StreamBackend``, telling ``progress(done, total, what)`` how
+far its warm-up is (minutes for ``--batch`` on a GPU the first time); the default runs ``Engine.stream`` one
+request at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,7 +27,7 @@ from server.auth import RequestGuard
 from server.errors import APIError, install_error_handlers
 from server.formats import supported_formats
 from server.library import VoiceStore
-from server.scheduler import EngineBackend, Scheduler, StreamBackend
+from server.scheduler import EngineBackend, Scheduler, StreamBackend, WarmupProgress
 from server.settings import ServerSettings
 
 log = logging.getLogger("orator.server")
@@ -32,7 +35,7 @@ WEB_DIR = Path(__file__).parent / "web"
 
 
 def create_app(engine_provider: Callable[[], Engine], library_dir, settings: ServerSettings | None = None,
-               make_backend: Callable[[Engine], StreamBackend] = EngineBackend) -> FastAPI:
+               make_backend: Callable[[Engine, WarmupProgress], StreamBackend] = EngineBackend) -> FastAPI:
     settings = settings or ServerSettings()
 
     @asynccontextmanager
@@ -51,6 +54,7 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
     app.state.engine = None
     app.state.scheduler = None
     app.state.load_error = None
+    app.state.loading = Loading()
     app.state.engine_or_503 = lambda: _engine_or_503(app)
     install_error_handlers(app)
     app.include_router(speech.router)
@@ -64,6 +68,8 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
             answer["queue"] = app.state.scheduler.status()
         if app.state.load_error:
             answer["error"] = app.state.load_error
+        elif app.state.engine is None:
+            answer["loading"] = app.state.loading.status()
         return answer
 
     @app.get("/v1/models")
@@ -84,10 +90,29 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
     return app
 
 
+class Loading:
+    """How far the startup is: its stage, and the warm-up's pieces done of all (``WarmupProgress``)."""
+
+    def __init__(self):
+        self.started = time.perf_counter()
+        self.stage, self.done, self.total = "loading the model", 0, 0
+
+    def warming_up(self, done: int, total: int, what: str) -> None:
+        self.stage, self.done, self.total = f"warming up: {what}", done, total
+        log.info("warm-up %d/%d: %s (%.0f s since start)", done, total, what, time.perf_counter() - self.started)
+
+    def status(self) -> dict:
+        return {"stage": self.stage, "done": self.done, "total": self.total,
+                "elapsed_s": round(time.perf_counter() - self.started, 1)}
+
+
 async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSettings) -> None:
+    loading: Loading = app.state.loading
     try:
         engine = await asyncio.to_thread(engine_provider)
-        backend = await asyncio.to_thread(make_backend, engine)  # captures graphs: keep /health answering
+        # captures graphs: keep /health answering
+        backend = await asyncio.to_thread(make_backend, engine, loading.warming_up)
+        loading.stage = "collecting garbage"
         await asyncio.to_thread(settle_heap)  # a full garbage collection over all that would stall every stream
         app.state.scheduler = Scheduler(backend, settings.max_queue)
         app.state.engine = engine

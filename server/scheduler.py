@@ -19,7 +19,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -39,6 +39,9 @@ class SpeechJob:
     max_frames: int | None = None
 
 
+WarmupProgress = Callable[[int, int, str], None]  # (pieces done, pieces in all, the piece starting now)
+
+
 class StreamBackend(Protocol):
     capacity: int
 
@@ -50,9 +53,13 @@ class EngineBackend:
 
     capacity = 1
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, progress: WarmupProgress | None = None):
         self.engine = engine
+        if progress is not None:
+            progress(0, 1, "the single-stream graphs")
         engine.warmup()  # on a GPU, capture the graphs before the first request rather than during it
+        if progress is not None:
+            progress(1, 1, "done")
 
     def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
         return self.engine.stream(job.text, job.voice, chunk_frames=job.chunk_frames,
@@ -63,12 +70,13 @@ class EngineBackend:
 class BatchedBackend:
     """Many streams at once: ``slots`` requests advance together through the engine's batched frame loop."""
 
-    def __init__(self, engine: Engine, slots: int, streams=None):
+    def __init__(self, engine: Engine, slots: int, streams=None, progress: WarmupProgress | None = None):
         """``streams``: an engine.batch.BatchedStreams of ``slots`` slots to serve from (one is made, every
-        batch size captured before serving, when not given)."""
+        batch size captured before serving and ``progress`` told how far that is, when not given)."""
         from engine.batch import BatchedStreams
 
-        self.streams = streams if streams is not None else BatchedStreams(engine, slots, warmup=True)
+        self.streams = (streams if streams is not None
+                        else BatchedStreams(engine, slots, warmup=True, warmup_progress=progress))
         self.capacity = self.streams.slots
 
     def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
@@ -81,7 +89,7 @@ def backend_factory(batch: int):
     """``make_backend`` for ``create_app``: one stream at a time, or ``batch`` streams batched."""
     if batch <= 1:
         return EngineBackend
-    return lambda engine: BatchedBackend(engine, batch)
+    return lambda engine, progress=None: BatchedBackend(engine, batch, progress=progress)
 
 
 class QueueFull(Exception):

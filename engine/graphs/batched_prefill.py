@@ -16,6 +16,7 @@ without); a bucket whose capture fails is left to the eager prefill (logged).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import torch
 
@@ -79,10 +80,12 @@ class BatchedPrefill:
         fits = [(r, p) for r, p in self.buckets if r >= rows and p >= longest]
         return min(fits, key=lambda b: (b[0] * b[1], b[0])) if fits else None
 
-    def warmup(self) -> None:
-        """Capture every bucket's graph now (a capture during an admission stalls the running streams)."""
-        for bucket in self.buckets:
-            self._graph(*bucket)
+    def warmup_tasks(self) -> list[tuple[str, Callable[[], object]]]:
+        """(what, capture) for every bucket's graph, to run before serving: a capture during an admission stalls
+        the running streams."""
+        return [(f"the prefill of {rows} prompts of up to {positions} positions",
+                 lambda rows=rows, positions=positions: self._graph(rows, positions))
+                for rows, positions in self.buckets]
 
     def __call__(self, slots: torch.Tensor, prompts: list[Prompt]) -> bool:
         bucket = self.bucket(len(prompts), max(p.length for p in prompts))

@@ -31,6 +31,32 @@ function showMessage(text, isError = false) {
   $("message").classList.toggle("error", isError);
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Until the model is ready (loading and warming up take minutes on a GPU the first time), show how far the
+// server is, from /health, every second; true once ready, false if it failed to load.
+async function waitForModel() {
+  for (;;) {
+    let health;
+    try {
+      health = await (await fetch("/health")).json();
+    } catch (e) {
+      $("model").textContent = `server not reachable: ${e.message}`;
+      await sleep(2000);
+      continue;
+    }
+    if (health.status === "ok") return true;
+    if (health.status === "failed") {
+      $("model").textContent = `the model failed to load: ${health.error}`;
+      return false;
+    }
+    const loading = health.loading;
+    const count = loading.total ? `${loading.done}/${loading.total}, ` : "";
+    $("model").textContent = `${loading.stage} (${count}${Math.round(loading.elapsed_s)} s)`;
+    await sleep(1000);
+  }
+}
+
 async function loadModel() {
   try {
     const model = (await (await api("/v1/models")).json()).data[0];
@@ -204,5 +230,8 @@ $("stop").addEventListener("click", () => controller && controller.abort());
 $("upload").addEventListener("submit", upload);
 $("api-key").value = localStorage.getItem("orator-api-key") || "";
 $("api-key").addEventListener("change", () => { loadModel(); loadVoices().catch((e) => showMessage(e.message, true)); });
-loadModel();
-loadVoices().catch((e) => showMessage(e.message, true));
+waitForModel().then((ready) => {
+  if (!ready) return;
+  loadModel();
+  loadVoices().catch((e) => showMessage(e.message, true));
+});

@@ -40,7 +40,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(engine, library: Path, settings: ServerSettings | None = None, **create_kwargs) -> LiveServer:
+def serve(engine, library: Path, settings: ServerSettings | None = None, wait_for_model: bool = True,
+          **create_kwargs) -> LiveServer:
+    """A live server; returned once its model is loaded, or once it answers at all (``wait_for_model=False``)."""
     port = _free_port()
     settings = settings or ServerSettings()
     app = create_app(lambda: engine, library, settings, **create_kwargs)
@@ -52,7 +54,7 @@ def serve(engine, library: Path, settings: ServerSettings | None = None, **creat
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{url}/health", timeout=2).json().get("model_loaded"):
+            if httpx.get(f"{url}/health", timeout=2).json().get("model_loaded") or not wait_for_model:
                 return LiveServer(url, app, library, engine, server, thread)
         except httpx.TransportError:
             pass
@@ -65,7 +67,8 @@ def serve(engine, library: Path, settings: ServerSettings | None = None, **creat
 def start_server(tmp_path_factory):
     started: list[LiveServer] = []
 
-    def start(engine, library: Path | None = None, settings: ServerSettings | None = None, **kwargs) -> LiveServer:
+    def start(engine, library: Path | None = None, settings: ServerSettings | None = None,
+              **kwargs) -> LiveServer:
         live = serve(engine, library or tmp_path_factory.mktemp("library"), settings, **kwargs)
         started.append(live)
         return live

@@ -63,7 +63,7 @@ class GatedBackend:
 def gated_server(start_server, tiny_engine):
     backend = GatedBackend()
     live = start_server(tiny_engine("custom_voice"), settings=ServerSettings(max_queue=2, retry_after_s=3),
-                        make_backend=lambda engine: backend)
+                        make_backend=lambda engine, progress: backend)
     return live, backend
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 
 import pytest
 
+from server.scheduler import backend_factory
 from tests.server.helpers import SAMPLES_PER_FRAME
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -65,4 +67,28 @@ def test_an_error_is_shown_not_swallowed(browser, live_server):
     page.click("#speak")
     page.wait_for_selector("#message.error")
     assert "no text" in page.text_content("#message")
+    page.close()
+
+
+def test_the_page_shows_the_warm_up_then_loads_the_model_and_voices(browser, start_server, tiny_engine):
+    """Opened while the server warms up, the page shows how far it is, then, once ready, the model and voices
+    without a reload."""
+    release = threading.Event()
+
+    def make_backend(engine, progress):
+        progress(2, 5, "the 4-stream frame step")
+        release.wait(60)
+        return backend_factory(1)(engine, None)
+
+    warming = start_server(tiny_engine("custom_voice"), make_backend=make_backend, wait_for_model=False)
+    page = browser.new_page()
+    try:
+        page.goto(warming.url)
+        page.wait_for_function("document.getElementById('model').textContent.includes('(2/5, ')")
+        assert page.text_content("#model").startswith("warming up: the 4-stream frame step (2/5, ")
+        assert page.eval_on_selector_all("#voice option", "options => options.length") == 0
+    finally:
+        release.set()
+    page.wait_for_function("document.querySelectorAll('#voice option').length > 0", timeout=60_000)
+    assert "custom_voice" in page.text_content("#model")
     page.close()
