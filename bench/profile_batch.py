@@ -49,7 +49,7 @@ from collections.abc import Callable
 
 import torch
 
-import engine.batch as batch_module
+import engine.batch.streams as batch_module
 from bench.clients import ClientProcess, concurrently
 from bench.common import DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from bench.run_batch import (

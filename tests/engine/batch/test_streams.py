@@ -1,91 +1,17 @@
-"""Batched streams: each stream's codes in a batch equal the same stream run alone, whatever joins or
-leaves around it (float64, so batch-size-dependent rounding cannot flip a choice)."""
+"""``BatchedStreams``: concurrent callers get what each gets alone, whatever the loop thread does around them
+(admissions, prompts built meanwhile, steps queued ahead, failures, closed streams, clones and segments)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 import numpy as np
 import pytest
-import torch
 
-from engine import Engine, Sampling, Voice
-from engine.batch import LOOP_FRAMES, BatchedFrames, generate_batch
-from engine.prompts import build_prompt
+from engine import Sampling, Voice
+from engine.batch import LOOP_FRAMES
+from tests.engine.batch.loop_helpers import REQUESTS, late_caller, outstanding_steps, start_during_step
 from tests.engine.concurrent_streams import assert_same_chunks, stream_concurrently
-
-REQUESTS = [
-    ("Good morning to you.", Voice.preset("vivian", "english"), Sampling(greedy=True), 11),
-    ("A second, different request.", Voice.preset("ryan", "english"), Sampling(seed=5), 17),
-    ("你好，世界。", Voice.preset("eric", "chinese"), Sampling(seed=9, top_k=10), 7),
-    ("Short.", Voice.preset("serena", "auto"), Sampling(greedy=True, repetition_penalty=1.3), 13),
-    ("The last one waits for a free slot.", Voice.preset("aiden", "english"), Sampling(seed=2, top_p=0.8), 9),
-]
-
-
-@pytest.fixture(scope="module")
-def engine64(tiny_model_dir):
-    return Engine.from_pretrained(tiny_model_dir("custom_voice"), dtype=torch.float64)
-
-
-@pytest.mark.parametrize("slots", [2])
-def test_batched_codes_equal_each_stream_alone(engine64, slots):
-    eng = engine64
-    prompts = [(build_prompt(eng.model.talker, eng.config, eng.tokenizer, v, text), s, s.seed or 0, n)
-               for text, v, s, n in REQUESTS]
-    batched = generate_batch(eng.model.talker, prompts, slots=slots, chunk=3, graphs=False)
-    for (text, voice, sampling, frames), got in zip(REQUESTS, batched, strict=True):
-        alone = eng.generate_codes(text, voice, sampling, max_frames=frames)
-        assert got.shape == (frames, 16)
-        np.testing.assert_array_equal(got, alone)
-
-
-@pytest.mark.parametrize("budget", [16384, 40], ids=["one-pass", "split-passes"])
-def test_prompts_prefilled_together_equal_each_prefilled_alone(engine64, monkeypatch, budget):
-    """All five prompts (of different lengths) join at once: one padded talker pass, or several when the
-    positions budget is small; each stream's codes equal the stream alone."""
-    import engine.batch
-
-    monkeypatch.setattr(engine.batch, "PREFILL_TOKENS", budget)
-    eng = engine64
-    prompts = [(build_prompt(eng.model.talker, eng.config, eng.tokenizer, v, text), s, s.seed or 0, n)
-               for text, v, s, n in REQUESTS]
-    assert len({p.length for p, *_ in prompts}) > 1
-    batched = generate_batch(eng.model.talker, prompts, slots=len(REQUESTS), chunk=4, graphs=False)
-    for (text, voice, sampling, frames), got in zip(REQUESTS, batched, strict=True):
-        np.testing.assert_array_equal(got, eng.generate_codes(text, voice, sampling, max_frames=frames))
-
-
-def test_slots_are_freed_and_a_full_batch_refuses(engine64):
-    eng = engine64
-    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
-    batch = BatchedFrames(eng.model.talker, slots=2, graphs=False)
-    a = batch.add(prompt, Sampling(greedy=True), 0, 4)
-    batch.add(prompt, Sampling(greedy=True), 0, 4)
-    with pytest.raises(RuntimeError, match="full"):
-        batch.add(prompt, Sampling(greedy=True), 0, 4)
-    batch.release(a)
-    assert batch.add(prompt, Sampling(greedy=True), 0, 4) == a
-    with torch.inference_mode():
-        batch.step(5)
-    out = batch.collect()
-    assert all(codes.shape == (4, 16) and ended for codes, ended in out.values())
-    assert batch.add_many([]) == []
-
-
-def test_a_freed_slot_stays_at_position_zero_while_the_others_step(engine64):
-    """Its attention then reads one cache slot per step, not a growing (or the whole) cache."""
-    eng = engine64
-    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
-    batch = BatchedFrames(eng.model.talker, slots=2, graphs=False)
-    a, b = batch.add_many([(prompt, Sampling(greedy=True), 0, 20)] * 2)
-    with torch.inference_mode():
-        batch.step(3)
-        batch.release(a)
-        batch.step(4)
-    assert batch.state.pos.tolist()[a] == 0 and batch.state.live.tolist() == [int(s == b) for s in range(2)]
-    assert batch.state.pos.tolist()[b] == prompt.length + 7
 
 
 @pytest.mark.parametrize("warmup", [False, True], ids=["lazy", "warmed-up"])
@@ -177,7 +103,7 @@ def test_a_failed_admission_reaches_its_callers_and_frees_their_slots(engine64):
 def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller(engine64, monkeypatch):
     """The loop thread builds every prompt (callers' threads would fight it for the GIL); a prompt that does
     not fit the slots' cache is refused to its own caller, while a caller admitted with it is served."""
-    import engine.batch as batch_module
+    import engine.batch.streams as batch_module
     from engine.batch import BatchedStreams
 
     built_on, real_build = [], batch_module.build_prompts
@@ -209,36 +135,10 @@ def test_prompts_are_built_by_the_loop_and_a_refused_one_reaches_only_its_caller
     assert built_on and set(built_on) == {"orator-batch"}
 
 
-def late_caller(streams, text: str, voice: Voice, max_frames: int) -> tuple[threading.Thread, list]:
-    """A thread (not started) that streams ``text`` greedily, and the list its chunks land in."""
-    chunks: list = []
-    caller = threading.Thread(target=lambda: chunks.extend(streams.stream(
-        text, voice, sampling=Sampling(greedy=True), max_frames=max_frames)))
-    return caller, chunks
-
-
-def start_during_step(streams, caller, when: Callable[[list[int]], bool]) -> list[int]:
-    """Make ``streams``' loop start the thread ``caller`` during the first step for which ``when(steps)`` holds
-    (``steps``: the frames of each step taken so far, this one last), on the loop thread, and return only once
-    the caller's request is queued; returns ``steps`` (a list that grows)."""
-    real_step, steps = streams.frames.step, []
-
-    def step_starting_the_caller(n=1):
-        steps.append(n)
-        real_step(n)
-        if caller.ident is None and when(steps):  # not started yet
-            caller.start()
-            while streams._requests.empty():
-                threading.Event().wait(0.001)
-
-    streams.frames.step = step_starting_the_caller
-    return steps
-
-
 def test_requests_that_come_while_an_idle_batchs_prompts_are_built_join_that_admission(engine64, monkeypatch):
     """Into an idle batch, three callers that come while the first caller's prompt is built are prefilled with it,
     in one admission, and each gets what it gets alone."""
-    import engine.batch as batch_module
+    import engine.batch.streams as batch_module
     from engine.batch import BatchedStreams
 
     streams = BatchedStreams(engine64, slots=4, graphs=False)
@@ -292,7 +192,7 @@ def test_no_prompt_is_built_during_a_step_while_every_slot_is_taken(engine64):
 def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admission(engine64, monkeypatch):
     """A request that comes while the loop steps has its prompt built right after that step is queued (phase
     "build"), and the next admission takes it as built; both callers get what they get alone."""
-    import engine.batch as batch_module
+    import engine.batch.streams as batch_module
     from engine.batch import BatchedStreams
 
     events, real_build = [], batch_module.build_prompts
@@ -323,15 +223,6 @@ def test_a_request_sent_while_a_step_runs_has_its_prompt_built_before_its_admiss
         alone = list(engine64.stream(text, Voice.preset(voice), sampling=Sampling(greedy=True), max_frames=frames))
         np.testing.assert_allclose(np.concatenate([c.samples for c in got]),
                                    np.concatenate([c.samples for c in alone]), atol=1e-9)
-
-
-def outstanding_steps(events: list[str]) -> list[int]:
-    """After each phase event: the steps queued and not yet collected."""
-    queued, counts = 0, []
-    for event in events:
-        queued += {"step": 1, "collect": -1}.get(event, 0)
-        counts.append(queued)
-    return counts
 
 
 def test_steady_iterations_queue_the_next_step_before_reading_back_the_last(engine64):
@@ -395,77 +286,6 @@ def test_a_request_sent_while_a_step_is_queued_ahead_joins_the_step_after_and_ge
                                      ("Sent during a step queued ahead.", "ryan", 10, late)):
         alone = list(engine64.stream(text, Voice.preset(voice), sampling=Sampling(greedy=True), max_frames=frames))
         assert_same_chunks(got, alone, atol=1e-9)
-
-
-def test_steps_queued_before_a_collect_change_nothing_that_it_hands_out(engine64):
-    """Two steps queued, then two collects: the first hands out the first step's frames and the second the
-    second's, the same frames and ends as collecting after each step."""
-    eng = engine64
-    prompts = [build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset(v), t)
-               for v, t in (("vivian", "Hi."), ("ryan", "A second one."))]
-    got = []
-    for queued_ahead in (False, True):
-        batch = BatchedFrames(eng.model.talker, slots=2, graphs=False)
-        batch.add_many([(p, Sampling(greedy=True), 0, 5) for p in prompts])  # the second step passes frame 5
-        with torch.inference_mode():
-            batch.step(3)
-            if queued_ahead:
-                batch.step(3)
-                first = batch.collect()
-            else:
-                first = batch.collect()
-                batch.step(3)
-            got.append([first, batch.collect()])
-    for plain, ahead in zip(got[0], got[1], strict=True):
-        assert plain.keys() == ahead.keys()
-        for slot, (codes, ended) in plain.items():
-            np.testing.assert_array_equal(ahead[slot][0], codes)
-            assert ahead[slot][1] == ended
-    assert [len(c) for c, _ in got[1][0].values()] == [3, 3] and all(e for _, e in got[1][1].values())
-
-
-def test_a_collect_skips_slots_released_since_their_step_and_taken_by_new_streams(engine64):
-    """A step queued, its slot released and given to a new stream before the collect: that collect hands the
-    new stream nothing (the frames were the old stream's), and the next step's collect its own frames."""
-    eng = engine64
-    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
-    batch = BatchedFrames(eng.model.talker, slots=2, graphs=False)
-    batch.add_many([(prompt, Sampling(greedy=True), 0, 9)] * 2)
-    with torch.inference_mode():
-        batch.step(2)
-        batch.release(1)
-        assert batch.add(prompt, Sampling(greedy=True), 0, 9) == 1
-        collected = batch.collect()
-        assert set(collected) == {0} and len(collected[0][0]) == 2
-        batch.step(2)
-        collected = batch.collect()
-    assert set(collected) == {0, 1} and len(collected[1][0]) == 2
-    alone = eng.generate_codes("Hi.", Voice.preset("vivian"), Sampling(greedy=True), max_frames=4)
-    np.testing.assert_array_equal(collected[1][0], alone[:2])  # the new stream's first frames
-    np.testing.assert_array_equal(collected[0][0], alone[2:4])  # the old one's next
-
-
-def test_steps_run_over_the_smallest_bucket_holding_the_active_slots(engine64):
-    eng = engine64
-    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, Voice.preset("vivian"), "Hi.")
-    batch = BatchedFrames(eng.model.talker, slots=6, graphs=False)
-    assert batch.buckets == [1, 2, 4, 6]
-    slots = [batch.add(prompt, Sampling(greedy=True), 0, 4) for _ in range(3)]
-    assert slots == [0, 1, 2]
-    with torch.inference_mode():
-        batch.step(1)
-    assert set(batch._steps) == {4}
-    batch.release(1)
-    batch.release(2)
-    with torch.inference_mode():
-        batch.step(1)
-    assert set(batch._steps) == {1, 4}
-    assert batch.add(prompt, Sampling(greedy=True), 0, 4) == 1  # the lowest free slot
-
-
-@pytest.fixture(scope="module")
-def base64(tiny_model_dir):
-    return Engine.from_pretrained(tiny_model_dir("base"), dtype=torch.float64)
 
 
 def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64):

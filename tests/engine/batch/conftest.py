@@ -1,0 +1,19 @@
+"""Fixtures of the many-streams tests: float64 engines on tiny checkpoints, so that batch-size-dependent
+rounding cannot flip a choice."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine import Engine
+
+
+@pytest.fixture(scope="session")
+def engine64(tiny_model_dir):
+    return Engine.from_pretrained(tiny_model_dir("custom_voice"), dtype=torch.float64)
+
+
+@pytest.fixture(scope="session")
+def base64(tiny_model_dir):
+    return Engine.from_pretrained(tiny_model_dir("base"), dtype=torch.float64)
