@@ -1,17 +1,19 @@
 """The many-streams benchmarks' clients: ``concurrently`` runs N requests on threads, and ``ClientProcess``
 runs N HTTP requests on threads of a process of its own, as a deployed server's clients are other
-processes. (With the client threads in the server's process, 64 of them reading their streams fought the
-server's event loop, its scheduler threads and the engine's loop thread for one GIL: on an H200, p50
-time to first audio ~1 s at 64 streams through HTTP against ~250 ms through the engine.)
+processes; ``ClientProcesses`` shares them among several such processes. (With the client threads in the
+server's process, 64 of them reading their streams fought the server's event loop, its scheduler threads and
+the engine's loop thread for one GIL: on an H200, p50 time to first audio ~1 s at 64 streams through HTTP
+against ~250 ms through the engine.)
 
 This module imports the standard library only, and httpx when a client is built, so the client process
 (``python -m bench.clients``, ~0.1 s to start) holds neither torch nor the engine. Its protocol, one JSON
 object a line: once its ``httpx.Client`` is built it prints ``{"ready": true}``; then for each line on its
-stdin, ``{"url", "n", "frames", "spacing_s", "text", "voice"}``, it runs the n requests (``http_requests``
-through ``concurrently``) and prints ``{"ttfa_ms": [...], "wall_s": ...}``, the wall time from the first
-request's start to the last one's end, measured in the client process. It exits 0 at the end of its
-input; on any error it prints the traceback to stderr and exits 1, which ``ClientProcess`` raises as a
-``RuntimeError`` carrying that stderr.
+stdin, ``{"url", "n", "frames", "spacing_s", "text", "voice", "first"}``, it runs the n requests
+(``http_requests`` through ``concurrently``, seeds from ``first`` on) and prints ``{"ttfa_ms": [...], "wall_s",
+"start", "end"}``: the wall time from the first request's start to the last one's end, measured in the client
+process, and those two moments on ``time.perf_counter``'s clock (the system's monotonic one). It exits 0 at the
+end of its input; on any error it prints the traceback to stderr and exits 1, which ``ClientProcess`` raises as
+a ``RuntimeError`` carrying that stderr.
 """
 
 from __future__ import annotations
@@ -73,13 +75,15 @@ def http_client():
     return httpx.Client(timeout=600, limits=httpx.Limits(max_connections=None, max_keepalive_connections=None))
 
 
-def http_requests(client, url: str, frames: int, text: str, voice: str) -> Callable[[int], float]:
+def http_requests(client, url: str, frames: int, text: str, voice: str,
+                  first_seed: int = 0) -> Callable[[int], float]:
     """Requests through ``client`` (``http_client()``) for ``text`` in the preset ``voice``, each forced to
-    ``frames`` frames of raw pcm (request i with seed i); each returns its time to first audio in ms."""
+    ``frames`` frames of raw pcm (request i with seed first_seed + i); each returns its time to first audio in
+    ms."""
 
     def request(i: int) -> float:
         body = {"model": "orator", "voice": voice, "input": text, "response_format": "pcm",
-                "seed": i, "max_frames": frames, "min_frames": frames}
+                "seed": first_seed + i, "max_frames": frames, "min_frames": frames}
         t0 = time.perf_counter()
         first, size = None, 0
         with client.stream("POST", f"{url}/v1/audio/speech", json=body) as r:
@@ -111,15 +115,24 @@ class ClientProcess:
     def run(self, n: int, frames: int, spacing_s: float = 0.0) -> tuple[list[float], float]:
         """n requests of ``frames`` frames, started at once or ``spacing_s`` apart: (their times to first
         audio in ms, the wall seconds from the first start to the last end), as ``concurrently``."""
+        self.send(n, frames, spacing_s)
+        answer = self.receive()
+        return answer["ttfa_ms"], answer["wall_s"]
+
+    def send(self, n: int, frames: int, spacing_s: float = 0.0, first: int = 0) -> None:
+        """Have it start n requests (seeds first, first + 1, ...); ``receive`` waits for their answer."""
         command = {"url": self.url, "n": n, "frames": frames, "spacing_s": spacing_s, "text": self.text,
-                   "voice": self.voice}
+                   "voice": self.voice, "first": first}
         try:
             self.proc.stdin.write(json.dumps(command) + "\n")
             self.proc.stdin.flush()
         except OSError:  # it has exited
             raise self._failure() from None
-        answer = self._read()
-        return answer["ttfa_ms"], answer["wall_s"]
+
+    def receive(self) -> dict:
+        """The answer to the last ``send``: {"ttfa_ms", "wall_s", "start", "end"} (``time.perf_counter`` of the
+        first start and the last end: the system's monotonic clock, the same in every process)."""
+        return self._read()
 
     def _read(self) -> dict:
         line = self.proc.stdout.readline()
@@ -155,6 +168,42 @@ class ClientProcess:
         self.close()
 
 
+class ClientProcesses:
+    """Several client processes (``ClientProcess``) sharing each run's requests, as many clients of a deployed
+    server are many processes: one process reading 128 streams under one GIL may lag the server. ``run`` as
+    ``ClientProcess.run``, without spacing; the wall runs from the first start in any process to the last end."""
+
+    def __init__(self, url: str, text: str, voice: str, count: int):
+        self.processes: list[ClientProcess] = []
+        try:
+            for _ in range(count):
+                self.processes.append(ClientProcess(url, text, voice))
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, n: int, frames: int) -> tuple[list[float], float]:
+        shares = [n // len(self.processes) + (i < n % len(self.processes)) for i in range(len(self.processes))]
+        busy = [(process, share) for process, share in zip(self.processes, shares, strict=True) if share]
+        first = 0
+        for process, share in busy:  # each starts as soon as it reads its line: all within microseconds
+            process.send(share, frames, first=first)
+            first += share
+        answers = [process.receive() for process, _ in busy]
+        ttfa = [t for answer in answers for t in answer["ttfa_ms"]]
+        return ttfa, max(a["end"] for a in answers) - min(a["start"] for a in answers)
+
+    def close(self) -> None:
+        for process in self.processes:
+            process.close()
+
+    def __enter__(self) -> ClientProcesses:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def serve_commands(stdin, out) -> None:
     """The client process's loop (see the module's docstring)."""
     with http_client() as client:
@@ -162,9 +211,10 @@ def serve_commands(stdin, out) -> None:
         out.flush()
         for line in stdin:
             c = json.loads(line)
-            ttfa, wall = concurrently(c["n"], http_requests(client, c["url"], c["frames"], c["text"], c["voice"]),
-                                      c["spacing_s"])
-            out.write(json.dumps({"ttfa_ms": ttfa, "wall_s": wall}) + "\n")
+            requests = http_requests(client, c["url"], c["frames"], c["text"], c["voice"], c.get("first", 0))
+            ttfa, wall = concurrently(c["n"], requests, c["spacing_s"])
+            end = time.perf_counter()
+            out.write(json.dumps({"ttfa_ms": ttfa, "wall_s": wall, "start": end - wall, "end": end}) + "\n")
             out.flush()
 
 

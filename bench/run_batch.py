@@ -3,6 +3,7 @@ concurrency levels, through the engine directly (``BatchedStreams``) and through
 (``serve --batch``), each request forced to the same number of frames.
 
     python -m bench.run_batch --model DIR --streams 1 8 32 64 128 --frames 150 [--http] [--decoder-dtype bfloat16]
+        [--client-processes K]
         --out results.jsonl
 
 ``--decoder-dtype`` is the codec decoder's precision (``Engine.from_pretrained(decoder_dtype=...)``; float32 by
@@ -11,7 +12,8 @@ default, the talker in bf16 on a GPU either way); every row says which it was.
 The engine rows' callers are threads of this process, calling ``BatchedStreams`` as the server does. The
 HTTP server runs in a thread of this process too, in front of the same captured streams, but its clients run
 in a process of their own (``bench.clients.ClientProcess``: httpx only, no torch), as a deployed server's
-would: every ``clients`` field says which (``"in process"``, ``"separate process"``). Until that change (the
+would: every ``clients`` field says which (``"in process"``, ``"separate process"``, or ``"K processes"`` with
+``--client-processes K``, each holding a share of each run's requests). Until that change (the
 commit that added ``bench/clients.py``), the HTTP rows' client threads shared this process's GIL with the
 server's event loop, its scheduler threads and the engine's loop thread. The HTTP rows also give the server's
 side of each run (``server_wall_s``: first request in to last chunk out of the engine; ``arrival_spread_ms``:
@@ -32,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-from bench.clients import ClientProcess, concurrently
+from bench.clients import ClientProcess, ClientProcesses, concurrently
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
 from engine.engine import DECODER_DTYPE_NAMES
@@ -55,7 +57,7 @@ class BatchResult:
     warmup_s: float  # capturing every batch size's frame step and decodes before the first request
     ttfa_ms: list[float]
     decoder_dtype: str = "float32"  # the codec decoder's precision
-    clients: str = IN_PROCESS  # where the requesting threads ran: IN_PROCESS or SEPARATE_PROCESS
+    clients: str = IN_PROCESS  # where the requesting threads ran: IN_PROCESS, SEPARATE_PROCESS or "K processes"
     allocator: dict = dataclasses.field(default_factory=dict)  # allocator_during the run ({} off CUDA)
     collector: dict = dataclasses.field(default_factory=dict)  # collector_pauses during the run
     # HTTP rows: the server's side of the run (``ServedSpan``): from the first request reaching the engine to the
@@ -219,6 +221,8 @@ def main(argv=None) -> None:
     ap.add_argument("--http", action="store_true", help="also through the HTTP server")
     ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPE_NAMES,
                     help="the codec decoder's precision (default float32)")
+    ap.add_argument("--client-processes", type=int, default=1,
+                    help="HTTP clients: share each run's requests among this many processes (default 1)")
     ap.add_argument("--out", help="append JSON lines here")
     args = ap.parse_args(argv)
     engine, streams = warm_streams(args.model, args.device, max(args.streams), args.decoder_dtype)
@@ -233,13 +237,14 @@ def main(argv=None) -> None:
         served = ServedSpan()
         url, server, backend = start_server(engine, streams, served)  # the same captured streams
         try:
-            with ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:
+            with client_processes(url, args.client_processes) as clients:
                 clients.run(1, 4)  # warm-up of the HTTP path (and of the client process), as of the engine's
                 for n in args.streams:
                     served.clear()
                     ttfa, wall, allocator, collector = watched(args.device, lambda n=n: clients.run(n, args.frames))
+                    where = SEPARATE_PROCESS if args.client_processes == 1 else f"{args.client_processes} processes"
                     results.append(summarize("http", n, args.frames, ttfa, wall, args.device,
-                                             backend.streams.warmup_seconds, args.decoder_dtype, SEPARATE_PROCESS,
+                                             backend.streams.warmup_seconds, args.decoder_dtype, where,
                                              allocator, collector, served))
                     print(results[-1].to_json(), flush=True)
         finally:
@@ -247,6 +252,13 @@ def main(argv=None) -> None:
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:
             f.writelines(r.to_json() + "\n" for r in results)
+
+
+def client_processes(url: str, count: int) -> ClientProcess | ClientProcesses:
+    """The HTTP clients: one process of their own, or ``count`` sharing each run's requests."""
+    if count == 1:
+        return ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER)
+    return ClientProcesses(url, DEFAULT_TEXT, DEFAULT_SPEAKER, count)
 
 
 def start_server(engine: Engine, streams, served: ServedSpan | None = None):

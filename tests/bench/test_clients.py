@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.clients import ClientProcess, concurrently
+from bench.clients import ClientProcess, ClientProcesses, concurrently
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,3 +113,19 @@ def test_a_dead_client_process_raises_in_the_parent(fake_speech):
         clients.proc.wait()
         with pytest.raises(RuntimeError, match="exited with code -9"):
             clients.run(1, frames=3)
+
+
+def test_several_client_processes_share_the_requests_with_distinct_seeds(fake_speech):
+    """Seven requests over three processes (3, 2, 2): seeds 0..6 once each, a first-audio time each, and one wall
+    from the first start to the last end across the processes."""
+    url = f"http://127.0.0.1:{fake_speech.server_port}"
+    with ClientProcesses(url, "Hello there.", "vivian", 3) as clients:
+        pids = {process.proc.pid for process in clients.processes}
+        t0 = time.perf_counter()
+        ttfa, wall = clients.run(7, 4)
+        elapsed = time.perf_counter() - t0
+    assert len(pids) == 3 and os.getpid() not in pids
+    assert sorted(body["seed"] for body in fake_speech.bodies) == list(range(7))
+    assert len(ttfa) == 7 and all(t > 0 for t in ttfa)
+    assert 0 < wall < elapsed
+    assert all(process.proc.returncode == 0 for process in clients.processes)

@@ -66,6 +66,16 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
     assert rows[2]["arrival_spread_ms"] == 0  # one request
 
 
+def test_http_clients_can_be_shared_among_processes(tiny_model_dir, tmp_path):
+    out = tmp_path / "batch.jsonl"
+    main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "3", "--frames", "4", "--device", "cpu",
+          "--http", "--client-processes", "2", "--out", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["path"], r["streams"], r["clients"]) for r in rows] == [("engine", 3, "in process"),
+                                                                      ("http", 3, "2 processes")]
+    assert len(rows[1]["ttfa_ms"]) == 3 and 0 < rows[1]["server_wall_s"] < rows[1]["wall_s"]
+
+
 def test_a_bfloat16_decoder_is_used_and_recorded(tiny_model_dir, capsys, monkeypatch):
     """``--decoder-dtype bfloat16``: the engine's decoder loads in bf16, and each printed row says so."""
     import torch
