@@ -40,7 +40,7 @@ class _Stream:
 
 
 @dataclass(slots=True)
-class Fetched:
+class _StepCopy:
     """The codes and ends of one step, copied to host memory as soon as the step is done (``BatchedFrames.step``
     queues the copy; its ``collect`` waits for it), with each stream's frames stepped by then."""
 
@@ -66,7 +66,7 @@ class BatchedFrames:
         self._steps: dict[int, Graphed] = {}
         self._free = list(range(slots))
         self._streams: dict[int, _Stream] = {}
-        self._copies: collections.deque[Fetched] = collections.deque()  # queued by steps, not fetched yet
+        self._copies: collections.deque[_StepCopy] = collections.deque()  # queued by steps, not fetched yet
 
     def _step_for(self, bucket: int) -> Graphed:
         """The frame step over slots [0, bucket), captured on first use."""
@@ -156,16 +156,16 @@ class BatchedFrames:
             s.produced += n
         self._copies.append(self._copy_back())
 
-    def _copy_back(self) -> Fetched:
+    def _copy_back(self) -> _StepCopy:
         """Queue the copy of the codes and ends to host memory (pinned, asynchronous on a GPU)."""
         cuda = self.device.type == "cuda"
         sources = self.state.eos_at, self.state.codes[: self.bucket]
         eos_at, codes = (torch.empty(t.shape, dtype=t.dtype, pin_memory=cuda).copy_(t, non_blocking=cuda)
                          for t in sources)
         done = torch.cuda.current_stream(self.device).record_event() if cuda else None
-        return Fetched(eos_at, codes, {slot: (s, s.produced) for slot, s in self._streams.items()}, done)
+        return _StepCopy(eos_at, codes, {slot: (s, s.produced) for slot, s in self._streams.items()}, done)
 
-    def _fetch(self) -> Fetched:
+    def _fetch(self) -> _StepCopy:
         """The codes and ends of the oldest step not collected yet (read back now when there is none), once they
         are in host memory: the one synchronisation."""
         fetched = self._copies.popleft() if self._copies else self._copy_back()
