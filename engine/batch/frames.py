@@ -66,7 +66,7 @@ class BatchedFrames:
         self._steps: dict[int, Graphed] = {}
         self._free = list(range(slots))
         self._streams: dict[int, _Stream] = {}
-        self._copies: collections.deque[_StepCopy] = collections.deque()  # queued by steps, not fetched yet
+        self._copies: collections.deque[_StepCopy] = collections.deque()  # queued by steps, not collected yet
 
     def _step_for(self, bucket: int) -> Graphed:
         """The frame step over slots [0, bucket), captured on first use."""

@@ -212,8 +212,8 @@ class BatchedStreams:
                             self._build(waiting, ready, room)
                     ahead = False
                     if running and not fresh:
-                        cancelled = {slot for slot, request in running.items() if request.cancel.is_set()}
-                        if self._may_step_ahead(len(self.frames.stepping_on() - cancelled), waiting, ready):
+                        going_on = self.frames.stepping_on() - self._cancelled(running)
+                        if self._may_step_ahead(len(going_on), waiting, ready):
                             self._phase("step")  # before this step's read-back: the GPU goes on meanwhile
                             self.frames.step(LOOP_FRAMES)
                             ahead = True
@@ -225,7 +225,7 @@ class BatchedStreams:
                         continue
                     self._phase("collect")
                     collected = self.frames.collect()  # this iteration's step, whatever was queued since
-                    cancelled = {slot for slot, request in running.items() if request.cancel.is_set()}
+                    cancelled = self._cancelled(running)  # read again: a caller may have left meanwhile
                     ends = {slot: ended or slot in cancelled for slot, (_, ended) in collected.items()}
                     codes = np.zeros((self.frames.bucket, n, 16), np.int64)  # zeros: free rows, frames past an end
                     for slot, (new, _) in collected.items():
@@ -266,6 +266,11 @@ class BatchedStreams:
         if not going_on:
             return False
         return not (self._take(waiting) or ready) or going_on == self.slots
+
+    @staticmethod
+    def _cancelled(running: dict[int, _Request]) -> set[int]:
+        """The running slots whose callers have left."""
+        return {slot for slot, request in running.items() if request.cancel.is_set()}
 
     def _note_rows_written(self) -> None:
         """Make the next decodes wait for the writes to the decoder state's rows queued on the loop's stream so

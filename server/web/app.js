@@ -229,9 +229,10 @@ $("speak").addEventListener("click", speak);
 $("stop").addEventListener("click", () => controller && controller.abort());
 $("upload").addEventListener("submit", upload);
 $("api-key").value = localStorage.getItem("orator-api-key") || "";
-$("api-key").addEventListener("change", () => { loadModel(); loadVoices().catch((e) => showMessage(e.message, true)); });
-waitForModel().then((ready) => {
-  if (!ready) return;
+function loadModelAndVoices() {
   loadModel();
   loadVoices().catch((e) => showMessage(e.message, true));
-});
+}
+
+$("api-key").addEventListener("change", loadModelAndVoices);
+waitForModel().then((ready) => ready && loadModelAndVoices());
