@@ -3,7 +3,7 @@ concurrency levels, through the engine directly (``BatchedStreams``) and through
 (``serve --batch``), each request forced to the same number of frames.
 
     python -m bench.run_batch --model DIR --streams 1 8 32 64 128 --frames 150 [--http] [--decoder-dtype bfloat16]
-        [--client-processes K]
+        [--client-processes K [K ...]]
         --out results.jsonl
 
 ``--decoder-dtype`` is the codec decoder's precision (``Engine.from_pretrained(decoder_dtype=...)``; float32 by
@@ -13,7 +13,8 @@ The engine rows' callers are threads of this process, calling ``BatchedStreams``
 HTTP server runs in a thread of this process too, in front of the same captured streams, but its clients run
 in a process of their own (``bench.clients.ClientProcess``: httpx only, no torch), as a deployed server's
 would: every ``clients`` field says which (``"in process"``, ``"separate process"``, or ``"K processes"`` with
-``--client-processes K``, each holding a share of each run's requests). Until that change (the
+``--client-processes K``, each holding a share of each run's requests; several counts give the HTTP rows once
+per count, in that order, against the same server). Until that change (the
 commit that added ``bench/clients.py``), the HTTP rows' client threads shared this process's GIL with the
 server's event loop, its scheduler threads and the engine's loop thread. The HTTP rows also give the server's
 side of each run (``server_wall_s``: first request in to last chunk out of the engine; ``arrival_spread_ms``:
@@ -221,8 +222,9 @@ def main(argv=None) -> None:
     ap.add_argument("--http", action="store_true", help="also through the HTTP server")
     ap.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPE_NAMES,
                     help="the codec decoder's precision (default float32)")
-    ap.add_argument("--client-processes", type=int, default=1,
-                    help="HTTP clients: share each run's requests among this many processes (default 1)")
+    ap.add_argument("--client-processes", type=int, nargs="+", default=[1],
+                    help="HTTP clients: share each run's requests among this many processes (default 1); "
+                         "several counts: the HTTP rows once per count")
     ap.add_argument("--out", help="append JSON lines here")
     args = ap.parse_args(argv)
     engine, streams = warm_streams(args.model, args.device, max(args.streams), args.decoder_dtype)
@@ -237,16 +239,18 @@ def main(argv=None) -> None:
         served = ServedSpan()
         url, server, backend = start_server(engine, streams, served)  # the same captured streams
         try:
-            with client_processes(url, args.client_processes) as clients:
-                clients.run(1, 4)  # warm-up of the HTTP path (and of the client process), as of the engine's
-                for n in args.streams:
-                    served.clear()
-                    ttfa, wall, allocator, collector = watched(args.device, lambda n=n: clients.run(n, args.frames))
-                    where = SEPARATE_PROCESS if args.client_processes == 1 else f"{args.client_processes} processes"
-                    results.append(summarize("http", n, args.frames, ttfa, wall, args.device,
-                                             backend.streams.warmup_seconds, args.decoder_dtype, where,
-                                             allocator, collector, served))
-                    print(results[-1].to_json(), flush=True)
+            for count in args.client_processes:
+                with client_processes(url, count) as clients:
+                    clients.run(1, 4)  # warm-up of the HTTP path (and of the client process), as of the engine's
+                    for n in args.streams:
+                        served.clear()
+                        ttfa, wall, allocator, collector = watched(args.device,
+                                                                   lambda n=n: clients.run(n, args.frames))
+                        where = SEPARATE_PROCESS if count == 1 else f"{count} processes"
+                        results.append(summarize("http", n, args.frames, ttfa, wall, args.device,
+                                                 backend.streams.warmup_seconds, args.decoder_dtype, where,
+                                                 allocator, collector, served))
+                        print(results[-1].to_json(), flush=True)
         finally:
             server.should_exit = True
     if args.out:

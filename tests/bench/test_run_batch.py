@@ -66,14 +66,16 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
     assert rows[2]["arrival_spread_ms"] == 0  # one request
 
 
-def test_http_clients_can_be_shared_among_processes(tiny_model_dir, tmp_path):
+def test_http_clients_can_be_shared_among_processes_one_count_after_another(tiny_model_dir, tmp_path):
     out = tmp_path / "batch.jsonl"
-    main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "3", "--frames", "4", "--device", "cpu",
-          "--http", "--client-processes", "2", "--out", str(out)])
+    main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "3", "2", "--frames", "4", "--device", "cpu",
+          "--http", "--client-processes", "2", "1", "--out", str(out)])
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["path"], r["streams"], r["clients"]) for r in rows] == [("engine", 3, "in process"),
-                                                                      ("http", 3, "2 processes")]
-    assert len(rows[1]["ttfa_ms"]) == 3 and 0 < rows[1]["server_wall_s"] < rows[1]["wall_s"]
+    assert [(r["path"], r["streams"], r["clients"]) for r in rows] == [
+        ("engine", 3, "in process"), ("engine", 2, "in process"), ("http", 3, "2 processes"),
+        ("http", 2, "2 processes"), ("http", 3, "separate process"), ("http", 2, "separate process")]
+    for r in rows[2:]:
+        assert len(r["ttfa_ms"]) == r["streams"] and 0 < r["server_wall_s"] < r["wall_s"]
 
 
 def test_a_bfloat16_decoder_is_used_and_recorded(tiny_model_dir, capsys, monkeypatch):
