@@ -39,6 +39,8 @@ WHEELS=(
     typing-inspection==0.4.5      # pydantic, fastapi
     opentelemetry-api==1.45.2     # fastapi imports it
     uvicorn==0.54.0               # the server
+    httptools==0.9.0              # the server's HTTP parser (uvicorn picks it when installed)
+    uvloop==0.23.0                # the server's event loop (uvicorn picks it when installed)
     python-multipart==0.0.34      # the voices API's uploads
 )
 
