@@ -55,6 +55,7 @@ from bench.common import DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_na
 from bench.run_batch import (
     IN_PROCESS,
     SEPARATE_PROCESS,
+    WARM_FRAMES,
     engine_requests,
     percentile,
     start_server,
@@ -309,7 +310,7 @@ def main(argv=None) -> None:
         url, server, _ = start_server(engine, streams)
         try:
             with ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:  # started and ready before the clock
-                clients.run(1, 4)  # warm-up of the HTTP path
+                clients.run(args.streams, WARM_FRAMES)  # warm-up of the HTTP path, as of the engine's
                 found = profile(streams, functools.partial(clients.run, args.streams, args.frames, spacing_s),
                                 args.ops, args.syncs)
         finally:

@@ -38,6 +38,7 @@ import torch
 from bench.clients import ClientProcess, ClientProcesses, concurrently
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
+from engine.batch import LOOP_FRAMES
 from engine.engine import DECODER_DTYPE_NAMES
 from engine.runtime import settle_heap
 
@@ -181,6 +182,12 @@ def watched(device: str, run: Callable[[], tuple[list[float], float]]) -> tuple[
     return ttfa, wall, allocator_during(before, allocator_counters(device)), collector
 
 
+# frames of each warm-up request: a first frame alone, then two loop iterations (the second queued ahead). A
+# process's first run at 128 streams, after a warm-up of one stream, was the slower of each pair in every pair of
+# the fourteenth session's (by 0.2-1.8%), and the only one whose allocator took new device memory
+WARM_FRAMES = 1 + 2 * LOOP_FRAMES
+
+
 def engine_requests(streams, frames: int) -> Callable[[int], float]:
     voice = Voice.preset(DEFAULT_SPEAKER, DEFAULT_LANGUAGE)
 
@@ -200,15 +207,15 @@ def engine_requests(streams, frames: int) -> Callable[[int], float]:
 
 
 def warm_streams(model: str, device: str, slots: int, decoder_dtype: str = "float32"):
-    """(engine, BatchedStreams of ``slots`` slots): every batch size captured, and one short request run
-    (prompt building, the tokenizer) so that the measured ones start warm. ``decoder_dtype`` names the codec
-    decoder's precision."""
+    """(engine, BatchedStreams of ``slots`` slots): every batch size captured, then ``slots`` short requests run
+    at once (``WARM_FRAMES`` each) so that the measured runs start warm: the prompt building and the tokenizer,
+    and the memory a full batch allocates. ``decoder_dtype`` names the codec decoder's precision."""
     from engine.batch import BatchedStreams
 
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     engine = Engine.from_pretrained(model, device=device, dtype=dtype, decoder_dtype=getattr(torch, decoder_dtype))
     streams = BatchedStreams(engine, slots, warmup=True)
-    concurrently(1, engine_requests(streams, 4))
+    concurrently(slots, engine_requests(streams, WARM_FRAMES))
     settle_heap()  # as the server does once its model is ready
     return engine, streams
 
@@ -241,7 +248,8 @@ def main(argv=None) -> None:
         try:
             for count in args.client_processes:
                 with client_processes(url, count) as clients:
-                    clients.run(1, 4)  # warm-up of the HTTP path (and of the client process), as of the engine's
+                    # warm-up of the HTTP path (the client processes, the server's threads), as of the engine's
+                    clients.run(streams.slots, WARM_FRAMES)
                     for n in args.streams:
                         served.clear()
                         ttfa, wall, allocator, collector = watched(args.device,

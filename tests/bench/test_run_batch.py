@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bench.clients import ClientProcess
-from bench.run_batch import ALLOCATOR_COUNTERS, allocator_during, main, percentile
+from bench.run_batch import ALLOCATOR_COUNTERS, WARM_FRAMES, allocator_during, main, percentile
 
 
 def test_percentile_interpolates():
@@ -25,6 +25,22 @@ def test_allocator_during_gives_each_counters_increase_and_what_is_reserved_afte
     assert allocator_during(before, after) == {"num_alloc_retries": 1, "num_ooms": 0, "num_device_alloc": 7,
                                                "num_device_free": 2, "reserved_gib_after": 2.5}
     assert allocator_during({}, {}) == {}  # off CUDA
+
+
+def test_the_warm_up_runs_a_full_batch_of_short_requests(tiny_model_dir, monkeypatch):
+    """Before any measured run, as many requests as the streams have slots, at once, each of ``WARM_FRAMES``
+    frames: a first frame and two loop iterations."""
+    import bench.run_batch
+
+    bursts = []
+    run = bench.run_batch.concurrently
+    monkeypatch.setattr(bench.run_batch, "concurrently", lambda n, request: bursts.append(n) or run(n, request))
+    requested = []
+    make = bench.run_batch.engine_requests
+    monkeypatch.setattr(bench.run_batch, "engine_requests", lambda streams, frames: requested.append(frames)
+                        or make(streams, frames))
+    _, streams = bench.run_batch.warm_streams(str(tiny_model_dir("custom_voice")), "cpu", 3)
+    assert streams.slots == 3 and bursts == [3] and requested == [WARM_FRAMES] and WARM_FRAMES == 17
 
 
 def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tmp_path, monkeypatch):
@@ -53,7 +69,7 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
     assert [(r["path"], r["streams"]) for r in rows] == [("engine", 1), ("engine", 3), ("http", 1), ("http", 3)]
     assert [r["clients"] for r in rows] == ["in process"] * 2 + ["separate process"] * 2
     assert len(started) == 1 and started[0].proc.pid != os.getpid() and started[0].proc.returncode == 0
-    assert runs == [(1, 4), (1, 4), (3, 4)]  # the warm-up, then each level
+    assert runs == [(3, WARM_FRAMES), (1, 4), (3, 4)]  # the warm-up as wide as the widest run, then each level
     for r in rows:
         assert r["decoder_dtype"] == "float32" and r["allocator"] == {}  # the allocator's counters: CUDA only
         assert all(gen["passes"] > 0 for gen in r["collector"].values())
