@@ -15,6 +15,10 @@
 # DIR is the branch's whole tree, unpacked here beforehand (`mkdir _branch && git archive BRANCH | tar -x -C
 # _branch`: untracked, it travels with the call):
 #   ORATOR_COMMIT=<hash> bash bench/device_session.sh ab [seconds] DIR [0.6b|1.7b]
+# `sweep` is the many-streams benchmark of record: 1, 8, 32, 64 and 128 streams (128 first and last), through
+# the engine and through HTTP with four client processes and with one; with two GPUs the 0.6B on the first and
+# the 1.7B on the second at the same moment, with one GPU the 0.6B only (~400 s with a cold compile each):
+#   ORATOR_COMMIT=<hash> bash bench/device_session.sh sweep [seconds]
 set -uo pipefail
 SIZE="${1:-0.6b}"
 BUDGET="${2:-570}"
@@ -83,6 +87,14 @@ ab_half() {
     fi
 }
 
+# sweep_size SIZE: the many-streams benchmark of record at SIZE, on the GPU it was given
+sweep_size() {
+    local size=$1 model=/tmp/orator-sweep-models/$1-custom_voice
+    python3 -m engine.synthetic "$model" --size "$size" --type custom_voice >/dev/null
+    step "sweep-$size" 100 python3 -m bench.run_batch --model "$model" --streams 128 64 32 8 1 128 --frames 150 \
+        --http --client-processes 4 1 --decoder-dtype bfloat16 --out "$OUT/sweep-$size.jsonl"
+}
+
 GRAPHS=tests/engine/graphs/test_graphs_gpu.py
 FIRST="not batched and not triton_kernels"  # ~8 minutes on an H200 by this session's durations; the rest ~7
 if [ "$SIZE" = ab ]; then
@@ -97,6 +109,14 @@ if [ "$SIZE" = ab ]; then
     else  # one GPU: main, then the branch (whose warm-up reads main's compile cache: 60% of the time for main)
         (BUDGET=$(( $(date +%s) - START + $(left) * 60 / 100 )); ab_half main "$PWD")
         (ab_half branch "$(cd "$BRANCH_TREE" && pwd)")
+    fi
+elif [ "$SIZE" = sweep ]; then
+    if [ "$GPUS" -ge 2 ]; then
+        (CUDA_VISIBLE_DEVICES=0 sweep_size 0.6b) &
+        (CUDA_VISIBLE_DEVICES=1 sweep_size 1.7b) &
+        wait
+    else
+        sweep_size 0.6b
     fi
 elif [ "$SIZE" = tests ]; then
     if [ "$GPUS" -ge 2 ]; then
