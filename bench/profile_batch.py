@@ -58,7 +58,7 @@ from bench.run_batch import (
     WARM_FRAMES,
     engine_requests,
     percentile,
-    start_server,
+    serving,
     warm_streams,
 )
 from engine.batch import LOOP_FRAMES
@@ -307,14 +307,10 @@ def main(argv=None) -> None:
               "warmup_s": streams.warmup_seconds}
     spacing_s = args.trickle / 1000
     if args.http:
-        url, server, _ = start_server(engine, streams)
-        try:
-            with ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:  # started and ready before the clock
-                clients.run(args.streams, WARM_FRAMES)  # warm-up of the HTTP path, as of the engine's
-                found = profile(streams, functools.partial(clients.run, args.streams, args.frames, spacing_s),
-                                args.ops, args.syncs)
-        finally:
-            server.should_exit = True
+        with serving(engine, streams) as (url, _), ClientProcess(url, DEFAULT_TEXT, DEFAULT_SPEAKER) as clients:
+            clients.run(args.streams, WARM_FRAMES)  # warm-up of the HTTP path, as of the engine's
+            found = profile(streams, functools.partial(clients.run, args.streams, args.frames, spacing_s),
+                            args.ops, args.syncs)
     else:
         found = profile(streams, functools.partial(concurrently, args.streams, engine_requests(streams, args.frames),
                                                    spacing_s), args.ops, args.syncs)

@@ -244,8 +244,7 @@ def main(argv=None) -> None:
         print(results[-1].to_json(), flush=True)
     if args.http:
         served = ServedSpan()
-        url, server, backend = start_server(engine, streams, served)  # the same captured streams
-        try:
+        with serving(engine, streams, served) as (url, backend):  # the same captured streams
             for count in args.client_processes:
                 with client_processes(url, count) as clients:
                     # warm-up of the HTTP path (the client processes, the server's threads), as of the engine's
@@ -259,8 +258,6 @@ def main(argv=None) -> None:
                                                  backend.streams.warmup_seconds, args.decoder_dtype, where,
                                                  allocator, collector, served))
                         print(results[-1].to_json(), flush=True)
-        finally:
-            server.should_exit = True
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:
             f.writelines(r.to_json() + "\n" for r in results)
@@ -273,9 +270,12 @@ def client_processes(url: str, count: int) -> ClientProcess | ClientProcesses:
     return ClientProcesses(url, DEFAULT_TEXT, DEFAULT_SPEAKER, count)
 
 
-def start_server(engine: Engine, streams, served: ServedSpan | None = None):
-    """The HTTP server serving from ``streams`` (a BatchedStreams) on a free loopback port, its backend's runs
-    recorded in ``served`` when given: (url, server, backend)."""
+@contextlib.contextmanager
+def serving(engine: Engine, streams, served: ServedSpan | None = None) -> Iterator[tuple[str, object]]:
+    """The HTTP server serving from ``streams`` (a BatchedStreams) on a free loopback port, in a thread, its
+    backend's runs recorded in ``served`` when given: (url, backend) while the block runs. Stopped and its thread
+    joined when the block ends: with uvloop, a server thread still running while the interpreter exits crashed
+    it (a segmentation fault after every row was written, three exits in six on the CPU machine)."""
     import socket
     import tempfile
     from pathlib import Path
@@ -299,16 +299,23 @@ def start_server(engine: Engine, streams, served: ServedSpan | None = None):
 
     app = create_app(lambda: engine, library, ServerSettings(max_queue=4 * streams.slots), make_backend=make_backend)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(f"{url}/health", timeout=2).json().get("model_loaded"):
-                return url, server, backends[-1]
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("the benchmark server did not start")
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/health", timeout=2).json().get("model_loaded"):
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("the benchmark server did not start")
+        yield url, backends[-1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,25 @@ def test_the_warm_up_runs_a_full_batch_of_short_requests(tiny_model_dir, monkeyp
     assert streams.slots == 3 and bursts == [3] and requested == [WARM_FRAMES] and WARM_FRAMES == 17
 
 
+def test_serving_stops_its_server_and_ends_its_thread(tiny_model_dir):
+    """When the block ends the server no longer answers and the thread that ran it has ended (with uvloop, a
+    server thread still running while the interpreter exited crashed it)."""
+    import threading
+
+    import httpx
+
+    from bench.run_batch import serving, warm_streams
+
+    engine, streams = warm_streams(str(tiny_model_dir("custom_voice")), "cpu", 2)
+    before = set(threading.enumerate())
+    with serving(engine, streams) as (url, backend):
+        assert httpx.get(f"{url}/health").json()["model_loaded"] and backend.streams is streams
+        server_threads = [t for t in set(threading.enumerate()) - before if t.name.endswith("(run)")]
+    assert len(server_threads) == 1 and not server_threads[0].is_alive()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/health")
+
+
 def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tmp_path, monkeypatch):
     """Every level through the engine and through the server; the HTTP requests (the warm-up's too) come
     from one client process of their own, which ends cleanly."""
