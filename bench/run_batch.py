@@ -38,7 +38,7 @@ import torch
 from bench.clients import ClientProcess, ClientProcesses, concurrently
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
-from engine.batch import LOOP_FRAMES
+from engine.batch import LOOP_FRAMES, BatchedStreams
 from engine.engine import DECODER_DTYPE_NAMES
 from engine.runtime import settle_heap
 
@@ -210,8 +210,6 @@ def warm_streams(model: str, device: str, slots: int, decoder_dtype: str = "floa
     """(engine, BatchedStreams of ``slots`` slots): every batch size captured, then ``slots`` short requests run
     at once (``WARM_FRAMES`` each) so that the measured runs start warm: the prompt building and the tokenizer,
     and the memory a full batch allocates. ``decoder_dtype`` names the codec decoder's precision."""
-    from engine.batch import BatchedStreams
-
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     engine = Engine.from_pretrained(model, device=device, dtype=dtype, decoder_dtype=getattr(torch, decoder_dtype))
     streams = BatchedStreams(engine, slots, warmup=True)
