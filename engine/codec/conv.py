@@ -104,12 +104,15 @@ class CausalConvTranspose1d(StreamingLayer):
         self.stride = stride
         self.conv = nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride=stride)
 
-    def forward(self, x: torch.Tensor, tails: Tails, activation: Activation | None = None) -> torch.Tensor:
-        """[B, C_in, T] -> [B, C_out, T * stride]: the transposed convolution of ``activation(x)``."""
+    def forward(self, x: torch.Tensor, tails: Tails, activation: Activation | None = None,
+                with_bias: bool = True) -> torch.Tensor:
+        """[B, C_in, T] -> [B, C_out, T * stride]: the transposed convolution of ``activation(x)``; without its
+        bias when ``with_bias`` is False (the caller adds ``conv.bias`` in passes it makes anyway)."""
         frames = x.shape[-1]
         conv = self.conv
-        y = F.conv_transpose2d(self._with_past(x, tails, activation).unsqueeze(2), conv.weight.unsqueeze(2), conv.bias,
-                               stride=(1, self.stride)).squeeze(2)  # [B, C_out, (history + T - 1) * stride + kernel]
+        y = F.conv_transpose2d(self._with_past(x, tails, activation).unsqueeze(2), conv.weight.unsqueeze(2),
+                               conv.bias if with_bias else None, stride=(1, self.stride)).squeeze(2)
+        # [B, C_out, (history + T - 1) * stride + kernel]
         start = self.history * self.stride
         return y[..., start : start + frames * self.stride]
 
@@ -156,12 +159,15 @@ class ResidualUnit(nn.Module):
         self.act2 = SnakeBeta(dim)
         self.conv2 = CausalConv1d(dim, dim, kernel_size=1)
 
-    def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C, T]
+    def forward(self, x: torch.Tensor, tails: Tails, x_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """[B, C, T] -> [B, C, T]; the unit of ``x + x_bias`` (per channel) when ``x_bias`` is given, with that
+        sum made inside act1's pass and the residual sum's, not in a pass of its own."""
         # conv1's bias is added in act2's pass and conv2's in the residual sum: two passes over the activations
         # fewer than PyTorch's (it adds a convolution's bias in a pass of its own), the same sums
-        h = self.conv1(x, tails, activation=self.act1, with_bias=False)
+        act1 = self.act1 if x_bias is None else partial(self.act1, bias=x_bias)
+        h = self.conv1(x, tails, activation=act1, with_bias=False)
         y = self.conv2(h, tails, activation=partial(self.act2, bias=self.conv1.conv.bias), with_bias=False)
-        return add_biased(x, y, self.conv2.conv.bias)
+        return add_biased(x, y, self.conv2.conv.bias, x_bias)
 
 
 class UpsampleBlock(nn.Module):
@@ -175,8 +181,9 @@ class UpsampleBlock(nn.Module):
         )
 
     def forward(self, x: torch.Tensor, tails: Tails) -> torch.Tensor:  # [B, C_in, T] -> [B, C_out, T * rate]
-        snake, upsample, *units = self.block
-        x = upsample(x, tails, activation=snake)
+        snake, upsample, first, *units = self.block
+        # the upsampled signal's bias goes into the first unit's two passes over it (its activation, its sum)
+        x = first(upsample(x, tails, activation=snake, with_bias=False), tails, x_bias=upsample.conv.bias)
         for unit in units:
             x = unit(x, tails)
         return x

@@ -4,7 +4,9 @@ PyTorch runs a biased convolution on the GPU as cuDNN's convolution, then a sepa
 adds the bias; a residual unit then adds its input in a third. ``add_biased(x, y, bias)`` computes
 ``x + (y + bias)`` per channel over [B, C, T] in one Triton pass (in float32, each sum rounded to the
 tensors' dtype as the PyTorch code rounds it, so bit for bit the same)
-and falls back to those PyTorch operations everywhere else (CPU, float64, Triton missing).
+and falls back to those PyTorch operations everywhere else (CPU, float64, Triton missing). With ``x_bias``
+x gets a bias of its own first, ``(x + x_bias) + (y + bias)``: the first residual unit after a transposed
+convolution (``UpsampleBlock``) takes that convolution's output without its bias, so no pass adds it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ if _ENABLED:
     import triton.language as tl
 
     @triton.jit
-    def _add_biased_kernel(x_ptr, y_ptr, bias_ptr, out_ptr, C, T, T_BLOCKS, C_BLOCKS, sx_b, sx_c, sx_t, sy_b, sy_c,
-                           sy_t, so_b, so_c, so_t, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr):
+    def _add_biased_kernel(x_ptr, y_ptr, bias_ptr, x_bias_ptr, out_ptr, C, T, T_BLOCKS, C_BLOCKS, sx_b, sx_c, sx_t,
+                           sy_b, sy_c, sy_t, so_b, so_c, so_t, HAS_X_BIAS: tl.constexpr, BLOCK_T: tl.constexpr,
+                           BLOCK_C: tl.constexpr):
         pid = tl.program_id(0)  # (row * T_BLOCKS + block of time steps) * C_BLOCKS + block of channels
         c = (pid % C_BLOCKS) * BLOCK_C + tl.arange(0, BLOCK_C)
         rest = pid // C_BLOCKS
@@ -28,6 +31,9 @@ if _ENABLED:
         b = (rest // T_BLOCKS).to(tl.int64)
         ok = (t < T) & (c[None, :] < C)
         x = tl.load(x_ptr + b * sx_b + t * sx_t + c[None, :] * sx_c, mask=ok, other=0.0).to(tl.float32)
+        if HAS_X_BIAS:
+            x_bias = tl.load(x_bias_ptr + c, mask=c < C, other=0.0).to(tl.float32)
+            x = (x + x_bias[None, :]).to(out_ptr.dtype.element_ty).to(tl.float32)
         y = tl.load(y_ptr + b * sy_b + t * sy_t + c[None, :] * sy_c, mask=ok, other=0.0).to(tl.float32)
         bias = tl.load(bias_ptr + c, mask=c < C, other=0.0).to(tl.float32)
         biased = (y + bias[None, :]).to(out_ptr.dtype.element_ty).to(tl.float32)
@@ -35,9 +41,10 @@ if _ENABLED:
                  mask=ok)
 
 
-def add_biased_kernel(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """``x + (y + bias)`` through the Triton kernel: x, y [B, C, T] of one dtype, any strides; bias [C]. Returns a
-    new tensor laid out as x (``empty_like_layout``)."""
+def add_biased_kernel(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor,
+                      x_bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x + (y + bias)`` (``(x + x_bias) + (y + bias)`` with ``x_bias``) through the Triton kernel: x, y [B, C, T]
+    of one dtype, any strides; the biases [C]. Returns a new tensor laid out as x (``empty_like_layout``)."""
     if x.shape != y.shape or x.dtype != y.dtype:
         raise ValueError("add_biased_kernel needs x and y of one shape and dtype")
     out = empty_like_layout(x)
@@ -45,16 +52,21 @@ def add_biased_kernel(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor) -> t
         return out
     block_t, block_c, t_blocks, c_blocks, warps = channel_time_launch(x)
     b, c, t = x.shape
-    _add_biased_kernel[(b * t_blocks * c_blocks,)](x, y, bias, out, c, t, t_blocks, c_blocks, *x.stride(), *y.stride(),
-                                                   *out.stride(), BLOCK_T=block_t, BLOCK_C=block_c, num_warps=warps)
+    _add_biased_kernel[(b * t_blocks * c_blocks,)](x, y, bias, bias if x_bias is None else x_bias, out, c, t, t_blocks,
+                                                   c_blocks, *x.stride(), *y.stride(), *out.stride(),
+                                                   HAS_X_BIAS=x_bias is not None, BLOCK_T=block_t, BLOCK_C=block_c,
+                                                   num_warps=warps)
     return out
 
 
-def add_biased(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """``x + (y + bias[None, :, None])`` over x, y [B, C, T] (``x + y`` without a bias), in x's dtype."""
-    if bias is None:
-        return x + y
-    if (_ENABLED and x.is_cuda and x.dtype in CHANNEL_TIME_DTYPES and x.dtype == y.dtype
-            and bias.dtype in CHANNEL_TIME_DTYPES and x.shape == y.shape and runs_on(x.device)):
-        return add_biased_kernel(x, y, bias)
-    return x + (y + bias[None, :, None])
+def add_biased(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor | None,
+               x_bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x + (y + bias[None, :, None])`` over x, y [B, C, T] (``x + y`` without a bias), in x's dtype; with
+    ``x_bias`` [C], x is ``x + x_bias[None, :, None]`` first."""
+    if bias is not None and (_ENABLED and x.is_cuda and x.dtype in CHANNEL_TIME_DTYPES and x.dtype == y.dtype
+                             and bias.dtype in CHANNEL_TIME_DTYPES and x.shape == y.shape and runs_on(x.device)
+                             and (x_bias is None or x_bias.dtype in CHANNEL_TIME_DTYPES)):
+        return add_biased_kernel(x, y, bias, x_bias)
+    if x_bias is not None:
+        x = x + x_bias[None, :, None]
+    return x + y if bias is None else x + (y + bias[None, :, None])

@@ -3,12 +3,18 @@
 ``x + sin(x * e^alpha)^2 / (e^beta + 1e-9)`` per channel is six PyTorch kernels, each reading and writing
 the whole activation; on the decoder's last stages (96..384 channels at 2..24 kHz, for every stream of a
 batch) those passes are a large share of a decode. This kernel reads x once and writes the result once. It
-computes in float32 whatever the input's dtype (sin and exp to the GPU's float32 accuracy, so a float32
-decoder's audio agrees with the PyTorch code to float tolerance, not bit for bit) and rounds once, on the
-store, to the output's dtype: a bfloat16 or float16 decoder (``Engine.from_pretrained(decoder_dtype=...)``)
-gets the float32 formula rounded to its dtype, closer to the exact value than the PyTorch code, which
-computes every step in that dtype. The per-channel parameters are read in their own dtype (the decoder's:
-float32, bfloat16 or float16) and widened to float32.
+computes in float32 whatever the input's dtype and rounds once, on the store, to the output's dtype: a
+bfloat16 or float16 decoder (``Engine.from_pretrained(decoder_dtype=...)``) gets the float32 formula rounded
+to its dtype, closer to the exact value than the PyTorch code, which computes every step in that dtype. The
+per-channel parameters are read in their own dtype (the decoder's: float32, bfloat16 or float16) and widened
+to float32.
+
+``sin(v)^2`` comes from a polynomial (``_sin_squared``), within 2.5e-7 of the exact value for |v| up to
+~200,000 (a float32 ulp of 1 is 1.2e-7), so a float32 decoder's audio agrees with the PyTorch code to float
+tolerance, not bit for bit. The accurate float32 ``sin`` (libdevice's, with its reduction for huge
+arguments) made the kernel compute-bound: in a 128-row, 8-frame bf16 decode on an H200 its 29 calls moved
+~11 GB at 1.8 TB/s while the residual sums (``residual.py``) ran at 4.3 (docs/benchmarks.md, fifteenth
+session).
 
 With ``bias`` (per channel) the kernel adds it to x first, rounded to x's dtype as PyTorch's own pass would:
 the bias of the convolution before the activation, which then needs no pass of its own (``ResidualUnit``).
@@ -29,6 +35,21 @@ if _ENABLED:
     import triton.language as tl
 
     @triton.jit
+    def _sin_squared(v):
+        # sin^2 has period pi: v less its nearest multiple k * pi is r in [-pi/2, pi/2] (pi in three parts, the
+        # first two short enough that k * part is exact for |k| < 2^16), and sin(r) is r plus an odd polynomial
+        # of degree 9 fitted to sin on that interval (5e-9 from it in exact arithmetic)
+        k = tl.floor(v * 0.3183098861837907 + 0.5)
+        r = v - k * 3.140625
+        r = r - k * 9.675025939941406e-4
+        r = r - k * 1.5099580252808664e-7
+        r2 = r * r
+        p = (2.6000548132287804e-6 * r2 - 1.9806614727713168e-4) * r2 + 8.333017118275166e-3
+        p = p * r2 - 0.16666656732559204
+        s = r + r * r2 * p
+        return s * s
+
+    @triton.jit
     def _snake_kernel(x_ptr, log_alpha_ptr, log_beta_ptr, bias_ptr, y_ptr, C, T, T_BLOCKS, C_BLOCKS, sx_b, sx_c,
                       sx_t, sy_b, sy_c, sy_t, HAS_BIAS: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr):
         pid = tl.program_id(0)  # (row * T_BLOCKS + block of time steps) * C_BLOCKS + block of channels
@@ -43,8 +64,7 @@ if _ENABLED:
             x = (x + bias[None, :]).to(x_ptr.dtype.element_ty).to(tl.float32)
         alpha = tl.exp(tl.load(log_alpha_ptr + c, mask=c < C, other=0.0).to(tl.float32))
         inv_beta = 1.0 / (tl.exp(tl.load(log_beta_ptr + c, mask=c < C, other=0.0).to(tl.float32)) + 1e-9)
-        s = tl.sin(x * alpha[None, :])
-        y = x + inv_beta[None, :] * (s * s)  # float32; rounded once, to the output's dtype, on the store
+        y = x + inv_beta[None, :] * _sin_squared(x * alpha[None, :])  # float32; rounded once, on the store
         tl.store(y_ptr + b * sy_b + t[:, None] * sy_t + c[None, :] * sy_c, y.to(y_ptr.dtype.element_ty), mask=ok)
 
 

@@ -63,3 +63,21 @@ def test_the_dispatcher_falls_back_to_pytorch_off_the_gpu_and_without_a_bias():
     x, y, bias = tensors((2, 4, 9), torch.float64, seed=4)
     torch.testing.assert_close(residual.add_biased(x, y, bias), x + (y + bias[None, :, None]), atol=0, rtol=0)
     torch.testing.assert_close(residual.add_biased(x, y, None), x + y, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_bias_of_the_first_term_is_added_first_as_its_own_pass_would(dtype, bf16_rounded_to_nearest):
+    """``x_bias``: the transposed convolution's bias, left out of its output (``UpsampleBlock``), is added to x
+    inside the sum: ``(x + x_bias) + (y + bias)``, each sum rounded to the dtype as PyTorch's passes round it;
+    channels-last, x a trimmed view."""
+    x, y, bias = tensors((2, 96, 300), dtype, seed=5)
+    x_bias = torch.randn(96, generator=torch.Generator().manual_seed(6)).to(DEVICE, dtype)
+    a = x.transpose(1, 2).contiguous().transpose(1, 2)[..., 40:240]
+    b = y.transpose(1, 2).contiguous().transpose(1, 2)[..., :200]
+    got = residual.add_biased_kernel(a, b, bias, x_bias)
+    expected = (a + x_bias[None, :, None]) + (b + bias[None, :, None])
+    torch.testing.assert_close(got, expected, atol=0, rtol=0)
+    assert not torch.equal(got, residual.add_biased_kernel(a, b, bias))
+    a, b, bias, x_bias = (t.double() for t in (a, b, bias, x_bias))  # the dispatcher's PyTorch fallback
+    torch.testing.assert_close(residual.add_biased(a, b, bias, x_bias),
+                               (a + x_bias[None, :, None]) + (b + bias[None, :, None]), atol=0, rtol=0)
