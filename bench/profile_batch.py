@@ -22,8 +22,9 @@ next step (on a GPU the decode runs on a stream of its own), so the profiled thr
 of ``bench.run_batch``'s and the phases add up as if nothing overlapped.
 
 ``--kernels N`` then profiles replays of the step graph of the streams' bucket (one frame of every row)
-and of its 4-frame decode graph, each with its kernels per replay, their device time and the N costliest
-(``bench.profile_orator.replay_kernels``): what a batched frame and a batched decode spend the GPU on.
+and of its decode graph of ``LOOP_FRAMES`` frames (the loop's), each with its kernels per replay, their device
+time and the N costliest (``bench.profile_orator.replay_kernels``): what a batched frame and a batched decode
+spend the GPU on.
 
 ``--syncs N`` runs every admission in CUDA's sync debug mode and lists the N lines of the engine that
 made the host wait for the GPU most often (blocking host-to-device copies, reads of device values), by
@@ -265,7 +266,7 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
 
 
 def graph_kernels(streams, rows: int, top: int) -> dict:
-    """The kernels of one replay of the step graph and of the 4-frame decode graph over the bucket that
+    """The kernels of one replay of the step graph and of the LOOP_FRAMES-frame decode graph over the bucket that
     holds ``rows`` streams (replayed on the loop's idle state: their times do not depend on its values)."""
     from bench.profile_orator import replay_kernels
 
