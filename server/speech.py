@@ -25,7 +25,6 @@ from typing import Literal
 
 import numpy as np
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import OratorError
@@ -34,6 +33,7 @@ from engine.speed import MAX_SPEED, MIN_SPEED, TimeStretcher
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
 from server.scheduler import Queued, QueueFull, SpeechJob, Ticket
+from server.streaming import DisconnectAwareStream
 from server.voices import resolve_voice
 
 log = logging.getLogger("orator.server")
@@ -82,9 +82,9 @@ async def create_speech(body: SpeechRequest, request: Request):
     headers = {"X-Request-Id": ticket.id, "X-Queue-Position": str(ticket.position)}
     if body.stream_format == "sse":
         usage_tokens = len(engine.tokenizer.encode(body.input))
-        return StreamingResponse(_sse(ticket, body, usage_tokens), media_type="text/event-stream",
+        return DisconnectAwareStream(_sse(ticket, body, usage_tokens), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache"})
-    return StreamingResponse(_audio(ticket, body), media_type=MEDIA_TYPES[body.response_format], headers=headers)
+    return DisconnectAwareStream(_audio(ticket, body), media_type=MEDIA_TYPES[body.response_format], headers=headers)
 
 
 @router.get("/v1/audio/speech/{request_id}")
