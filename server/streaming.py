@@ -8,7 +8,8 @@ request's own task while one small task awaits ``receive``; on a disconnect it c
 body iterator then unwinds (``server.speech`` frees the stream's slot in its ``finally``). With the voice
 listing cached (``server.library``), this took the server's CPU per speech request from 0.72-0.79 to
 0.55-0.57 ms on the 2-core CPU machine (an instant stand-in engine, 500 sequential requests, three runs
-each): requests that arrive together reach the engine sooner, and their first audio with them.
+each). With a stand-in pacing 64 streams as the loop does, the requests' arrivals at the engine spread over
+20-36 ms either way on that machine; what it changes under the real engine is for the GPU benchmark to show.
 """
 
 from __future__ import annotations
