@@ -18,7 +18,9 @@ per count, in that order, against the same server). Until that change (the
 commit that added ``bench/clients.py``), the HTTP rows' client threads shared this process's GIL with the
 server's event loop, its scheduler threads and the engine's loop thread. The HTTP rows also give the server's
 side of each run (``server_wall_s``: first request in to last chunk out of the engine; ``arrival_spread_ms``:
-how far apart the requests reached it), which tells a slow server from slow clients.
+how far apart the requests reached it), which tells a slow server from slow clients. Every row also gives
+the warm-up's seconds per piece (``warmup_tasks_s``: each batch size's frame step, prefills and decodes), where a
+cold warm-up's minutes go.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class BatchResult:
     # what the server took apart from the clients sending and reading
     server_wall_s: float | None = None
     arrival_spread_ms: float | None = None
+    warmup_tasks_s: dict = dataclasses.field(default_factory=dict)  # WarmupClock: seconds per piece of warmup_s
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -85,11 +88,28 @@ def percentile(values: Sequence[float], q: float) -> float:
 def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str,
               warmup_s: float = 0.0, decoder_dtype: str = "float32", clients: str = IN_PROCESS,
               allocator: dict | None = None, collector: dict | None = None,
-              served: ServedSpan | None = None) -> BatchResult:
+              served: ServedSpan | None = None, warmup_tasks: dict | None = None) -> BatchResult:
     return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
                        percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype, clients,
                        allocator or {}, collector or {},
-                       served and round(served.wall_s, 4), served and round(served.arrival_spread_ms, 2))
+                       served and round(served.wall_s, 4), served and round(served.arrival_spread_ms, 2),
+                       dict(warmup_tasks or {}))
+
+
+class WarmupClock:
+    """``BatchedStreams``' ``warmup_progress``: the seconds each piece of its warm-up took (``tasks``, in the
+    order captured), so that a row says where a cold warm-up's minutes went."""
+
+    def __init__(self):
+        self.tasks: dict[str, float] = {}
+        self._current: tuple[str, float] | None = None
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        now = time.perf_counter()
+        if self._current is not None:
+            name, started = self._current
+            self.tasks[name] = round(now - started, 2)
+        self._current = (what, now) if done < total else None
 
 
 class ServedSpan:
@@ -206,13 +226,15 @@ def engine_requests(streams, frames: int) -> Callable[[int], float]:
     return request
 
 
-def warm_streams(model: str, device: str, slots: int, decoder_dtype: str = "float32"):
+def warm_streams(model: str, device: str, slots: int, decoder_dtype: str = "float32",
+                 clock: WarmupClock | None = None):
     """(engine, BatchedStreams of ``slots`` slots): every batch size captured, then ``slots`` short requests run
     at once (``WARM_FRAMES`` each) so that the measured runs start warm: the prompt building and the tokenizer,
-    and the memory a full batch allocates. ``decoder_dtype`` names the codec decoder's precision."""
+    and the memory a full batch allocates. ``decoder_dtype`` names the codec decoder's precision; ``clock`` times
+    the capture's pieces."""
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     engine = Engine.from_pretrained(model, device=device, dtype=dtype, decoder_dtype=getattr(torch, decoder_dtype))
-    streams = BatchedStreams(engine, slots, warmup=True)
+    streams = BatchedStreams(engine, slots, warmup=True, warmup_progress=clock)
     concurrently(slots, engine_requests(streams, WARM_FRAMES))
     settle_heap()  # as the server does once its model is ready
     return engine, streams
@@ -232,13 +254,15 @@ def main(argv=None) -> None:
                          "several counts: the HTTP rows once per count")
     ap.add_argument("--out", help="append JSON lines here")
     args = ap.parse_args(argv)
-    engine, streams = warm_streams(args.model, args.device, max(args.streams), args.decoder_dtype)
+    clock = WarmupClock()
+    engine, streams = warm_streams(args.model, args.device, max(args.streams), args.decoder_dtype, clock)
     results = []
     for n in args.streams:
         ttfa, wall, allocator, collector = watched(
             args.device, lambda n=n: concurrently(n, engine_requests(streams, args.frames)))
         results.append(summarize("engine", n, args.frames, ttfa, wall, args.device, streams.warmup_seconds,
-                                 args.decoder_dtype, allocator=allocator, collector=collector))
+                                 args.decoder_dtype, allocator=allocator, collector=collector,
+                                 warmup_tasks=clock.tasks))
         print(results[-1].to_json(), flush=True)
     if args.http:
         served = ServedSpan()
@@ -254,7 +278,7 @@ def main(argv=None) -> None:
                         where = SEPARATE_PROCESS if count == 1 else f"{count} processes"
                         results.append(summarize("http", n, args.frames, ttfa, wall, args.device,
                                                  backend.streams.warmup_seconds, args.decoder_dtype, where,
-                                                 allocator, collector, served))
+                                                 allocator, collector, served, clock.tasks))
                         print(results[-1].to_json(), flush=True)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:

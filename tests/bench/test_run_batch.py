@@ -94,6 +94,11 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
         assert all(gen["passes"] > 0 for gen in r["collector"].values())
         assert len(r["ttfa_ms"]) == r["streams"] and 0 < r["ttfa_p50_ms"] <= r["ttfa_p95_ms"]
         assert r["audio_s_per_s"] == pytest.approx(r["streams"] * r["frames"] / 12.5 / r["wall_s"])
+    for r in rows:  # where the warm-up's time went: every batch size's step and decodes, adding up to it
+        tasks = r["warmup_tasks_s"]
+        pieces = [f"the {b}-stream {what}" for b in (1, 2, 3) for what in ("frame step", "decodes")]
+        assert set(pieces) <= set(tasks)
+        assert sum(tasks.values()) == pytest.approx(r["warmup_s"], abs=0.05 + 0.01 * len(tasks))
     for r in rows[:2]:
         assert r["server_wall_s"] is None and r["arrival_spread_ms"] is None
     for r in rows[2:]:  # the server's side lies within the clients' wall
@@ -127,6 +132,19 @@ def test_a_bfloat16_decoder_is_used_and_recorded(tiny_model_dir, capsys, monkeyp
     assert loaded[0].decoder.pre_conv.conv.weight.dtype == torch.bfloat16
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["path"], r["streams"], r["decoder_dtype"]) for r in rows] == [("engine", 2, "bfloat16")]
+
+
+def test_the_warmup_clock_gives_each_piece_the_time_until_the_next_one_starts(monkeypatch):
+    import bench.run_batch
+
+    ticks = iter([10.0, 10.5, 12.0, 12.25])
+    monkeypatch.setattr(bench.run_batch.time, "perf_counter", lambda: next(ticks))
+    clock = bench.run_batch.WarmupClock()
+    clock(0, 3, "the 1-stream frame step")
+    clock(1, 3, "the 2-stream frame step")
+    clock(2, 3, "the 1-stream decodes")
+    clock(3, 3, "done")
+    assert clock.tasks == {"the 1-stream frame step": 0.5, "the 2-stream frame step": 1.5, "the 1-stream decodes": 0.25}
 
 
 def test_collector_pauses_counts_each_generations_passes_and_their_pauses():
