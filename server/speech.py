@@ -83,7 +83,7 @@ async def create_speech(body: SpeechRequest, request: Request):
     if body.stream_format == "sse":
         usage_tokens = len(engine.tokenizer.encode(body.input))
         return DisconnectAwareStream(_sse(ticket, body, usage_tokens), media_type="text/event-stream",
-                                 headers={**headers, "Cache-Control": "no-cache"})
+                                     headers={**headers, "Cache-Control": "no-cache"})
     return DisconnectAwareStream(_audio(ticket, body), media_type=MEDIA_TYPES[body.response_format], headers=headers)
 
 
