@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.codec.conv import UpsampleBlock
+from engine.codec.conv import StreamingLayer, UpsampleBlock
 
 
 def test_the_upsampled_signal_gets_its_bias_inside_the_first_residual_unit():
@@ -18,11 +18,11 @@ def test_the_upsampled_signal_gets_its_bias_inside_the_first_residual_unit():
         for parameter in block.parameters():
             parameter.normal_(0, 0.5)
     snake, upsample, *units = block.block
-    tails = {name: module.new_tail(2, torch.device("cpu"), torch.float64)
-             for name, module in block.named_modules() if getattr(module, "history", 0)}
-    for name, module in block.named_modules():
-        if getattr(module, "history", 0):
+    tails = {}
+    for name, module in block.named_modules():  # as SpeechDecoder names its streaming layers
+        if isinstance(module, StreamingLayer) and module.history:
             module.state_key = name
+            tails[name] = module.new_tail(2, torch.device("cpu"), torch.float64)
     plain_tails = {name: tail.clone() for name, tail in tails.items()}
     x = torch.randn(2, 8, 10, dtype=torch.float64)
     with torch.no_grad():
