@@ -10,8 +10,9 @@ This module imports the standard library only, and httpx when a client is built,
 object a line: once its ``httpx.Client`` is built it prints ``{"ready": true}``; then for each line on its
 stdin, ``{"url", "n", "frames", "spacing_s", "text", "voice", "first"}``, it runs the n requests
 (``http_requests`` through ``concurrently``, seeds from ``first`` on) and prints ``{"ttfa_ms": [...], "wall_s",
-"start", "end"}``: the wall time from the first request's start to the last one's end, measured in the client
-process, and those two moments on ``time.perf_counter``'s clock (the system's monotonic one). It exits 0 at the
+"start", "end", "sent": [...]}``: the wall time from the first request's start to the last one's end, measured in
+the client process, those two moments and each request's start on ``time.perf_counter``'s clock (the system's
+monotonic one, the same in every process). It exits 0 at the
 end of its input; on any error it prints the traceback to stderr and exits 1, which ``ClientProcess`` raises as
 a ``RuntimeError`` carrying that stderr.
 """
@@ -75,16 +76,18 @@ def http_client():
     return httpx.Client(timeout=600, limits=httpx.Limits(max_connections=None, max_keepalive_connections=None))
 
 
-def http_requests(client, url: str, frames: int, text: str, voice: str,
-                  first_seed: int = 0) -> Callable[[int], float]:
+def http_requests(client, url: str, frames: int, text: str, voice: str, first_seed: int = 0,
+                  sent: list[float] | None = None) -> Callable[[int], float]:
     """Requests through ``client`` (``http_client()``) for ``text`` in the preset ``voice``, each forced to
     ``frames`` frames of raw pcm (request i with seed first_seed + i); each returns its time to first audio in
-    ms."""
+    ms, and puts the moment it started (``time.perf_counter``) in ``sent[i]`` when given."""
 
     def request(i: int) -> float:
         body = {"model": "orator", "voice": voice, "input": text, "response_format": "pcm",
                 "seed": first_seed + i, "max_frames": frames, "min_frames": frames}
         t0 = time.perf_counter()
+        if sent is not None:
+            sent[i] = t0
         first, size = None, 0
         with client.stream("POST", f"{url}/v1/audio/speech", json=body) as r:
             r.raise_for_status()
@@ -105,6 +108,7 @@ class ClientProcess:
 
     def __init__(self, url: str, text: str, voice: str):
         self.url, self.text, self.voice = url, text, voice
+        self.sent: list[float] = []  # when each request of the last run started (``time.perf_counter``)
         root = Path(__file__).resolve().parents[1]  # where ``bench`` is importable from, whatever the cwd
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child cannot block on it
@@ -117,6 +121,7 @@ class ClientProcess:
         audio in ms, the wall seconds from the first start to the last end), as ``concurrently``."""
         self.send(n, frames, spacing_s)
         answer = self.receive()
+        self.sent = answer["sent"]
         return answer["ttfa_ms"], answer["wall_s"]
 
     def send(self, n: int, frames: int, spacing_s: float = 0.0, first: int = 0) -> None:
@@ -130,8 +135,9 @@ class ClientProcess:
             raise self._failure() from None
 
     def receive(self) -> dict:
-        """The answer to the last ``send``: {"ttfa_ms", "wall_s", "start", "end"} (``time.perf_counter`` of the
-        first start and the last end: the system's monotonic clock, the same in every process)."""
+        """The answer to the last ``send``: {"ttfa_ms", "wall_s", "start", "end", "sent"} (``time.perf_counter``
+        of the first start, the last end and each request's start: the system's monotonic clock, the same in every
+        process)."""
         return self._read()
 
     def _read(self) -> dict:
@@ -174,6 +180,7 @@ class ClientProcesses:
     ``ClientProcess.run``, without spacing; the wall runs from the first start in any process to the last end."""
 
     def __init__(self, url: str, text: str, voice: str, count: int):
+        self.sent: list[float] = []  # when each request of the last run started, in every process
         self.processes: list[ClientProcess] = []
         try:
             for _ in range(count):
@@ -191,6 +198,7 @@ class ClientProcesses:
             first += share
         answers = [process.receive() for process, _ in busy]
         ttfa = [t for answer in answers for t in answer["ttfa_ms"]]
+        self.sent = [t for answer in answers for t in answer["sent"]]
         return ttfa, max(a["end"] for a in answers) - min(a["start"] for a in answers)
 
     def close(self) -> None:
@@ -211,10 +219,12 @@ def serve_commands(stdin, out) -> None:
         out.flush()
         for line in stdin:
             c = json.loads(line)
-            requests = http_requests(client, c["url"], c["frames"], c["text"], c["voice"], c.get("first", 0))
+            sent = [0.0] * c["n"]
+            requests = http_requests(client, c["url"], c["frames"], c["text"], c["voice"], c.get("first", 0), sent)
             ttfa, wall = concurrently(c["n"], requests, c["spacing_s"])
             end = time.perf_counter()
-            out.write(json.dumps({"ttfa_ms": ttfa, "wall_s": wall, "start": end - wall, "end": end}) + "\n")
+            out.write(json.dumps({"ttfa_ms": ttfa, "wall_s": wall, "start": end - wall, "end": end, "sent": sent})
+                      + "\n")
             out.flush()
 
 

@@ -29,8 +29,10 @@ import argparse
 import contextlib
 import dataclasses
 import gc
+import itertools
 import json
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -70,6 +72,8 @@ class BatchResult:
     server_wall_s: float | None = None
     arrival_spread_ms: float | None = None
     warmup_tasks_s: dict = dataclasses.field(default_factory=dict)  # WarmupClock: seconds per piece of warmup_s
+    arrivals_ms: dict | None = None  # HTTP rows: ServedSpan.arrivals_ms, each stage's delay after the first send
+    switch_interval_ms: float | None = None  # HTTP rows: the interpreter's GIL switch interval in the server's process
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -88,12 +92,15 @@ def percentile(values: Sequence[float], q: float) -> float:
 def summarize(path: str, n: int, frames: int, ttfa: list[float], wall: float, device: str,
               warmup_s: float = 0.0, decoder_dtype: str = "float32", clients: str = IN_PROCESS,
               allocator: dict | None = None, collector: dict | None = None,
-              served: ServedSpan | None = None, warmup_tasks: dict | None = None) -> BatchResult:
+              served: ServedSpan | None = None, warmup_tasks: dict | None = None,
+              sent: list[float] | None = None) -> BatchResult:
+    """A row; an HTTP row's ``served`` span and its clients' ``sent`` times add the server's side."""
     return BatchResult(path, n, frames, n * audio_seconds(frames) / wall, statistics.median(ttfa),
                        percentile(ttfa, 95), wall, device_name(device), warmup_s, ttfa, decoder_dtype, clients,
                        allocator or {}, collector or {},
                        served and round(served.wall_s, 4), served and round(served.arrival_spread_ms, 2),
-                       dict(warmup_tasks or {}))
+                       dict(warmup_tasks or {}), served and sent and served.arrivals_ms(sent),
+                       served and round(sys.getswitchinterval() * 1000, 3))
 
 
 class WarmupClock:
@@ -114,15 +121,28 @@ class WarmupClock:
 
 class ServedSpan:
     """When the server's requests reached the engine and when each one's last chunk left it: a backend
-    wrapper (``wrap``) records both, ``clear`` starts a run."""
+    wrapper (``wrap``) records both, and a scheduler watched (``watch``) when each request was submitted to it
+    (its handler done); ``clear`` starts a run."""
 
     def __init__(self):
+        self.submitted: list[float] = []
         self.starts: list[float] = []
         self.ends: list[float] = []
 
     def clear(self) -> None:
+        self.submitted.clear()
         self.starts.clear()
         self.ends.clear()
+
+    def watch(self, scheduler) -> None:
+        """Record when each request reaches ``scheduler.submit`` (a server.scheduler.Scheduler)."""
+        submit = scheduler.submit
+
+        def recorded(job):
+            self.submitted.append(time.perf_counter())
+            return submit(job)
+
+        scheduler.submit = recorded
 
     def wrap(self, backend):
         """``backend`` with its ``run`` recorded."""
@@ -143,6 +163,18 @@ class ServedSpan:
     @property
     def arrival_spread_ms(self) -> float:
         return (max(self.starts) - min(self.starts)) * 1000
+
+    def arrivals_ms(self, sent: list[float]) -> dict:
+        """Where the requests' arrival spread comes from: for each stage, the ms from the first client's send to
+        its median and its last request: "sent" (the clients' own starts, ``sent``), "submitted" (the handler
+        done, the request handed to the scheduler) and "engine" (the backend's ``run`` begun)."""
+        first = min(sent)
+
+        def offsets(times: list[float]) -> dict:
+            return {"p50": round((statistics.median(times) - first) * 1000, 2),
+                    "last": round((max(times) - first) * 1000, 2)}
+
+        return {"sent": offsets(sent), "submitted": offsets(self.submitted), "engine": offsets(self.starts)}
 
 
 # The CUDA caching allocator's counters. A retry (``num_alloc_retries``) is an allocation that found no free block
@@ -252,6 +284,9 @@ def main(argv=None) -> None:
     ap.add_argument("--client-processes", type=int, nargs="+", default=[1],
                     help="HTTP clients: share each run's requests among this many processes (default 1); "
                          "several counts: the HTTP rows once per count")
+    ap.add_argument("--switch-interval-ms", type=float, nargs="+", default=[None],
+                    help="HTTP rows: the interpreter's GIL switch interval in this process (sys.setswitchinterval; "
+                         "default: as it is, 5 ms); several values: the HTTP rows once per value")
     ap.add_argument("--out", help="append JSON lines here")
     args = ap.parse_args(argv)
     clock = WarmupClock()
@@ -266,8 +301,10 @@ def main(argv=None) -> None:
         print(results[-1].to_json(), flush=True)
     if args.http:
         served = ServedSpan()
+        default_interval = sys.getswitchinterval()
         with serving(engine, streams, served) as (url, backend):  # the same captured streams
-            for count in args.client_processes:
+            for count, interval in itertools.product(args.client_processes, args.switch_interval_ms):
+                sys.setswitchinterval(default_interval if interval is None else interval / 1000)
                 with client_processes(url, count) as clients:
                     # warm-up of the HTTP path (the client processes, the server's threads), as of the engine's
                     clients.run(streams.slots, WARM_FRAMES)
@@ -278,8 +315,9 @@ def main(argv=None) -> None:
                         where = SEPARATE_PROCESS if count == 1 else f"{count} processes"
                         results.append(summarize("http", n, args.frames, ttfa, wall, args.device,
                                                  backend.streams.warmup_seconds, args.decoder_dtype, where,
-                                                 allocator, collector, served, clock.tasks))
+                                                 allocator, collector, served, clock.tasks, clients.sent))
                         print(results[-1].to_json(), flush=True)
+            sys.setswitchinterval(default_interval)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:
             f.writelines(r.to_json() + "\n" for r in results)
@@ -334,6 +372,8 @@ def serving(engine: Engine, streams, served: ServedSpan | None = None) -> Iterat
             time.sleep(0.1)
         else:
             raise RuntimeError("the benchmark server did not start")
+        if served is not None:
+            served.watch(app.state.scheduler)
         yield url, backends[-1]
     finally:
         server.should_exit = True

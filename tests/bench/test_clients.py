@@ -79,8 +79,11 @@ def test_requests_run_concurrently_in_another_process(fake_speech):
     url = f"http://127.0.0.1:{fake_speech.server_port}"
     with ClientProcess(url, "Hello there.", "vivian") as clients:
         assert clients.proc.pid != os.getpid()
+        t0 = time.perf_counter()
         ttfa, wall = clients.run(5, frames=3)
         assert len(ttfa) == 5 and all(t > 0 for t in ttfa) and wall > 0
+        # each request's start, on this process's clock too (the system's monotonic one)
+        assert len(clients.sent) == 5 and all(t0 < t < time.perf_counter() for t in clients.sent)
         ttfa, _ = clients.run(2, frames=4, spacing_s=0.01)  # the same process, again
         assert len(ttfa) == 2
     assert clients.proc.returncode == 0  # it exits at the end of its input
@@ -124,8 +127,10 @@ def test_several_client_processes_share_the_requests_with_distinct_seeds(fake_sp
         t0 = time.perf_counter()
         ttfa, wall = clients.run(7, 4)
         elapsed = time.perf_counter() - t0
+        sent = clients.sent
     assert len(pids) == 3 and os.getpid() not in pids
     assert sorted(body["seed"] for body in fake_speech.bodies) == list(range(7))
     assert len(ttfa) == 7 and all(t > 0 for t in ttfa)
     assert 0 < wall < elapsed
+    assert len(sent) == 7 and all(t0 < t < t0 + elapsed for t in sent) and max(sent) - min(sent) < wall
     assert all(process.proc.returncode == 0 for process in clients.processes)

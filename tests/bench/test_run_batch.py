@@ -100,10 +100,31 @@ def test_engine_and_http_paths_report_every_concurrency_level(tiny_model_dir, tm
         assert set(pieces) <= set(tasks)
         assert sum(tasks.values()) == pytest.approx(r["warmup_s"], abs=0.05 + 0.01 * len(tasks))
     for r in rows[:2]:
-        assert r["server_wall_s"] is None and r["arrival_spread_ms"] is None
+        assert r["server_wall_s"] is None and r["arrival_spread_ms"] is None and r["arrivals_ms"] is None
     for r in rows[2:]:  # the server's side lies within the clients' wall
         assert 0 < r["server_wall_s"] < r["wall_s"] and 0 <= r["arrival_spread_ms"] < 1000 * r["server_wall_s"]
+        assert r["switch_interval_ms"] == 5.0  # the interpreter's default, left as it is
+        # each request is sent, handed to the scheduler, then begun by the engine: each stage's median and last
+        # come no earlier than the one before, and the first send is the origin
+        stages = r["arrivals_ms"]
+        assert set(stages) == {"sent", "submitted", "engine"}
+        for key in ("p50", "last"):
+            assert 0 <= stages["sent"][key] <= stages["submitted"][key] <= stages["engine"][key] < 1000 * r["wall_s"]
+        assert stages["engine"]["last"] - stages["engine"]["p50"] <= r["arrival_spread_ms"]
     assert rows[2]["arrival_spread_ms"] == 0  # one request
+    assert rows[2]["arrivals_ms"]["sent"] == {"p50": 0, "last": 0}
+
+
+def test_http_rows_repeat_for_each_switch_interval_and_the_interval_is_restored(tiny_model_dir, tmp_path):
+    import sys
+
+    out = tmp_path / "batch.jsonl"
+    before = sys.getswitchinterval()
+    main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "2", "--frames", "3", "--device", "cpu",
+          "--http", "--switch-interval-ms", "5", "0.5", "--out", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["path"], r["switch_interval_ms"]) for r in rows] == [("engine", None), ("http", 5.0), ("http", 0.5)]
+    assert sys.getswitchinterval() == before
 
 
 def test_http_clients_can_be_shared_among_processes_one_count_after_another(tiny_model_dir, tmp_path):
