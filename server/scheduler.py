@@ -162,6 +162,7 @@ class Scheduler:
         self._waiting: deque[Ticket] = deque()
         self._running: set[Ticket] = set()
         self._recent: dict[str, Ticket] = {}  # by id, for the status endpoint
+        self._finished: deque[str] = deque()  # the ids in _recent of finished tickets, oldest first
         self._keep_finished = keep_finished
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -220,6 +221,7 @@ class Scheduler:
     def _finish(self, ticket: Ticket, error: BaseException | None) -> None:
         self._running.discard(ticket)
         ticket.finished = time.perf_counter()
+        self._finished.append(ticket.id)
         if error is not None:
             ticket.state = "failed"
             ticket._put(error)
@@ -229,10 +231,11 @@ class Scheduler:
         self._pump()
 
     def _remember(self, ticket: Ticket) -> None:
+        """Keep ``ticket`` for the status endpoint, forgetting the oldest finished ones beyond ``keep_finished``
+        tickets in all (in constant time: a burst of requests each scanning them all would lengthen it)."""
         self._recent[ticket.id] = ticket
-        finished = [key for key, t in self._recent.items() if t.finished is not None]
-        for key in finished[:max(0, len(self._recent) - self._keep_finished)]:
-            del self._recent[key]
+        while len(self._recent) > self._keep_finished and self._finished:
+            del self._recent[self._finished.popleft()]
 
     # ---- on an engine thread --------------------------------------------------------------------
     def _generate(self, ticket: Ticket) -> None:

@@ -134,16 +134,28 @@ class _Output:
 
 
 async def _audio(ticket: Ticket, body: SpeechRequest):
+    """The encoded audio as it comes. The response starts with the first part (``DisconnectAwareStream``): an empty
+    one at once for a request waiting in line, so its client sees its place; an engine error before any audio
+    answers as an API error, one after it ends the stream early."""
     output = _Output(body)
+    started = False
     try:
+        if ticket.position:
+            started = True
+            yield b""
         async for event in ticket.events():
             if not isinstance(event, Queued):
                 data = output.add(event.samples)
                 if data:
+                    started = True
                     yield data
         if ticket.state == "done":
             yield output.finish()
     except OratorError as e:
+        if not started:
+            error = engine_error(e)
+            error.headers = {"X-Request-Id": ticket.id}
+            raise error from e
         log.warning("speech %s failed after the response started: %s", ticket.id, e)
     finally:
         ticket.cancel()

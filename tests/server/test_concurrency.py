@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import pytest
 
-from engine import Chunk
+from engine import Chunk, TextError
 from server.settings import ServerSettings
 from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close, speak_concurrently, sse_events
 
@@ -117,6 +117,57 @@ def test_a_waiting_client_that_disconnects_gives_up_its_place(gated_server):
     _wait_for_queue(live.url, running=1, waiting=0)
     backend.release.set()
     running.join(30)
+
+
+def test_a_waiting_audio_client_gets_its_headers_and_place_at_once(gated_server):
+    """Audio responses start with their first audio, except a request waiting in line: it hears its place now."""
+    live, backend = gated_server
+    backend.release.clear()
+    url = f"{live.url}/v1/audio/speech"
+    body = {"model": "orator", "voice": "vivian", "input": "Hold on.", "response_format": "pcm"}
+    running = threading.Thread(target=lambda: httpx.post(url, json=body, timeout=60))
+    running.start()
+    _wait_for_queue(live.url, running=1, waiting=0)
+    try:
+        with httpx.stream("POST", url, json=body, timeout=httpx.Timeout(60, read=5)) as r:
+            assert r.status_code == 200 and r.headers["x-queue-position"] == "1"
+            assert httpx.get(f"{live.url}/health").json()["queue"]["waiting"] == 1  # still in line
+            backend.release.set()
+            assert len(r.read()) == 2 * 2 * SAMPLES_PER_FRAME
+    finally:
+        backend.release.set()
+        running.join(30)
+
+
+class FailingBackend:
+    """A stand-in engine that refuses each job's text, before its first chunk or (``after_first``) after it."""
+
+    capacity = 1
+    after_first = False
+
+    def run(self, job, cancel):
+        if self.after_first:
+            yield Chunk(np.zeros(SAMPLES_PER_FRAME, np.float32), 24000, 0, 1, 0, (0, 1), 0.01, False)
+        raise TextError("the text cannot be spoken")
+
+
+def test_an_engine_error_before_any_audio_answers_its_json_error_and_one_after_cuts_the_stream(start_server,
+                                                                                               tiny_engine):
+    backend = FailingBackend()
+    live = start_server(tiny_engine("custom_voice"), make_backend=lambda engine, progress: backend)
+    body = {"model": "orator", "voice": "vivian", "input": "Say it.", "response_format": "pcm"}
+    for stream_format in ("audio", "sse"):
+        r = httpx.post(f"{live.url}/v1/audio/speech", json={**body, "stream_format": stream_format}, timeout=30)
+        if stream_format == "audio":  # a status a client can act on, not a 200 with no audio
+            assert r.status_code == 400 and r.headers["content-type"] == "application/json"
+            assert r.json()["error"]["code"] == "invalid_input" and "cannot be spoken" in r.json()["error"]["message"]
+            assert r.headers["x-request-id"]
+        else:  # server-sent events report it as an event
+            assert r.status_code == 200 and sse_events(r.text)[-1]["type"] == "error"
+    backend.after_first = True
+    r = httpx.post(f"{live.url}/v1/audio/speech", json=body, timeout=30)
+    assert r.status_code == 200 and len(r.content) == 2 * SAMPLES_PER_FRAME  # what was made, then the end
+    assert httpx.get(f"{live.url}/health").json()["queue"]["running"] == 0
 
 
 def _wait_for_queue(url: str, running: int, waiting: int, timeout: float = 30) -> None:

@@ -1,6 +1,7 @@
 """``DisconnectAwareStream`` (server/streaming.py) at the ASGI level: a finished stream ends its response and its
-watcher; a client's disconnect stops the body where it is (its ``finally`` runs) and leaves the request's task
-as it was; a cancellation from outside still cancels. (Through a live server: tests/server/test_concurrency.py.)"""
+watcher; the response starts with the body's first part, and a body that fails before it sends nothing; a client's
+disconnect stops the body where it is (its ``finally`` runs) and leaves the request's task as it was; a
+cancellation from outside still cancels. (Through a live server: tests/server/test_concurrency.py.)"""
 
 from __future__ import annotations
 
@@ -53,6 +54,57 @@ def test_a_finished_stream_sends_every_chunk_then_ends_and_leaves_no_task_behind
     assert client.sent[0]["type"] == "http.response.start" and client.sent[0]["status"] == 200
     assert client.bodies() == [b"a", b"b", b"c", b""] and client.sent[-1]["more_body"] is False
     assert others == []
+
+
+def test_the_response_starts_with_the_bodys_first_part_and_an_empty_one_starts_it_at_once():
+    async def main(first: bytes):
+        client = Client()
+        ready = asyncio.Event()
+
+        async def body():
+            if first:
+                await ready.wait()  # the first audio is being made
+            yield first
+            await ready.wait()
+            yield b"more"
+
+        request = asyncio.ensure_future(DisconnectAwareStream(body())(SCOPE, client.receive, client.send))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        before = list(client.sent)
+        ready.set()
+        await request
+        return before, client
+
+    before, client = asyncio.run(main(b"audio"))
+    assert before == []  # no status line or headers while nothing can be sent with them
+    assert client.sent[0]["type"] == "http.response.start" and client.bodies() == [b"audio", b"more", b""]
+    before, client = asyncio.run(main(b""))
+    assert [m["type"] for m in before] == ["http.response.start", "http.response.body"]  # at once
+    assert client.bodies() == [b"", b"more", b""]
+
+
+def test_a_body_failing_before_its_first_part_raises_and_sends_nothing():
+    """The error reaches the app's handlers, which answer it with its own status, as no response has begun."""
+
+    class Refused(Exception):
+        pass
+
+    async def main():
+        client = Client()
+
+        async def body():
+            await asyncio.sleep(0)
+            raise Refused("the engine refused the text")
+            yield b"never"
+
+        with pytest.raises(Refused):
+            await DisconnectAwareStream(body())(SCOPE, client.receive, client.send)
+        await asyncio.sleep(0)
+        return client, [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    client, others = asyncio.run(main())
+    assert client.sent == [] and others == []
 
 
 def test_a_disconnect_stops_the_body_which_cleans_up_and_the_request_task_carries_on():
