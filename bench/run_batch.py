@@ -286,8 +286,7 @@ def main(argv=None) -> None:
                          "several counts: the HTTP rows once per count")
     ap.add_argument("--switch-interval-ms", type=float, nargs="+", default=[None],
                     help="HTTP rows: the interpreter's GIL switch interval in this process (sys.setswitchinterval; "
-                         "default: as the server sets it, ServerSettings.switch_interval_s); several values: the "
-                         "HTTP rows once per value")
+                         "default: as it is, 5 ms); several values: the HTTP rows once per value")
     ap.add_argument("--out", help="append JSON lines here")
     args = ap.parse_args(argv)
     clock = WarmupClock()
@@ -302,10 +301,10 @@ def main(argv=None) -> None:
         print(results[-1].to_json(), flush=True)
     if args.http:
         served = ServedSpan()
+        default_interval = sys.getswitchinterval()
         with serving(engine, streams, served) as (url, backend):  # the same captured streams
-            server_interval = sys.getswitchinterval()
             for count, interval in itertools.product(args.client_processes, args.switch_interval_ms):
-                sys.setswitchinterval(server_interval if interval is None else interval / 1000)
+                sys.setswitchinterval(default_interval if interval is None else interval / 1000)
                 with client_processes(url, count) as clients:
                     # warm-up of the HTTP path (the client processes, the server's threads), as of the engine's
                     clients.run(streams.slots, WARM_FRAMES)
@@ -318,6 +317,7 @@ def main(argv=None) -> None:
                                                  backend.streams.warmup_seconds, args.decoder_dtype, where,
                                                  allocator, collector, served, clock.tasks, clients.sent))
                         print(results[-1].to_json(), flush=True)
+            sys.setswitchinterval(default_interval)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:
             f.writelines(r.to_json() + "\n" for r in results)

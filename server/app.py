@@ -4,14 +4,13 @@
 ``/health`` says ``loading`` meanwhile, with how far it got, and the API answers 503). ``make_backend(engine,
 progress)`` turns the engine into the scheduler's ``StreamBackend``, telling ``progress(done, total, what)`` how
 far its warm-up is (minutes for ``--batch`` on a GPU the first time); the default runs ``Engine.stream`` one
-request at a time. While the app runs, the interpreter's GIL switch interval is ``settings.switch_interval_s``.
+request at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -41,9 +40,6 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        interval = sys.getswitchinterval()
-        if settings.switch_interval_s is not None:
-            sys.setswitchinterval(settings.switch_interval_s)
         load = asyncio.create_task(_load(app, engine_provider, make_backend, settings))
         try:
             yield
@@ -51,7 +47,6 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
             load.cancel()
             if app.state.scheduler is not None:
                 app.state.scheduler.shutdown()
-            sys.setswitchinterval(interval)
 
     app = FastAPI(title="Orator speech server", lifespan=lifespan, docs_url="/docs", redoc_url=None)
     app.state.settings = settings

@@ -20,11 +20,6 @@ class ServerSettings:
     retry_after_s: int = 2  # the Retry-After of a 429
     default_chunk_frames: int = 4
     max_chunk_frames: int = 64
-    # the interpreter's GIL switch interval while the server runs (None: as it is, 5 ms by default). The event loop,
-    # the request threads and the engine's loop thread share one GIL: at 0.5 ms a thread waiting for it waits less
-    # behind one running Python. On an H200, 0.6B at 128 streams through HTTP (four client processes): 986-1003
-    # audio-s/s against 968-989 at 5 ms, ahead in each of four pairs (docs/benchmarks.md, sixteenth session)
-    switch_interval_s: float | None = 0.0005
 
     def __post_init__(self):
         for name in ("max_input_chars", "max_upload_bytes", "max_queue", "default_chunk_frames"):

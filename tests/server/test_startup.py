@@ -47,17 +47,3 @@ def test_the_batched_backend_tells_how_far_its_warm_up_is(tiny_engine):
     total = told[-1][1]
     assert told[-1] == (total, total, "done") and [done for done, _, _ in told] == list(range(total + 1))
     assert {what for _, _, what in told} >= {"the 2-stream frame step", "the 2-stream decodes"}
-
-
-def test_the_gil_switch_interval_is_the_settings_while_the_server_runs_and_restored_after(tiny_engine, tmp_path):
-    import sys
-
-    from server.settings import ServerSettings
-
-    before = sys.getswitchinterval()
-    settings = ServerSettings(switch_interval_s=0.002)
-    with TestClient(create_app(lambda: tiny_engine("custom_voice"), tmp_path, settings)):
-        during = sys.getswitchinterval()
-    assert during == 0.002 and sys.getswitchinterval() == before
-    with TestClient(create_app(lambda: tiny_engine("custom_voice"), tmp_path, ServerSettings(switch_interval_s=None))):
-        assert sys.getswitchinterval() == before  # None: left as it is
