@@ -10,7 +10,8 @@ listing cached (``server.library``), this took the server's CPU per speech reque
 0.55-0.57 ms on the 2-core CPU machine (an instant stand-in engine, 500 sequential requests, three runs
 each). With a stand-in pacing 64 streams as the loop does, the requests' arrivals at the engine spread over
 20-36 ms either way on that machine; on an H200 (0.6B, 128 streams, four client processes) they spread over
-70-103 ms, against 139-193 ms before (and the decoder change between), most of it the handlers on the event loop.
+71-95 ms, against 139-193 ms in the fourteenth session (with a decoder change between), most of it the handlers
+on the event loop (docs/benchmarks.md, sixteenth session).
 
 The status line and headers go out with the body's first part, not before: a burst of requests is taken in
 without a write to each client meanwhile (on the 2-core CPU machine, writing the headers was ~40% of the event
