@@ -1,11 +1,12 @@
 """The request queue in front of the engine: admission, queue positions, worker threads, cancellation.
 
 The engine is reached through one narrow interface, ``StreamBackend``: ``capacity`` (how many
-streams it generates at once) and ``run(job, cancel)``, a blocking iterator of ``engine.Chunk``
-that stops within one chunk once ``cancel`` is set. ``EngineBackend`` wraps today's
-``Engine.stream`` (capacity 1, one engine thread). A batched engine plugs in by providing a backend
-with a larger capacity whose ``run`` may be called from that many threads at once; nothing else in
-the server changes.
+streams it generates at once) and either ``run(job, cancel)``, a blocking iterator of ``engine.Chunk``
+that stops within one chunk once ``cancel`` is set, run on a worker thread per job, or ``run_async(job,
+cancel)``, the same as an async iterator, run as a task on the event loop. ``EngineBackend`` wraps
+``Engine.stream`` (capacity 1, one engine thread). ``BatchedBackend`` serves ``capacity`` streams at
+once from the engine's batched frame loop, on the event loop: a burst of requests then wakes no thread
+per request (see ``BatchedStreams.stream_async``).
 
 ``Scheduler.submit`` (on the event loop) admits a job or raises ``QueueFull``; the returned
 ``Ticket`` yields, as an async iterator, ``Queued(position)`` updates while it waits and then the
@@ -43,9 +44,9 @@ WarmupProgress = Callable[[int, int, str], None]  # (pieces done, pieces in all,
 
 
 class StreamBackend(Protocol):
-    capacity: int
+    """``capacity``, and ``run`` (on a worker thread) or ``run_async`` (on the event loop): see the module."""
 
-    def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]: ...
+    capacity: int
 
 
 class EngineBackend:
@@ -79,10 +80,10 @@ class BatchedBackend:
                         else BatchedStreams(engine, slots, warmup=True, warmup_progress=progress))
         self.capacity = self.streams.slots
 
-    def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
-        return self.streams.stream(job.text, job.voice, chunk_frames=job.chunk_frames,
-                                   first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
-                                   cancel=cancel, max_frames=job.max_frames)
+    def run_async(self, job: SpeechJob, cancel: threading.Event) -> AsyncIterator[Chunk]:
+        return self.streams.stream_async(job.text, job.voice, chunk_frames=job.chunk_frames,
+                                         first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
+                                         cancel=cancel, max_frames=job.max_frames)
 
 
 def backend_factory(batch: int):
@@ -166,6 +167,7 @@ class Scheduler:
         self._keep_finished = keep_finished
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task] = set()  # the jobs of a run_async backend, held until they end
 
     # ---- on the event loop ----------------------------------------------------------------------
     def submit(self, job: SpeechJob) -> Ticket:
@@ -202,6 +204,8 @@ class Scheduler:
     def shutdown(self) -> None:
         for ticket in list(self._waiting) + list(self._running):
             ticket.cancel_event.set()
+        for task in list(self._tasks):
+            task.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _pump(self) -> None:
@@ -209,7 +213,12 @@ class Scheduler:
             ticket = self._waiting.popleft()
             self._running.add(ticket)
             ticket.state, ticket.started = "running", time.perf_counter()
-            self._executor.submit(self._generate, ticket)
+            if hasattr(self.backend, "run_async"):
+                task = self._loop.create_task(self._generate_async(ticket))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            else:
+                self._executor.submit(self._generate, ticket)
         self._announce_positions()
 
     def _announce_positions(self) -> None:
@@ -236,6 +245,19 @@ class Scheduler:
         self._recent[ticket.id] = ticket
         while len(self._recent) > self._keep_finished and self._finished:
             del self._recent[self._finished.popleft()]
+
+    async def _generate_async(self, ticket: Ticket) -> None:
+        error, chunks = None, self.backend.run_async(ticket.job, ticket.cancel_event)
+        try:
+            async for chunk in chunks:
+                ticket._put(chunk)
+                if ticket.cancel_event.is_set():
+                    break
+        except Exception as e:  # handed to the request, which turns it into an API error
+            error = e
+        finally:
+            await chunks.aclose()  # a stream left early frees its slot now
+        self._finish(ticket, error)
 
     # ---- on an engine thread --------------------------------------------------------------------
     def _generate(self, ticket: Ticket) -> None:

@@ -1,18 +1,21 @@
-"""Concurrent callers of one batched engine: ``BatchedStreams``, ``Engine.stream`` for many callers at once.
+"""Concurrent callers of one batched engine: ``BatchedStreams``, ``Engine.stream`` for many callers at once, on
+threads of their own or on an asyncio event loop.
 
 One loop thread steps a ``BatchedFrames`` for every caller and decodes the new frames too: one ``decode_chunk``
 per iteration over the same rows as the step, row = slot, on a GPU on a CUDA stream of its own while the next
-iteration steps. Callers' threads send requests and regroup what they receive into their chunk sizes.
+iteration steps. Callers (threads, or coroutines on an event loop) send requests and regroup what they receive into
+their chunk sizes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +51,8 @@ class _Request:
     # silence (a stream of one segment without reference audio: its caller allocates no state of its own)
     decoder_state: DecoderState | None
     keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
-    outbox: queue.Queue  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or an error
+    outbox: queue.Queue | _LoopOutbox  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or
+    # an error
     cancel: threading.Event
 
 
@@ -59,6 +63,76 @@ class _Decoded:
     pieces: list[torch.Tensor]  # audio float32 [bucket, k * 1920] per cut, in host memory once ``done`` is
     done: torch.cuda.Event | None  # recorded after the copies to the host (None: already there, on a CPU)
     handouts: list[tuple[int, _Request, np.ndarray, bool]]  # (slot, request, new codes [k, 16], ended)
+
+
+@dataclass(slots=True)
+class _Call:
+    """One caller's stream, checked and cut into segments (``BatchedStreams._begin``)."""
+
+    voice: Voice
+    segments: list
+    sampling: Sampling
+    seed: int
+    max_frames: int | None
+    decoder_state: DecoderState | None
+    cancel: threading.Event
+
+
+class _Chunker:
+    """A caller's side of what the loop thread hands out, segment by segment: (codes, audio, ended) per iteration
+    regrouped into chunks of the caller's sizes (``first_chunk_frames`` first, then ``chunk_frames``), or an error
+    raised."""
+
+    def __init__(self, t0: float, first_chunk_frames: int, chunk_frames: int):
+        self.t0, self.size, self.chunk_frames = t0, first_chunk_frames, chunk_frames
+        self.last: Chunk | None = None
+        self.segment_ended = False
+
+    def start(self, index: int, segment, last: bool) -> None:
+        self.index, self.segment, self.last_segment = index, segment, last
+        self.pending, self.held, self.frame = [], 0, 0  # audio received but not yet given out, and its frames
+        self.segment_ended = False
+
+    def take(self, item) -> list[Chunk]:
+        """The chunks that one handout completes."""
+        if isinstance(item, BaseException):
+            raise item
+        codes, audio, ended = item
+        self.pending.append(audio)
+        self.held += len(codes)
+        self.segment_ended = ended
+        chunks = []
+        while self.held >= self.size or (ended and self.held):
+            take = min(self.size, self.held)
+            samples = np.concatenate(self.pending)
+            self.pending, self.held = [samples[take * SAMPLES_PER_FRAME:]], self.held - take
+            final = ended and not self.held and self.last_segment
+            self.last = Chunk(samples[:take * SAMPLES_PER_FRAME], SAMPLE_RATE, self.frame, take, self.index,
+                              (self.segment.start, self.segment.end), time.perf_counter() - self.t0, final)
+            self.frame += take
+            self.size = self.chunk_frames
+            chunks.append(self.last)
+        return chunks
+
+    def closing(self) -> list[Chunk]:
+        """The empty final chunk a stream ends with when its last chunk was not final (cut short)."""
+        return [closing_chunk(self.last)] if self.last is not None and not self.last.final else []
+
+
+class _LoopOutbox:
+    """An outbox that the loop thread fills from its thread and a coroutine on ``loop`` awaits."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop, self._queue = loop, asyncio.Queue()
+
+    def put(self, item) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:  # the event loop has closed: nobody is listening any more
+            pass
+
+    async def get(self):
+        return await self._queue.get()
 
 
 class BatchedStreams:
@@ -75,17 +149,18 @@ class BatchedStreams:
     the read-back, the collect and the decode's launch: the GPU steps on while the loop thread waits and does
     that host work, instead of waiting for it (a request that comes meanwhile joins the step after).
 
-    A caller's thread sends one request per segment, with its voice and text, and regroups the (codes,
-    audio) it receives into its chunk sizes. The loop thread builds the prompts: built by 64 callers' threads
-    at once, the prompts' hundreds of small PyTorch calls fought the loop thread for the GIL, and an
-    admission then took ~250 ms instead of tens. It builds those of requests that came while it stepped, all
-    in one ``build_prompts`` (a few device operations whatever their number), right after it queues the next
-    step, so that this host work overlaps the step on the GPU instead of delaying the admission; requests found
-    waiting at an admission have their prompts built there. A caller whose audio runs on from earlier codes
-    (several segments, or a reference's codes) keeps its decoder state in a 1-row holder: copied into the
-    slot's row when a segment starts and back when it ends, so the audio runs on exactly across segments
-    whichever slots they get; the other callers' rows start from silence. ``stream`` is safe to call from up
-    to ``slots`` threads (more simply wait).
+    A caller (a thread iterating ``stream``, or a coroutine on an event loop iterating ``stream_async``) sends one
+    request per segment, with its voice and text, and regroups the (codes, audio) it receives into its chunk sizes.
+    The loop thread builds the prompts: built by 64 callers' threads at once, the prompts' hundreds of small PyTorch
+    calls fought the loop thread for the GIL, and an admission then took ~250 ms instead of tens. It builds those of
+    requests that came while it stepped, all in one ``build_prompts`` (a few device operations whatever their
+    number), right after it queues the next step, so that this host work overlaps the step on the GPU instead of
+    delaying the admission; requests found waiting at an admission have their prompts built there. A caller whose
+    audio runs on from earlier codes (several segments, or a reference's codes) keeps its decoder state in a 1-row
+    holder: copied into the slot's row when a segment starts and back when it ends, so the audio runs on exactly
+    across segments whichever slots they get; the other callers' rows start from silence. ``stream`` is safe to call
+    from any number of threads and ``stream_async`` from coroutines on any event loop (beyond ``slots`` callers,
+    they wait).
 
     ``phase_timer``, when set (a profiler: bench/profile_batch.py), is called by the loop thread with
     the name of each phase of an iteration as it begins: "wait" (taking requests, blocking while there
@@ -122,17 +197,60 @@ class BatchedStreams:
     def stream(self, text: str, voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
                max_frames: int | None = None) -> Iterator[Chunk]:
-        eng = self.engine
         t0 = time.perf_counter()
         stop = threading.Event()  # set when this generator is closed early, so the slot frees at once
         try:
-            yield from self._stream(eng, t0, text, voice, chunk_frames, first_chunk_frames, sampling,
-                                    cancel or stop, max_frames)
+            call = self._begin(text, voice, sampling, cancel or stop, max_frames)
+            chunker = _Chunker(t0, first_chunk_frames, chunk_frames)
+            for index, segment in enumerate(call.segments):
+                outbox: queue.Queue = queue.Queue()
+                self._send(call, index, outbox)
+                chunker.start(index, segment, last=index == len(call.segments) - 1)
+                while not chunker.segment_ended:
+                    yield from chunker.take(outbox.get())
+                if call.cancel.is_set():
+                    return
+            yield from chunker.closing()
         finally:
             stop.set()
 
-    def _stream(self, eng, t0, text, voice, chunk_frames, first_chunk_frames, sampling, cancel,
-                max_frames) -> Iterator[Chunk]:
+    async def stream_async(self, text: str, voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
+                           sampling: Sampling | None = None, cancel: threading.Event | None = None,
+                           max_frames: int | None = None) -> AsyncIterator[Chunk]:
+        """``stream`` for a caller on an asyncio event loop (a server's request), without a thread of its own: the
+        request goes to the loop thread at once, and what the loop thread hands out comes back through the event
+        loop. (With a worker thread per stream, 128 of them waking in a burst of requests waited for the GIL
+        behind the event loop and held it from the next requests: on an H200 they reached the batch ~25 ms after
+        their handlers, and the last one 6-17 ms after the last handler, docs/benchmarks.md, sixteenth session.)
+        A cloned voice, whose reference may need encoding or decoding, is prepared on a worker thread."""
+        t0 = time.perf_counter()
+        stop = threading.Event()
+        loop = asyncio.get_running_loop()
+        try:
+            if getattr(voice, "kind", None) == "clone":
+                call = await asyncio.to_thread(self._begin, text, voice, sampling, cancel or stop, max_frames)
+            else:
+                call = self._begin(text, voice, sampling, cancel or stop, max_frames)
+            chunker = _Chunker(t0, first_chunk_frames, chunk_frames)
+            for index, segment in enumerate(call.segments):
+                outbox = _LoopOutbox(loop)
+                self._send(call, index, outbox)
+                chunker.start(index, segment, last=index == len(call.segments) - 1)
+                while not chunker.segment_ended:
+                    for chunk in chunker.take(await outbox.get()):
+                        yield chunk
+                if call.cancel.is_set():
+                    return
+            for chunk in chunker.closing():
+                yield chunk
+        finally:
+            stop.set()
+
+    def _begin(self, text: str, voice, sampling: Sampling | None, cancel: threading.Event,
+               max_frames: int | None) -> _Call:
+        """A caller's stream checked and cut into segments, its seed drawn, and the 1-row decoder state its audio
+        runs on from when it needs one (several segments, or a reference's codes, decoded into it now)."""
+        eng = self.engine
         sampling = sampling or eng.defaults
         voice, segments = eng.plan(text, voice)
         seed = sampling.seed if sampling.seed is not None else random.getrandbits(62)
@@ -142,37 +260,14 @@ class BatchedStreams:
         if voice.in_context:
             with torch.inference_mode():
                 eng.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=eng.device)[None], decoder_state)
-        size, last = first_chunk_frames, None
-        for index, seg in enumerate(segments):
-            outbox: queue.Queue = queue.Queue()
-            last_segment = index == len(segments) - 1
-            self._requests.put(_Request(voice, seg.text, sampling, seed + index,
-                                        max_frames or default_max_frames(seg.text), decoder_state, not last_segment,
-                                        outbox, cancel))
-            pending, held, frame = [], 0, 0  # audio received but not yet yielded, and its frames
-            while True:
-                item = outbox.get()
-                if isinstance(item, BaseException):
-                    raise item
-                codes, audio, ended = item
-                pending.append(audio)
-                held += len(codes)
-                while held >= size or (ended and held):
-                    take = min(size, held)
-                    samples = np.concatenate(pending)
-                    pending, held = [samples[take * SAMPLES_PER_FRAME:]], held - take
-                    final = ended and not held and last_segment
-                    last = Chunk(samples[:take * SAMPLES_PER_FRAME], SAMPLE_RATE, frame, take, index,
-                                 (seg.start, seg.end), time.perf_counter() - t0, final)
-                    frame += take
-                    size = chunk_frames
-                    yield last
-                if ended:
-                    break
-            if cancel.is_set():
-                return
-        if last is not None and not last.final:
-            yield closing_chunk(last)
+        return _Call(voice, segments, sampling, seed, max_frames, decoder_state, cancel)
+
+    def _send(self, call: _Call, index: int, outbox) -> None:
+        """Segment ``index`` of ``call`` to the loop thread, which answers into ``outbox``."""
+        segment = call.segments[index]
+        self._requests.put(_Request(call.voice, segment.text, call.sampling, call.seed + index,
+                                    call.max_frames or default_max_frames(segment.text), call.decoder_state,
+                                    index < len(call.segments) - 1, outbox, call.cancel))
 
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:

@@ -3,6 +3,9 @@ each still gets exactly its own audio (float64 engine, so batching cannot change
 
 from __future__ import annotations
 
+import threading
+import time
+
 import httpx
 import pytest
 import torch
@@ -38,3 +41,21 @@ def test_concurrent_clients_are_batched_and_each_gets_its_own_audio(batched_serv
         assert pcm_close(answer, expected), f"client {i} got someone else's audio"
     queue = httpx.get(f"{batched_server.url}/health").json()["queue"]
     assert queue["capacity"] == 4 and queue["running"] == 0
+    # served from the event loop: the scheduler started no worker thread for them
+    assert not [t for t in threading.enumerate() if t.name.startswith("orator-engine")]
+
+
+def test_a_client_that_disconnects_frees_its_batch_slot(batched_server):
+    url = f"{batched_server.url}/v1/audio/speech"
+    body = {"model": "orator", "voice": "vivian", "input": "A long story that nobody hears to the end.",
+            "response_format": "pcm", "max_frames": 2000, "chunk_frames": 1, "seed": 5}
+    with httpx.stream("POST", url, json=body, timeout=60) as r:
+        request_id = r.headers["x-request-id"]
+        next(r.iter_raw())
+    deadline = time.monotonic() + 30
+    while (status := httpx.get(f"{url}/{request_id}").json())["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert status["state"] == "cancelled" and status["frames"] < 2000
+    assert httpx.get(f"{batched_server.url}/health").json()["queue"]["running"] == 0
+    quick = httpx.post(url, json={**body, "max_frames": 2}, timeout=60)
+    assert quick.status_code == 200 and len(quick.content) == 2 * 2 * SAMPLES_PER_FRAME

@@ -317,3 +317,86 @@ def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64
         alone = list(eng.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
                                 max_frames=frames))
         assert_same_chunks(results[i], alone, atol=1e-6)
+
+
+def test_callers_on_an_event_loop_and_on_threads_share_the_slots_and_each_gets_its_stream_alone(base64):
+    """``stream_async``: callers on one asyncio event loop (cloned voices, in context and by x-vector, several
+    segments) and callers on threads at the same moment, more of them than slots; each gets the chunks
+    and audio ``Engine.stream`` gives it alone, and the loop's callers need no thread of their own."""
+    import asyncio
+
+    from engine.batch import BatchedStreams
+
+    eng = base64
+    rng = np.random.default_rng(7)
+
+    def clone(ref_frames: int | None) -> Voice:
+        embedding = rng.standard_normal(eng.config.talker_config.hidden_size).astype(np.float32)
+        if ref_frames is None:
+            return Voice("clone", language="english", speaker_embedding=embedding)
+        return Voice("clone", language="english", ref_text="Some reference words.", speaker_embedding=embedding,
+                     ref_codes=rng.integers(0, 2048, size=(ref_frames, 16)))
+
+    on_loop = [
+        ("One sentence here. And a second one!", clone(5), Sampling(seed=2), 6),
+        ("Hi there. Bye now.", clone(None), Sampling(greedy=True), 5),
+        ("Plain words. Two parts.", clone(3), Sampling(seed=4), 4),
+    ]
+    on_threads = [("A single segment.", clone(8), Sampling(seed=9, top_k=20), 7),
+                  ("Another caller.", clone(None), Sampling(seed=5), 3)]
+    streams = BatchedStreams(eng, slots=2, graphs=False)
+
+    async def speak(text, voice, sampling, frames):
+        return [c async for c in streams.stream_async(text, voice, chunk_frames=3, first_chunk_frames=1,
+                                                     sampling=sampling, max_frames=frames)]
+
+    async def main():
+        threaded = asyncio.ensure_future(asyncio.to_thread(stream_concurrently, streams, on_threads, 3))
+        return await asyncio.gather(*(speak(*r) for r in on_loop)), await threaded
+
+    looped, threaded = asyncio.run(main())
+    for results, requests in ((dict(enumerate(looped)), on_loop), (threaded, on_threads)):
+        for i, (text, voice, sampling, frames) in enumerate(requests):
+            alone = list(eng.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
+                                    max_frames=frames))
+            assert_same_chunks(results[i], alone, atol=1e-6)
+
+
+def test_an_async_caller_that_leaves_frees_its_slot_and_errors_reach_async_callers(engine64):
+    """A caller on the loop with a preset voice runs on no thread but the loop's (and the batch's); after it leaves,
+    the next one (two segments) gets its stream alone; a text the engine refuses and a prompt the loop thread
+    refuses raise in their callers."""
+    import asyncio
+
+    from engine import TextError
+    from engine.batch import BatchedStreams
+
+    streams = BatchedStreams(engine64, slots=1, graphs=False)
+    streams.frames.state.max_seq = 40  # a long text's prompt does not fit: refused by the loop thread
+    long_text = "This sentence is far too long to fit into a forty position cache of this test. " * 2
+    threads = set(threading.enumerate())
+
+    async def main():
+        first = streams.stream_async("Long enough to be cut short.", Voice.preset("vivian"),
+                                     sampling=Sampling(greedy=True), max_frames=200)
+        await anext(first)
+        assert set(threading.enumerate()) == threads  # streaming, and no thread was started for it
+        await first.aclose()  # the caller goes away after one chunk: its slot frees for the next
+        chunks = [c async for c in streams.stream_async("Next. And then more.", Voice.preset("ryan"),
+                                                        chunk_frames=2, sampling=Sampling(seed=6), max_frames=3)]
+        errors = []
+        for text in ("   ", long_text):
+            try:
+                async for _ in streams.stream_async(text, Voice.preset("ryan"), max_frames=3):
+                    pass
+            except (TextError, ValueError) as e:
+                errors.append(e)
+        return chunks, errors
+
+    chunks, errors = asyncio.run(asyncio.wait_for(main(), timeout=120))
+    # two segments, the preset prepared on the event loop itself
+    alone = list(engine64.stream("Next. And then more.", Voice.preset("ryan"), chunk_frames=2,
+                                 sampling=Sampling(seed=6), max_frames=3))
+    assert_same_chunks(chunks, alone, atol=1e-9)
+    assert {c.segment for c in chunks} == {0, 1}
+    assert isinstance(errors[0], TextError) and "does not fit" in str(errors[1])
