@@ -56,3 +56,35 @@ def speak_concurrently(url: str, texts: list[str], seeds: list[int], max_frames:
 
     with ThreadPoolExecutor(len(texts)) as pool:
         return list(pool.map(speak, texts, seeds))
+
+
+def wait_for_state(url: str, request_id: str, states: set[str], timeout: float = 30) -> dict:
+    """The status of request ``request_id`` once its state is one of ``states``."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = httpx.get(f"{url}/v1/audio/speech/{request_id}").json()
+        if status["state"] in states:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"request {request_id} never reached {states}: {status}")
+
+
+def assert_a_disconnect_cancels_the_stream_and_frees_its_slot(url: str) -> None:
+    """A client that leaves after the first chunk of a long request: the request is cancelled early, and the next
+    request is served."""
+    import httpx
+
+    speech = f"{url}/v1/audio/speech"
+    body = {"model": "orator", "voice": "vivian", "input": "A long story that nobody hears to the end.",
+            "response_format": "pcm", "max_frames": 2000, "chunk_frames": 1, "seed": 5}
+    with httpx.stream("POST", speech, json=body, timeout=60) as r:
+        request_id = r.headers["x-request-id"]
+        next(r.iter_raw())
+    status = wait_for_state(url, request_id, {"cancelled", "done"})
+    assert status["state"] == "cancelled" and status["frames"] < 2000
+    quick = httpx.post(speech, json={**body, "max_frames": 1}, timeout=60)
+    assert quick.status_code == 200 and len(quick.content) == 2 * SAMPLES_PER_FRAME

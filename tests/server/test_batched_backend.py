@@ -4,7 +4,6 @@ each still gets exactly its own audio (float64 engine, so batching cannot change
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 import pytest
@@ -12,7 +11,13 @@ import torch
 
 from engine import Engine
 from server.scheduler import BatchedBackend, EngineBackend, backend_factory
-from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close, speak_concurrently
+from tests.server.helpers import (
+    SAMPLES_PER_FRAME,
+    assert_a_disconnect_cancels_the_stream_and_frees_its_slot,
+    engine_pcm,
+    pcm_close,
+    speak_concurrently,
+)
 
 CLIENTS = 8
 FRAMES = 3
@@ -46,16 +51,5 @@ def test_concurrent_clients_are_batched_and_each_gets_its_own_audio(batched_serv
 
 
 def test_a_client_that_disconnects_frees_its_batch_slot(batched_server):
-    url = f"{batched_server.url}/v1/audio/speech"
-    body = {"model": "orator", "voice": "vivian", "input": "A long story that nobody hears to the end.",
-            "response_format": "pcm", "max_frames": 2000, "chunk_frames": 1, "seed": 5}
-    with httpx.stream("POST", url, json=body, timeout=60) as r:
-        request_id = r.headers["x-request-id"]
-        next(r.iter_raw())
-    deadline = time.monotonic() + 30
-    while (status := httpx.get(f"{url}/{request_id}").json())["state"] == "running" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert status["state"] == "cancelled" and status["frames"] < 2000
+    assert_a_disconnect_cancels_the_stream_and_frees_its_slot(batched_server.url)
     assert httpx.get(f"{batched_server.url}/health").json()["queue"]["running"] == 0
-    quick = httpx.post(url, json={**body, "max_frames": 2}, timeout=60)
-    assert quick.status_code == 200 and len(quick.content) == 2 * 2 * SAMPLES_PER_FRAME

@@ -12,7 +12,15 @@ import pytest
 
 from engine import Chunk, TextError
 from server.settings import ServerSettings
-from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close, speak_concurrently, sse_events
+from tests.server.helpers import (
+    SAMPLES_PER_FRAME,
+    assert_a_disconnect_cancels_the_stream_and_frees_its_slot,
+    engine_pcm,
+    pcm_close,
+    speak_concurrently,
+    sse_events,
+    wait_for_state,
+)
 
 CLIENTS = 32
 FRAMES = 2
@@ -31,16 +39,7 @@ def test_32_concurrent_clients_get_their_own_correct_audio(live_server):
 
 
 def test_a_client_that_disconnects_cancels_its_stream_and_frees_the_slot(live_server):
-    url = f"{live_server.url}/v1/audio/speech"
-    body = {"model": "orator", "voice": "vivian", "input": "A long story that nobody hears to the end.",
-            "response_format": "pcm", "max_frames": 2000, "chunk_frames": 1, "seed": 5}
-    with httpx.stream("POST", url, json=body, timeout=60) as r:
-        request_id = r.headers["x-request-id"]
-        next(r.iter_raw())
-    status = _wait_for_state(live_server.url, request_id, {"cancelled", "done"})
-    assert status["state"] == "cancelled" and status["frames"] < 2000
-    quick = httpx.post(url, json={**body, "max_frames": 1}, timeout=60)
-    assert quick.status_code == 200 and len(quick.content) == 2 * SAMPLES_PER_FRAME
+    assert_a_disconnect_cancels_the_stream_and_frees_its_slot(live_server.url)
 
 
 class GatedBackend:
@@ -91,29 +90,15 @@ def test_full_queue_answers_429_with_retry_after_and_waiting_clients_see_their_p
     assert all(sse_events(results[i].text)[-1]["type"] == "speech.audio.done" for i in range(3))
 
 
-def _wait_for_state(url: str, request_id: str, states: set[str], timeout: float = 30) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = httpx.get(f"{url}/v1/audio/speech/{request_id}").json()
-        if status["state"] in states:
-            return status
-        time.sleep(0.05)
-    raise AssertionError(f"request {request_id} never reached {states}: {status}")
-
-
 def test_a_waiting_client_that_disconnects_gives_up_its_place(gated_server):
     live, backend = gated_server
-    backend.release.clear()
-    url = f"{live.url}/v1/audio/speech"
-    body = {"model": "orator", "voice": "vivian", "input": "Hold on.", "response_format": "pcm"}
-    running = threading.Thread(target=lambda: httpx.post(url, json=body, timeout=60))
-    running.start()
-    _wait_for_queue(live.url, running=1, waiting=0)
+    url, body = f"{live.url}/v1/audio/speech", HOLD_ON
+    running = _one_held_running(live, backend)
     with httpx.stream("POST", url, json={**body, "stream_format": "sse"}, timeout=60) as r:
         request_id = r.headers["x-request-id"]
         first = next(r.iter_lines())
         assert json.loads(first[5:]) == {"type": "speech.queue", "id": request_id, "position": 1}
-    assert _wait_for_state(live.url, request_id, {"cancelled"})["frames"] == 0
+    assert wait_for_state(live.url, request_id, {"cancelled"})["frames"] == 0
     _wait_for_queue(live.url, running=1, waiting=0)
     backend.release.set()
     running.join(30)
@@ -122,12 +107,8 @@ def test_a_waiting_client_that_disconnects_gives_up_its_place(gated_server):
 def test_a_waiting_audio_client_gets_its_headers_and_place_at_once(gated_server):
     """Audio responses start with their first audio, except a request waiting in line: it hears its place now."""
     live, backend = gated_server
-    backend.release.clear()
-    url = f"{live.url}/v1/audio/speech"
-    body = {"model": "orator", "voice": "vivian", "input": "Hold on.", "response_format": "pcm"}
-    running = threading.Thread(target=lambda: httpx.post(url, json=body, timeout=60))
-    running.start()
-    _wait_for_queue(live.url, running=1, waiting=0)
+    url, body = f"{live.url}/v1/audio/speech", HOLD_ON
+    running = _one_held_running(live, backend)
     try:
         with httpx.stream("POST", url, json=body, timeout=httpx.Timeout(60, read=5)) as r:
             assert r.status_code == 200 and r.headers["x-queue-position"] == "1"
@@ -168,6 +149,18 @@ def test_an_engine_error_before_any_audio_answers_its_json_error_and_one_after_c
     r = httpx.post(f"{live.url}/v1/audio/speech", json=body, timeout=30)
     assert r.status_code == 200 and len(r.content) == 2 * SAMPLES_PER_FRAME  # what was made, then the end
     assert httpx.get(f"{live.url}/health").json()["queue"]["running"] == 0
+
+
+HOLD_ON = {"model": "orator", "voice": "vivian", "input": "Hold on.", "response_format": "pcm"}
+
+
+def _one_held_running(live, backend) -> threading.Thread:
+    """A request (on a thread of its own) holding the gated server's only slot until ``backend.release``."""
+    backend.release.clear()
+    running = threading.Thread(target=lambda: httpx.post(f"{live.url}/v1/audio/speech", json=HOLD_ON, timeout=60))
+    running.start()
+    _wait_for_queue(live.url, running=1, waiting=0)
+    return running
 
 
 def _wait_for_queue(url: str, running: int, waiting: int, timeout: float = 30) -> None:

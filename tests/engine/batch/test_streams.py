@@ -14,6 +14,15 @@ from tests.engine.batch.loop_helpers import REQUESTS, late_caller, outstanding_s
 from tests.engine.concurrent_streams import assert_same_chunks, stream_concurrently
 
 
+def random_clone(eng, rng: np.random.Generator, ref_frames: int | None) -> Voice:
+    """A cloned voice of random encodings: by x-vector only, or in context with ``ref_frames`` reference codes."""
+    embedding = rng.standard_normal(eng.config.talker_config.hidden_size).astype(np.float32)
+    if ref_frames is None:
+        return Voice("clone", language="english", speaker_embedding=embedding)
+    return Voice("clone", language="english", ref_text="Some reference words.", speaker_embedding=embedding,
+                 ref_codes=rng.integers(0, 2048, size=(ref_frames, 16)))
+
+
 @pytest.mark.parametrize("warmup", [False, True], ids=["lazy", "warmed-up"])
 def test_concurrent_callers_get_what_each_would_get_alone(engine64, warmup):
     """Three threads stream at once through two slots; each caller's audio equals its solo synthesis,
@@ -299,11 +308,7 @@ def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64
     rng = np.random.default_rng(4)
 
     def clone(ref_frames: int | None) -> Voice:
-        embedding = rng.standard_normal(eng.config.talker_config.hidden_size).astype(np.float32)
-        if ref_frames is None:
-            return Voice("clone", language="english", speaker_embedding=embedding)
-        return Voice("clone", language="english", ref_text="Some reference words.", speaker_embedding=embedding,
-                     ref_codes=rng.integers(0, 2048, size=(ref_frames, 16)))
+        return random_clone(eng, rng, ref_frames)
 
     requests = [
         ("One sentence here. And a second one, a little longer than the first!", clone(6), Sampling(seed=3), 7),
@@ -331,11 +336,7 @@ def test_callers_on_an_event_loop_and_on_threads_share_the_slots_and_each_gets_i
     rng = np.random.default_rng(7)
 
     def clone(ref_frames: int | None) -> Voice:
-        embedding = rng.standard_normal(eng.config.talker_config.hidden_size).astype(np.float32)
-        if ref_frames is None:
-            return Voice("clone", language="english", speaker_embedding=embedding)
-        return Voice("clone", language="english", ref_text="Some reference words.", speaker_embedding=embedding,
-                     ref_codes=rng.integers(0, 2048, size=(ref_frames, 16)))
+        return random_clone(eng, rng, ref_frames)
 
     on_loop = [
         ("One sentence here. And a second one!", clone(5), Sampling(seed=2), 6),
