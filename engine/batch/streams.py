@@ -202,15 +202,11 @@ class BatchedStreams:
         try:
             call = self._begin(text, voice, sampling, cancel or stop, max_frames)
             chunker = _Chunker(t0, first_chunk_frames, chunk_frames)
-            for index, segment in enumerate(call.segments):
-                outbox: queue.Queue = queue.Queue()
-                self._send(call, index, outbox)
-                chunker.start(index, segment, last=index == len(call.segments) - 1)
+            for outbox in self._segments(call, chunker, queue.Queue):
                 while not chunker.segment_ended:
                     yield from chunker.take(outbox.get())
-                if call.cancel.is_set():
-                    return
-            yield from chunker.closing()
+            if not call.cancel.is_set():
+                yield from chunker.closing()
         finally:
             stop.set()
 
@@ -232,17 +228,13 @@ class BatchedStreams:
             else:
                 call = self._begin(text, voice, sampling, cancel or stop, max_frames)
             chunker = _Chunker(t0, first_chunk_frames, chunk_frames)
-            for index, segment in enumerate(call.segments):
-                outbox = _LoopOutbox(loop)
-                self._send(call, index, outbox)
-                chunker.start(index, segment, last=index == len(call.segments) - 1)
+            for outbox in self._segments(call, chunker, lambda: _LoopOutbox(loop)):
                 while not chunker.segment_ended:
                     for chunk in chunker.take(await outbox.get()):
                         yield chunk
-                if call.cancel.is_set():
-                    return
-            for chunk in chunker.closing():
-                yield chunk
+            if not call.cancel.is_set():
+                for chunk in chunker.closing():
+                    yield chunk
         finally:
             stop.set()
 
@@ -262,12 +254,20 @@ class BatchedStreams:
                 eng.decoder.decode_chunk(torch.as_tensor(voice.ref_codes, device=eng.device)[None], decoder_state)
         return _Call(voice, segments, sampling, seed, max_frames, decoder_state, cancel)
 
-    def _send(self, call: _Call, index: int, outbox) -> None:
-        """Segment ``index`` of ``call`` to the loop thread, which answers into ``outbox``."""
-        segment = call.segments[index]
-        self._requests.put(_Request(call.voice, segment.text, call.sampling, call.seed + index,
-                                    call.max_frames or default_max_frames(segment.text), call.decoder_state,
-                                    index < len(call.segments) - 1, outbox, call.cancel))
+    def _segments(self, call: _Call, chunker: _Chunker, new_outbox: Callable[[], queue.Queue | _LoopOutbox]
+                  ) -> Iterator[queue.Queue | _LoopOutbox]:
+        """Each segment of ``call`` sent to the loop thread in turn, with ``chunker`` started on it: yields the
+        outbox (``new_outbox()``) the loop thread answers that segment into, for the caller to read until
+        ``chunker.segment_ended``; no further segment once the call is cancelled."""
+        for index, segment in enumerate(call.segments):
+            outbox = new_outbox()
+            self._requests.put(_Request(call.voice, segment.text, call.sampling, call.seed + index,
+                                        call.max_frames or default_max_frames(segment.text), call.decoder_state,
+                                        index < len(call.segments) - 1, outbox, call.cancel))
+            chunker.start(index, segment, last=index == len(call.segments) - 1)
+            yield outbox
+            if call.cancel.is_set():
+                return
 
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:
