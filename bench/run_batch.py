@@ -145,26 +145,16 @@ class ServedSpan:
         scheduler.submit = recorded
 
     def wrap(self, backend):
-        """``backend`` with its ``run_async`` (or ``run``) recorded."""
-        if hasattr(backend, "run_async"):
-            run_async = backend.run_async
+        """``backend`` (a server.scheduler.BatchedBackend) with its ``run_async`` recorded."""
+        run_async = backend.run_async
 
-            async def recorded_async(job, cancel):
-                self.starts.append(time.perf_counter())
-                async for chunk in run_async(job, cancel):
-                    yield chunk
-                self.ends.append(time.perf_counter())
-
-            backend.run_async = recorded_async
-            return backend
-        run = backend.run
-
-        def recorded(job, cancel):
+        async def recorded(job, cancel):
             self.starts.append(time.perf_counter())
-            yield from run(job, cancel)
+            async for chunk in run_async(job, cancel):
+                yield chunk
             self.ends.append(time.perf_counter())
 
-        backend.run = recorded
+        backend.run_async = recorded
         return backend
 
     @property
@@ -178,7 +168,7 @@ class ServedSpan:
     def arrivals_ms(self, sent: list[float]) -> dict:
         """Where the requests' arrival spread comes from: for each stage, the ms from the first client's send to
         its median and its last request: "sent" (the clients' own starts, ``sent``), "submitted" (the handler
-        done, the request handed to the scheduler) and "engine" (the backend's ``run_async`` or ``run`` begun)."""
+        done, the request handed to the scheduler) and "engine" (the backend's ``run_async`` begun)."""
         first = min(sent)
 
         def offsets(times: list[float]) -> dict:
