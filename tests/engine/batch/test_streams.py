@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -21,6 +22,15 @@ def random_clone(eng, rng: np.random.Generator, ref_frames: int | None) -> Voice
         return Voice("clone", language="english", speaker_embedding=embedding)
     return Voice("clone", language="english", ref_text="Some reference words.", speaker_embedding=embedding,
                  ref_codes=rng.integers(0, 2048, size=(ref_frames, 16)))
+
+
+def assert_each_got_its_stream_alone(eng, requests, results: dict[int, list]) -> None:
+    """Caller i of ``requests`` (text, voice, sampling, frames) got in ``results[i]`` the chunks (of 3 frames) and
+    audio that ``Engine.stream`` gives it alone."""
+    for i, (text, voice, sampling, frames) in enumerate(requests):
+        alone = list(eng.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
+                                max_frames=frames))
+        assert_same_chunks(results[i], alone, atol=1e-6)
 
 
 @pytest.mark.parametrize("warmup", [False, True], ids=["lazy", "warmed-up"])
@@ -306,10 +316,7 @@ def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64
 
     eng = base64
     rng = np.random.default_rng(4)
-
-    def clone(ref_frames: int | None) -> Voice:
-        return random_clone(eng, rng, ref_frames)
-
+    clone = functools.partial(random_clone, eng, rng)
     requests = [
         ("One sentence here. And a second one, a little longer than the first!", clone(6), Sampling(seed=3), 7),
         ("Hi there. Bye now. See you.", clone(None), Sampling(greedy=True), 6),
@@ -317,11 +324,7 @@ def test_clones_and_segments_through_shared_slots_equal_each_caller_alone(base64
         ("Two parts. The second part.", clone(4), Sampling(seed=1), 5),
     ]
     streams = BatchedStreams(eng, slots=2, graphs=False)
-    results = stream_concurrently(streams, requests, chunk_frames=3)
-    for i, (text, voice, sampling, frames) in enumerate(requests):
-        alone = list(eng.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
-                                max_frames=frames))
-        assert_same_chunks(results[i], alone, atol=1e-6)
+    assert_each_got_its_stream_alone(eng, requests, stream_concurrently(streams, requests, chunk_frames=3))
 
 
 def test_callers_on_an_event_loop_and_on_threads_share_the_slots_and_each_gets_its_stream_alone(base64):
@@ -334,10 +337,7 @@ def test_callers_on_an_event_loop_and_on_threads_share_the_slots_and_each_gets_i
 
     eng = base64
     rng = np.random.default_rng(7)
-
-    def clone(ref_frames: int | None) -> Voice:
-        return random_clone(eng, rng, ref_frames)
-
+    clone = functools.partial(random_clone, eng, rng)
     on_loop = [
         ("One sentence here. And a second one!", clone(5), Sampling(seed=2), 6),
         ("Hi there. Bye now.", clone(None), Sampling(greedy=True), 5),
@@ -356,11 +356,8 @@ def test_callers_on_an_event_loop_and_on_threads_share_the_slots_and_each_gets_i
         return await asyncio.gather(*(speak(*r) for r in on_loop)), await threaded
 
     looped, threaded = asyncio.run(main())
-    for results, requests in ((dict(enumerate(looped)), on_loop), (threaded, on_threads)):
-        for i, (text, voice, sampling, frames) in enumerate(requests):
-            alone = list(eng.stream(text, voice, chunk_frames=3, first_chunk_frames=1, sampling=sampling,
-                                    max_frames=frames))
-            assert_same_chunks(results[i], alone, atol=1e-6)
+    assert_each_got_its_stream_alone(eng, on_loop, dict(enumerate(looped)))
+    assert_each_got_its_stream_alone(eng, on_threads, threaded)
 
 
 def test_an_async_caller_that_leaves_frees_its_slot_and_errors_reach_async_callers(engine64):
