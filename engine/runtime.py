@@ -83,12 +83,22 @@ def autotuned_convolutions() -> Iterator[None]:
         torch.backends.cudnn.benchmark = before
 
 
+# The young generation's threshold once the heap is settled: a collection every this many new container objects
+# (net of those freed) instead of Python's 700. A server's burst of requests (~140 new objects each) otherwise ran
+# ~25 young and 2-3 middle collections per 128 requests, walking the requests still in flight: 9-28 ms of held
+# GIL on an H200's host in a run, against the ~60 ms the requests take to come in (docs/benchmarks.md,
+# seventeenth session). Objects freed by their count (most of them) never wait for a collection.
+YOUNG_COLLECTION_EVERY = 50_000
+
+
 def settle_heap() -> None:
-    """Collect garbage once, then move every object left into the cyclic collector's permanent generation
-    (``gc.freeze``). For a process that has loaded its model and captured its graphs: its heap then holds
-    hundreds of thousands of long-lived objects (modules, compiled kernels, torch.compile's traces), and a full
-    collection, which Python starts on its own now and then, walks every one of them holding the GIL, so that
-    every stream stalls meanwhile (156 ms for 411,000 objects after a tiny model's many-streams warm-up on
-    a 2-core CPU). Frozen, they are never walked again; what is made afterwards is collected as before."""
+    """Collect garbage once, move every object left into the cyclic collector's permanent generation
+    (``gc.freeze``), and collect young objects less often (``YOUNG_COLLECTION_EVERY``). For a process that has
+    loaded its model and captured its graphs: its heap then holds hundreds of thousands of long-lived objects
+    (modules, compiled kernels, torch.compile's traces), and a full collection, which Python starts on its own
+    now and then, walks every one of them holding the GIL, so that every stream stalls meanwhile (156 ms for
+    411,000 objects after a tiny model's many-streams warm-up on a 2-core CPU). Frozen, they are never walked
+    again; what is made afterwards is still collected, in fewer, larger passes."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(max(YOUNG_COLLECTION_EVERY, gc.get_threshold()[0]), *gc.get_threshold()[1:])

@@ -12,7 +12,7 @@ import torch
 
 from engine.errors import UnsupportedError
 from engine.graphs.state import StaticState, cache_bytes
-from engine.runtime import autotuned_convolutions, check_memory, on_device, settle_heap
+from engine.runtime import YOUNG_COLLECTION_EVERY, autotuned_convolutions, check_memory, on_device, settle_heap
 
 
 def test_cache_bytes_is_what_the_state_allocates(tiny_engine):
@@ -86,4 +86,34 @@ def test_settle_heap_collects_then_freezes_what_is_left_and_later_objects_are_st
         gc.collect()
         assert later_ref() is None  # objects made afterwards are collected as before
     finally:
+        gc.unfreeze()
+
+
+def test_settled_heap_takes_a_burst_of_new_objects_without_a_collection_and_still_collects_their_cycles():
+    import gc
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+    passes = []
+
+    def heard(phase, info):
+        if phase == "start":
+            passes.append(info["generation"])
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(heard)
+    try:
+        settle_heap()
+        passes.clear()
+        burst = [{"request": i} for i in range(20_000)]  # what ~140 server requests leave alive a while
+        assert passes == []  # Python's default (700) would have collected the young generation ~28 times
+        del burst
+        cycles = [weakref.ref(Cycle()) for _ in range(YOUNG_COLLECTION_EVERY + 1)]  # garbage only a pass frees
+        assert passes  # their count crossed the threshold: a young collection ran on its own
+        assert any(ref() is None for ref in cycles)  # and freed the cycles made before it
+    finally:
+        gc.callbacks.remove(heard)
+        gc.set_threshold(*thresholds)
         gc.unfreeze()
