@@ -85,8 +85,8 @@ def autotuned_convolutions() -> Iterator[None]:
 
 # The young generation's threshold once the heap is settled: a collection every this many new container objects
 # (net of those freed) instead of Python's 700. A server's burst of requests (~140 new objects each) otherwise ran
-# ~25 young and 2-3 middle collections per 128 requests, walking the requests still in flight: 9-28 ms of held
-# GIL on an H200's host in a run, against the ~60 ms the requests take to come in (docs/benchmarks.md,
+# ~25 young and 2-3 middle collections per 128 requests, walking the requests still in flight: 8.5-21.5 ms of
+# held GIL on an H200's host in a run, while the requests took 46-75 ms to come in (docs/benchmarks.md,
 # seventeenth session). Objects freed by their count (most of them) never wait for a collection.
 YOUNG_COLLECTION_EVERY = 50_000
 
