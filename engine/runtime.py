@@ -101,4 +101,5 @@ def settle_heap() -> None:
     again; what is made afterwards is still collected, in fewer, larger passes."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(max(YOUNG_COLLECTION_EVERY, gc.get_threshold()[0]), *gc.get_threshold()[1:])
+    young, *older = gc.get_threshold()
+    gc.set_threshold(max(YOUNG_COLLECTION_EVERY, young), *older)
