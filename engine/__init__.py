@@ -7,12 +7,12 @@ import os
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 from engine.engine import Engine
-from engine.errors import CheckpointError, OratorError, TextError, UnsupportedError, VoiceError
+from engine.errors import CheckpointError, OratorError, SamplingError, TextError, UnsupportedError, VoiceError
 from engine.results import Audio, Chunk
 from engine.sampling import Sampling
 from engine.voices import Voice
 
 __all__ = [
-    "Audio", "CheckpointError", "Chunk", "Engine", "OratorError", "Sampling", "TextError",
+    "Audio", "CheckpointError", "Chunk", "Engine", "OratorError", "Sampling", "SamplingError", "TextError",
     "UnsupportedError", "Voice", "VoiceError",
 ]

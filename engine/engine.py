@@ -21,16 +21,16 @@ import torch
 
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
-from engine.errors import TextError, VoiceError
+from engine.errors import VoiceError
 from engine.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
 from engine.model.layers import fuse_projections
-from engine.prompts import build_prompt, check_voice
+from engine.prompts import build_prompt, check_prompts, check_voice
 from engine.results import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.runtime import check_device, check_torch, default_dtype
 from engine.sampling import Sampling
 from engine.streamer import EagerStreamer
-from engine.text import split_segments
+from engine.text import check_text, split_segments
 from engine.tokenizer import TextTokenizer
 from engine.voices import Voice
 
@@ -195,11 +195,20 @@ class Engine:
         self.streamer(chunk_sizes)
         return time.perf_counter() - t0
 
+    def check(self, text: str, voice: Voice, non_streaming: bool | None = None) -> None:
+        """Raise the error a generation of ``text`` in ``voice`` would fail with at its start (``TextError``,
+        ``VoiceError``, ``UnsupportedError``), without generating: cheap host work, for a server to refuse a
+        request before it waits for a slot. A clone not encoded yet is checked once it is, by the generation."""
+        check_text(text)
+        if voice.kind == "clone" and not voice.is_encoded:
+            return
+        check_voice(self.config, voice)
+        check_prompts(self.config, self.tokenizer, voice, [s.text for s in split_segments(text)], non_streaming)
+
     # ---- internals ------------------------------------------------------------------------------
     def plan(self, text: str, voice: Voice) -> tuple[Voice, list]:
         """Check the request and cut it into segments: (the prepared voice, segments)."""
-        if not isinstance(text, str) or not text.strip():
-            raise TextError("there is no text to speak")
+        check_text(text)
         voice = self.prepare_voice(voice)
         check_voice(self.config, voice)
         return voice, split_segments(text)

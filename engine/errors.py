@@ -19,3 +19,11 @@ class TextError(OratorError):
 
 class UnsupportedError(OratorError):
     """A feature this model or this installation does not support (e.g. instruct on 0.6B CustomVoice)."""
+
+
+class SamplingError(OratorError, ValueError):
+    """Sampling settings out of their range (a ``ValueError`` too, as bad arguments are)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field} {message}")
+        self.field = field

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from engine.capacity import MAX_SEQ, MAX_TRAILING, MIN_ROOM_FRAMES
 from engine.config import ModelConfig
 from engine.errors import TextError, UnsupportedError, VoiceError
 from engine.model.talker import Talker
 from engine.runtime import on_device
+from engine.text import check_text
 from engine.tokenizer import TextTokenizer
 from engine.voices import Voice
 
@@ -64,6 +66,12 @@ def check_voice(cfg: ModelConfig, voice: Voice) -> None:
                 "the 0.6B CustomVoice model does not support style instructions; "
                 "remove the instruction or use the 1.7B CustomVoice model"
             )
+    for field, what in (("instruct", "instructions"), ("ref_text", "reference transcript")):
+        if getattr(voice, field) is not None:
+            try:
+                check_text(getattr(voice, field), what, allow_empty=True)
+            except TextError as e:
+                raise VoiceError(str(e)) from None
     if voice.kind == "design" and not voice.instruct:
         raise VoiceError("VoiceDesign needs a written description of the voice")
     if voice.kind == "clone":
@@ -142,8 +150,8 @@ def build_prompts(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, requests
     and a sum; each prompt is a view of the result."""
     plans: list[_Plan | Exception] = [_checked(cfg, voice, text) for voice, text in requests]
     valid = [i for i, plan in enumerate(plans) if plan is None]
-    for i, ids in zip(valid, tok.speech_ids_many([requests[i][1] for i in valid]), strict=True):
-        plans[i] = _plan(cfg, tok, requests[i][0], ids, non_streaming)
+    for i, ids in zip(valid, _speech_ids(tok, [requests[i][1] for i in valid]), strict=True):
+        plans[i] = ids if isinstance(ids, Exception) else _fitting_plan(cfg, tok, requests[i][0], ids, non_streaming)
     pieces = [ids for plan in plans if isinstance(plan, _Plan) for ids in plan.texts]
     if not pieces:
         return plans
@@ -173,15 +181,76 @@ def build_prompts(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, requests
     return prompts
 
 
+def check_prompts(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, texts: list[str],
+                  non_streaming: bool | None = None) -> None:
+    """Raise the error ``build_prompts`` would give the first of ``(voice, text)`` for ``texts`` that the model
+    cannot speak or whose prompt would not fit, without building anything (host work only)."""
+    for text in texts:
+        error = _checked(cfg, voice, text)
+        if error is not None:
+            raise error
+    for ids in _speech_ids(tok, texts):
+        plan = ids if isinstance(ids, Exception) else _fitting_plan(cfg, tok, voice, ids, non_streaming)
+        if isinstance(plan, Exception):
+            raise plan
+
+
 def _checked(cfg: ModelConfig, voice: Voice, text: str) -> Exception | None:
     """Why (voice, text) cannot be spoken by this model, or None."""
     try:
-        if not text or not text.strip():
-            raise TextError("there is no text to speak")
+        check_text(text)
         check_voice(cfg, voice)
     except Exception as e:  # the request's own error: only its own
         return e
     return None
+
+
+def _speech_ids(tok: TextTokenizer, texts: list[str]) -> list[list[int] | Exception]:
+    """``tok.speech_ids_many(texts)``, or where that fails as a whole, each text's ids or its own error."""
+    try:
+        return tok.speech_ids_many(texts)
+    except Exception:  # one text the tokenizer refuses must not refuse the others
+        out: list[list[int] | Exception] = []
+        for text in texts:
+            try:
+                out.append(tok.speech_ids_many([text])[0])
+            except Exception as e:
+                out.append(TextError(f"the text cannot be tokenized: {e}"))
+        return out
+
+
+def _fitting_plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int],
+                  non_streaming: bool | None) -> _Plan | Exception:
+    """``_plan``, or the error of a request whose prompt would not fit a stream (``engine.capacity``)."""
+    try:
+        plan = _plan(cfg, tok, voice, text_ids, non_streaming)
+    except Exception as e:  # the request's own error: only its own
+        return e
+    positions, trailing = prompt_size(plan)
+    if positions + MIN_ROOM_FRAMES > MAX_SEQ or trailing > MAX_TRAILING:
+        parts = " and ".join(name for name, present in (("instructions", voice.instruct),
+                                                        ("reference transcript", voice.in_context)) if present)
+        return TextError(f"this request's prompt is too long: {positions} positions and {trailing} trailing text "
+                         f"tokens, where at most {MAX_SEQ - MIN_ROOM_FRAMES} and {MAX_TRAILING} fit"
+                         + (f"; shorten the {parts}" if parts else ""))
+    return plan
+
+
+def prompt_size(plan: _Plan) -> tuple[int, int]:
+    """(prefill positions, trailing text tokens) of ``plan``'s prompt, counted as ``_layout`` lays it out, before
+    anything is embedded."""
+    voice = plan.voice
+    *instruct, tail = plan.texts
+    speaker = 1 if voice.kind in ("preset", "clone") else 0
+    head = sum(map(len, instruct)) + len(plan.role) + len(plan.control) + speaker + 1
+    if voice.in_context:
+        text, codec = len(tail) + 1, 1 + len(voice.ref_codes)
+        if plan.non_streaming:
+            return head + text + codec, 1
+        return head + codec, max(1, text - codec)
+    if plan.non_streaming:
+        return head + len(tail) + 2, 1
+    return head + min(1, len(tail)), len(tail[1:]) + 1
 
 
 def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int], non_streaming: bool | None) -> _Plan:

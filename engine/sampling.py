@@ -11,12 +11,36 @@ every other device runs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
+from engine.errors import SamplingError
 from engine.kernels import runs_on, triton_available
 from engine.runtime import on_device
+
+# The accepted ranges, inclusive (``top_p`` excludes 0). Values outside them make no sense for sampling, and a
+# non-finite or huge one would overflow a device tensor or the sampler's arithmetic for every stream in a batch.
+FLOAT_RANGES = {"temperature": (1e-3, 100.0), "sub_temperature": (1e-3, 100.0), "top_p": (0.0, 1.0),
+                "sub_top_p": (0.0, 1.0), "repetition_penalty": (1e-2, 100.0)}
+INT_RANGES = {"top_k": (0, 1 << 20), "sub_top_k": (0, 1 << 20), "min_frames": (0, 4096)}
+MAX_SEED = 1 << 62  # seeds are int64 on the device, and a stream's segments add their index to its seed
+
+
+def _check_float(name: str, value, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SamplingError(name, f"must be a number, not {type(value).__name__}")
+    if not math.isfinite(value) or not low <= value <= high or (name.endswith("top_p") and value <= 0):
+        interval = f"(0, {high:g}]" if name.endswith("top_p") else f"[{low:g}, {high:g}]"
+        raise SamplingError(name, f"must be within {interval}, got {value!r}")
+
+
+def _check_int(name: str, value, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SamplingError(name, f"must be an integer, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise SamplingError(name, f"must be within [{low}, {high}], got {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +48,8 @@ class Sampling:
     """Generation settings. Defaults are the official ``generation_config.json`` values.
 
     ``greedy`` switches both stages to argmax unless ``sub_greedy`` says otherwise for the code
-    predictor. ``seed`` makes a stochastic run reproducible.
+    predictor. ``seed`` makes a stochastic run reproducible. Values outside ``FLOAT_RANGES``, ``INT_RANGES``
+    or ``[0, MAX_SEED)`` raise ``SamplingError``.
     """
 
     greedy: bool = False
@@ -40,17 +65,16 @@ class Sampling:
     seed: int | None = None
 
     def __post_init__(self):
-        for name in ("temperature", "sub_temperature"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0")
-        for name in ("top_p", "sub_top_p"):
-            if not 0 < getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in (0, 1]")
-        for name in ("top_k", "sub_top_k", "min_frames"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0")
-        if not self.repetition_penalty > 0:
-            raise ValueError("repetition_penalty must be > 0")
+        for name in ("greedy", "sub_greedy"):
+            value = getattr(self, name)
+            if not (isinstance(value, bool) or (name == "sub_greedy" and value is None)):
+                raise SamplingError(name, "must be true or false")
+        for name, (low, high) in FLOAT_RANGES.items():
+            _check_float(name, getattr(self, name), low, high)
+        for name, (low, high) in INT_RANGES.items():
+            _check_int(name, getattr(self, name), low, high)
+        if self.seed is not None:
+            _check_int("seed", self.seed, 0, MAX_SEED - 1)
 
     @property
     def predictor_greedy(self) -> bool:

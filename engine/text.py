@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.errors import TextError
+
 DEFAULT_MAX_CHARS = 300
 
 # A sentence end: terminal punctuation (with closing quotes/brackets) followed by space or end,
@@ -33,6 +35,22 @@ class Segment:
     start: int  # character offset in the original text
     end: int  # exclusive
     text: str  # stripped text of the span
+
+
+def check_text(text, what: str = "text", allow_empty: bool = False) -> None:
+    """``TextError`` unless ``text`` is a string the tokenizer can take: it has a UTF-8 form (no lone surrogate,
+    as JSON's ``"\\ud800"`` gives) and, unless ``allow_empty``, something besides whitespace to speak."""
+    if text is None and not allow_empty:
+        raise TextError("there is no text to speak" if what == "text" else f"there is nothing in the {what}")
+    if not isinstance(text, str):
+        raise TextError(f"the {what} must be a string, not {type(text).__name__}")
+    if not allow_empty and not text.strip():
+        raise TextError("there is no text to speak" if what == "text" else f"there is nothing in the {what}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise TextError(f"character {e.start} of the {what} is a lone surrogate {text[e.start]!r}, which is no "
+                        "Unicode character") from None
 
 
 def split_segments(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Segment]:

@@ -27,7 +27,7 @@ from server.auth import RequestGuard
 from server.errors import APIError, install_error_handlers
 from server.formats import supported_formats
 from server.library import VoiceStore
-from server.scheduler import EngineBackend, Scheduler, StreamBackend, WarmupProgress
+from server.scheduler import EngineBackend, Scheduler, StreamBackend, StreamLimits, WarmupProgress
 from server.settings import ServerSettings
 
 log = logging.getLogger("orator.server")
@@ -114,7 +114,8 @@ async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSet
         backend = await asyncio.to_thread(make_backend, engine, loading.warming_up)
         loading.stage = "collecting garbage"
         await asyncio.to_thread(settle_heap)  # a full garbage collection over all that would stall every stream
-        app.state.scheduler = Scheduler(backend, settings.max_queue)
+        app.state.scheduler = Scheduler(backend, settings.max_queue,
+                                        limits=StreamLimits(settings.max_audio_s, settings.max_unread_audio_s))
         app.state.engine = engine
         log.info("model loaded: %s %s", engine.model_type, engine.model_size)
     except Exception as e:  # reported by /health; the API answers 503

@@ -9,6 +9,8 @@ import sys
 from engine.engine import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
 
+_DEFAULTS = ServerSettings()
+
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="a local model directory or a Hugging Face id")
@@ -28,6 +30,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=1,
                         help="streams generated together in one batched frame loop (default 1: one at a time)")
     parser.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body in MB")
+    parser.add_argument("--max-audio-s", type=float, default=_DEFAULTS.max_audio_s,
+                        help="seconds of audio one request may produce (default %(default)g); longer is an error")
+    parser.add_argument("--max-unread-audio-s", type=float, default=_DEFAULTS.max_unread_audio_s,
+                        help="seconds of audio a client may leave unread before its stream is stopped "
+                             "(default %(default)g)")
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
@@ -42,7 +49,8 @@ def run_serve_command(args: argparse.Namespace) -> int:
     from server.scheduler import backend_factory
 
     settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
-                              max_upload_bytes=int(args.max_upload_mb * 1024 * 1024))
+                              max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), max_audio_s=args.max_audio_s,
+                              max_unread_audio_s=args.max_unread_audio_s)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     app = create_app(lambda: load_engine(args.model, args.device, args.dtype, args.decoder_dtype),
                      args.library or default_library_dir(), settings, make_backend=backend_factory(args.batch))

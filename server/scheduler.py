@@ -97,6 +97,23 @@ class QueueFull(Exception):
     """Every generation slot is busy and the waiting line is at its limit."""
 
 
+class LimitReached(Exception):
+    """A stream stopped by one of the scheduler's limits: the audio of one request, or the audio its client has
+    left unread (a client that does not read must not hold a slot and its audio in memory)."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """Seconds of audio one request may produce, and may leave unread by its client before it is stopped."""
+
+    max_audio_s: float = 900.0
+    max_unread_audio_s: float = 120.0
+
+
 @dataclass(frozen=True, slots=True)
 class Queued:
     position: int  # 1 = next to start
@@ -109,13 +126,15 @@ class Ticket:
     """One admitted job: its place in line, its chunks as they come, and its cancellation."""
 
     def __init__(self, ticket_id: str, job: SpeechJob, scheduler: Scheduler):
-        self.id, self.job, self._scheduler = ticket_id, job, scheduler
+        self.id, self._scheduler = ticket_id, scheduler
+        self.job: SpeechJob | None = job  # dropped once finished: a kept status must not pin a voice's audio
         self.cancel_event = threading.Event()
         self.submitted = time.perf_counter()
         self.started: float | None = None  # when generation began
         self.first_audio: float | None = None
         self.finished: float | None = None
         self.audio_seconds = 0.0
+        self.unread_seconds = 0.0  # audio handed to the ticket and not yet taken by its reader
         self.frames = 0
         self.state = "queued"  # queued | running | done | cancelled | failed
         self.announced_position = 0  # the last Queued position sent
@@ -137,6 +156,8 @@ class Ticket:
                 return
             if isinstance(event, BaseException):
                 raise event
+            if isinstance(event, Chunk):
+                self.unread_seconds -= event.duration
             yield event
 
     def status(self) -> dict:
@@ -151,14 +172,23 @@ class Ticket:
         if isinstance(event, Chunk):
             self.first_audio = self.first_audio or time.perf_counter()
             self.audio_seconds += event.duration
+            self.unread_seconds += event.duration
             self.frames += event.n_frames
         self._events.put_nowait(event)
 
+    def _drop_unread(self) -> None:
+        """Forget the events nobody read (a stream stopped, or its reader gone): they must not stay in memory."""
+        while not self._events.empty():  # the same queue: a reader may be waiting on it
+            self._events.get_nowait()
+        self.unread_seconds = 0.0
+
 
 class Scheduler:
-    def __init__(self, backend: StreamBackend, max_queue: int, keep_finished: int = 256):
+    def __init__(self, backend: StreamBackend, max_queue: int, keep_finished: int = 256,
+                 limits: StreamLimits = StreamLimits()):
         self.backend = backend
         self.max_queue = max_queue
+        self.limits = limits
         self._executor = ThreadPoolExecutor(max_workers=backend.capacity, thread_name_prefix="orator-engine")
         self._waiting: deque[Ticket] = deque()
         self._running: set[Ticket] = set()
@@ -167,7 +197,7 @@ class Scheduler:
         self._keep_finished = keep_finished
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task] = set()  # the jobs of a run_async backend, held until they end
+        self._tasks_by_ticket: dict[Ticket, asyncio.Task] = {}  # the jobs of a run_async backend, until they end
 
     # ---- on the event loop ----------------------------------------------------------------------
     def submit(self, job: SpeechJob) -> Ticket:
@@ -185,8 +215,11 @@ class Scheduler:
         if ticket in self._waiting:
             self._waiting.remove(ticket)
             ticket.state = "cancelled"
+            ticket.job = None
             ticket._put(_END)
             self._announce_positions()
+        elif ticket in self._tasks_by_ticket:  # woken even if its backend never answers again
+            self._tasks_by_ticket[ticket].cancel()
 
     def position_of(self, ticket: Ticket) -> int:
         try:
@@ -204,7 +237,7 @@ class Scheduler:
     def shutdown(self) -> None:
         for ticket in list(self._waiting) + list(self._running):
             ticket.cancel_event.set()
-        for task in list(self._tasks):
+        for task in list(self._tasks_by_ticket.values()):
             task.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -215,8 +248,8 @@ class Scheduler:
             ticket.state, ticket.started = "running", time.perf_counter()
             if hasattr(self.backend, "run_async"):
                 task = self._loop.create_task(self._generate_async(ticket))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._tasks_by_ticket[ticket] = task
+                task.add_done_callback(lambda _, ticket=ticket: self._tasks_by_ticket.pop(ticket, None))
             else:
                 self._executor.submit(self._generate, ticket)
         self._announce_positions()
@@ -228,16 +261,40 @@ class Scheduler:
                 ticket._put(Queued(position))
 
     def _finish(self, ticket: Ticket, error: BaseException | None) -> None:
+        if ticket not in self._running:
+            return
         self._running.discard(ticket)
         ticket.finished = time.perf_counter()
+        ticket.job = None
         self._finished.append(ticket.id)
         if error is not None:
             ticket.state = "failed"
             ticket._put(error)
         else:
             ticket.state = "cancelled" if ticket.cancel_event.is_set() else "done"
+            if ticket.state == "cancelled":
+                ticket._drop_unread()
         ticket._put(_END)
         self._pump()
+
+    def _deliver(self, ticket: Ticket, chunk: Chunk) -> None:
+        """Hand ``chunk`` to ``ticket`` (on the event loop), or stop the stream if a limit is reached: its
+        generation is cancelled, its unread audio dropped, and its reader gets ``LimitReached``."""
+        if ticket.cancel_event.is_set() or ticket not in self._running:
+            return
+        ticket._put(chunk)
+        limits = self.limits
+        if ticket.audio_seconds > limits.max_audio_s:
+            error = LimitReached(f"the request's audio passed the limit of {limits.max_audio_s:g} s; split the "
+                                 "text into several requests", "audio_too_long")
+        elif ticket.unread_seconds > limits.max_unread_audio_s:
+            error = LimitReached(f"the client left more than {limits.max_unread_audio_s:g} s of audio unread; "
+                                 "read the response as it streams", "client_too_slow")
+        else:
+            return
+        ticket.cancel_event.set()
+        ticket._drop_unread()
+        self._finish(ticket, error)
 
     def _remember(self, ticket: Ticket) -> None:
         """Keep ``ticket`` for the status endpoint, forgetting the oldest finished ones beyond ``keep_finished``
@@ -250,14 +307,16 @@ class Scheduler:
         error, chunks = None, self.backend.run_async(ticket.job, ticket.cancel_event)
         try:
             async for chunk in chunks:
-                ticket._put(chunk)
+                self._deliver(ticket, chunk)
                 if ticket.cancel_event.is_set():
                     break
+        except asyncio.CancelledError:  # cancelled with its ticket (Scheduler.cancel) or at shutdown
+            pass
         except Exception as e:  # handed to the request, which turns it into an API error
             error = e
         finally:
             await chunks.aclose()  # a stream left early frees its slot now
-        self._finish(ticket, error)
+            self._finish(ticket, error)
 
     # ---- on an engine thread --------------------------------------------------------------------
     def _generate(self, ticket: Ticket) -> None:
@@ -265,7 +324,7 @@ class Scheduler:
         try:
             chunks = self.backend.run(ticket.job, ticket.cancel_event)
             for chunk in chunks:
-                self._loop.call_soon_threadsafe(ticket._put, chunk)
+                self._loop.call_soon_threadsafe(self._deliver, ticket, chunk)
                 if ticket.cancel_event.is_set():
                     break
         except Exception as e:  # handed to the request, which turns it into an API error

@@ -19,11 +19,13 @@ class ServerSettings:
     max_queue: int = 64  # requests waiting for a generation slot; more answer 429
     retry_after_s: int = 2  # the Retry-After of a 429
     default_chunk_frames: int = 4
-    max_chunk_frames: int = 64
+    max_audio_s: float = 900.0  # audio one request may produce; a longer one is stopped with an error
+    max_unread_audio_s: float = 120.0  # audio a client may leave unread before its stream is stopped
 
     def __post_init__(self):
-        for name in ("max_input_chars", "max_upload_bytes", "max_queue", "default_chunk_frames"):
-            if getattr(self, name) < 1:
+        for name in ("max_input_chars", "max_instructions_chars", "max_upload_bytes", "max_queue",
+                     "default_chunk_frames", "max_audio_s", "max_unread_audio_s"):
+            if not getattr(self, name) >= 1:
                 raise ValueError(f"{name} must be at least 1")
 
 

@@ -25,15 +25,17 @@ from typing import Literal
 
 import numpy as np
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from engine import OratorError
+from engine import OratorError, SamplingError
+from engine.engine import MAX_FRAMES_CAP
 from engine.results import SAMPLE_RATE
+from engine.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED
 from engine.speed import MAX_SPEED, MIN_SPEED, TimeStretcher
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
-from server.scheduler import Queued, QueueFull, SpeechJob, Ticket
-from server.streaming import DisconnectAwareStream
+from server.scheduler import LimitReached, Queued, QueueFull, SpeechJob, Ticket
+from server.streaming import DisconnectAwareStream, StreamAborted
 from server.voices import resolve_voice
 
 log = logging.getLogger("orator.server")
@@ -45,27 +47,48 @@ class VoiceId(BaseModel):
     id: str
 
 
-class SpeechRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+def _range(name: str, **extra):
+    """A ``Field`` bounded by the engine's range for the sampling setting ``name`` (``engine.sampling``)."""
+    low, high = {**FLOAT_RANGES, **INT_RANGES}[name]
+    return Field(None, gt=low, le=high, **extra) if name.endswith("top_p") else Field(None, ge=low, le=high, **extra)
 
-    model: str = "orator"
+
+class SpeechRequest(BaseModel):
+    # strict numbers: no inf or nan, and no strings or booleans standing in for them
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    model: str = Field("orator", max_length=256)
     input: str
     voice: str | VoiceId
     instructions: str | None = None
-    response_format: str = "mp3"
-    speed: float = Field(1.0, ge=MIN_SPEED, le=MAX_SPEED)
+    response_format: str = Field("mp3", max_length=16)
+    speed: float = Field(1.0, ge=MIN_SPEED, le=MAX_SPEED, strict=True)
     stream_format: Literal["audio", "sse"] = "audio"
-    language: str | None = None
-    temperature: float | None = Field(None, gt=0)
-    top_k: int | None = Field(None, ge=0)
-    top_p: float | None = Field(None, gt=0, le=1)
-    repetition_penalty: float | None = Field(None, gt=0)
-    greedy: bool | None = None
-    seed: int | None = Field(None, ge=0, lt=2**62)
-    chunk_frames: int | None = Field(None, ge=1, le=64)
-    first_chunk_frames: int | None = Field(None, ge=1, le=64)
-    max_frames: int | None = Field(None, ge=1, le=4096)
-    min_frames: int | None = Field(None, ge=0, le=4096)
+    language: str | None = Field(None, max_length=64)
+    temperature: float | None = _range("temperature", strict=True)
+    top_k: int | None = _range("top_k", strict=True)
+    top_p: float | None = _range("top_p", strict=True)
+    repetition_penalty: float | None = _range("repetition_penalty", strict=True)
+    greedy: bool | None = Field(None, strict=True)
+    seed: int | None = Field(None, ge=0, lt=MAX_SEED, strict=True)
+    chunk_frames: int | None = Field(None, ge=1, le=64, strict=True)
+    first_chunk_frames: int | None = Field(None, ge=1, le=64, strict=True)
+    max_frames: int | None = Field(None, ge=1, le=MAX_FRAMES_CAP, strict=True)
+    min_frames: int | None = _range("min_frames", strict=True)
+
+    @field_validator("model", "input", "instructions", "response_format", "language")
+    @classmethod
+    def _unicode(cls, value: str | None) -> str | None:
+        """No lone surrogates (JSON can escape them; they have no UTF-8 form and reach no tokenizer or file)."""
+        if value is not None:
+            value.encode("utf-8")  # UnicodeEncodeError is a ValueError: pydantic reports it as this field's
+        return value
+
+    @field_validator("voice")
+    @classmethod
+    def _unicode_voice(cls, value: str | VoiceId) -> str | VoiceId:
+        (value if isinstance(value, str) else value.id).encode("utf-8")
+        return value
 
 
 @router.post("/v1/audio/speech")
@@ -106,13 +129,14 @@ def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
         raise APIError(400, f"instructions have {len(body.instructions)} characters; the limit is "
                             f"{settings.max_instructions_chars}", param="instructions", code="input_too_long")
     voice = resolve_voice(engine, store, body.voice, body.instructions, body.language)
+    engine.check(text, voice)  # refused now, while the client can still be answered with an error status
     overrides = {name: getattr(body, name) for name in _SAMPLING_FIELDS if getattr(body, name) is not None}
     if body.greedy is not None:
         overrides["greedy"] = body.greedy
     try:
         sampling = dataclasses.replace(engine.defaults, **overrides)
-    except ValueError as e:
-        raise APIError(400, str(e), code="invalid_value") from None
+    except SamplingError as e:
+        raise APIError(400, str(e), param=e.field, code="invalid_value") from None
     chunk_frames = body.chunk_frames or settings.default_chunk_frames
     return SpeechJob(text, voice, sampling, chunk_frames=chunk_frames,
                      first_chunk_frames=body.first_chunk_frames or 1, max_frames=body.max_frames)
@@ -135,8 +159,9 @@ class _Output:
 
 async def _audio(ticket: Ticket, body: SpeechRequest):
     """The encoded audio as it comes. The response starts with the first part (``DisconnectAwareStream``): an empty
-    one at once for a request waiting in line, so its client sees its place; an engine error before any audio
-    answers as an API error, one after it ends the stream early."""
+    one at once for a request waiting in line, so its client sees its place; a failure before any audio answers
+    as an API error, one after it aborts the response (``StreamAborted``): the client sees a cut stream, never a
+    complete-looking one."""
     output = _Output(body)
     started = False
     try:
@@ -151,14 +176,27 @@ async def _audio(ticket: Ticket, body: SpeechRequest):
                     yield data
         if ticket.state == "done":
             yield output.finish()
-    except OratorError as e:
+    except Exception as e:
+        error = _stream_error(e, ticket)
         if not started:
-            error = engine_error(e)
-            error.headers = {"X-Request-Id": ticket.id}
             raise error from e
-        log.warning("speech %s failed after the response started: %s", ticket.id, e)
+        raise StreamAborted(f"speech {ticket.id} failed after its response started: {error.message}") from e
     finally:
         ticket.cancel()
+
+
+def _stream_error(e: Exception, ticket: Ticket) -> APIError:
+    """What a client should see of a stream's failure: the engine's refusals and the limits as 4xx errors; anything
+    else (a device failure) as a 500, logged."""
+    if isinstance(e, OratorError):
+        error = engine_error(e)
+    elif isinstance(e, LimitReached):
+        error = APIError(413 if e.code == "audio_too_long" else 408, str(e), code=e.code)
+    else:
+        log.error("speech %s failed", ticket.id, exc_info=e)
+        error = APIError(500, f"speech generation failed ({type(e).__name__})", code="generation_failed")
+    error.headers = {"X-Request-Id": ticket.id}
+    return error
 
 
 async def _sse(ticket: Ticket, body: SpeechRequest, input_tokens: int):
@@ -180,8 +218,8 @@ async def _sse(ticket: Ticket, body: SpeechRequest, input_tokens: int):
                  "total_tokens": input_tokens + ticket.frames}
         yield _event({"type": "speech.audio.done", "id": ticket.id, "usage": usage,
                       "timing": _with_rates(ticket.status(), ticket)})
-    except OratorError as e:
-        err = engine_error(e)
+    except Exception as e:
+        err = _stream_error(e, ticket)
         yield _event({"type": "error", **error_body(err.status, err.message, err.param, err.code)})
     finally:
         ticket.cancel()

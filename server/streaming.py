@@ -24,8 +24,16 @@ yields an empty first part.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from starlette.responses import StreamingResponse
+
+log = logging.getLogger("orator.server")
+
+
+class StreamAborted(Exception):
+    """Raised by a body iterator whose response has started and cannot go on: the response ends without its last
+    part, so the server closes the connection and the client sees a cut stream instead of a complete one."""
 
 
 class DisconnectAwareStream(StreamingResponse):
@@ -33,10 +41,14 @@ class DisconnectAwareStream(StreamingResponse):
         parts = aiter(self.body_iterator)
         first = await anext(parts, None)  # an error here propagates before any response has started
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        if first is not None:
-            await send({"type": "http.response.body", "body": self._encoded(first), "more_body": True})
-            async for part in parts:
-                await send({"type": "http.response.body", "body": self._encoded(part), "more_body": True})
+        try:
+            if first is not None:
+                await send({"type": "http.response.body", "body": self._encoded(first), "more_body": True})
+                async for part in parts:
+                    await send({"type": "http.response.body", "body": self._encoded(part), "more_body": True})
+        except StreamAborted as e:
+            log.warning("%s; closing the connection", e)
+            return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _encoded(self, part: bytes | str) -> bytes:

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from engine.capacity import HISTORY, MAX_SEQ, MAX_TRAILING
 from engine.graphs.batched_prefill import BatchedPrefill
 from engine.graphs.capture import Graphed, graphs_enabled
 from engine.graphs.compile import capture_frame_step
-from engine.graphs.runner import HISTORY, MAX_SEQ, MAX_TRAILING
 from engine.graphs.state import NEVER, StaticState
 from engine.model.talker import Talker
 from engine.prompts import Prompt

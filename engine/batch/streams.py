@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import queue
 import random
 import threading
@@ -117,6 +118,14 @@ class _Chunker:
     def closing(self) -> list[Chunk]:
         """The empty final chunk a stream ends with when its last chunk was not final (cut short)."""
         return [closing_chunk(self.last)] if self.last is not None and not self.last.final else []
+
+
+def _first_or_error(build: Callable[[list], list], requests: list):
+    """The first of ``build(requests)``, or the exception it raised."""
+    try:
+        return build(requests)[0]
+    except Exception as e:
+        return e
 
 
 class _LoopOutbox:
@@ -413,7 +422,11 @@ class BatchedStreams:
         if not taken:
             return
         eng = self.engine
-        prompts = build_prompts(eng.model.talker, eng.config, eng.tokenizer, [(r.voice, r.text) for r in taken])
+        build = functools.partial(build_prompts, eng.model.talker, eng.config, eng.tokenizer)
+        try:
+            prompts = build([(r.voice, r.text) for r in taken])
+        except Exception:  # failed as a whole: built one by one, each failure is its own request's
+            prompts = [_first_or_error(build, [(r.voice, r.text)]) for r in taken]
         for request, prompt in zip(taken, prompts, strict=True):
             try:
                 if isinstance(prompt, Exception):
@@ -440,6 +453,18 @@ class BatchedStreams:
         del ready[:free]
         if not joining:
             return
+        admitted = self._join(joining, prompts)
+        if admitted is None and len(joining) > 1:  # failed together: alone, each failure is its own request's
+            admitted = {}
+            for request, prompt in zip(joining, prompts, strict=True):
+                admitted.update(self._join([request], [prompt]) or {})
+        for slot, request in (admitted or {}).items():
+            running[slot] = request
+            fresh.add(slot)
+
+    def _join(self, joining: list[_Request], prompts: list[Prompt]) -> dict[int, _Request] | None:
+        """Prefill ``joining`` into free slots together and set their decoder rows: the requests by slot, or None
+        when that failed (every slot taken released again; a lone request hears why)."""
         slots: list[int] = []
         try:
             slots = self.frames.add_many([(prompt, r.sampling, r.seed, r.max_frames)
@@ -455,15 +480,13 @@ class BatchedStreams:
                 self.decoder_state.put_rows(on_device([slot for slot, _ in held], self.engine.device),
                                             [state for _, state in held])
             self._note_rows_written()
-        except Exception as e:  # a device failure during prefill or the rows' writes
+        except Exception as e:  # a failure during prefill or the rows' writes
             for slot in slots:
                 self.frames.release(slot)
-            for request in joining:
-                request.outbox.put(e)
-            return
-        for slot, request in zip(slots, joining, strict=True):
-            running[slot] = request
-            fresh.add(slot)
+            if len(joining) == 1:
+                joining[0].outbox.put(e)
+            return None
+        return dict(zip(slots, joining, strict=True))
 
     def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]]) -> _Decoded:
         """Launch the decode of ``codes`` int64 [bucket, n, 16] through the decoder state's rows [0, bucket),

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from engine.capacity import HISTORY, MAX_SEQ, MAX_TRAILING
 from engine.graphs.capture import Graphed, graphs_enabled
 from engine.graphs.compile import capture_frame_step
 from engine.graphs.prefill import PrefillGraphs
@@ -24,10 +25,6 @@ from engine.prompts import Prompt
 from engine.runtime import autotuned_convolutions
 from engine.sampling import Sampling
 from engine.streamer import CodedAudio
-
-MAX_SEQ = 2048  # talker positions per segment: prompt + frames
-MAX_TRAILING = 1024  # text tokens fed during decoding (streaming-text prompts)
-HISTORY = 64  # frames kept on the device between read-backs; >= the largest chunk
 
 
 class GraphStreamer:

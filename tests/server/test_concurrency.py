@@ -146,8 +146,12 @@ def test_an_engine_error_before_any_audio_answers_its_json_error_and_one_after_c
         else:  # server-sent events report it as an event
             assert r.status_code == 200 and sse_events(r.text)[-1]["type"] == "error"
     backend.after_first = True
-    r = httpx.post(f"{live.url}/v1/audio/speech", json=body, timeout=30)
-    assert r.status_code == 200 and len(r.content) == 2 * SAMPLES_PER_FRAME  # what was made, then the end
+    with httpx.stream("POST", f"{live.url}/v1/audio/speech", json=body, timeout=30) as r:
+        assert r.status_code == 200
+        with pytest.raises(httpx.RemoteProtocolError):  # cut, not ended as if the audio were complete
+            r.read()
+    r = httpx.post(f"{live.url}/v1/audio/speech", json={**body, "stream_format": "sse"}, timeout=30)
+    assert [e["type"] for e in sse_events(r.text)][-2:] == ["speech.audio.delta", "error"]
     assert httpx.get(f"{live.url}/health").json()["queue"]["running"] == 0
 
 
