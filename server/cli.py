@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import replace
 
 from engine.engine import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
+
+log = logging.getLogger("orator.server")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +31,18 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=1,
                         help="streams generated together in one batched frame loop (default 1: one at a time)")
     parser.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body in MB")
+    limits = ServerSettings()
+    parser.add_argument("--header-timeout", type=float, default=limits.header_timeout_s, metavar="SECONDS",
+                        help="close a connection that has not sent a whole request head this long after connecting "
+                             f"or after its last response (default {limits.header_timeout_s:g})")
+    parser.add_argument("--keep-alive", type=float, default=limits.keep_alive_s, metavar="SECONDS",
+                        help=f"close an idle keep-alive connection after this long (default {limits.keep_alive_s:g})")
+    parser.add_argument("--max-connections", type=int, default=limits.max_connections,
+                        help="open connections at most; more are closed at once "
+                             f"(default {limits.max_connections})")
+    parser.add_argument("--limit-concurrency", type=int, default=limits.limit_concurrency,
+                        help="open connections or requests in progress beyond which a request answers 503; keep "
+                             f"it above --max-queue plus --batch (default {limits.limit_concurrency})")
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
@@ -35,19 +50,37 @@ def run_serve_command(args: argparse.Namespace) -> int:
         print(f"refusing to listen on {args.host} without an API key: pass --api-key KEY "
               "(or --insecure to accept anyone on the network)", file=sys.stderr)
         return 2
+    try:
+        settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
+                                  max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+                                  header_timeout_s=args.header_timeout, keep_alive_s=args.keep_alive,
+                                  max_connections=args.max_connections, limit_concurrency=args.limit_concurrency)
+    except ValueError as e:
+        print(f"serve: {e}", file=sys.stderr)
+        return 2
     import uvicorn
 
     from server.app import create_app
+    from server.connections import fit_open_file_limit, uvicorn_config
     from server.library import default_library_dir
     from server.scheduler import backend_factory
 
-    settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
-                              max_upload_bytes=int(args.max_upload_mb * 1024 * 1024))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    connections = fit_open_file_limit(settings.max_connections)
+    if connections < settings.max_connections:
+        settings = replace(settings, max_connections=connections,
+                           limit_concurrency=min(settings.limit_concurrency, connections))
+    if settings.limit_concurrency < settings.max_queue + args.batch:
+        log.warning("--limit-concurrency %d is below --max-queue plus --batch (%d): requests the queue would "
+                    "take answer 503", settings.limit_concurrency, settings.max_queue + args.batch)
     app = create_app(lambda: load_engine(args.model, args.device, args.dtype, args.decoder_dtype),
                      args.library or default_library_dir(), settings, make_backend=backend_factory(args.batch))
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
-    return 0
+    server = uvicorn.Server(uvicorn_config(app, settings, log_level="info"))
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    return 0 if server.started else 3  # 3: uvicorn could not start (its log says why: a port in use, say)
 
 
 def load_engine(model: str, device: str, dtype: str | None, decoder_dtype: str | None = None):

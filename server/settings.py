@@ -25,11 +25,22 @@ class ServerSettings:
     retry_after_s: int = 2  # the Retry-After of a 429
     default_chunk_frames: int = 4
     max_chunk_frames: int = 64
+    header_timeout_s: float = 10.0  # a request head must be complete this long after connecting or a response
+    keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this long (uvicorn's)
+    max_connections: int = 512  # open connections; a connection beyond them is closed at once
+    limit_concurrency: int = 256  # open connections or requests in progress beyond which a request answers 503
 
     def __post_init__(self):
-        for name in ("max_input_chars", "max_upload_bytes", "max_queue", "default_chunk_frames"):
+        for name in ("max_input_chars", "max_upload_bytes", "max_queue", "default_chunk_frames",
+                     "max_connections", "limit_concurrency"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        for name in ("header_timeout_s", "keep_alive_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be more than 0 seconds")
+        if self.limit_concurrency > self.max_connections:
+            raise ValueError(f"limit_concurrency ({self.limit_concurrency}) cannot exceed max_connections "
+                             f"({self.max_connections}): no more connections than that are ever open")
 
 
 def is_loopback(host: str) -> bool:
