@@ -86,7 +86,7 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
         return FileResponse(WEB_DIR / "index.html")
 
     app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
-    app.add_middleware(RequestGuard, api_key=settings.api_key, max_body_bytes=settings.max_upload_bytes)
+    app.add_middleware(RequestGuard, settings=settings)
     return app
 
 

@@ -20,6 +20,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1 requests "
                                                         "(needed when listening beyond this machine)")
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback host without an API key")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="a name clients may reach the server by (the Host header), besides localhost, "
+                             "127.0.0.1, [::1] and --host; repeatable (needed for a DNS name without --api-key)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--dtype", default=None, choices=("bfloat16", "float16", "float32"),
                         help="weights precision (default: the engine's choice for the device)")
@@ -52,6 +55,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
         return 2
     try:
         settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
+                                  allowed_hosts=tuple(args.allow_host),
                                   max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
                                   header_timeout_s=args.header_timeout, keep_alive_s=args.keep_alive,
                                   max_connections=args.max_connections, limit_concurrency=args.limit_concurrency)

@@ -17,9 +17,9 @@ from engine.errors import CheckpointError, OratorError, TextError, UnsupportedEr
 
 log = logging.getLogger("orator.server")
 
-_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
           405: "invalid_request_error", 409: "invalid_request_error", 413: "invalid_request_error",
-          422: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
+          421: "invalid_request_error", 422: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
 
 
 class APIError(Exception):

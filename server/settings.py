@@ -18,6 +18,7 @@ class ServerSettings:
     port: int = 8000
     api_key: str | None = None  # when set, every /v1 request needs ``Authorization: Bearer <key>``
     model_name: str = "orator"  # the id /v1/models lists; ``model`` may be it or an OpenAI alias
+    allowed_hosts: tuple[str, ...] = ()  # names the Host header may carry besides loopback names and ``host``
     max_input_chars: int = 4096
     max_instructions_chars: int = 4096
     max_upload_bytes: int = 20 * 1024 * 1024
