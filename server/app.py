@@ -24,7 +24,7 @@ from engine import Engine
 from engine.runtime import settle_heap
 from server import speech, voices
 from server.auth import RequestGuard
-from server.errors import APIError, install_error_handlers
+from server.errors import APIError, UnexpectedErrors, install_error_handlers
 from server.formats import supported_formats
 from server.library import VoiceStore
 from server.scheduler import EngineBackend, Scheduler, StreamBackend, WarmupProgress
@@ -86,6 +86,7 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
         return FileResponse(WEB_DIR / "index.html")
 
     app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
+    app.add_middleware(UnexpectedErrors)  # added first: the innermost, inside the guard
     app.add_middleware(RequestGuard, settings=settings)
     return app
 
