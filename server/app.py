@@ -72,14 +72,25 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
             answer["loading"] = app.state.loading.status()
         return answer
 
+    started = int(time.time())  # a model's ``created``: when this server started serving it
+
+    def describe_model() -> dict:
+        engine = _engine_or_503(app)
+        return {"id": settings.model_name, "object": "model", "owned_by": "orator", "created": started,
+                "model_type": engine.model_type, "model_size": engine.model_size, "speakers": engine.speakers,
+                "languages": engine.languages, "response_formats": list(supported_formats()),
+                "sample_rate": engine.sample_rate}
+
     @app.get("/v1/models")
     async def models():
-        engine = _engine_or_503(app)
-        return {"object": "list", "data": [{
-            "id": settings.model_name, "object": "model", "owned_by": "orator", "created": 0,
-            "model_type": engine.model_type, "model_size": engine.model_size, "speakers": engine.speakers,
-            "languages": engine.languages, "response_formats": list(supported_formats()),
-            "sample_rate": engine.sample_rate}]}
+        return {"object": "list", "data": [describe_model()]}
+
+    @app.get("/v1/models/{model_id}")
+    async def model(model_id: str):
+        if model_id != settings.model_name:
+            raise APIError(404, f"no model {model_id!r}; this server serves {settings.model_name!r}",
+                           param="model", code="model_not_found")
+        return describe_model()
 
     @app.get("/", include_in_schema=False)
     async def index():
