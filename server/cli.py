@@ -70,6 +70,9 @@ def run_serve_command(args: argparse.Namespace) -> int:
     from server.scheduler import backend_factory
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not is_loopback(args.host) and not args.api_key:
+        print(f"WARNING: --insecure: listening on {args.host} without an API key; anyone who can reach this "
+              "machine on the network can use the server (speak, add and delete voices)", file=sys.stderr)
     connections = fit_open_file_limit(settings.max_connections)
     if connections < settings.max_connections:
         settings = replace(settings, max_connections=connections,

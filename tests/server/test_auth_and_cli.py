@@ -63,6 +63,17 @@ def test_serve_hands_every_connection_limit_to_uvicorn(monkeypatch, tmp_path):
     assert (config.http.header_timeout_s, config.http.max_connections) == (3.5, 100)
 
 
+def test_serve_insecure_warns_that_anyone_on_the_network_can_use_it(monkeypatch, tmp_path, capsys):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)
+    main(["serve", "--model", "unused", "--library", str(tmp_path), "--host", "0.0.0.0", "--insecure"])
+    assert "anyone who can reach this machine on the network can use the server" in capsys.readouterr().err
+    main(["serve", "--model", "unused", "--library", str(tmp_path), "--insecure"])  # loopback: nothing to warn of
+    main(["serve", "--model", "unused", "--library", str(tmp_path), "--host", "0.0.0.0", "--api-key", "k"])
+    assert "WARNING" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flags", [["--header-timeout", "0"], ["--keep-alive", "-1"], ["--max-connections", "0"],
                                    ["--max-connections", "10", "--limit-concurrency", "20"]])
 def test_serve_refuses_a_limit_out_of_range(flags, capsys):
