@@ -24,7 +24,7 @@ from engine import Engine
 from engine.runtime import settle_heap
 from server import speech, voices
 from server.auth import RequestGuard
-from server.errors import APIError, install_error_handlers
+from server.errors import APIError, UnexpectedErrors, install_error_handlers
 from server.formats import supported_formats
 from server.library import VoiceStore
 from server.scheduler import EngineBackend, Scheduler, StreamBackend, StreamLimits, WarmupProgress
@@ -72,21 +72,33 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
             answer["loading"] = app.state.loading.status()
         return answer
 
+    started = int(time.time())  # a model's ``created``: when this server started serving it
+
+    def describe_model() -> dict:
+        engine = _engine_or_503(app)
+        return {"id": settings.model_name, "object": "model", "owned_by": "orator", "created": started,
+                "model_type": engine.model_type, "model_size": engine.model_size, "speakers": engine.speakers,
+                "languages": engine.languages, "response_formats": list(supported_formats()),
+                "sample_rate": engine.sample_rate}
+
     @app.get("/v1/models")
     async def models():
-        engine = _engine_or_503(app)
-        return {"object": "list", "data": [{
-            "id": settings.model_name, "object": "model", "owned_by": "orator", "created": 0,
-            "model_type": engine.model_type, "model_size": engine.model_size, "speakers": engine.speakers,
-            "languages": engine.languages, "response_formats": list(supported_formats()),
-            "sample_rate": engine.sample_rate}]}
+        return {"object": "list", "data": [describe_model()]}
+
+    @app.get("/v1/models/{model_id}")
+    async def model(model_id: str):
+        if model_id != settings.model_name:
+            raise APIError(404, f"no model {model_id!r}; this server serves {settings.model_name!r}",
+                           param="model", code="model_not_found")
+        return describe_model()
 
     @app.get("/", include_in_schema=False)
     async def index():
         return FileResponse(WEB_DIR / "index.html")
 
     app.mount("/web", StaticFiles(directory=WEB_DIR), name="web")
-    app.add_middleware(RequestGuard, api_key=settings.api_key, max_body_bytes=settings.max_upload_bytes)
+    app.add_middleware(UnexpectedErrors)  # added first: the innermost, inside the guard
+    app.add_middleware(RequestGuard, settings=settings)
     return app
 
 

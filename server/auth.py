@@ -1,5 +1,13 @@
 """Request guards, as plain ASGI middleware (so streamed responses still see client disconnects).
 
+The Host check (DNS rebinding): a request's ``Host`` must name this server: a loopback name (localhost,
+127.0.0.1, [::1]), the ``--host`` it listens on or an ``--allow-host`` name, any port; listening on every
+address (0.0.0.0, ::) without a key, any IP literal too; listening beyond loopback with a key, anything (the
+key protects). Else 421. A rebinding page's requests carry its own domain name, which fails this.
+The cross-site check: a state-changing request (POST, PUT, PATCH, DELETE) without a valid API key whose
+``Sec-Fetch-Site`` is ``cross-site`` or ``same-site``, or whose ``Origin`` is not the ``Host`` it was sent to,
+answers 403: browsers send form, multipart and text/plain bodies to any site without a CORS preflight, but a
+key cannot be sent cross-site without one. Clients outside a browser send no ``Origin`` and pass.
 The optional API key: when configured, every ``/v1`` request needs ``Authorization: Bearer <key>``;
 the web page and ``/health`` stay open so a browser can load the page, which then asks for the key.
 The body limit: a request whose declared ``Content-Length`` exceeds the upload limit answers 413
@@ -9,24 +17,93 @@ before its body is read.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
+from urllib.parse import urlsplit
 
 from server.errors import error_body
+from server.settings import ServerSettings, is_loopback
 
 PROTECTED_PREFIX = "/v1/"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+
+
+class HostPolicy:
+    """Which ``Host`` names a server with ``settings`` answers to."""
+
+    def __init__(self, settings: ServerSettings):
+        listening = settings.host.lower().removeprefix("[").removesuffix("]")
+        self.any_host = bool(settings.api_key) and not is_loopback(listening)
+        self.any_ip = listening in WILDCARD_HOSTS
+        self.names = LOOPBACK_NAMES | {name.lower() for name in settings.allowed_hosts}
+        if listening not in WILDCARD_HOSTS:
+            self.names |= {listening}
+
+    def allows(self, host: str | None) -> bool:
+        if self.any_host or host is None:  # no Host at all: an HTTP/1.0 client, never a browser
+            return True
+        name = host_name(host)
+        if name is None:
+            return False
+        return name in self.names or (self.any_ip and _is_ip(name))
+
+
+def host_name(host: str) -> str | None:
+    """The lowercased name of a ``Host`` value (``name``, ``name:port``, ``[v6]`` or ``[v6]:port``); None if
+    malformed."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        name, bracket, port = host[1:].partition("]")
+        if not bracket or not _is_ip(name) or (port and not (port[0] == ":" and port[1:].isdigit())):
+            return None
+        return name
+    name, colon, port = host.partition(":")
+    if not name or (colon and not port.isdigit()):
+        return None
+    return name
+
+
+def cross_site(method: str, headers: dict[str, str]) -> str | None:
+    """Why a request is a cross-site write (``headers`` by lowercase name), or None if it is not."""
+    if method not in WRITE_METHODS:
+        return None
+    fetch_site = headers.get("sec-fetch-site", "").lower()
+    if fetch_site in ("cross-site", "same-site"):
+        return f"the browser marks it {fetch_site}"
+    origin = headers.get("origin")
+    if origin is None:
+        return None
+    host = headers.get("host", "")
+    parts = urlsplit(origin) if origin != "null" else None
+    if parts is None or not host or parts.netloc.lower() != host.strip().lower():
+        return f"it comes from the web page of origin {origin!r}, not this server's"
+    return None
 
 
 class RequestGuard:
-    def __init__(self, app, api_key: str | None, max_body_bytes: int):
-        self.app, self.api_key, self.max_body_bytes = app, api_key, max_body_bytes
+    def __init__(self, app, settings: ServerSettings):
+        self.app, self.api_key, self.max_body_bytes = app, settings.api_key, settings.max_upload_bytes
+        self.hosts = HostPolicy(settings)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if self.api_key and scope["path"].startswith(PROTECTED_PREFIX) and not self._has_key(headers):
+        if not self.hosts.allows(headers.get("host")):
+            return await _reply(send, 421, f"this server does not answer to the host {headers['host']!r}; use "
+                                           "http://localhost or an address it listens on (--host, --allow-host)",
+                                "invalid_host", {})
+        keyed = bool(self.api_key) and self._has_key(headers)
+        if self.api_key and scope["path"].startswith(PROTECTED_PREFIX) and not keyed:
             return await _reply(send, 401, "a valid API key is required (Authorization: Bearer <key>)",
                                 "invalid_api_key", {"www-authenticate": "Bearer"})
+        reason = None if keyed else cross_site(scope["method"], headers)
+        if reason:
+            return await _reply(send, 403, f"cross-site {scope['method']} refused: {reason}; send it from this "
+                                           "server's own page, without an Origin, or with the API key",
+                                "cross_site_request", {})
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.max_body_bytes:
             return await _reply(send, 413, f"the request body has {int(length)} bytes; the limit is "
@@ -36,6 +113,14 @@ class RequestGuard:
     def _has_key(self, headers: dict[str, str]) -> bool:
         scheme, _, token = headers.get("authorization", "").partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.api_key.encode())
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 async def _reply(send, status: int, message: str, code: str, extra_headers: dict[str, str]) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import replace
 
 from engine.engine import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
 
-_DEFAULTS = ServerSettings()
+log = logging.getLogger("orator.server")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +20,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1 requests "
                                                         "(needed when listening beyond this machine)")
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback host without an API key")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="a name clients may reach the server by (the Host header), besides localhost, "
+                             "127.0.0.1, [::1] and --host; repeatable (needed for a DNS name without --api-key)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--dtype", default=None, choices=("bfloat16", "float16", "float32"),
                         help="weights precision (default: the engine's choice for the device)")
@@ -30,11 +34,23 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=1,
                         help="streams generated together in one batched frame loop (default 1: one at a time)")
     parser.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body in MB")
-    parser.add_argument("--max-audio-s", type=float, default=_DEFAULTS.max_audio_s,
+    limits = ServerSettings()
+    parser.add_argument("--max-audio-s", type=float, default=limits.max_audio_s, metavar="SECONDS",
                         help="seconds of audio one request may produce (default %(default)g); longer is an error")
-    parser.add_argument("--max-unread-audio-s", type=float, default=_DEFAULTS.max_unread_audio_s,
+    parser.add_argument("--max-unread-audio-s", type=float, default=limits.max_unread_audio_s, metavar="SECONDS",
                         help="seconds of audio a client may leave unread before its stream is stopped "
                              "(default %(default)g)")
+    parser.add_argument("--header-timeout", type=float, default=limits.header_timeout_s, metavar="SECONDS",
+                        help="close a connection that has not sent a whole request head this long after connecting "
+                             f"or after its last response (default {limits.header_timeout_s:g})")
+    parser.add_argument("--keep-alive", type=float, default=limits.keep_alive_s, metavar="SECONDS",
+                        help=f"close an idle keep-alive connection after this long (default {limits.keep_alive_s:g})")
+    parser.add_argument("--max-connections", type=int, default=limits.max_connections,
+                        help="open connections at most; more are closed at once "
+                             f"(default {limits.max_connections})")
+    parser.add_argument("--limit-concurrency", type=int, default=limits.limit_concurrency,
+                        help="open connections or requests in progress beyond which a request answers 503; keep "
+                             f"it above --max-queue plus --batch (default {limits.limit_concurrency})")
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
@@ -42,20 +58,42 @@ def run_serve_command(args: argparse.Namespace) -> int:
         print(f"refusing to listen on {args.host} without an API key: pass --api-key KEY "
               "(or --insecure to accept anyone on the network)", file=sys.stderr)
         return 2
+    try:
+        settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
+                                  allowed_hosts=tuple(args.allow_host),
+                                  max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+                                  header_timeout_s=args.header_timeout, keep_alive_s=args.keep_alive,
+                                  max_connections=args.max_connections, limit_concurrency=args.limit_concurrency,
+                                  max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s)
+    except ValueError as e:
+        print(f"serve: {e}", file=sys.stderr)
+        return 2
     import uvicorn
 
     from server.app import create_app
+    from server.connections import fit_open_file_limit, uvicorn_config
     from server.library import default_library_dir
     from server.scheduler import backend_factory
 
-    settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
-                              max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), max_audio_s=args.max_audio_s,
-                              max_unread_audio_s=args.max_unread_audio_s)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not is_loopback(args.host) and not args.api_key:
+        print(f"WARNING: --insecure: listening on {args.host} without an API key; anyone who can reach this "
+              "machine on the network can use the server (speak, add and delete voices)", file=sys.stderr)
+    connections = fit_open_file_limit(settings.max_connections)
+    if connections < settings.max_connections:
+        settings = replace(settings, max_connections=connections,
+                           limit_concurrency=min(settings.limit_concurrency, connections))
+    if settings.limit_concurrency < settings.max_queue + args.batch:
+        log.warning("--limit-concurrency %d is below --max-queue plus --batch (%d): requests the queue would "
+                    "take answer 503", settings.limit_concurrency, settings.max_queue + args.batch)
     app = create_app(lambda: load_engine(args.model, args.device, args.dtype, args.decoder_dtype),
                      args.library or default_library_dir(), settings, make_backend=backend_factory(args.batch))
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
-    return 0
+    server = uvicorn.Server(uvicorn_config(app, settings, log_level="info"))
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    return 0 if server.started else 3  # 3: uvicorn could not start (its log says why: a port in use, say)
 
 
 def load_engine(model: str, device: str, dtype: str | None, decoder_dtype: str | None = None):

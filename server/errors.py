@@ -1,11 +1,13 @@
 """Every failure as an OpenAI-style JSON error: ``{"error": {"message", "type", "param", "code"}}``.
 
 ``APIError`` is what the endpoints raise; ``install_error_handlers`` also rewrites FastAPI's own
-404/405/422 answers, engine errors and unexpected exceptions into the same shape.
+404/405/422 answers, engine errors and unexpected exceptions into the same shape. ``UnexpectedErrors``, the
+innermost middleware, answers an unexpected exception with that 500 and keeps the connection alive.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -17,9 +19,9 @@ from engine.errors import CheckpointError, OratorError, TextError, UnsupportedEr
 
 log = logging.getLogger("orator.server")
 
-_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
           405: "invalid_request_error", 409: "invalid_request_error", 413: "invalid_request_error",
-          422: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
+          421: "invalid_request_error", 422: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
 
 
 class APIError(Exception):
@@ -80,7 +82,38 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"{param}: {message}"
         return error_response(400, message, param, code="invalid_value")
 
-    @app.exception_handler(Exception)
+    @app.exception_handler(Exception)  # what escapes the middleware outside UnexpectedErrors (the request guard)
     async def _unexpected(_: Request, e: Exception):
         log.exception("unexpected error")
         return error_response(500, f"internal error: {type(e).__name__}", code="internal_error")
+
+
+class UnexpectedErrors:
+    """Pure ASGI middleware: an exception that escapes the app before its response has started answers the JSON
+    500, logged once, and is not re-raised: Starlette's ServerErrorMiddleware re-raises after its handler's
+    response, and uvicorn then closes the client's keep-alive connection. After the response has started the
+    exception still propagates (the response is cut, and the connection with it)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def send_watched(message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_watched)
+        except Exception as e:
+            if started:
+                raise
+            log.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
+            body = json.dumps(error_body(500, f"internal error: {type(e).__name__}", code="internal_error")).encode()
+            await send({"type": "http.response.start", "status": 500, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})

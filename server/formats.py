@@ -4,7 +4,11 @@ pcm is raw 16-bit little-endian mono at 24 kHz, as in the OpenAI API. A streamed
 header whose sizes say "unknown" (0xFFFFFFFF), the usual convention for wav over a pipe. mp3
 (constant bit rate, so no length header is needed) and opus are encoded by libsndfile (through
 soundfile) into an append-only sink: bytes leave as soon as the encoder writes them, and the header
-patches it makes when closing are dropped. flac is the exception: libsndfile's own reader refuses a
+patches it makes when closing are dropped. An mp3 starts with the frame LAME reserves for its
+Xing/Info tag, zeroed until the end; a stream marks it an Info frame without a frame count at once,
+so decoders skip it instead of playing it as 24 ms of audio, and estimate the length from the constant
+bit rate. ``StreamEncoder.whole`` encodes audio known in full with exact headers (a wav's sizes, an
+mp3's Info frame count). flac is the exception: libsndfile's own reader refuses a
 flac whose header lacks the length, so a streamed flac is encoded whole and sent when the speech is
 complete. A format the installed libraries cannot encode (aac here) is refused by ``check_format``
 with a clear error; there is no silent fallback to another format.
@@ -88,7 +92,7 @@ class StreamEncoder:
             return b""
         if self._file is not None:
             self._file.write(np.clip(np.asarray(samples, dtype=np.float32), -1.0, 1.0))
-            return self._sink.take()
+            return self._take()
         header = b"" if self._started or self.name == "pcm" else streaming_wav_header(self.sample_rate)
         self._started = True
         return header + to_pcm16(samples)
@@ -98,8 +102,35 @@ class StreamEncoder:
             return encode_whole(self.name, np.concatenate(self._held or [np.zeros(0, np.float32)]), self.sample_rate)
         if self._file is not None:
             self._file.close()
-            return self._sink.take()
+            return self._take()
         return b"" if self._started or self.name == "pcm" else streaming_wav_header(self.sample_rate)
+
+    def whole(self, samples: np.ndarray) -> bytes:
+        """The complete file of ``samples`` with exact headers, for audio known in full before its first byte
+        is sent; instead of ``encode`` and ``finish``."""
+        if self._file is not None:  # opened for streaming: nothing was written to it
+            self._file.close()
+            self._file = None
+        return encode_whole(self.name, np.asarray(samples, dtype=np.float32), self.sample_rate)
+
+    def _take(self) -> bytes:
+        data = self._sink.take()
+        if self.name == "mp3" and not self._started and data:
+            self._started = True
+            data = mark_info_frame(data)
+        return data
+
+
+def mark_info_frame(data: bytes) -> bytes:
+    """``data`` with its first frame, if it is LAME's zeroed tag frame, marked an Info (Xing) tag frame with no
+    fields: decoders then skip it rather than play it, and the stream's length is left for them to estimate."""
+    if len(data) < 4 or data[0] != 0xFF or data[1] & 0xE6 != 0xE2:  # a frame sync and Layer III
+        return data
+    mpeg1, mono, crc = (data[1] >> 3) & 3 == 3, data[3] >> 6 == 3, not data[1] & 1
+    at = 4 + (2 if crc else 0) + ((17 if mono else 32) if mpeg1 else (9 if mono else 17))
+    if data[4:at + 8] != bytes(at + 4):  # the side information and the tag's place must still be zeroed
+        return data
+    return data[:at] + b"Info" + bytes(4) + data[at + 8:]
 
 
 def streaming_wav_header(sample_rate: int) -> bytes:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
+from server.errors import APIError
+
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+# OpenAI's speech model names, accepted as ``model`` so that OpenAI clients work unchanged
+OPENAI_MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -12,7 +17,8 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     api_key: str | None = None  # when set, every /v1 request needs ``Authorization: Bearer <key>``
-    model_name: str = "orator"  # the id /v1/models lists (any ``model`` value is accepted)
+    model_name: str = "orator"  # the id /v1/models lists; ``model`` may be it or an OpenAI alias
+    allowed_hosts: tuple[str, ...] = ()  # names the Host header may carry besides loopback names and ``host``
     max_input_chars: int = 4096
     max_instructions_chars: int = 4096
     max_upload_bytes: int = 20 * 1024 * 1024
@@ -21,13 +27,40 @@ class ServerSettings:
     default_chunk_frames: int = 4
     max_audio_s: float = 900.0  # audio one request may produce; a longer one is stopped with an error
     max_unread_audio_s: float = 120.0  # audio a client may leave unread before its stream is stopped
+    header_timeout_s: float = 10.0  # a request head must be complete this long after connecting or a response
+    keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this long (uvicorn's)
+    max_connections: int = 512  # open connections; a connection beyond them is closed at once
+    limit_concurrency: int = 256  # open connections or requests in progress beyond which a request answers 503
 
     def __post_init__(self):
         for name in ("max_input_chars", "max_instructions_chars", "max_upload_bytes", "max_queue",
-                     "default_chunk_frames", "max_audio_s", "max_unread_audio_s"):
+                     "default_chunk_frames", "max_audio_s", "max_unread_audio_s", "max_connections",
+                     "limit_concurrency"):
             if not getattr(self, name) >= 1:
                 raise ValueError(f"{name} must be at least 1")
+        for name in ("header_timeout_s", "keep_alive_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be more than 0 seconds")
+        if self.limit_concurrency > self.max_connections:
+            raise ValueError(f"limit_concurrency ({self.limit_concurrency}) cannot exceed max_connections "
+                             f"({self.max_connections}): no more connections than that are ever open")
 
 
 def is_loopback(host: str) -> bool:
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
+    """Whether ``host`` is "localhost" or a loopback IP address (127.0.0.0/8, ::1, an IPv4-mapped 127.x)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def check_model(name: str, settings: ServerSettings) -> str:
+    """``name`` if a speech request may ask for it (the server's model or an OpenAI alias), else a 400."""
+    if name == settings.model_name or name in OPENAI_MODEL_ALIASES:
+        return name
+    raise APIError(400, f"unknown model {name!r}; this server speaks with {settings.model_name!r} (also accepted: "
+                        f"{', '.join(OPENAI_MODEL_ALIASES)})", param="model", code="model_not_found")

@@ -1,7 +1,7 @@
 """Live servers for the server tests: uvicorn on 127.0.0.1 (a free port) in a thread, on tiny checkpoints.
 
 ``live_server`` (session): the tiny CustomVoice engine and a library folder of its own.
-``start_server(...)`` starts more (other settings, backends or models); all stop at session end.
+``start_server(...)`` starts more (other settings, backends, models or HTTP parsers); all stop at session end.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 
 from server.app import create_app
+from server.connections import uvicorn_config
 from server.settings import ServerSettings
 
 
@@ -41,16 +42,18 @@ def _free_port() -> int:
 
 
 def serve(engine, library: Path, settings: ServerSettings | None = None, wait_for_model: bool = True,
-          **create_kwargs) -> LiveServer:
-    """A live server; returned once its model is loaded, or once it answers at all (``wait_for_model=False``)."""
-    port = _free_port()
-    settings = settings or ServerSettings()
+          http: str = "auto", **create_kwargs) -> LiveServer:
+    """A live server; returned once its model is loaded, or once it answers at all (``wait_for_model=False``).
+
+    It runs with ``python main.py serve``'s protocol and limits (``server.connections.uvicorn_config``), on
+    uvicorn's ``http`` parser ("auto": httptools; "h11").
+    """
+    settings = replace(settings or ServerSettings(), host="127.0.0.1", port=_free_port())
     app = create_app(lambda: engine, library, settings, **create_kwargs)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, settings, http=http, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{settings.port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

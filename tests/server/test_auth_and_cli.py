@@ -47,6 +47,40 @@ def test_serve_refuses_an_open_host_without_a_key(host, capsys):
     assert "--api-key" in capsys.readouterr().err
 
 
+def test_serve_hands_every_connection_limit_to_uvicorn(monkeypatch, tmp_path):
+    import uvicorn
+
+    from server.connections import ConnectionLimits
+
+    configs = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: configs.append(self.config))
+    assert main(["serve", "--model", "unused", "--library", str(tmp_path), "--port", "8123", "--header-timeout",
+                 "3.5", "--keep-alive", "2", "--max-connections", "100", "--limit-concurrency", "90"]) == 3
+    config = configs[0]
+    assert (config.host, config.port, config.timeout_keep_alive) == ("127.0.0.1", 8123, 2)
+    assert config.limit_concurrency == 91  # uvicorn refuses at its limit: 90 are served, the 91st answers 503
+    assert issubclass(config.http, ConnectionLimits)
+    assert (config.http.header_timeout_s, config.http.max_connections) == (3.5, 100)
+
+
+def test_serve_insecure_warns_that_anyone_on_the_network_can_use_it(monkeypatch, tmp_path, capsys):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)
+    main(["serve", "--model", "unused", "--library", str(tmp_path), "--host", "0.0.0.0", "--insecure"])
+    assert "anyone who can reach this machine on the network can use the server" in capsys.readouterr().err
+    main(["serve", "--model", "unused", "--library", str(tmp_path), "--insecure"])  # loopback: nothing to warn of
+    main(["serve", "--model", "unused", "--library", str(tmp_path), "--host", "0.0.0.0", "--api-key", "k"])
+    assert "WARNING" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [["--header-timeout", "0"], ["--keep-alive", "-1"], ["--max-connections", "0"],
+                                   ["--max-connections", "10", "--limit-concurrency", "20"]])
+def test_serve_refuses_a_limit_out_of_range(flags, capsys):
+    assert main(["serve", "--model", "unused", *flags]) == 2
+    assert "serve:" in capsys.readouterr().err
+
+
 def test_serve_decoder_dtype_defaults_to_float32_and_reaches_the_engine(monkeypatch, capsys):
     """``--decoder-dtype``: float32 unless bfloat16 is asked for, other names refused by the parser, and the
     choice handed to ``Engine.from_pretrained`` as a torch dtype."""

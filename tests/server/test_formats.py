@@ -66,3 +66,39 @@ def test_streamed_encoding_decodes_and_live_formats_send_before_the_end(name):
 def test_streamed_wav_declares_unknown_sizes():
     data = StreamEncoder("wav", RATE).encode(tone(0.1))
     assert data[:4] == b"RIFF" and data[4:8] == b"\xff\xff\xff\xff" and data[40:44] == b"\xff\xff\xff\xff"
+
+
+def _mp3_frame_length(header: bytes) -> int:
+    """The length of an MPEG-2 Layer III frame (the 24 kHz mp3 here) from its 4-byte header."""
+    kbps = (0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160)[header[2] >> 4]
+    rate = (22050, 24000, 16000)[(header[2] >> 2) & 3]
+    return 72 * kbps * 1000 // rate + ((header[2] >> 1) & 1)
+
+
+def test_a_streamed_mp3_opens_with_an_info_frame_that_decoders_skip():
+    """The first frame, reserved by LAME for its tag and zeroed while streaming, is marked an Info frame without
+    a frame count (the length is unknown when it is sent): it decodes to no audio, where before it was 576
+    samples of silence."""
+    encoder = StreamEncoder("mp3", RATE)
+    samples = tone(2.0)
+    first = encoder.encode(samples[:1920])
+    data = first + b"".join(encoder.encode(samples[i:i + 1920]) for i in range(1920, len(samples), 1920))
+    data += encoder.finish()
+    assert first[13:21] == b"Info\0\0\0\0"  # MPEG-2 mono: 4 header bytes, 9 of side information
+    without_it = data[_mp3_frame_length(data[:4]):]
+    assert len(decode("mp3", data)[0]) == len(decode("mp3", without_it)[0])
+
+
+@pytest.mark.parametrize("name", ["wav", "mp3", "flac", "opus", "pcm"])
+def test_whole_writes_exact_headers(name):
+    samples = tone(1.0)
+    data = StreamEncoder(name, RATE).whole(samples)
+    assert len(decode(name, data)[0]) == len(samples)
+    if name == "wav":
+        assert data[:4] == b"RIFF" and int.from_bytes(data[4:8], "little") == len(data) - 8
+        at = data.index(b"data")
+        assert int.from_bytes(data[at + 4:at + 8], "little") == len(data) - at - 8 == 2 * len(samples)
+    if name == "mp3":  # an Info frame counting the frames that follow it
+        frames = int.from_bytes(data[21:25], "big")
+        assert data[13:17] == b"Info" and data[17:21] == b"\0\0\0\x0f"
+        assert frames == (len(data) - _mp3_frame_length(data[:4])) // _mp3_frame_length(data[:4])

@@ -23,7 +23,8 @@ def test_health_reports_the_warm_up_while_the_api_answers_503(tiny_engine, tmp_p
         progress(5, 5, "done")
         return backend_factory(1)(eng, None)
 
-    with TestClient(create_app(lambda: engine, tmp_path, make_backend=make_backend)) as client:
+    app = create_app(lambda: engine, tmp_path, make_backend=make_backend)
+    with TestClient(app, base_url="http://localhost") as client:  # a Host the loopback server answers to
         assert reported.wait(30)
         health = client.get("/health").json()
         assert health["status"] == "loading" and not health["model_loaded"]
