@@ -18,7 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QApplication, QStyle
 
-from qtapp.atomic import atomic_write
+from engine.atomic import atomic_write
 
 VOICE_SUFFIX = ".voice"
 FORBIDDEN_NAME_CHARS = re.compile(r'[\\/:*?"<>|\x00-\x1f]')

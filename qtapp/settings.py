@@ -14,7 +14,7 @@ from pathlib import Path
 
 from platformdirs import user_data_dir
 
-from qtapp.atomic import atomic_write_text
+from engine.atomic import atomic_write_text
 
 DATA_DIR_ENV = "ORATOR_DATA_DIR"
 
