@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from safetensors import SafetensorError, safe_open
-from safetensors.numpy import save_file
+from safetensors.numpy import save
 
 from engine.atomic import atomic_write
 from engine.errors import VoiceError
@@ -80,7 +80,8 @@ def save_voice(voice: Voice, path: str | os.PathLike) -> None:
         metadata["embedding_dim"] = str(tensors["speaker_embedding"].shape[0])
     metadata["created"] = str(voice.meta.get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"))
     metadata["meta"] = json.dumps({k: v for k, v in voice.meta.items() if k != "created"}, default=str)
-    atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata))
+    data = save(tensors, metadata=metadata)  # in memory: safetensors' own file writing leaves temporary files
+    atomic_write(path, lambda tmp: tmp.write_bytes(data))
 
 
 def load_voice(path: str | os.PathLike) -> Voice:
