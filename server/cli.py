@@ -28,6 +28,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=1,
                         help="streams generated together in one batched frame loop (default 1: one at a time)")
     parser.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body in MB")
+    parser.add_argument("--max-voices", type=int, default=1000, help="voices the library may hold (more get 507)")
 
 
 def run_serve_command(args: argparse.Namespace) -> int:
@@ -42,7 +43,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
     from server.scheduler import backend_factory
 
     settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
-                              max_upload_bytes=int(args.max_upload_mb * 1024 * 1024))
+                              max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), max_voices=args.max_voices)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     app = create_app(lambda: load_engine(args.model, args.device, args.dtype, args.decoder_dtype),
                      args.library or default_library_dir(), settings, make_backend=backend_factory(args.batch))
