@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer
 
-from qtapp.atomic import atomic_write_text
+from engine.atomic import atomic_write_text
 from qtapp.settings import Settings
 
 QUIET_DELAY_MS = 1500  # save this long after the last keystroke

@@ -25,8 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.library import VOICE_SUFFIX, LibraryError, VoiceLibrary
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
-from qtapp.library import VOICE_SUFFIX, LibraryError, VoiceFilterModel, VoiceLibrary, VoiceListModel
+from qtapp.library import VoiceFilterModel, VoiceListModel
 
 VOICE_FILTER = f"Orator voice (*{VOICE_SUFFIX});;All files (*)"
 
@@ -124,8 +125,8 @@ class LibraryPanel(QWidget):
     def refresh(self, select: str | None = None) -> None:
         keep = select or self.selected_name()
         self.model.refresh()
-        if self.library.skipped:
-            self.message.emit("Some voice files could not be read: " + ", ".join(self.library.skipped))
+        if unreadable := self.model.unreadable_names():
+            self.message.emit("Some voice files cannot be read (delete or replace them): " + ", ".join(unreadable))
         if keep:
             self.select(keep)
         self.empty_hint.setVisible(self.model.rowCount() == 0)
@@ -133,11 +134,12 @@ class LibraryPanel(QWidget):
 
     def _update_buttons(self) -> None:
         name = self.selected_name()
-        for button in (self.preview_button, self.default_button, self.rename_button, self.export_button,
-                       self.delete_button):
-            button.setEnabled(name is not None)
-        kind = self.model.entry(self.model.row_of(name)).kind if name else None
-        self.keep_button.setEnabled(kind == "design")
+        entry = self.model.entry(self.model.row_of(name)) if name else None
+        for button in (self.export_button, self.delete_button):
+            button.setEnabled(entry is not None)
+        for button in (self.preview_button, self.default_button, self.rename_button):  # an unreadable file: no
+            button.setEnabled(entry is not None and entry.readable)
+        self.keep_button.setEnabled(entry is not None and entry.kind == "design")
 
     def _fail(self, error: Exception) -> None:
         QMessageBox.warning(self, "Voice library", str(error))

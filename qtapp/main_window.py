@@ -23,13 +23,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.library import LibraryError, VoiceLibrary
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave
 from qtapp.documents import DocumentError, load_document
 from qtapp.editor import Editor, FindBar
 from qtapp.exporting import ExportController
 from qtapp.gauges import GaugePanel
-from qtapp.library import LibraryError, VoiceLibrary
 from qtapp.library_panel import LibraryPanel
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
 from qtapp.settings import Settings
@@ -186,8 +186,8 @@ class MainWindow(QMainWindow):
     def _default_voice_kind(self) -> str:
         name = self.settings.default_voice
         if name and name in self.library:
-            entry = next((e for e in self.library.entries() if e.name == name), None)
-            if entry is not None:
+            entry = next((e for e in self.library.entries() if e.name == self.library.find(name)), None)
+            if entry is not None and entry.readable:
                 return entry.kind
         return "preset"
 
@@ -199,7 +199,7 @@ class MainWindow(QMainWindow):
             if not wanted:
                 continue
             try:
-                return self.library.get(wanted)
+                return self.library.load(wanted)
             except LibraryError as e:
                 self.show_status(f"{e} Using the default voice instead.")
         return Voice.preset(FALLBACK_SPEAKER)
@@ -227,7 +227,7 @@ class MainWindow(QMainWindow):
 
     def preview_voice(self, name: str) -> None:
         try:
-            voice = self.library.get(name)
+            voice = self.library.load(name)
         except LibraryError as e:
             self.show_error(str(e))
             return
@@ -236,7 +236,7 @@ class MainWindow(QMainWindow):
 
     def keep_design(self, name: str) -> None:
         try:
-            voice = self.library.get(name)
+            voice = self.library.load(name)
         except LibraryError as e:
             self.show_error(str(e))
             return
@@ -254,7 +254,7 @@ class MainWindow(QMainWindow):
         self.settings.default_voice = name
         self.settings.save()
         if name:
-            self.ensure_model(self.library.get(name))
+            self.ensure_model(self.library.load(name))
             self.show_status(f"Unmarked paragraphs are read by “{name}”.")
 
     # ---- reading -----------------------------------------------------------------------------------

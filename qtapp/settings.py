@@ -2,21 +2,18 @@
 
 Everything the studio writes lives under one data directory: ``settings.json``, the voice
 library folder, and the autosaved editor text. The directory comes from ``platformdirs`` and can
-be redirected with the ``ORATOR_DATA_DIR`` environment variable (tests point it at ``tmp_path``).
+be redirected with the ``ORATOR_DATA_DIR`` environment variable (tests point it at ``tmp_path``); the
+server finds the same folders through ``engine.library.data_dir``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from platformdirs import user_data_dir
-
-from qtapp.atomic import atomic_write_text
-
-DATA_DIR_ENV = "ORATOR_DATA_DIR"
+from engine.atomic import atomic_write_text
+from engine.library import data_dir, default_library_dir
 
 VOICE_KINDS = ("preset", "design", "clone")
 DEFAULT_CHECKPOINTS = {
@@ -35,12 +32,6 @@ PRESET_SPEAKERS = ("aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "r
 LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",
              "italian", "portuguese", "russian")
 MAX_RECENT_FILES = 10
-
-
-def data_dir() -> Path:
-    """The folder holding every file the studio writes."""
-    override = os.environ.get(DATA_DIR_ENV)
-    return Path(override) if override else Path(user_data_dir("Orator", "Orator"))
 
 
 @dataclass(frozen=True)
@@ -99,7 +90,7 @@ class Settings:
 
     @property
     def library_dir(self) -> Path:
-        return data_dir() / "voices"
+        return default_library_dir()
 
     @property
     def autosave_path(self) -> Path:

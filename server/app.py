@@ -50,7 +50,7 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
 
     app = FastAPI(title="Orator speech server", lifespan=lifespan, docs_url="/docs", redoc_url=None)
     app.state.settings = settings
-    app.state.store = VoiceStore(library_dir)
+    app.state.store = VoiceStore(library_dir, max_voices=settings.max_voices)
     app.state.engine = None
     app.state.scheduler = None
     app.state.load_error = None

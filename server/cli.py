@@ -35,6 +35,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="streams generated together in one batched frame loop (default 1: one at a time)")
     parser.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body in MB")
     limits = ServerSettings()
+    parser.add_argument("--max-voices", type=int, default=limits.max_voices,
+                        help="voices the library may hold; creating more answers 507 (default %(default)d)")
     parser.add_argument("--max-audio-s", type=float, default=limits.max_audio_s, metavar="SECONDS",
                         help="seconds of audio one request may produce (default %(default)g); longer is an error")
     parser.add_argument("--max-unread-audio-s", type=float, default=limits.max_unread_audio_s, metavar="SECONDS",
@@ -64,7 +66,8 @@ def run_serve_command(args: argparse.Namespace) -> int:
                                   max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
                                   header_timeout_s=args.header_timeout, keep_alive_s=args.keep_alive,
                                   max_connections=args.max_connections, limit_concurrency=args.limit_concurrency,
-                                  max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s)
+                                  max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s,
+                                  max_voices=args.max_voices)
     except ValueError as e:
         print(f"serve: {e}", file=sys.stderr)
         return 2

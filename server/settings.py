@@ -22,6 +22,7 @@ class ServerSettings:
     max_input_chars: int = 4096
     max_instructions_chars: int = 4096
     max_upload_bytes: int = 20 * 1024 * 1024
+    max_voices: int = 1000  # voices the library may hold; creating more answers 507
     max_queue: int = 64  # requests waiting for a generation slot; more answer 429
     retry_after_s: int = 2  # the Retry-After of a 429
     default_chunk_frames: int = 4

@@ -9,9 +9,15 @@ request's ``instructions`` as the voice description.
   optionally ``transcript`` (or ``ref_text``) for in-context cloning, and ``language``; or
 - JSON or form fields without a file: ``name`` plus ``description`` (a designed voice) or ``speaker``
   (a preset, with optional ``instructions``), and optionally ``language``.
-A clone is encoded at once when the server runs a Base model; otherwise its reference audio is kept
-unencoded in the voice file (``"encoded": false`` in the answer) and a Base model encodes it when it
-is first used. ``GET`` lists presets and library voices, ``DELETE /v1/audio/voices/{name}`` removes one.
+A new voice is checked against the loaded model (``engine.prompts.check_voice``): a preset speaker the
+model does not have, or a designed voice on a model that is not VoiceDesign, is refused with 400 and not
+stored. A clone is encoded at once when the server runs a Base model; otherwise its reference audio is kept
+unencoded in the voice file (``"encoded": false`` in the answer, with a note) and a Base model encodes it when
+it is first used: the library is shared with the studio, which loads a Base model for clones.
+``GET`` lists presets and library voices (a library file that cannot be read is listed with
+``"readable": false`` and its ``error``), ``DELETE /v1/audio/voices/{name}`` removes one (an unreadable one
+too). Library file work runs in worker threads, off the event loop (``server.library``); error messages name
+no temporary or absolute paths and never list the library.
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from engine import Engine, OratorError, UnsupportedError, Voice, VoiceError
+from engine.library import VoiceEntry
 from engine.prompts import check_voice
 from server.errors import APIError, engine_error
 from server.library import VoiceStore, checked_name
 
 router = APIRouter()
 _AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3")
+_SHOWN_NAME_CHARS = 80  # a voice name echoed in an error is cut to this: the request's field has no limit
 
 
 def resolve_voice(engine: Engine, store: VoiceStore, voice, instructions: str | None,
@@ -55,7 +63,7 @@ def resolve_voice(engine: Engine, store: VoiceStore, voice, instructions: str | 
             chosen = Voice.design(instructions)
         else:
             hint = f"presets: {', '.join(engine.speakers)}; " if engine.speakers else ""
-            raise APIError(400, f"unknown voice {name!r} ({hint}library: {', '.join(store.names()) or 'empty'})",
+            raise APIError(400, f"unknown voice {_shown(name)} ({hint}GET /v1/audio/voices lists the library)",
                            param="voice", code="voice_not_found")
         if language:
             chosen = chosen.with_(language=language.lower())
@@ -70,23 +78,39 @@ def resolve_voice(engine: Engine, store: VoiceStore, voice, instructions: str | 
     return chosen
 
 
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "…")
+
+
 def describe(name: str, voice: Voice, source: str) -> dict:
     summary = {"preset": voice.speaker, "design": voice.instruct, "clone": voice.ref_text}[voice.kind]
     return {"id": name, "name": name, "object": "voice", "kind": voice.kind, "source": source,
-            "language": voice.language, "summary": summary, "encoded": voice.is_encoded}
+            "language": voice.language, "summary": summary, "encoded": voice.is_encoded, "readable": True}
+
+
+def describe_entry(entry: VoiceEntry) -> dict:
+    """A library voice as listed, from its file's header; an unreadable file with its error instead."""
+    info = entry.info
+    answer = {"id": entry.name, "name": entry.name, "object": "voice", "source": "library",
+              "readable": entry.readable}
+    if info is None:
+        return {**answer, "kind": None, "language": None, "summary": None, "encoded": False, "error": entry.error}
+    summary = {"preset": info.speaker, "design": info.instruct, "clone": info.ref_text}[info.kind]
+    return {**answer, "kind": info.kind, "language": info.language, "summary": summary,
+            "encoded": info.is_encoded, "created": info.created}
 
 
 @router.get("/v1/audio/voices")
 async def list_voices(request: Request):
     engine, store = request.app.state.engine_or_503(), request.app.state.store
     presets = [describe(s, Voice.preset(s), "preset") for s in engine.speakers]
-    library = [describe(name, voice, "library") for name, voice in store.entries()]
-    return {"object": "list", "data": presets + library}
+    entries = await run_in_threadpool(store.entries)
+    return {"object": "list", "data": presets + [describe_entry(e) for e in entries]}
 
 
 @router.delete("/v1/audio/voices/{name}")
 async def delete_voice(name: str, request: Request):
-    removed = request.app.state.store.delete(name)
+    removed = await run_in_threadpool(request.app.state.store.delete, name)
     return {"id": removed, "object": "voice", "deleted": True}
 
 
@@ -95,8 +119,9 @@ async def create_voice(request: Request):
     engine, store = request.app.state.engine_or_503(), request.app.state.store
     fields = await _read_fields(request, request.app.state.settings.max_upload_bytes)
     name = checked_name(fields.get("name"))
-    if store.find(name) is not None:
-        raise APIError(409, f"a voice called {name!r} already exists; delete it first", param="name",
+    existing = await run_in_threadpool(store.find, name)
+    if existing is not None:
+        raise APIError(409, f"a voice called {_shown(existing)} already exists; delete it first", param="name",
                        code="voice_exists")
     language = (fields.get("language") or "auto").lower()
     if language not in engine.languages:
@@ -122,7 +147,9 @@ async def create_voice(request: Request):
                                 "speaker (a preset)", param="audio_sample", code="missing_voice_source")
     except VoiceError as e:
         raise engine_error(e, param="audio_sample") from e
-    stored = store.save(voice, name)
+    if note is None:
+        _check_usable(engine, voice)
+    stored = await run_in_threadpool(store.save, voice, name)
     answer = describe(stored, voice, "library")
     answer["note"] = note
     return answer
@@ -148,12 +175,25 @@ async def _read_fields(request: Request, max_upload_bytes: int) -> dict:
     return {k: str(v).strip() for k, v in body.items() if v is not None}
 
 
+def _check_usable(engine: Engine, voice: Voice) -> None:
+    """A 400 unless the loaded model can speak ``voice``: a voice no request could use is not stored."""
+    try:
+        check_voice(engine.config, voice)
+    except OratorError as e:
+        field = {"preset": "speaker", "design": "description", "clone": "audio_sample"}[voice.kind]
+        raise engine_error(e, param="instructions" if isinstance(e, UnsupportedError) else field) from e
+
+
 def _clone_from_upload(sample: UploadFile, transcript: str | None, language: str, name: str) -> Voice:
     suffix = Path(sample.filename or "").suffix.lower()
+    label = Path(sample.filename).name if sample.filename else "audio_sample"
     with tempfile.NamedTemporaryFile(suffix=suffix if suffix in _AUDIO_SUFFIXES else ".wav") as tmp:
         sample.file.seek(0)
         while block := sample.file.read(1 << 20):
             tmp.write(block)
         tmp.flush()
-        voice = Voice.clone(tmp.name, ref_text=transcript, language=language, name=name)
+        try:
+            voice = Voice.clone(tmp.name, ref_text=transcript, language=language, name=name)
+        except VoiceError as e:  # it names the temporary file: say the upload's name instead
+            raise VoiceError(str(e).replace(tmp.name, label).replace(Path(tmp.name).name, label)) from None
     return voice.with_(meta=dict(voice.meta, source=sample.filename or "upload"))

@@ -1,15 +1,16 @@
-"""Voice files: round trip of every kind, atomic writes, and clear errors for bad files."""
+"""Voice files: round trip of every kind, atomic writes, clear errors for bad files, and the header-only read."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
 from engine.errors import VoiceError
-from engine.voice_file import FORMAT_KEY, FORMAT_VERSION, load_voice, save_voice
+from engine.voice_file import FORMAT_KEY, FORMAT_VERSION, load_voice, read_voice_metadata, save_voice
 from engine.voices import Voice
 
 RNG = np.random.default_rng(0)
@@ -84,18 +85,24 @@ def saved_clone(tmp_path):
     return path
 
 
-def test_missing_truncated_and_garbage_files(tmp_path, saved_clone):
-    with pytest.raises(VoiceError, match="not found"):
-        load_voice(tmp_path / "absent.voice")
+@pytest.mark.parametrize("read", [load_voice, read_voice_metadata])
+def test_missing_truncated_and_garbage_files(tmp_path, saved_clone, read):
+    with pytest.raises(VoiceError, match="not found") as missing:
+        read(tmp_path / "absent.voice")
+    assert str(tmp_path) not in str(missing.value)
     data = saved_clone.read_bytes()
     truncated = tmp_path / "truncated.voice"
     truncated.write_bytes(data[: len(data) // 2])
     with pytest.raises(VoiceError, match="truncated or corrupted"):
-        load_voice(truncated)
+        read(truncated)
     garbage = tmp_path / "garbage.voice"
     garbage.write_bytes(b"RIFF\x00\x00\x00\x00WAVEfmt " + bytes(200))
     with pytest.raises(VoiceError, match="not a readable voice file"):
-        load_voice(garbage)
+        read(garbage)
+    for cut in (0, 5, 8, 40):
+        truncated.write_bytes(data[:cut])
+        with pytest.raises(VoiceError, match="not a readable voice file"):
+            read(truncated)
 
 
 def _write_raw(path, tensors: dict, metadata: dict):
@@ -110,13 +117,14 @@ def _metadata(**changes):
     return {k: v for k, v in base.items() if v is not None}
 
 
-def test_foreign_and_other_version_files(tmp_path):
+@pytest.mark.parametrize("read", [load_voice, read_voice_metadata])
+def test_foreign_and_other_version_files(tmp_path, read):
     other = _write_raw(tmp_path / "other.safetensors", {"weight": EMBEDDING}, {"format": "pt"})
     with pytest.raises(VoiceError, match="not an Orator voice file"):
-        load_voice(other)
+        read(other)
     newer = _write_raw(tmp_path / "v2.voice", {"speaker_embedding": EMBEDDING}, _metadata(**{FORMAT_KEY: "2"}))
     with pytest.raises(VoiceError, match="format version 2; this Orator reads version 1"):
-        load_voice(newer)
+        read(newer)
 
 
 @pytest.mark.parametrize(
@@ -136,10 +144,11 @@ def test_foreign_and_other_version_files(tmp_path):
         ({"speaker_embedding": EMBEDDING}, {"meta": "[1, 2"}, "unreadable meta"),
     ],
 )
-def test_incomplete_or_inconsistent_files(tmp_path, tensors, changes, message):
+@pytest.mark.parametrize("read", [load_voice, read_voice_metadata])
+def test_incomplete_or_inconsistent_files(tmp_path, tensors, changes, message, read):
     path = _write_raw(tmp_path / "bad.voice", tensors, _metadata(**changes))
     with pytest.raises(VoiceError, match=message):
-        load_voice(path)
+        read(path)
 
 
 def test_float16_reference_audio_is_accepted(tmp_path):
@@ -148,3 +157,59 @@ def test_float16_reference_audio_is_accepted(tmp_path):
     voice = load_voice(path)
     assert voice.ref_audio.dtype == np.float32 and not voice.is_encoded
     np.testing.assert_allclose(voice.ref_audio, AUDIO, atol=1e-3)
+
+
+@pytest.mark.parametrize("key", list(VOICES))
+def test_the_header_says_what_the_file_holds(tmp_path, key):
+    path = tmp_path / f"{key}.voice"
+    save_voice(VOICES[key], path)
+    info, voice = read_voice_metadata(path), load_voice(path)
+    for name in ("kind", "language", "name", "speaker", "instruct", "ref_text", "in_context", "is_encoded"):
+        assert getattr(info, name) == getattr(voice, name), name
+    assert info.meta == voice.meta and info.created == voice.meta["created"]
+    assert info.tensors == {n for n in ("speaker_embedding", "ref_codes", "ref_audio") if getattr(voice, n) is not None}
+
+
+def test_reading_the_header_reads_no_tensor_data(tmp_path, monkeypatch):
+    """A minute of reference audio is 5.8 MB; its header is a few hundred bytes, and that is all that is read."""
+    path = tmp_path / "long.voice"
+    save_voice(Voice("clone", ref_audio=np.zeros(60 * 24000, np.float32) + 0.1, ref_text="words"), path)
+    read_sizes = []
+    real_open = open
+
+    class Spy:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def read(self, n=-1):
+            read_sizes.append(n)
+            return self.f.read(n)
+
+        def fileno(self):
+            return self.f.fileno()
+
+    monkeypatch.setattr("builtins.open", lambda *a, **k: Spy(real_open(*a, **k)))
+    info = read_voice_metadata(path)
+    assert info.ref_text == "words" and not info.is_encoded
+    assert 0 < sum(read_sizes) < 4096 and -1 not in read_sizes
+
+
+def test_a_write_is_synced_before_and_after_its_rename(tmp_path, monkeypatch):
+    """The temporary file's data reaches the disk before it replaces the old file, and the folder's new entry
+    after: a power cut leaves the old voice or the new one, never an empty file under the voice's name."""
+    import engine.atomic as atomic
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: events.append(("fsync", os.path.isdir(f"/proc/self/fd/{fd}")))
+                        or real_fsync(fd))
+    monkeypatch.setattr(atomic.os, "replace", lambda a, b: events.append(("replace", None)) or real_replace(a, b))
+    save_voice(VOICES["clone-icl"], tmp_path / "v.voice")
+    assert events == [("fsync", False), ("replace", None), ("fsync", True)]
+    assert [p.name for p in tmp_path.iterdir()] == ["v.voice"]

@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from engine import Voice
+from engine.library import LibraryError, VoiceLibrary, checked_name
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
-from qtapp.library import LibraryError, VoiceLibrary, validate_name
 from qtapp.library_panel import LibraryPanel
 from qtapp.settings import Settings
 
@@ -33,7 +33,7 @@ def test_add_list_get_and_restart(library, isolated_data_dir):
     assert set(entries) == {"Narrator", "Narrator (2)", "Tone"}
     assert entries["Narrator"].kind == "preset" and "calm" in entries["Narrator"].summary
     assert entries["Narrator (2)"].kind == "design"
-    clone = reopened.get("Tone")
+    clone = reopened.load("Tone")
     assert clone.kind == "clone" and clone.ref_text == "A test tone." and clone.name == "Tone"
     assert not [p for p in (isolated_data_dir / "voices").iterdir() if p.name.startswith(".")]
 
@@ -43,16 +43,16 @@ def test_rename_delete_and_errors(library):
     library.add(Voice.preset("serena"), "Serena")
     assert library.rename("Viv", "Vivian") == "Vivian"
     assert library.names() == ["Serena", "Vivian"]
-    assert library.get("Vivian").name == "Vivian"
+    assert library.load("Vivian").name == "Vivian"
     with pytest.raises(LibraryError, match="already exists"):
         library.rename("Vivian", "Serena")
     library.delete("Serena")
     assert library.names() == ["Vivian"]
     with pytest.raises(LibraryError, match="no voice called"):
-        library.get("Serena")
+        library.load("Serena")
     for bad in ("", "  ", "a/b", ".hidden", "x" * 100):
         with pytest.raises(LibraryError):
-            validate_name(bad)
+            checked_name(bad)
 
 
 def test_import_export_and_corrupt_files(library, tmp_path):
@@ -61,14 +61,15 @@ def test_import_export_and_corrupt_files(library, tmp_path):
     library.export_file("Eric", exported)
     library.delete("Eric")
     assert library.import_file(exported) == "Eric"
-    assert library.get("Eric").speaker == "eric"
+    assert library.load("Eric").speaker == "eric"
     junk = tmp_path / "junk.voice"
     junk.write_bytes(b"not a voice")
     with pytest.raises(LibraryError, match="not a voice file"):
         library.import_file(junk)
     (library.folder / "Broken.voice").write_bytes(b"garbage")
-    assert library.names() == ["Eric"]
-    assert library.skipped == ["Broken.voice"]
+    assert library.names() == ["Broken", "Eric"]
+    broken = library.entries()[0]
+    assert not broken.readable and "not a readable voice file" in broken.error
 
 
 @pytest.fixture
@@ -180,3 +181,23 @@ def test_clone_dialog_trims_the_recording(qtbot, tmp_path, monkeypatch):
     dialog.created_voice = None
     dialog.accept()
     assert dialog.created_voice is None and "half a second" in warnings[0]
+
+
+def test_an_unreadable_file_is_a_row_that_can_be_deleted(qtbot, library, monkeypatch):
+    library.add(Voice.preset("aiden"), "Aiden")
+    (library.folder / "Broken.voice").write_bytes(b"garbage")
+    widget = LibraryPanel(library)
+    qtbot.addWidget(widget)
+    messages = []
+    widget.message.connect(messages.append)
+    widget.refresh()
+    assert visible_names(widget) == ["Aiden", "Broken"]
+    assert "Broken" in messages[-1] and "cannot be read" in messages[-1]
+    row = widget.proxy.index(1, 0)
+    assert "unreadable" in row.data() and "not a readable voice file" in row.data(Qt.ItemDataRole.ToolTipRole)
+    widget.select("Broken")
+    assert widget.delete_button.isEnabled() and not widget.preview_button.isEnabled()
+    assert not widget.rename_button.isEnabled() and not widget.default_button.isEnabled()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    widget.delete()
+    assert visible_names(widget) == ["Aiden"] and not (library.folder / "Broken.voice").exists()

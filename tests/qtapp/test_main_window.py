@@ -251,7 +251,7 @@ def test_keep_this_voice_adds_a_clone(qtbot, fake_sd, make_window, fake_engine_c
     window.library_panel.keep_button.click()
     qtbot.waitUntil(lambda: "Robot (kept)" in window.library.names() or window.banner.isVisible(), timeout=5000)
     assert not window.banner.isVisible(), window.banner.label.text()
-    kept = window.library.get("Robot (kept)")
+    kept = window.library.load("Robot (kept)")
     assert kept.kind == "clone" and kept.ref_text
 
 

@@ -1,8 +1,14 @@
-"""The voice library API: upload clones, add designed and preset voices, list, speak, delete, survive restarts."""
+"""The voice library API: upload clones, add designed and preset voices, list, speak, delete, survive restarts;
+voices the model cannot use refused at creation, unreadable files, the cap, file work off the event loop, and
+error messages without temporary paths or the library's names."""
 
 from __future__ import annotations
 
 import io
+import re
+import tempfile
+import threading
+import time
 
 import httpx
 import numpy as np
@@ -10,6 +16,7 @@ import pytest
 import soundfile as sf
 
 from engine import Voice
+from server.settings import ServerSettings
 from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close
 
 
@@ -60,19 +67,31 @@ def test_preset_voice_in_the_library_speaks_by_name_and_by_id(live_server):
     assert library_names(live_server.url)["Narrator"]["summary"] == "ryan"
 
 
-def test_designed_voice_is_stored_but_needs_a_voice_design_model(live_server):
-    r = httpx.post(f"{live_server.url}/v1/audio/voices", data={"name": "Calm", "description": "a calm low voice"})
-    assert r.status_code == 200 and r.json()["kind"] == "design"
-    assert speak(live_server.url, "Calm").status_code == 400
+def test_voices_the_model_cannot_use_are_refused_at_creation_and_not_stored(live_server):
+    """A CustomVoice server: a designed voice, or a preset speaker the model does not have, could never be
+    spoken; they answer 400 instead of being stored and failing at every use."""
+    cases = [({"name": "Calm", "description": "a calm low voice"}, "description", "VoiceDesign"),
+             ({"name": "Nobody", "speaker": "nobody"}, "speaker", "unknown speaker")]
+    for body, param, message in cases:
+        r = httpx.post(f"{live_server.url}/v1/audio/voices", data=body)
+        assert r.status_code == 400 and r.json()["error"]["param"] == param, r.text
+        assert message in r.json()["error"]["message"]
+        assert not (live_server.library / f"{body['name']}.voice").exists()
+        assert body["name"] not in library_names(live_server.url)
 
 
 def test_duplicate_and_bad_names_are_refused_and_nothing_leaves_the_folder(live_server, tmp_path):
     assert httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Dup", "speaker": "ryan"}).status_code == 200
     again = httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Dup", "speaker": "eric"})
     assert again.status_code == 409
-    for bad in ("../escape", ".hidden", "a/b", "a\\b", "x" * 81, "   "):
+    for bad in ("../escape", ".hidden", "a/b", "a\\b", "x" * 81, "   ", "语" * 80, "😀" * 80, "evil\u202eexe",
+                "two\u2028lines", "del\x7f"):
         r = httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": bad, "speaker": "ryan"})
         assert r.status_code == 400 and r.json()["error"]["param"] == "name", bad
+        assert r.json()["error"]["code"] == "invalid_name", bad
+    assert httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Café", "speaker": "ryan"}).status_code == 200
+    twin = httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "CAFE\u0301", "speaker": "ryan"})
+    assert twin.status_code == 409 and twin.json()["error"]["code"] == "voice_exists"
     assert not (live_server.library.parent / "escape.voice").exists()
     assert all(p.parent == live_server.library for p in live_server.library.rglob("*.voice"))
 
@@ -127,10 +146,72 @@ def test_clone_on_a_base_model_is_encoded_and_speaks(start_server, tiny_engine):
     answer = speak(live.url, {"id": "Bob"})
     assert answer.status_code == 200 and len(answer.content) == 2 * 2 * SAMPLES_PER_FRAME
     assert speak(live.url, "vivian").status_code == 400  # presets need a CustomVoice model
+    preset = httpx.post(f"{live.url}/v1/audio/voices", json={"name": "Preset", "speaker": "vivian"})
+    assert preset.status_code == 400 and "CustomVoice" in preset.json()["error"]["message"]
 
 
 def test_voice_design_model_speaks_the_instructions_as_the_voice(start_server, tiny_engine):
     live = start_server(tiny_engine("voice_design"))
     assert speak(live.url, "any-name", instructions="a bright, fast young voice").status_code == 200
+    created = httpx.post(f"{live.url}/v1/audio/voices", json={"name": "Calm", "description": "a calm low voice"})
+    assert created.status_code == 200 and created.json()["kind"] == "design"
+    assert speak(live.url, "Calm").status_code == 200
     refused = speak(live.url, "any-name")
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "voice"
+
+
+def test_an_unreadable_voice_file_is_listed_used_with_a_clear_error_and_deletable(start_server, tiny_engine, tmp_path):
+    live = start_server(tiny_engine("custom_voice"), library=tmp_path / "voices")
+    (live.library / "Broken.voice").write_bytes(b"garbage, as after a disk fault")
+    listed = library_names(live.url)["Broken"]
+    assert listed["readable"] is False and "not a readable voice file" in listed["error"]
+    assert str(tmp_path) not in listed["error"]
+    taken = httpx.post(f"{live.url}/v1/audio/voices", json={"name": "broken", "speaker": "ryan"})
+    assert taken.status_code == 409
+    used = speak(live.url, "Broken")
+    error = used.json()["error"]
+    assert used.status_code == 500 and error["code"] == "voice_file_error" and "Broken" in error["message"]
+    assert str(tmp_path) not in error["message"]
+    assert httpx.delete(f"{live.url}/v1/audio/voices/Broken").status_code == 200
+    assert "Broken" not in library_names(live.url)
+
+
+def test_the_library_is_capped_at_max_voices(start_server, tiny_engine, tmp_path):
+    live = start_server(tiny_engine("custom_voice"), library=tmp_path / "voices", settings=ServerSettings(max_voices=1))
+    assert httpx.post(f"{live.url}/v1/audio/voices", json={"name": "One", "speaker": "ryan"}).status_code == 200
+    full = httpx.post(f"{live.url}/v1/audio/voices", json={"name": "Two", "speaker": "ryan"})
+    assert full.status_code == 507 and full.json()["error"]["code"] == "library_full"
+    assert set(library_names(live.url)) == {"One"}
+
+
+def test_a_slow_listing_does_not_stall_the_server(start_server, tiny_engine, tmp_path):
+    """The library's file work runs in a worker thread: while a listing takes 1.5 s, /health answers at once."""
+    live = start_server(tiny_engine("custom_voice"), library=tmp_path / "voices")
+    store = live.app.state.store
+    real = store.entries
+    store.entries = lambda: time.sleep(1.5) or real()
+    listing = {}
+    thread = threading.Thread(target=lambda: listing.setdefault("r", httpx.get(f"{live.url}/v1/audio/voices",
+                                                                               timeout=30)))
+    thread.start()
+    time.sleep(0.2)
+    slowest = 0.0
+    while thread.is_alive():
+        start = time.perf_counter()
+        assert httpx.get(f"{live.url}/health", timeout=30).status_code == 200
+        slowest = max(slowest, time.perf_counter() - start)
+        time.sleep(0.05)
+    thread.join()
+    assert listing["r"].status_code == 200 and slowest < 0.5
+
+
+def test_error_messages_name_no_temporary_file_nor_the_library(start_server, tiny_engine, tmp_path):
+    live = start_server(tiny_engine("custom_voice"), library=tmp_path / "voices")
+    secret = httpx.post(f"{live.url}/v1/audio/voices", json={"name": "Secret Agent", "speaker": "ryan"})
+    assert secret.status_code == 200
+    for data in (b"this is not audio at all", reference_wav(seconds=0.5)):
+        message = upload(live.url, "Broken", data).json()["error"]["message"]
+        assert "ref.wav" in message, message
+        assert tempfile.gettempdir() not in message and not re.search(r"\btmp\w{6,}", message), message
+    unknown = speak(live.url, "nobody")
+    assert unknown.status_code == 400 and "Secret Agent" not in unknown.json()["error"]["message"]
