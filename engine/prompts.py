@@ -49,6 +49,12 @@ def default_non_streaming(voice: Voice) -> bool:
 
 def check_voice(cfg: ModelConfig, voice: Voice) -> None:
     """Raise a clear error if ``voice`` cannot be spoken by this model."""
+    for field, what in (("instruct", "instructions"), ("ref_text", "reference transcript")):
+        if getattr(voice, field) is not None:
+            try:
+                check_text(getattr(voice, field), what, allow_empty=True)
+            except TextError as e:
+                raise VoiceError(str(e)) from None
     need = REQUIRED_MODEL[voice.kind]
     if cfg.tts_model_type != need:
         raise VoiceError(
@@ -66,12 +72,6 @@ def check_voice(cfg: ModelConfig, voice: Voice) -> None:
                 "the 0.6B CustomVoice model does not support style instructions; "
                 "remove the instruction or use the 1.7B CustomVoice model"
             )
-    for field, what in (("instruct", "instructions"), ("ref_text", "reference transcript")):
-        if getattr(voice, field) is not None:
-            try:
-                check_text(getattr(voice, field), what, allow_empty=True)
-            except TextError as e:
-                raise VoiceError(str(e)) from None
     if voice.kind == "design" and not voice.instruct:
         raise VoiceError("VoiceDesign needs a written description of the voice")
     if voice.kind == "clone":

@@ -11,7 +11,8 @@ key cannot be sent cross-site without one. Clients outside a browser send no ``O
 The optional API key: when configured, every ``/v1`` request needs ``Authorization: Bearer <key>``;
 the web page and ``/health`` stay open so a browser can load the page, which then asks for the key.
 The body limit: a request whose declared ``Content-Length`` exceeds the upload limit answers 413
-before its body is read.
+before its body is read; a body without one (chunked) is counted as it is read, and reading past the limit
+raises ``BodyTooLarge``, which answers the same 413, so no more than the limit is ever read or spooled.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import hmac
 import ipaddress
 import json
 from urllib.parse import urlsplit
+
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server.errors import error_body
 from server.settings import ServerSettings, is_loopback
@@ -108,7 +111,7 @@ class RequestGuard:
         if length.isdigit() and int(length) > self.max_body_bytes:
             return await _reply(send, 413, f"the request body has {int(length)} bytes; the limit is "
                                            f"{self.max_body_bytes}", "request_too_large", {})
-        return await self.app(scope, receive, send)
+        return await self.app(scope, _counted(receive, self.max_body_bytes), send)
 
     def _has_key(self, headers: dict[str, str]) -> bool:
         scheme, _, token = headers.get("authorization", "").partition(" ")
@@ -121,6 +124,31 @@ def _is_ip(name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+class BodyTooLarge(StarletteHTTPException):
+    """A request body read past the upload limit (one sent without a Content-Length)."""
+
+    code = "request_too_large"
+
+    def __init__(self, limit: int):
+        super().__init__(413, f"the request body is larger than the limit of {limit} bytes")
+
+
+def _counted(receive, limit: int):
+    """``receive``, raising ``BodyTooLarge`` once the request's body passes ``limit`` bytes."""
+    read = 0
+
+    async def counted():
+        nonlocal read
+        message = await receive()
+        if message["type"] == "http.request":
+            read += len(message.get("body", b""))
+            if read > limit:
+                raise BodyTooLarge(limit)
+        return message
+
+    return counted
 
 
 async def _reply(send, status: int, message: str, code: str, extra_headers: dict[str, str]) -> None:

@@ -40,8 +40,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-audio-s", type=float, default=limits.max_audio_s, metavar="SECONDS",
                         help="seconds of audio one request may produce (default %(default)g); longer is an error")
     parser.add_argument("--max-unread-audio-s", type=float, default=limits.max_unread_audio_s, metavar="SECONDS",
-                        help="seconds of audio a client may leave unread before its stream is stopped "
-                             "(default %(default)g)")
+                        help="seconds of audio generated ahead of what a client has read before its stream is "
+                             "stopped (default %(default)g)")
+    parser.add_argument("--send-timeout", type=float, default=limits.send_timeout_s, metavar="SECONDS",
+                        help="disconnect a client that takes no data for this long (default %(default)g)")
     parser.add_argument("--header-timeout", type=float, default=limits.header_timeout_s, metavar="SECONDS",
                         help="close a connection that has not sent a whole request head this long after connecting "
                              f"or after its last response (default {limits.header_timeout_s:g})")
@@ -67,6 +69,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
                                   header_timeout_s=args.header_timeout, keep_alive_s=args.keep_alive,
                                   max_connections=args.max_connections, limit_concurrency=args.limit_concurrency,
                                   max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s,
+                                  send_timeout_s=args.send_timeout,
                                   max_voices=args.max_voices)
     except ValueError as e:
         print(f"serve: {e}", file=sys.stderr)

@@ -67,7 +67,7 @@ def install_error_handlers(app: FastAPI) -> None:
         messages = {404: f"no such endpoint: {request.method} {request.url.path}",
                     405: f"method {request.method} is not allowed on {request.url.path}"}
         message = messages.get(e.status_code) if e.detail in (None, "Not Found", "Method Not Allowed") else None
-        return error_response(e.status_code, message or str(e.detail), code=f"http_{e.status_code}",
+        return error_response(e.status_code, message or str(e.detail), code=getattr(e, "code", f"http_{e.status_code}"),
                               headers=getattr(e, "headers", None))
 
     @app.exception_handler(RequestValidationError)

@@ -111,7 +111,7 @@ class StreamLimits:
     """Seconds of audio one request may produce, and may leave unread by its client before it is stopped."""
 
     max_audio_s: float = 900.0
-    max_unread_audio_s: float = 120.0
+    max_unread_audio_s: float = 600.0
 
 
 @dataclass(frozen=True, slots=True)

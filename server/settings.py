@@ -27,7 +27,8 @@ class ServerSettings:
     retry_after_s: int = 2  # the Retry-After of a 429
     default_chunk_frames: int = 4
     max_audio_s: float = 900.0  # audio one request may produce; a longer one is stopped with an error
-    max_unread_audio_s: float = 120.0  # audio a client may leave unread before its stream is stopped
+    max_unread_audio_s: float = 600.0  # audio generated ahead of what its client read; more stops the stream
+    send_timeout_s: float = 60.0  # a client that takes no data for this long is disconnected
     header_timeout_s: float = 10.0  # a request head must be complete this long after connecting or a response
     keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this long (uvicorn's)
     max_connections: int = 512  # open connections; a connection beyond them is closed at once
@@ -39,7 +40,7 @@ class ServerSettings:
                      "limit_concurrency"):
             if not getattr(self, name) >= 1:
                 raise ValueError(f"{name} must be at least 1")
-        for name in ("header_timeout_s", "keep_alive_s"):
+        for name in ("header_timeout_s", "keep_alive_s", "send_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be more than 0 seconds")
         if self.limit_concurrency > self.max_connections:

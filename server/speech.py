@@ -1,10 +1,10 @@
 """``POST /v1/audio/speech``: the OpenAI speech endpoint, streamed as audio bytes or server-sent events.
 
-OpenAI fields: ``model`` (any value), ``input`` (at most 4096 characters), ``voice`` (a preset, a
-library voice name or ``{"id": name}``), ``instructions`` (style of a preset voice, or the voice
-description on a VoiceDesign model), ``response_format`` (mp3, opus, flac, wav, pcm; aac answers 400
-here), ``speed`` (0.25-4.0, tempo changed without changing pitch), ``stream_format`` (``audio``:
-the encoded audio as chunked transfer, frames sent as they are ready; ``sse``: server-sent events).
+OpenAI fields: ``model`` (the server's model name, or tts-1, tts-1-hd, gpt-4o-mini-tts), ``input`` (at most 4096
+characters), ``voice`` (a preset, a library voice name or ``{"id": name}``), ``instructions`` (style of a preset
+voice, or the voice description on a VoiceDesign model), ``response_format`` (mp3, opus, flac, wav, pcm; aac
+answers 400 here), ``speed`` (0.25-4.0, tempo changed without changing pitch), ``stream_format`` (``audio``: the
+encoded audio as chunked transfer, frames sent as they are ready; ``sse``: server-sent events).
 Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``repetition_penalty``,
 ``greedy``, ``seed``; streaming ``chunk_frames``, ``first_chunk_frames``; ``max_frames`` (frame budget
 per sentence); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths).
@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
 
 from engine import OratorError, SamplingError
 from engine.engine import MAX_FRAMES_CAP
@@ -35,6 +36,7 @@ from engine.speed import MAX_SPEED, MIN_SPEED, TimeStretcher
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
 from server.scheduler import LimitReached, Queued, QueueFull, SpeechJob, Ticket
+from server.settings import check_model
 from server.streaming import DisconnectAwareStream, StreamAborted
 from server.voices import resolve_voice
 
@@ -95,7 +97,12 @@ class SpeechRequest(BaseModel):
 async def create_speech(body: SpeechRequest, request: Request):
     state = request.app.state
     engine, settings = state.engine_or_503(), state.settings
-    job = _job_for(body, engine, state.store, settings)
+    check_model(body.model, settings)
+    name = body.voice if isinstance(body.voice, str) else body.voice.id
+    if state.store.find(name.strip()) is not None:  # a library voice's file is read off the event loop
+        job = await run_in_threadpool(_job_for, body, engine, state.store, settings)
+    else:
+        job = _job_for(body, engine, state.store, settings)
     check_format(body.response_format)
     try:
         ticket = state.scheduler.submit(job)
@@ -106,8 +113,10 @@ async def create_speech(body: SpeechRequest, request: Request):
     if body.stream_format == "sse":
         usage_tokens = len(engine.tokenizer.encode(body.input))
         return DisconnectAwareStream(_sse(ticket, body, usage_tokens), media_type="text/event-stream",
-                                     headers={**headers, "Cache-Control": "no-cache"})
-    return DisconnectAwareStream(_audio(ticket, body), media_type=MEDIA_TYPES[body.response_format], headers=headers)
+                                     headers={**headers, "Cache-Control": "no-cache"},
+                                     send_timeout_s=settings.send_timeout_s)
+    return DisconnectAwareStream(_audio(ticket, body), media_type=MEDIA_TYPES[body.response_format], headers=headers,
+                                 send_timeout_s=settings.send_timeout_s)
 
 
 @router.get("/v1/audio/speech/{request_id}")

@@ -1,24 +1,18 @@
-"""``DisconnectAwareStream``: Starlette's ``StreamingResponse`` watching for the client's disconnect with one
-plain asyncio task, and starting only when its body has a first part.
+"""``DisconnectAwareStream``: the speech endpoint's streamed response. It watches for the client's disconnect
+with one plain asyncio task, starts only when its body has a first part, and ends a failed stream visibly.
 
-uvicorn speaks ASGI 2.3, where a disconnect shows up only as an ``http.disconnect`` message from ``receive``,
-so a streamed response has to listen for it beside streaming: Starlette does so in an anyio task group (a
-second task, cancel scopes and exception groups) for every response. Here the response streams in the
-request's own task while one small task awaits ``receive``; on a disconnect it cancels the streaming, whose
-body iterator then unwinds (``server.speech`` frees the stream's slot in its ``finally``). With the voice
-listing cached (``server.library``), this took the server's CPU per speech request from 0.72-0.79 to
-0.55-0.57 ms on the 2-core CPU machine (an instant stand-in engine, 500 sequential requests, three runs
-each). With a stand-in pacing 64 streams as the loop does, the requests' arrivals at the engine spread over
-20-36 ms either way on that machine; on an H200 (0.6B, 128 streams, four client processes) they spread over
-71-95 ms, against 139-193 ms in the fourteenth session (with a decoder change between), most of it the handlers
-on the event loop (docs/benchmarks.md, sixteenth session).
-
-The status line and headers go out with the body's first part, not before: a burst of requests is taken in
-without a write to each client meanwhile (on the 2-core CPU machine, writing the headers was ~40% of the event
-loop's time per speech request), and a body that fails before its first part (a request the engine refuses)
-raises out of the response, so the client gets the app's JSON error with its real status instead of a 200
-and a cut stream. A body with something to tell at once (a request waiting in line: its ``X-Queue-Position``)
-yields an empty first part.
+- Disconnects: uvicorn (ASGI 2.3) reports one only as an ``http.disconnect`` from ``receive``. Starlette listens
+  for it in an anyio task group per response; one small task does the same here at a fraction of the server's
+  CPU per request (docs/benchmarks.md, "server CPU per request"). On a disconnect the streaming is cancelled and
+  its body iterator unwinds (``server.speech`` frees the stream's slot in its ``finally``).
+- The status line and headers go out with the body's first part: a burst of requests is taken in without a
+  write to each client, and a body that fails before its first part (a request the engine refuses) raises out
+  of the response, so the client gets the JSON error with its real status. A body with something to tell at
+  once (a request waiting in line: its ``X-Queue-Position``) yields an empty first part.
+- A body that fails after the start raises ``StreamAborted``: the response ends without its last part, so the
+  connection closes and the client sees a cut stream, never one that looks complete.
+- A client that takes no data for ``send_timeout_s`` is disconnected: one that stops reading must not hold its
+  stream and the audio waiting for it.
 """
 
 from __future__ import annotations
@@ -29,6 +23,7 @@ import logging
 from starlette.responses import StreamingResponse
 
 log = logging.getLogger("orator.server")
+_timeout = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 
 class StreamAborted(Exception):
@@ -37,19 +32,37 @@ class StreamAborted(Exception):
 
 
 class DisconnectAwareStream(StreamingResponse):
+    """``send_timeout_s``: a client that takes no data for this long (its socket's buffers full) is disconnected,
+    so a client that stops reading does not hold its stream, and the audio waiting for it, for ever."""
+
+    def __init__(self, content, *args, send_timeout_s: float | None = None, **kwargs):
+        super().__init__(content, *args, **kwargs)
+        self.send_timeout_s = send_timeout_s
+
     async def stream_response(self, send) -> None:
         parts = aiter(self.body_iterator)
         first = await anext(parts, None)  # an error here propagates before any response has started
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         try:
             if first is not None:
-                await send({"type": "http.response.body", "body": self._encoded(first), "more_body": True})
+                await self._send_part(send, first)
                 async for part in parts:
-                    await send({"type": "http.response.body", "body": self._encoded(part), "more_body": True})
+                    await self._send_part(send, part)
         except StreamAborted as e:
             log.warning("%s; closing the connection", e)
             return
+        except TimeoutError:
+            log.warning("a client took no data for %g s; closing the connection", self.send_timeout_s)
+            return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _send_part(self, send, part: bytes | str) -> None:
+        message = {"type": "http.response.body", "body": self._encoded(part), "more_body": True}
+        if _timeout is None:  # Python 3.10
+            await asyncio.wait_for(send(message), self.send_timeout_s)
+            return
+        async with _timeout(self.send_timeout_s):  # a timer, not a task per part as wait_for makes
+            await send(message)
 
     def _encoded(self, part: bytes | str) -> bytes:
         return part.encode(self.charset) if isinstance(part, str) else part

@@ -37,6 +37,7 @@ from server.library import VoiceStore, checked_name
 
 router = APIRouter()
 _AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3")
+_PROBE_TEXT = "Hello."  # a short text a new voice must be able to speak
 _SHOWN_NAME_CHARS = 80  # a voice name echoed in an error is cut to this: the request's field has no limit
 
 
@@ -176,9 +177,10 @@ async def _read_fields(request: Request, max_upload_bytes: int) -> dict:
 
 
 def _check_usable(engine: Engine, voice: Voice) -> None:
-    """A 400 unless the loaded model can speak ``voice``: a voice no request could use is not stored."""
+    """A 400 unless the loaded model can speak ``voice``, its prompt included (a description or a transcript too
+    long for any prompt): a voice no request could use is not stored."""
     try:
-        check_voice(engine.config, voice)
+        engine.check(_PROBE_TEXT, voice)
     except OratorError as e:
         field = {"preset": "speaker", "design": "description", "clone": "audio_sample"}[voice.kind]
         raise engine_error(e, param="instructions" if isinstance(e, UnsupportedError) else field) from e

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine import Sampling, TextError, UnsupportedError, Voice, VoiceError
 
@@ -141,3 +144,76 @@ def test_stream_after_an_error_is_whole(tiny_engine, speaks):
                              max_frames=FRAMES))
     assert [c.n_frames for c in chunks] == [1, 2] and chunks[-1].final
     speaks("custom_voice")
+
+
+def test_text_the_tokenizer_cannot_encode_is_refused_alone_in_a_batch_of_prompts(tiny_engine):
+    """A lone surrogate would make the tokenizer's batch call fail: only that request is refused, and the others'
+    prompts are those built alone; a text the tokenizer itself refuses fails alone too."""
+    from engine.prompts import _speech_ids, build_prompt, build_prompts
+
+    eng = tiny_engine("custom_voice")
+    voice = Voice.preset("vivian", "english")
+    texts = ["One good text.", "A broken \ud800 text.", "Another good one."]
+    built = build_prompts(eng.model.talker, eng.config, eng.tokenizer, [(voice, t) for t in texts])
+    assert isinstance(built[1], TextError) and "surrogate" in str(built[1])
+    for text, prompt in zip(texts[::2], built[::2], strict=True):
+        alone = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, text)
+        torch.testing.assert_close(prompt.embeds, alone.embeds)
+        torch.testing.assert_close(prompt.trailing, alone.trailing)
+    picky = type("Picky", (), {"speech_ids_many": lambda self, batch: [
+        eng.tokenizer.speech_ids_many([t])[0] if "bad" not in t else 1 / 0 for t in batch]})()
+    ids = _speech_ids(picky, ["fine", "bad", "also fine"])
+    assert isinstance(ids[1], TextError) and ids[0] == eng.tokenizer.speech_ids_many(["fine"])[0]
+    with pytest.raises(TextError, match="surrogate"):
+        eng.check(texts[1], voice)
+    with pytest.raises(VoiceError, match="surrogate"):
+        eng.check(texts[0], Voice.preset("vivian", "english", instruct="warm \udfff"))
+
+
+def test_a_prompt_that_cannot_fit_a_stream_is_refused_before_anything_is_built(tiny_engine, speaks, monkeypatch):
+    """An instruction of tens of thousands of tokens would need a quadratic eager prefill (gigabytes): refused as
+    too long by ``Engine.check`` and by the generation itself, before the text is embedded."""
+    import engine.model.talker as talker_module
+
+    eng = tiny_engine("voice_design")
+    voice = Voice.design("a calm low voice, " * 3000, "english")
+    with pytest.raises(TextError, match="too long.*instructions"):
+        eng.check(TEXT, voice)
+    embedded = []
+    monkeypatch.setattr(talker_module.Talker, "embed_text", lambda self, ids: embedded.append(ids))
+    with pytest.raises(TextError, match="too long"):
+        eng.generate_codes(TEXT, voice, GREEDY, max_frames=FRAMES)
+    assert not embedded
+    monkeypatch.undo()
+    speaks("voice_design")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=60)
+       .filter(str.strip),
+       kind=st.sampled_from(["preset", "preset-instruct", "design", "xvector", "icl"]),
+       non_streaming=st.sampled_from([None, True, False]), ref_frames=st.integers(1, 40))
+def test_prompt_size_counts_what_build_prompts_lays_out(tiny_engine, text, kind, non_streaming, ref_frames):
+    """``prompt_size``, which refuses an overlong prompt before anything is embedded, counts the positions and
+    trailing tokens of the prompt that is then built, for every kind of voice and layout."""
+    from engine.prompts import _plan, build_prompt, prompt_size
+
+    model_type = {"preset": "custom_voice", "preset-instruct": "custom_voice", "design": "voice_design"}.get(kind,
+                                                                                                         "base")
+    eng = tiny_engine(model_type)
+    rng = np.random.default_rng(ref_frames)
+    width = eng.config.talker_config.hidden_size
+    voice = {
+        "preset": lambda: Voice.preset("vivian", "english"),
+        "preset-instruct": lambda: Voice.preset("vivian", "english", instruct="slowly, please"),
+        "design": lambda: Voice.design("a bright voice", "english"),
+        "xvector": lambda: clone_voice(width),
+        "icl": lambda: Voice("clone", language="english", ref_text="Some reference words.",
+                             speaker_embedding=rng.standard_normal(width).astype(np.float32),
+                             ref_codes=rng.integers(0, 2048, size=(ref_frames, 16))),
+    }[kind]()
+    if kind == "preset-instruct" and eng.model_size == "0b6":
+        voice = voice.with_(instruct=None)
+    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, text, non_streaming)
+    plan = _plan(eng.config, eng.tokenizer, voice, eng.tokenizer.speech_ids_many([text])[0], non_streaming)
+    assert prompt_size(plan) == (prompt.length, prompt.trailing.shape[1])

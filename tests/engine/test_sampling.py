@@ -3,8 +3,12 @@ talker's logits processor penalises, floors EOS and suppresses control ids, sett
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import (
     RepetitionPenaltyLogitsProcessor,
     TemperatureLogitsWarper,
@@ -12,8 +16,18 @@ from transformers import (
     TopPLogitsWarper,
 )
 
+from engine import OratorError, SamplingError
 from engine.generate import CODEBOOK_SIZE, TalkerLogitsProcessor
-from engine.sampling import Sampling, StageSettings, filter_logits, sample, uniform_noise
+from engine.sampling import (
+    FLOAT_RANGES,
+    INT_RANGES,
+    MAX_SEED,
+    Sampling,
+    StageSettings,
+    filter_logits,
+    sample,
+    uniform_noise,
+)
 
 SETTINGS = [  # (temperature, top_k, top_p); top_k 0 = off
     (1.0, 0, 1.0), (0.9, 50, 1.0), (0.7, 0, 0.8), (1.3, 20, 0.9), (0.5, 3, 0.5), (2.0, 5000, 0.95), (1.0, 1, 1.0),
@@ -130,6 +144,39 @@ def test_sampling_refuses_bad_values(bad):
     name = next(iter(bad))
     with pytest.raises(ValueError, match=name):
         Sampling(**bad)
+
+
+@pytest.mark.parametrize("bad", [
+    {"temperature": float("inf")}, {"temperature": float("nan")}, {"temperature": 1e999}, {"top_p": float("nan")},
+    {"repetition_penalty": float("inf")}, {"top_k": 2**70}, {"sub_top_k": 2**63}, {"min_frames": 10**6},
+    {"seed": 2**63}, {"seed": -1}, {"top_k": 3.5}, {"temperature": "0.9"}, {"greedy": "yes"}, {"top_k": True},
+])
+def test_sampling_refuses_values_that_would_poison_a_batch_with_a_typed_error(bad):
+    """Non-finite, huge or mistyped values would overflow a device tensor or the sampler for every stream of a
+    batch: ``SamplingError`` (an ``OratorError``) names the field before any stream sees them."""
+    name = next(iter(bad))
+    with pytest.raises(SamplingError, match=name) as caught:
+        Sampling(**bad)
+    assert caught.value.field == name and isinstance(caught.value, OratorError)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["temperature", "sub_temperature", "top_p", "sub_top_p", "repetition_penalty", "top_k",
+                        "sub_top_k", "min_frames", "seed"]),
+       st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**70), 2**70), st.booleans(),
+                 st.none(), st.text(max_size=3)))
+def test_sampling_holds_only_values_inside_its_ranges(name, value):
+    try:
+        sampling = Sampling(**{name: value})
+    except SamplingError as e:
+        assert e.field == name
+        return
+    held = getattr(sampling, name)
+    if name == "seed":
+        assert held is None or 0 <= held < MAX_SEED
+        return
+    low, high = {**FLOAT_RANGES, **INT_RANGES}[name]
+    assert math.isfinite(held) and low <= held <= high and not isinstance(held, bool)
 
 
 def test_sampling_accepts_edge_values():

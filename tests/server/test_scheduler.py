@@ -167,3 +167,102 @@ def test_the_single_stream_backend_prepares_the_engine_before_any_request(tiny_e
     engine._streamer = None
     EngineBackend(engine)
     assert engine._streamer is not None
+
+
+def test_a_finished_ticket_keeps_its_status_but_not_its_voice():
+    """The status endpoint remembers finished requests; their voices (a clone's reference audio: megabytes) are
+    not kept with them."""
+    import gc
+    import weakref
+
+    async def scenario():
+        backend = GatedBackend()
+        scheduler = Scheduler(backend, max_queue=8)
+        audio = np.zeros(24000 * 60, np.float32)  # a 60 s clone's reference
+        alive = weakref.ref(audio)
+        ticket = scheduler.submit(SpeechJob("a", Voice("clone", ref_audio=audio), Sampling(seed=0)))
+        del audio
+        backend.gate("a").set()
+        await collect(ticket)
+        scheduler.shutdown()
+        return scheduler, ticket, alive
+
+    scheduler, ticket, alive = asyncio.run(scenario())
+    gc.collect()
+    assert scheduler.get(ticket.id) is ticket and ticket.status()["frames"] == 3
+    assert alive() is None
+
+
+class EndlessBackend:
+    """Yields 1 s chunks until cancelled for a job called "endless"; three for any other."""
+
+    capacity = 1
+
+    def __init__(self):
+        self.cancelled: list[str] = []
+
+    def run(self, job, cancel):
+        i = 0
+        while job.text == "endless" or i < 3:
+            if cancel.wait(0.002):
+                self.cancelled.append(job.text)
+                return
+            yield Chunk(np.zeros(24000, np.float32), 24000, i * 12, 12, 0, (0, 1), 0.0, False)
+            i += 1
+
+
+@pytest.mark.parametrize("limit", ["max_audio_s", "max_unread_audio_s"])
+def test_a_stream_past_a_limit_is_stopped_and_frees_its_slot(limit):
+    """A stream past its audio limit, or whose reader left that much audio unread, is cancelled, its unread audio
+    dropped and its reader told why; the next job runs."""
+    from server.scheduler import LimitReached, StreamLimits
+
+    async def scenario():
+        backend = EndlessBackend()
+        limits = StreamLimits(**{"max_audio_s": 1000.0, "max_unread_audio_s": 1000.0, limit: 5.0})
+        scheduler = Scheduler(backend, max_queue=8, limits=limits)
+        endless, next_one = scheduler.submit(job("endless")), scheduler.submit(job("b"))
+        if limit == "max_audio_s":  # a reader that keeps up
+            with pytest.raises(LimitReached) as caught:
+                await collect(endless)
+            events = await collect(next_one)
+        else:  # a reader that reads nothing until the next job has run
+            events = await collect(next_one)
+            with pytest.raises(LimitReached) as caught:
+                await collect(endless)
+        scheduler.shutdown()
+        return backend, endless, events, caught.value
+
+    backend, endless, events, error = asyncio.run(scenario())
+    assert error.code == {"max_audio_s": "audio_too_long", "max_unread_audio_s": "client_too_slow"}[limit]
+    assert endless.state == "failed" and 5 < endless.audio_seconds < 10 and endless.unread_seconds == 0
+    assert backend.cancelled == ["endless"] and len([e for e in events if isinstance(e, Chunk)]) == 3
+
+
+class SilentBackend:
+    """An async backend whose first job never yields anything (a request lost by an engine): only cancelling its
+    task can end it."""
+
+    capacity = 1
+
+    async def run_async(self, job, cancel):
+        if job.text == "lost":
+            await asyncio.Event().wait()
+        yield Chunk(np.zeros(1920, np.float32), 24000, 0, 1, 0, (0, 1), 0.0, True)
+
+
+def test_cancelling_a_job_whose_backend_never_answers_frees_its_slot():
+    async def scenario():
+        scheduler = Scheduler(SilentBackend(), max_queue=8)
+        lost, next_one = scheduler.submit(job("lost")), scheduler.submit(job("next"))
+        await asyncio.sleep(0.05)
+        assert lost.state == "running" and next_one.position == 1
+        lost.cancel()
+        events = await asyncio.wait_for(collect(next_one), 5)
+        await asyncio.wait_for(collect(lost), 5)
+        scheduler.shutdown()
+        return lost, next_one, events
+
+    lost, next_one, events = asyncio.run(scenario())
+    assert lost.state == "cancelled" and next_one.state == "done"
+    assert len([e for e in events if isinstance(e, Chunk)]) == 1
