@@ -58,6 +58,6 @@ def test_max_voices_reaches_the_server(monkeypatch):
 
     made = {}
     monkeypatch.setattr(server.app, "create_app", lambda provider, library, settings, **kw: made.update(s=settings))
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: None)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, *args, **kw: setattr(self, "started", True))
     assert main(["serve", "--model", "unused", "--max-voices", "5"]) == 0
     assert made["s"].max_voices == 5
