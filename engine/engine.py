@@ -199,10 +199,9 @@ class Engine:
         """Raise the error a generation of ``text`` in ``voice`` would fail with at its start (``TextError``,
         ``VoiceError``, ``UnsupportedError``), without generating: cheap host work, for a server to refuse a
         request before it waits for a slot. A clone not encoded yet is checked once it is, by the generation."""
-        check_text(text)
+        check_text(text)  # so the text has segments, each of which check_prompts checks with the voice
         if voice.kind == "clone" and not voice.is_encoded:
             return
-        check_voice(self.config, voice)
         check_prompts(self.config, self.tokenizer, voice, [s.text for s in split_segments(text)], non_streaming)
 
     # ---- internals ------------------------------------------------------------------------------

@@ -148,10 +148,7 @@ def build_prompts(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, requests
     every prompt position, a text-track row plus a codec-track row (``_Layout``), is gathered from one table of
     rows (those texts, the constant embeddings, speakers, reference frames, a zero row) by two indexed reads
     and a sum; each prompt is a view of the result."""
-    plans: list[_Plan | Exception] = [_checked(cfg, voice, text) for voice, text in requests]
-    valid = [i for i, plan in enumerate(plans) if plan is None]
-    for i, ids in zip(valid, _speech_ids(tok, [requests[i][1] for i in valid]), strict=True):
-        plans[i] = ids if isinstance(ids, Exception) else _fitting_plan(cfg, tok, requests[i][0], ids, non_streaming)
+    plans = _plans(cfg, tok, requests, non_streaming)
     pieces = [ids for plan in plans if isinstance(plan, _Plan) for ids in plan.texts]
     if not pieces:
         return plans
@@ -185,14 +182,20 @@ def check_prompts(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, texts: lis
                   non_streaming: bool | None = None) -> None:
     """Raise the error ``build_prompts`` would give the first of ``(voice, text)`` for ``texts`` that the model
     cannot speak or whose prompt would not fit, without building anything (host work only)."""
-    for text in texts:
-        error = _checked(cfg, voice, text)
-        if error is not None:
-            raise error
-    for ids in _speech_ids(tok, texts):
-        plan = ids if isinstance(ids, Exception) else _fitting_plan(cfg, tok, voice, ids, non_streaming)
+    for plan in _plans(cfg, tok, [(voice, text) for text in texts], non_streaming):
         if isinstance(plan, Exception):
             raise plan
+
+
+def _plans(cfg: ModelConfig, tok: TextTokenizer, requests: list[tuple[Voice, str]],
+           non_streaming: bool | None) -> list[_Plan | Exception]:
+    """The plan of each (voice, text) whose prompt fits a stream, or the error that refuses it: host work only,
+    the texts tokenized in one call."""
+    plans: list[_Plan | Exception | None] = [_checked(cfg, voice, text) for voice, text in requests]
+    valid = [i for i, plan in enumerate(plans) if plan is None]
+    for i, ids in zip(valid, _speech_ids(tok, [requests[i][1] for i in valid]), strict=True):
+        plans[i] = ids if isinstance(ids, Exception) else _fitting_plan(cfg, tok, requests[i][0], ids, non_streaming)
+    return plans
 
 
 def _checked(cfg: ModelConfig, voice: Voice, text: str) -> Exception | None:

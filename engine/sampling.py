@@ -20,10 +20,12 @@ from engine.errors import SamplingError
 from engine.kernels import runs_on, triton_available
 from engine.runtime import on_device
 
-# The accepted ranges, inclusive (``top_p`` excludes 0). Values outside them make no sense for sampling, and a
-# non-finite or huge one would overflow a device tensor or the sampler's arithmetic for every stream in a batch.
+# The accepted ranges, inclusive except the low end of those in OPEN_BELOW. Values outside them make no sense for
+# sampling, and a non-finite or huge one would overflow a device tensor or the sampler's arithmetic for every
+# stream in a batch.
 FLOAT_RANGES = {"temperature": (1e-3, 100.0), "sub_temperature": (1e-3, 100.0), "top_p": (0.0, 1.0),
                 "sub_top_p": (0.0, 1.0), "repetition_penalty": (1e-2, 100.0)}
+OPEN_BELOW = frozenset({"top_p", "sub_top_p"})  # a nucleus of probability mass 0 would keep no token
 INT_RANGES = {"top_k": (0, 1 << 20), "sub_top_k": (0, 1 << 20), "min_frames": (0, 4096)}
 MAX_SEED = 1 << 62  # seeds are int64 on the device, and a stream's segments add their index to its seed
 
@@ -31,8 +33,9 @@ MAX_SEED = 1 << 62  # seeds are int64 on the device, and a stream's segments add
 def _check_float(name: str, value, low: float, high: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SamplingError(name, f"must be a number, not {type(value).__name__}")
-    if not math.isfinite(value) or not low <= value <= high or (name.endswith("top_p") and value <= 0):
-        interval = f"(0, {high:g}]" if name.endswith("top_p") else f"[{low:g}, {high:g}]"
+    open_below = name in OPEN_BELOW
+    if not math.isfinite(value) or not low <= value <= high or (open_below and value <= low):
+        interval = f"{'(' if open_below else '['}{low:g}, {high:g}]"
         raise SamplingError(name, f"must be within {interval}, got {value!r}")
 
 

@@ -40,12 +40,10 @@ class Segment:
 def check_text(text, what: str = "text", allow_empty: bool = False) -> None:
     """``TextError`` unless ``text`` is a string the tokenizer can take: it has a UTF-8 form (no lone surrogate,
     as JSON's ``"\\ud800"`` gives) and, unless ``allow_empty``, something besides whitespace to speak."""
-    if text is None and not allow_empty:
+    if not allow_empty and (text is None or isinstance(text, str) and not text.strip()):
         raise TextError("there is no text to speak" if what == "text" else f"there is nothing in the {what}")
     if not isinstance(text, str):
         raise TextError(f"the {what} must be a string, not {type(text).__name__}")
-    if not allow_empty and not text.strip():
-        raise TextError("there is no text to speak" if what == "text" else f"there is nothing in the {what}")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:

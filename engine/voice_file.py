@@ -27,7 +27,7 @@ from safetensors.numpy import save
 
 from engine.atomic import atomic_write
 from engine.errors import VoiceError
-from engine.voices import Voice
+from engine.voices import Voice, clones_in_context, encoded
 
 FORMAT_VERSION = "1"
 FORMAT_KEY = "orator_voice_format"
@@ -62,13 +62,11 @@ class VoiceInfo:
 
     @property
     def in_context(self) -> bool:
-        return self.kind == "clone" and self.ref_text is not None
+        return clones_in_context(self.kind, self.ref_text)
 
     @property
     def is_encoded(self) -> bool:
-        if self.kind != "clone":
-            return True
-        return "speaker_embedding" in self.tensors and (not self.in_context or "ref_codes" in self.tensors)
+        return encoded(self.kind, self.ref_text, "speaker_embedding" in self.tensors, "ref_codes" in self.tensors)
 
 
 def save_voice(voice: Voice, path: str | os.PathLike) -> None:

@@ -69,13 +69,11 @@ class Voice:
     @property
     def in_context(self) -> bool:
         """True for a clone with a transcript: the reference codes go into the prompt."""
-        return self.kind == "clone" and self.ref_text is not None
+        return clones_in_context(self.kind, self.ref_text)
 
     @property
     def is_encoded(self) -> bool:
-        if self.kind != "clone":
-            return True
-        return self.speaker_embedding is not None and (not self.in_context or self.ref_codes is not None)
+        return encoded(self.kind, self.ref_text, self.speaker_embedding is not None, self.ref_codes is not None)
 
     def with_(self, **changes) -> Voice:
         return replace(self, **changes)
@@ -93,3 +91,17 @@ class Voice:
         from engine.voice_file import load_voice
 
         return load_voice(path)
+
+
+def clones_in_context(kind: str, ref_text: str | None) -> bool:
+    """Whether a voice of ``kind`` with this transcript is an in-context clone (its reference codes go into the
+    prompt); the rule for a ``Voice`` and for a voice file's header alike."""
+    return kind == "clone" and ref_text is not None
+
+
+def encoded(kind: str, ref_text: str | None, has_embedding: bool, has_codes: bool) -> bool:
+    """Whether a voice needs no encoding before use: any voice but a clone, or a clone with its speaker embedding
+    (and, in context, its reference codes)."""
+    if kind != "clone":
+        return True
+    return has_embedding and (not clones_in_context(kind, ref_text) or has_codes)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import threading
 import time
 from collections import deque
@@ -108,10 +109,11 @@ class LimitReached(Exception):
 
 @dataclass(frozen=True, slots=True)
 class StreamLimits:
-    """Seconds of audio one request may produce, and may leave unread by its client before it is stopped."""
+    """Seconds of audio one request may produce, and may leave unread by its client before it is stopped; none
+    unless given (the server's come from ``ServerSettings``)."""
 
-    max_audio_s: float = 900.0
-    max_unread_audio_s: float = 600.0
+    max_audio_s: float = math.inf
+    max_unread_audio_s: float = math.inf
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from engine import OratorError, SamplingError
 from engine.engine import MAX_FRAMES_CAP
 from engine.results import SAMPLE_RATE
-from engine.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED
+from engine.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED, OPEN_BELOW
 from engine.speed import MAX_SPEED, MIN_SPEED, TimeStretcher
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
@@ -52,7 +52,7 @@ class VoiceId(BaseModel):
 def _range(name: str, **extra):
     """A ``Field`` bounded by the engine's range for the sampling setting ``name`` (``engine.sampling``)."""
     low, high = {**FLOAT_RANGES, **INT_RANGES}[name]
-    return Field(None, gt=low, le=high, **extra) if name.endswith("top_p") else Field(None, ge=low, le=high, **extra)
+    return Field(None, gt=low, le=high, **extra) if name in OPEN_BELOW else Field(None, ge=low, le=high, **extra)
 
 
 class SpeechRequest(BaseModel):

@@ -9,11 +9,12 @@ request's ``instructions`` as the voice description.
   optionally ``transcript`` (or ``ref_text``) for in-context cloning, and ``language``; or
 - JSON or form fields without a file: ``name`` plus ``description`` (a designed voice) or ``speaker``
   (a preset, with optional ``instructions``), and optionally ``language``.
-A new voice is checked against the loaded model (``engine.prompts.check_voice``): a preset speaker the
-model does not have, or a designed voice on a model that is not VoiceDesign, is refused with 400 and not
-stored. A clone is encoded at once when the server runs a Base model; otherwise its reference audio is kept
-unencoded in the voice file (``"encoded": false`` in the answer, with a note) and a Base model encodes it when
-it is first used: the library is shared with the studio, which loads a Base model for clones.
+A new voice is checked against the loaded model (``Engine.check``): a preset speaker the model does not have,
+a designed voice on a model that is not VoiceDesign, or a description or transcript too long for any prompt,
+is refused with 400 and not stored. A clone is encoded at once when the server runs a Base model; otherwise
+its reference audio is kept unencoded in the voice file (``"encoded": false`` in the answer, with a note) and
+a Base model encodes it when it is first used: the library is shared with the studio, which loads a Base model
+for clones.
 ``GET`` lists presets and library voices (a library file that cannot be read is listed with
 ``"readable": false`` and its ``error``), ``DELETE /v1/audio/voices/{name}`` removes one (an unreadable one
 too). Library file work runs in worker threads, off the event loop (``server.library``); error messages name
@@ -32,6 +33,7 @@ from starlette.datastructures import UploadFile
 from engine import Engine, OratorError, UnsupportedError, Voice, VoiceError
 from engine.library import VoiceEntry
 from engine.prompts import check_voice
+from engine.voice_file import VoiceInfo
 from server.errors import APIError, engine_error
 from server.library import VoiceStore, checked_name
 
@@ -83,10 +85,14 @@ def _shown(name: str) -> str:
     return repr(name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "…")
 
 
+def _summary(voice: Voice | VoiceInfo) -> str | None:
+    """What a listing says of a voice or a voice file's header: its speaker, description or transcript."""
+    return {"preset": voice.speaker, "design": voice.instruct, "clone": voice.ref_text}[voice.kind]
+
+
 def describe(name: str, voice: Voice, source: str) -> dict:
-    summary = {"preset": voice.speaker, "design": voice.instruct, "clone": voice.ref_text}[voice.kind]
     return {"id": name, "name": name, "object": "voice", "kind": voice.kind, "source": source,
-            "language": voice.language, "summary": summary, "encoded": voice.is_encoded, "readable": True}
+            "language": voice.language, "summary": _summary(voice), "encoded": voice.is_encoded, "readable": True}
 
 
 def describe_entry(entry: VoiceEntry) -> dict:
@@ -96,8 +102,7 @@ def describe_entry(entry: VoiceEntry) -> dict:
               "readable": entry.readable}
     if info is None:
         return {**answer, "kind": None, "language": None, "summary": None, "encoded": False, "error": entry.error}
-    summary = {"preset": info.speaker, "design": info.instruct, "clone": info.ref_text}[info.kind]
-    return {**answer, "kind": info.kind, "language": info.language, "summary": summary,
+    return {**answer, "kind": info.kind, "language": info.language, "summary": _summary(info),
             "encoded": info.is_encoded, "created": info.created}
 
 
