@@ -22,7 +22,7 @@ import torch
 from bench.common import audio_seconds, device_name
 from engine.checkpoint import resolve_model_dir
 from engine.codec.decoder import SpeechDecoder
-from engine.graphs.runner import DecodeGraph
+from engine.frames.graphs.decode import DecodeGraph
 from engine.kernels import triton_available
 
 

@@ -95,7 +95,7 @@ sweep_size() {
         --http --client-processes 4 1 --decoder-dtype bfloat16 --out "$OUT/sweep-$size.jsonl"
 }
 
-GRAPHS=tests/engine/graphs/test_graphs_gpu.py
+GRAPHS=tests/engine/frames/graphs/test_graphs_gpu.py
 FIRST="not batched and not triton_kernels"  # ~8 minutes on an H200 by this session's durations; the rest ~7
 if [ "$SIZE" = ab ]; then
     if [ ! -d "$BRANCH_TREE/engine" ]; then

@@ -50,7 +50,6 @@ from collections.abc import Callable
 
 import torch
 
-import engine.batch.streams as batch_module
 from bench.clients import ClientProcess, concurrently
 from bench.common import DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from bench.run_batch import (
@@ -62,9 +61,8 @@ from bench.run_batch import (
     serving,
     warm_streams,
 )
-from engine.batch import LOOP_FRAMES
 from engine.engine import DECODER_DTYPE_NAMES
-from engine.prompts import build_prompts
+from engine.frames.batched import LOOP_FRAMES
 
 PHASES = ("wait", "admit", "step", "build", "collect", "decode", "handout")
 TIMELINE_PHASES = 60  # phases listed from the first request on: where the first audio's time goes
@@ -223,7 +221,8 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
     frames.add_many, frames.step = timed_add_many, counted_step
     # building the prompts (on the loop thread: at admissions, or while a step runs) and writing the decoder rows
     prompts, rows = CallTimer(sync), CallTimer(sync)
-    batch_module.build_prompts = prompts.wrap(build_prompts, lambda args: len(args[3]))  # all the ready requests
+    real_build = streams._build_prompts
+    streams._build_prompts = prompts.wrap(real_build, lambda args: len(args[0]))  # all the ready requests
     streams.decoder_state.put_rows = rows.wrap(streams.decoder_state.put_rows)
     streams.decoder_state.clear_rows = rows.wrap(streams.decoder_state.clear_rows)
     clock = streams.phase_timer = PhaseClock(sync)
@@ -237,7 +236,7 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
         streams.phase_timer = None
         del frames.add_many, frames.step  # the class's methods again
         del streams.decoder_state.put_rows, streams.decoder_state.clear_rows
-        batch_module.build_prompts = build_prompts
+        streams._build_prompts = real_build
     totals = {phase: 0.0 for phase in PHASES}
     for phase, span in zip(clock.phases[:-1], clock.spans, strict=True):
         totals[phase] += span
@@ -272,8 +271,8 @@ def graph_kernels(streams, rows: int, top: int) -> dict:
 
     bucket = next(b for b in streams.frames.buckets if b >= rows)
     decode = streams._decoder(bucket, LOOP_FRAMES)
-    codes = torch.zeros(bucket, LOOP_FRAMES, streams.engine.decoder.cfg.num_quantizers, dtype=torch.int64,
-                        device=streams.engine.device)
+    codes = torch.zeros(bucket, LOOP_FRAMES, streams.decoder.cfg.num_quantizers, dtype=torch.int64,
+                        device=streams.device)
     with torch.inference_mode():
         return {"bucket": bucket,
                 "step_kernels": replay_kernels(streams.frames._step_for(bucket), frames=10, top=top),

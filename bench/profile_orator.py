@@ -14,7 +14,7 @@ import torch
 
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT
 from engine import Engine, Sampling, Voice
-from engine.graphs.step import frame_step
+from engine.frames.step import frame_step
 from engine.prompts import build_prompt
 
 
@@ -63,7 +63,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     eng = Engine.from_pretrained(args.model, device="cuda", dtype=torch.bfloat16)
     capture = eng.warmup((1, 4))
-    streamer = eng.streamer()
+    streamer = eng._single_streamer()  # a profiler of the engine's internals
     voice = Voice.preset(DEFAULT_SPEAKER, DEFAULT_LANGUAGE)
     sampling = Sampling(min_frames=args.frames, seed=1)
     t = eng.model.talker

@@ -42,8 +42,8 @@ import torch
 from bench.clients import ClientProcess, ClientProcesses, concurrently
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
-from engine.batch import LOOP_FRAMES, BatchedStreams
 from engine.engine import DECODER_DTYPE_NAMES
+from engine.frames.batched import LOOP_FRAMES
 from engine.runtime import settle_heap
 
 IN_PROCESS = "in process"  # the engine rows: the callers are threads of the engine's process
@@ -267,7 +267,7 @@ def warm_streams(model: str, device: str, slots: int, decoder_dtype: str = "floa
     the capture's pieces."""
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     engine = Engine.from_pretrained(model, device=device, dtype=dtype, decoder_dtype=getattr(torch, decoder_dtype))
-    streams = BatchedStreams(engine, slots, warmup=True, warmup_progress=clock)
+    streams = engine.batched(slots, warmup=True, warmup_progress=clock)
     concurrently(slots, engine_requests(streams, WARM_FRAMES))
     settle_heap()  # as the server does once its model is ready
     return engine, streams

@@ -23,7 +23,6 @@ from bench.common import (
     summarize,
 )
 from engine import Engine, Sampling, Voice
-from engine.prompts import build_prompt
 
 SYSTEM = "Orator"
 
@@ -34,13 +33,11 @@ def forced(frames: int) -> Sampling:
 
 
 def generation_ms_per_frame(eng: Engine, text: str, voice: Voice, frames: int, device: str) -> float:
-    """Prefill + ``frames`` frame steps on the engine's streamer, no decoding; ms per frame."""
-    streamer = eng.streamer((1, 4))
-    prompt = build_prompt(eng.model.talker, eng.config, eng.tokenizer, voice, text)
-    sizes = iter(lambda: frames, None)
+    """Prompt, prefill and ``frames`` frames, no decoding (``generate_codes``); ms per frame."""
     with Stopwatch(device) as sw:
-        for _ in streamer.segment(prompt, forced(frames), 1, frames, lambda: next(sizes), None, decode=False):
-            pass
+        codes = eng.generate_codes(text, voice, forced(frames), max_frames=frames)
+    if len(codes) != frames:
+        raise RuntimeError(f"Orator produced {len(codes)} frames, not the {frames} forced")
     return sw.ms / frames
 
 
@@ -63,7 +60,7 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
         eng = Engine.from_pretrained(model_dir, device=device, dtype=dtype)
     voice = Voice.preset(DEFAULT_SPEAKER, DEFAULT_LANGUAGE)
     with Stopwatch(device) as warmup:
-        eng.warmup(tuple(chunk_sizes))
+        capture = eng.warmup(tuple(chunk_sizes))
         eng.synthesize(text, voice, forced(8), max_frames=8)
         for c in chunk_sizes:
             first_chunk_ms(eng, text, voice, frames, c, device)
@@ -78,10 +75,9 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
         raw["xrt"].append(real_time_factor(frames, total.seconds))
         for c in chunk_sizes:
             raw[f"ttfa_ms_{c}"].append(first_chunk_ms(eng, text, voice, frames, c, device))
-    streamer = eng.streamer(tuple(chunk_sizes))
     mode = "CUDA graphs" if eng.use_graphs else "eager"
     return [summarize(SYSTEM, model_dir, mode, frames, raw, chunk_sizes, device, warmup.seconds, load.seconds,
-                      f"graph capture {getattr(streamer, 'capture_seconds', 0.0):.1f} s")]
+                      f"graph capture {capture:.1f} s")]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -63,7 +63,7 @@ def run_say_command(args: argparse.Namespace) -> int:
 
 
 def _say(args: argparse.Namespace) -> int:
-    from engine.audio_io import WRITE_FORMATS
+    from engine.audio.files import WRITE_FORMATS
 
     out = Path(args.out)
     if not args.list_voices:
@@ -122,7 +122,7 @@ def _print_voices(engine) -> None:
 
 
 def _voice(args: argparse.Namespace, engine):
-    from engine.voices import Voice
+    from engine.voices import Voice, load_voice
 
     language = args.language or "auto"
     if args.voice:
@@ -132,7 +132,7 @@ def _voice(args: argparse.Namespace, engine):
     if args.clone:
         return Voice.clone(args.clone, ref_text=args.ref_text, language=language)
     if args.voice_file:
-        voice = Voice.load(args.voice_file)
+        voice = load_voice(args.voice_file)
         return voice.with_(language=args.language.lower()) if args.language else voice
     hint = f": this model has {', '.join(engine.speakers)}" if engine.speakers else ""
     raise VoiceError(f"choose a voice with {VOICE_OPTIONS[engine.model_type]}{hint}")
@@ -141,7 +141,7 @@ def _voice(args: argparse.Namespace, engine):
 def _speak(engine, text, voice, sampling, max_frames, out: Path) -> int:
     import numpy as np
 
-    from engine.audio_io import write_audio
+    from engine.audio.files import write_audio
 
     start = time.perf_counter()
     chunks = list(engine.stream(text, voice, sampling=sampling, max_frames=max_frames))

@@ -7,42 +7,41 @@ call is one continuous signal and ``stream`` concatenated equals ``synthesize`` 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
 from engine.errors import VoiceError
-from engine.graphs.capture import graphs_enabled
+from engine.frames.eager import EagerStreamer
+from engine.frames.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
 from engine.model.layers import fuse_projections
-from engine.prompts import build_prompt, check_prompts, check_voice
-from engine.results import SAMPLE_RATE, Audio, Chunk, closing_chunk
+from engine.plan import Plan, draw_seed
+from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
 from engine.runtime import check_device, check_torch, default_dtype
 from engine.sampling import Sampling
-from engine.streamer import EagerStreamer
 from engine.text import check_text, split_segments
 from engine.tokenizer import TextTokenizer
-from engine.voices import Voice
+from engine.voices.voice import Voice
+
+if TYPE_CHECKING:
+    from engine.frames.batched.streams import BatchedStreams
 
 ENCODINGS_KEPT = 16  # clone encodings remembered per engine
-MAX_FRAMES_CAP = 4096
 DECODER_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)  # from_pretrained's decoder_dtype
 DECODER_DTYPE_NAMES = tuple(str(d).removeprefix("torch.") for d in DECODER_DTYPES)  # the command lines' choices
-
-
-def default_max_frames(text: str) -> int:
-    """A generous per-segment frame budget: 0.4 s of audio per character plus 8 s, capped."""
-    return min(MAX_FRAMES_CAP, 100 + 5 * len(text))
 
 
 class Engine:
@@ -53,7 +52,7 @@ class Engine:
         self.device = model.talker.codec_head.weight.device
         self.dtype = model.talker.codec_head.weight.dtype
         self._encoder = None
-        self._streamer = None
+        self._single = None  # the single-stream streamer, built on first use
         self.use_graphs = use_graphs
         self._lock = threading.Lock()  # one generation at a time per engine
         self._encodings: OrderedDict[tuple, dict] = OrderedDict()  # recent clone encodings, by reference
@@ -65,7 +64,8 @@ class Engine:
                         graphs: bool | None = None, decoder_dtype: torch.dtype | None = None) -> Engine:
         """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``.
 
-        ``graphs`` (default: on for CUDA unless ``ORATOR_EAGER=1``) selects the CUDA-graph fast path.
+        ``graphs`` (default: on for CUDA while the ``graphs`` option is on, ``engine.options``) selects the
+        CUDA-graph fast path.
         ``decoder_dtype`` is the codec decoder's precision, apart from the model's ``dtype``: float32 by default
         (float64 with a float64 model), or bfloat16 / float16, faster on a GPU when many streams are decoded at
         once (the official package decodes in bf16 when its model is loaded in bf16); slow on a CPU. The audio
@@ -136,7 +136,7 @@ class Engine:
 
     def _encode_reference(self, ref_audio: np.ndarray, in_context: bool) -> dict:
         """Speaker embedding (and, in context, reference codes) of a clone's reference audio."""
-        from engine.audio_io import with_icl_silence
+        from engine.audio.files import with_icl_silence
         from engine.codec.mel import speaker_embedding
 
         # in-context cloning: 0.5 s of silence after the reference keeps its last phoneme out of the
@@ -157,17 +157,29 @@ class Engine:
         return self._encoder
 
     # ---- generation -----------------------------------------------------------------------------
+    def plan(self, text: str, voice: Voice, sampling: Sampling | None = None, max_frames: int | None = None,
+             non_streaming: bool | None = None) -> Plan:
+        """What a call with these arguments will speak: the text checked and cut into segments (the spans that
+        chunks, highlighting and subtitles refer to), the voice checked and prepared (a clone encoded), the
+        sampling (the model's defaults when None) and the call's seed. Raises the error the call would."""
+        check_text(text)
+        voice = self.prepare_voice(voice)
+        check_voice(self.config, voice)
+        sampling = sampling or self.defaults
+        return Plan(voice, split_segments(text), sampling, draw_seed(sampling.seed), max_frames, non_streaming)
+
     def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
                        max_frames: int | None = None, non_streaming: bool | None = None) -> np.ndarray:
         """All frames for ``text`` (segments concatenated): int64 [T, 16]."""
-        codes = [c for _, c in self._run(text, voice, 25, 25, sampling, max_frames, non_streaming, None,
-                                         decode=False)]
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
+        codes = [c for _, c in self._run(plan, first_chunk_frames=25, chunk_frames=25, decode=False)]
         return np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
 
     def synthesize(self, text: str, voice: Voice, sampling: Sampling | None = None,
                    max_frames: int | None = None, non_streaming: bool | None = None) -> Audio:
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
         chunks, codes = [], []
-        for chunk, chunk_codes in self._run(text, voice, 25, 25, sampling, max_frames, non_streaming, None):
+        for chunk, chunk_codes in self._run(plan, first_chunk_frames=25, chunk_frames=25):
             chunks.append(chunk.samples)
             codes.append(chunk_codes)
         samples = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
@@ -182,17 +194,29 @@ class Engine:
         sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call."""
         if chunk_frames < 1 or first_chunk_frames < 1:
             raise ValueError("chunk sizes must be at least one frame")
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
         last = None
-        for last, _ in self._run(text, voice, first_chunk_frames, chunk_frames, sampling, max_frames,
-                                 non_streaming, cancel):
+        for last, _ in self._run(plan, first_chunk_frames=first_chunk_frames, chunk_frames=chunk_frames,
+                                 cancel=cancel):
             yield last
         if last is not None and not last.final and not (cancel is not None and cancel.is_set()):
             yield closing_chunk(last)
 
+    def batched(self, slots: int, warmup: bool | None = None,
+                warmup_progress: Callable[[int, int, str], None] | None = None) -> BatchedStreams:
+        """``stream`` for many callers at once (threads, or coroutines through ``stream_async``): one loop
+        that steps and decodes up to ``slots`` streams together; more callers wait for a free slot. With
+        graphs, ``warmup`` (default on) captures every batch size first, ``warmup_progress(done, total, what)``
+        hearing of each piece."""
+        from engine.frames.batched.streams import BatchedStreams
+
+        return BatchedStreams(self.model.talker, self.decoder, self.plan, self._prompt_builder(), slots,
+                              graphs=self.use_graphs, warmup=warmup, warmup_progress=warmup_progress)
+
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs); returns the seconds it took."""
         t0 = time.perf_counter()
-        self.streamer(chunk_sizes)
+        self._single_streamer(chunk_sizes)
         return time.perf_counter() - t0
 
     def check(self, text: str, voice: Voice, non_streaming: bool | None = None) -> None:
@@ -205,32 +229,26 @@ class Engine:
         check_prompts(self.config, self.tokenizer, voice, [s.text for s in split_segments(text)], non_streaming)
 
     # ---- internals ------------------------------------------------------------------------------
-    def plan(self, text: str, voice: Voice) -> tuple[Voice, list]:
-        """Check the request and cut it into segments: (the prepared voice, segments)."""
-        check_text(text)
-        voice = self.prepare_voice(voice)
-        check_voice(self.config, voice)
-        return voice, split_segments(text)
+    def _prompt_builder(self) -> Callable[[list[tuple[Voice, str]]], list]:
+        """``build_prompts`` over this engine's model: [(voice, text)] -> a prompt or an error each."""
+        return functools.partial(build_prompts, self.model.talker, self.config, self.tokenizer)
 
-    def streamer(self, chunk_sizes=(1, 4)):
-        """The engine's streamer (graph-captured on CUDA), built on first use."""
-        if self._streamer is None:
+    def _single_streamer(self, chunk_sizes=(1, 4)):
+        """The engine's single-stream streamer (graph-captured on CUDA), built on first use."""
+        if self._single is None:
             if self.use_graphs:
-                from engine.graphs.runner import GraphStreamer
+                from engine.frames.graphs.runner import GraphStreamer
 
-                self._streamer = GraphStreamer(self.model.talker, self.decoder, chunk_sizes)
+                self._single = GraphStreamer(self.model.talker, self.decoder, chunk_sizes)
             else:
-                self._streamer = EagerStreamer(self.model.talker, self.decoder)
-        return self._streamer
+                self._single = EagerStreamer(self.model.talker, self.decoder)
+        return self._single
 
-    def _run(self, text, voice, first_chunk_frames, chunk_frames, sampling, max_frames, non_streaming,
-             cancel, decode: bool = True) -> Iterator[tuple[Chunk, np.ndarray]]:
-        """(chunk, its codes) for the whole text, segment after segment, in one voice (chunk samples
-        are None when ``decode`` is False)."""
+    def _run(self, plan: Plan, *, first_chunk_frames: int, chunk_frames: int,
+             cancel: threading.Event | None = None, decode: bool = True) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """(chunk, its codes) for every segment of ``plan`` in turn, in one voice (chunk samples are None when
+        ``decode`` is False)."""
         t0 = time.perf_counter()
-        sampling = sampling or self.defaults
-        voice, segments = self.plan(text, voice)
-        seed = sampling.seed if sampling.seed is not None else random.getrandbits(62)
         sizes = iter(lambda: chunk_frames, None)
         first = [True]
 
@@ -240,15 +258,16 @@ class Engine:
                 return first_chunk_frames
             return next(sizes)
 
+        voice, segments = plan.voice, plan.segments
         with self._lock:
-            streamer = self.streamer((first_chunk_frames, chunk_frames))
+            streamer = self._single_streamer((first_chunk_frames, chunk_frames))
             streamer.begin(voice.ref_codes if voice.in_context else None, (first_chunk_frames, chunk_frames))
             for index, seg in enumerate(segments):
-                prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text, non_streaming)
-                budget = max_frames or default_max_frames(seg.text)
+                prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text,
+                                      plan.non_streaming)
                 frame = 0
-                for codes, audio, ends in streamer.segment(prompt, sampling, seed + index, budget, chunk_size,
-                                                           cancel, decode):
+                for codes, audio, ends in streamer.segment(prompt, plan.sampling, plan.segment_seed(index),
+                                                           plan.frame_budget(seg), chunk_size, cancel, decode):
                     final = ends and index == len(segments) - 1
                     chunk = Chunk(audio, SAMPLE_RATE, frame, len(codes), index, (seg.start, seg.end),
                                   time.perf_counter() - t0, final)

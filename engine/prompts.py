@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.capacity import MAX_SEQ, MAX_TRAILING, MIN_ROOM_FRAMES
 from engine.config import ModelConfig
 from engine.errors import TextError, UnsupportedError, VoiceError
+from engine.frames.capacity import MAX_SEQ, MAX_TRAILING, MIN_ROOM_FRAMES
 from engine.model.talker import Talker
 from engine.runtime import on_device
 from engine.text import check_text
 from engine.tokenizer import TextTokenizer
-from engine.voices import Voice
+from engine.voices.voice import Voice
 
 REQUIRED_MODEL = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 MODEL_NAMES = {"custom_voice": "CustomVoice", "voice_design": "VoiceDesign", "base": "Base"}
@@ -87,7 +87,7 @@ def check_voice(cfg: ModelConfig, voice: Voice) -> None:
 
 
 @dataclass(slots=True)
-class _Plan:
+class _PromptPlan:
     """What a prompt is made of, before any embedding: its voice and the ids of each piece."""
 
     voice: Voice
@@ -149,7 +149,7 @@ def build_prompts(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, requests
     rows (those texts, the constant embeddings, speakers, reference frames, a zero row) by two indexed reads
     and a sum; each prompt is a view of the result."""
     plans = _plans(cfg, tok, requests, non_streaming)
-    pieces = [ids for plan in plans if isinstance(plan, _Plan) for ids in plan.texts]
+    pieces = [ids for plan in plans if isinstance(plan, _PromptPlan) for ids in plan.texts]
     if not pieces:
         return plans
     dev = talker.codec_head.weight.device
@@ -188,10 +188,10 @@ def check_prompts(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, texts: lis
 
 
 def _plans(cfg: ModelConfig, tok: TextTokenizer, requests: list[tuple[Voice, str]],
-           non_streaming: bool | None) -> list[_Plan | Exception]:
+           non_streaming: bool | None) -> list[_PromptPlan | Exception]:
     """The plan of each (voice, text) whose prompt fits a stream, or the error that refuses it: host work only,
     the texts tokenized in one call."""
-    plans: list[_Plan | Exception | None] = [_checked(cfg, voice, text) for voice, text in requests]
+    plans: list[_PromptPlan | Exception | None] = [_checked(cfg, voice, text) for voice, text in requests]
     valid = [i for i, plan in enumerate(plans) if plan is None]
     for i, ids in zip(valid, _speech_ids(tok, [requests[i][1] for i in valid]), strict=True):
         plans[i] = ids if isinstance(ids, Exception) else _fitting_plan(cfg, tok, requests[i][0], ids, non_streaming)
@@ -223,8 +223,8 @@ def _speech_ids(tok: TextTokenizer, texts: list[str]) -> list[list[int] | Except
 
 
 def _fitting_plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int],
-                  non_streaming: bool | None) -> _Plan | Exception:
-    """``_plan``, or the error of a request whose prompt would not fit a stream (``engine.capacity``)."""
+                  non_streaming: bool | None) -> _PromptPlan | Exception:
+    """``_plan``, or the error of a request whose prompt would not fit a stream (``engine.frames.capacity``)."""
     try:
         plan = _plan(cfg, tok, voice, text_ids, non_streaming)
     except Exception as e:  # the request's own error: only its own
@@ -239,7 +239,7 @@ def _fitting_plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: 
     return plan
 
 
-def prompt_size(plan: _Plan) -> tuple[int, int]:
+def prompt_size(plan: _PromptPlan) -> tuple[int, int]:
     """(prefill positions, trailing text tokens) of ``plan``'s prompt, counted as ``_layout`` lays it out, before
     anything is embedded."""
     voice = plan.voice
@@ -256,7 +256,8 @@ def prompt_size(plan: _Plan) -> tuple[int, int]:
     return head + min(1, len(tail)), len(tail[1:]) + 1
 
 
-def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int], non_streaming: bool | None) -> _Plan:
+def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int],
+          non_streaming: bool | None) -> _PromptPlan:
     """The pieces of the prompt of ``voice`` speaking the text of ``text_ids`` (``tok.speech_ids``): host work only."""
     tc = cfg.talker_config
     body = text_ids[3:-5]
@@ -267,11 +268,11 @@ def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int
         control = (tc.codec_think_id, tc.codec_think_bos_id, language_id, tc.codec_think_eos_id)
     tail = tok.reference_text_ids(voice.ref_text) + body if voice.in_context else body
     texts = ([tok.instruct_ids(voice.instruct)] if voice.instruct else []) + [tail]
-    return _Plan(voice, default_non_streaming(voice) if non_streaming is None else non_streaming,
+    return _PromptPlan(voice, default_non_streaming(voice) if non_streaming is None else non_streaming,
                  tuple(text_ids[:3]), control, texts)
 
 
-def _layout(cfg: ModelConfig, plan: _Plan, texts: list[list[int]], rows: _Rows, zero: int) -> _Layout:
+def _layout(cfg: ModelConfig, plan: _PromptPlan, texts: list[list[int]], rows: _Rows, zero: int) -> _Layout:
     """The rows of ``plan``'s prompt; ``texts``: the rows of its pieces' embeddings (``plan.texts``)."""
     tc, voice = cfg.talker_config, plan.voice
     bos, eos, pad = rows.constant("text", (cfg.tts_bos_token_id, cfg.tts_eos_token_id, cfg.tts_pad_token_id))

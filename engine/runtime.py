@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 from collections.abc import Iterator
 
 import torch
@@ -37,9 +38,20 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.float32
 
 
+def deterministic_cublas() -> None:
+    """Make cuBLAS pick only run-to-run deterministic GEMM algorithms (a fixed workspace), since seeded sampling
+    must repeat exactly. cuBLAS reads this when its first handle is made, so it is called before a CUDA engine's
+    first product; a caller's own value wins."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
 def check_device(device: torch.device) -> None:
-    """A clear error for a CUDA device this PyTorch cannot use (a CPU-only build, or no GPU)."""
-    if device.type == "cuda" and not torch.cuda.is_available():
+    """A clear error for a CUDA device this PyTorch cannot use (a CPU-only build, or no GPU); on one it can use,
+    cuBLAS set up for run-to-run deterministic products."""
+    if device.type != "cuda":
+        return
+    deterministic_cublas()
+    if not torch.cuda.is_available():
         built = "was built without CUDA" if torch.version.cuda is None else "sees no CUDA GPU"
         raise UnsupportedError(
             f"device 'cuda' was asked for, but this PyTorch ({torch.__version__}) {built}. "

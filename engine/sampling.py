@@ -18,6 +18,7 @@ import torch
 
 from engine.errors import SamplingError
 from engine.kernels import runs_on, triton_available
+from engine.noise import uniform_noise
 from engine.runtime import on_device
 
 # The accepted ranges, inclusive except the low end of those in OPEN_BELOW. Values outside them make no sense for
@@ -148,47 +149,13 @@ def _filtered_sorted(logits: torch.Tensor, s: StageSettings) -> tuple[torch.Tens
     return values.masked_fill(drop, float("-inf")), order
 
 
-def uniform_noise(seeds: torch.Tensor, counter: torch.Tensor, vocab: int) -> torch.Tensor:
-    """Counter-based uniform noise in (0, 1): [B, vocab] from per-row seeds [B] and counters [B].
-
-    A splitmix64 hash of (seed, counter, token index): deterministic per stream whatever the batch,
-    identical on the eager and graph paths, and free of generator state (so capture-safe).
-    """
-    idx = torch.arange(vocab, device=seeds.device, dtype=torch.int64)
-    # the token index joins before the only multiplication by a 64-bit constant: compiled, a small index
-    # is an int32 variable, and int32 x a 64-bit constant does not compile (the sum is int64)
-    z = (seeds[:, None] * _M0 + counter[:, None] * _M1 + idx[None, :]) * _GOLDEN
-    z = (z ^ ((z >> 30) & _LOW34)) * _M2
-    z = (z ^ ((z >> 27) & _LOW37)) * _M3
-    z = z ^ ((z >> 31) & _LOW33)
-    # 23 bits: (2^23 - 0.5) / 2^23 is exact in float32, so the noise stays below 1 (24 bits rounded to 1.0,
-    # and a filtered token's -inf plus the infinite Gumbel term of u = 1 made a NaN that argmax picked)
-    return (((z >> 41) & 0x7FFFFF).float() + 0.5) / float(1 << 23)
-
-
-def _signed(x: int) -> int:
-    return x - (1 << 64) if x >= 1 << 63 else x
-
-
-_GOLDEN = _signed(0x9E3779B97F4A7C15)
-_M0 = _signed(0xD1B54A32D192ED03)
-_M1 = _signed(0xABC98388FB8FAC03)
-_M2 = _signed(0xBF58476D1CE4E5B9)
-_M3 = _signed(0x94D049BB133111EB)
-_LOW33, _LOW34, _LOW37 = (1 << 33) - 1, (1 << 34) - 1, (1 << 37) - 1
-
-
-# decided once (a constant for torch.compile)
-_TRITON_SAMPLER = triton_available()
-
-
 def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter: torch.Tensor) -> torch.Tensor:
     """Pick one id per row: argmax for greedy rows, a Gumbel-max draw otherwise. Returns [B] int64.
 
     ``counter`` [B] must differ for every draw of a stream (e.g. frame * 16 + codebook). On CUDA this is
     one Triton kernel (see the module's docstring); elsewhere the reference below.
     """
-    if _TRITON_SAMPLER and logits.is_cuda and logits.shape[-1] <= 4096 and runs_on(logits.device):
+    if logits.is_cuda and triton_available() and logits.shape[-1] <= 4096 and runs_on(logits.device):
         from engine.kernels.sampler import sample_triton
 
         return sample_triton(logits, s, seeds, counter)

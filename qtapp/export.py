@@ -21,7 +21,7 @@ import soundfile as sf
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from engine import Engine, Voice
-from engine.results import SAMPLE_RATE
+from engine.audio.chunks import SAMPLE_RATE
 from engine.text import split_segments
 from qtapp.engine_errors import StudioError, describe_error
 from qtapp.subtitles import Cue, SrtWriter

@@ -1,4 +1,4 @@
-"""The Qt list models of the voice library (``engine.library.VoiceLibrary``, the folder of voice files).
+"""The Qt list models of the voice library (``engine.voices.library.VoiceLibrary``, the folder of voice files).
 
 ``VoiceListModel`` exposes the library to list views (display text, kind icon, tooltip); a file that cannot
 be read is a row too, marked unreadable with its error, so the user can delete it. ``VoiceFilterModel``
@@ -10,7 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QApplication, QStyle
 
-from engine.library import VoiceEntry, VoiceLibrary
+from engine.voices.library import VoiceEntry, VoiceLibrary
 
 KIND_ICONS = {
     "preset": QStyle.StandardPixmap.SP_ComputerIcon,

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.library import VOICE_SUFFIX, LibraryError, VoiceLibrary
+from engine.voices.library import VOICE_SUFFIX, LibraryError, VoiceLibrary
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
 from qtapp.library import VoiceFilterModel, VoiceListModel
 

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.library import LibraryError, VoiceLibrary
+from engine.voices.library import LibraryError, VoiceLibrary
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave
 from qtapp.documents import DocumentError, load_document

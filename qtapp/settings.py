@@ -3,7 +3,7 @@
 Everything the studio writes lives under one data directory: ``settings.json``, the voice
 library folder, and the autosaved editor text. The directory comes from ``platformdirs`` and can
 be redirected with the ``ORATOR_DATA_DIR`` environment variable (tests point it at ``tmp_path``); the
-server finds the same folders through ``engine.library.data_dir``.
+server finds the same folders through ``engine.voices.library.data_dir``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from engine.atomic import atomic_write_text
-from engine.library import data_dir, default_library_dir
+from engine.voices.library import data_dir, default_library_dir
 
 VOICE_KINDS = ("preset", "design", "clone")
 DEFAULT_CHECKPOINTS = {

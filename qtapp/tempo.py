@@ -1,6 +1,6 @@
 """Playback speed for one speaking job: streamed chunks in, the same chunks at another tempo out.
 
-``ChunkTempo(speed)`` wraps ``engine.speed.TimeStretcher`` (tempo change without pitch change).
+``ChunkTempo(speed)`` wraps ``engine.audio.tempo.TimeStretcher`` (tempo change without pitch change).
 Each segment (sentence) gets its own stretcher, flushed when the next segment's first chunk
 arrives or the call ends, so every output chunk holds only audio of the segment it is tagged with
 and the player's per-sample segment marks keep the highlighting in step with what is heard. At
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.results import Chunk
-from engine.speed import TimeStretcher
+from engine.audio.chunks import Chunk
+from engine.audio.tempo import TimeStretcher
 
 
 class ChunkTempo:

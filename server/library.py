@@ -1,4 +1,4 @@
-"""The server's voice library: ``engine.library.VoiceLibrary`` (the studio's folder and rules) with its errors
+"""The server's voice library: ``engine.voices.library.VoiceLibrary`` (the studio's folder and rules) with its errors
 as the API errors a client sees.
 
 The default folder is ``voices`` under the Orator data directory (``ORATOR_DATA_DIR`` or the platform's user
@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 
 from engine import Voice
-from engine import library as lib
-from engine.library import DEFAULT_MAX_VOICES, LibraryError, VoiceEntry, VoiceLibrary, default_library_dir
+from engine.voices import library as lib
+from engine.voices.library import DEFAULT_MAX_VOICES, LibraryError, VoiceEntry, VoiceLibrary, default_library_dir
 from server.errors import APIError
 
 __all__ = ["VoiceStore", "api_error", "checked_name", "default_library_dir"]

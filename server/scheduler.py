@@ -73,12 +73,11 @@ class BatchedBackend:
     """Many streams at once: ``slots`` requests advance together through the engine's batched frame loop."""
 
     def __init__(self, engine: Engine, slots: int, streams=None, progress: WarmupProgress | None = None):
-        """``streams``: an engine.batch.BatchedStreams of ``slots`` slots to serve from (one is made, every
+        """``streams``: an engine.frames.batched.BatchedStreams of ``slots`` slots to serve from (one is made, every
         batch size captured before serving and ``progress`` told how far that is, when not given)."""
-        from engine.batch import BatchedStreams
 
         self.streams = (streams if streams is not None
-                        else BatchedStreams(engine, slots, warmup=True, warmup_progress=progress))
+                        else engine.batched(slots, warmup=True, warmup_progress=progress))
         self.capacity = self.streams.slots
 
     def run_async(self, job: SpeechJob, cancel: threading.Event) -> AsyncIterator[Chunk]:

@@ -29,10 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from engine import OratorError, SamplingError
-from engine.engine import MAX_FRAMES_CAP
-from engine.results import SAMPLE_RATE
+from engine.audio.chunks import SAMPLE_RATE
+from engine.audio.tempo import MAX_SPEED, MIN_SPEED, TimeStretcher
+from engine.plan import MAX_FRAMES_CAP
 from engine.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED, OPEN_BELOW
-from engine.speed import MAX_SPEED, MIN_SPEED, TimeStretcher
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
 from server.scheduler import LimitReached, Queued, QueueFull, SpeechJob, Ticket

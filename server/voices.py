@@ -31,9 +31,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from engine import Engine, OratorError, UnsupportedError, Voice, VoiceError
-from engine.library import VoiceEntry
 from engine.prompts import check_voice
-from engine.voice_file import VoiceInfo
+from engine.voices.file import VoiceInfo
+from engine.voices.library import VoiceEntry
 from server.errors import APIError, engine_error
 from server.library import VoiceStore, checked_name
 

@@ -14,6 +14,10 @@ import torch
 
 if not torch.cuda.is_available():  # Triton kernels run in its interpreter on CPU (set before engine imports)
     os.environ.setdefault("TRITON_INTERPRET", "1")
+else:  # GPU tests that multiply before loading an engine repeat run to run as the engine does
+    from engine.runtime import deterministic_cublas
+
+    deterministic_cublas()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -63,3 +67,13 @@ def tiny_engine(tiny_model_dir):
         return loaded[model_type]
 
     return get
+
+
+@pytest.fixture
+def engine_options():
+    """``set(**changes)``: change the engine's process-wide options (``engine.options``) for this test only."""
+    from engine import options
+
+    before = options.current()
+    yield lambda **changes: options.configure(**changes)
+    options.configure(before)

@@ -18,7 +18,7 @@ import soundfile as sf
 
 import main
 from engine import Voice
-from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME
+from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
 TEXT = "Good morning. Shall we go?"  # two sentences

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.kernels import channels_last
+from engine.codec.layout import channels_last
 from engine.kernels.residual import add_biased
 from engine.kernels.snake import snake_beta
 

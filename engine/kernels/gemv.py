@@ -23,10 +23,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from engine.kernels import runs_on, triton_available
+from engine.kernels import TRITON_INSTALLED, runs_on, triton_available
 
-_ENABLED = triton_available()
-if _ENABLED:
+if TRITON_INSTALLED:
     import triton
     import triton.language as tl
 
@@ -96,7 +95,7 @@ def block_config(n: int, silu_mul: bool) -> tuple[int, int, int]:
 
 
 def _one_row(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    return (_ENABLED and x.is_cuda and x.dtype in (torch.bfloat16, torch.float16) and x.numel() == x.shape[-1]
+    return (x.is_cuda and triton_available() and x.dtype in (torch.bfloat16, torch.float16) and x.numel() == x.shape[-1]
             and weight.is_contiguous() and weight.dtype == x.dtype and runs_on(x.device))
 
 

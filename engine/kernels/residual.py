@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import torch
 
-from engine.kernels import CHANNEL_TIME_DTYPES, channel_time_launch, empty_like_layout, runs_on, triton_available
+from engine.codec.layout import empty_like_layout
+from engine.kernels import TRITON_INSTALLED, runs_on, triton_available
+from engine.kernels.channel_time import CHANNEL_TIME_DTYPES, channel_time_launch
 
-_ENABLED = triton_available()
-if _ENABLED:
+if TRITON_INSTALLED:
     import triton
     import triton.language as tl
 
@@ -63,7 +64,7 @@ def add_biased(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor | None,
                x_bias: torch.Tensor | None = None) -> torch.Tensor:
     """``x + (y + bias[None, :, None])`` over x, y [B, C, T] (``x + y`` without a bias), in x's dtype; with
     ``x_bias`` [C], x is ``x + x_bias[None, :, None]`` first."""
-    if bias is not None and (_ENABLED and x.is_cuda and x.dtype in CHANNEL_TIME_DTYPES and x.dtype == y.dtype
+    if bias is not None and (x.is_cuda and triton_available() and x.dtype in CHANNEL_TIME_DTYPES and x.dtype == y.dtype
                              and bias.dtype in CHANNEL_TIME_DTYPES and x.shape == y.shape and runs_on(x.device)
                              and (x_bias is None or x_bias.dtype in CHANNEL_TIME_DTYPES)):
         return add_biased_kernel(x, y, bias, x_bias)

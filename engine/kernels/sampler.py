@@ -22,11 +22,16 @@ Triton's interpreter (``TRITON_INTERPRET=1``), which is how the tests check it a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import triton
 import triton.language as tl
 
-from engine import sampling
+from engine import noise
+
+if TYPE_CHECKING:
+    from engine.sampling import StageSettings
 
 MAX_VOCAB = 4096  # one row lives in registers; wider rows take the PyTorch path
 WARPS: int | None = None  # warps a program; None: 4 up to 1,024 logits a row, 8 above (bench.sampler_configs)
@@ -36,19 +41,19 @@ _KEY_NEG_INF = tl.constexpr(-2139095041)  # key(-inf)
 _KEY_POS_INF = tl.constexpr(2139095040)  # key(+inf)
 _KEY_MAX = tl.constexpr(2**31 - 1)
 
-_M0 = tl.constexpr(sampling._M0)
-_M1 = tl.constexpr(sampling._M1)
-_M2 = tl.constexpr(sampling._M2)
-_M3 = tl.constexpr(sampling._M3)
-_GOLDEN = tl.constexpr(sampling._GOLDEN)
-_LOW33 = tl.constexpr(sampling._LOW33)
-_LOW34 = tl.constexpr(sampling._LOW34)
-_LOW37 = tl.constexpr(sampling._LOW37)
+_M0 = tl.constexpr(noise.M0)
+_M1 = tl.constexpr(noise.M1)
+_M2 = tl.constexpr(noise.M2)
+_M3 = tl.constexpr(noise.M3)
+_GOLDEN = tl.constexpr(noise.GOLDEN)
+_LOW33 = tl.constexpr(noise.LOW33)
+_LOW34 = tl.constexpr(noise.LOW34)
+_LOW37 = tl.constexpr(noise.LOW37)
 
 
 @triton.jit
 def _uniform_noise(seed, counter, idx):
-    """``engine.sampling.uniform_noise`` for one row: int64 seed and counter, int64 token ids -> (0, 1)."""
+    """``engine.noise.uniform_noise`` for one row: int64 seed and counter, int64 token ids -> (0, 1)."""
     z = (seed * _M0 + counter * _M1 + idx) * _GOLDEN
     z = (z ^ ((z >> 30) & _LOW34)) * _M2
     z = (z ^ ((z >> 27) & _LOW37)) * _M3
@@ -152,7 +157,7 @@ def warps_for(block: int) -> int:
     return WARPS or (4 if block <= 1024 else 8)
 
 
-def sample_triton(logits: torch.Tensor, s: sampling.StageSettings, seeds: torch.Tensor,
+def sample_triton(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor,
                   counter: torch.Tensor) -> torch.Tensor:
     """``engine.sampling.sample`` through the kernel (any device Triton runs on: CUDA, or the interpreter)."""
     return sample_rows(logits, s.greedy, s.temperature, s.top_k, s.top_p, seeds, counter)

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import torch
 
-from engine.kernels import CHANNEL_TIME_DTYPES, channel_time_launch, empty_like_layout, runs_on, triton_available
+from engine.codec.layout import empty_like_layout
+from engine.kernels import TRITON_INSTALLED, runs_on, triton_available
+from engine.kernels.channel_time import CHANNEL_TIME_DTYPES, channel_time_launch
 
-_ENABLED = triton_available()
-if _ENABLED:
+if TRITON_INSTALLED:
     import triton
     import triton.language as tl
 
@@ -91,7 +92,7 @@ def snake_beta(x: torch.Tensor, log_alpha: torch.Tensor, log_beta: torch.Tensor,
                out: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``x + sin(x * e^log_alpha)^2 / (e^log_beta + 1e-9)`` over x [B, C, T] (``x + bias`` when a per-channel
     bias is given), the parameters per channel [C], in x's dtype; written into ``out`` (same shape) when given."""
-    if (_ENABLED and x.is_cuda and x.dtype in CHANNEL_TIME_DTYPES and log_alpha.dtype in CHANNEL_TIME_DTYPES
+    if (x.is_cuda and triton_available() and x.dtype in CHANNEL_TIME_DTYPES and log_alpha.dtype in CHANNEL_TIME_DTYPES
             and log_beta.dtype in CHANNEL_TIME_DTYPES and (bias is None or bias.dtype in CHANNEL_TIME_DTYPES)
             and runs_on(x.device)):
         return snake_beta_kernel(x, log_alpha, log_beta, out, bias)

@@ -126,7 +126,6 @@ class Attention(nn.Module):
 
 
 SHORT_CACHE = 16  # the code predictor's cache; longer ones are the talker's
-TRITON_ATTENTION = triton_available()  # engine/kernels/attention.py and short_attention.py
 
 
 def attention_block(qkv, k_cache, norm_weight):
@@ -136,7 +135,7 @@ def attention_block(qkv, k_cache, norm_weight):
     A cache of at most SHORT_CACHE slots (the code predictor's) is one kernel, short_attention.py's, instead
     of ~5 compiled ones; the talker's long cache two, attention.py's, reading only each row's filled slots,
     instead of ~10."""
-    if not (TRITON_ATTENTION and qkv.shape[1] == 1 and qkv.is_cuda and qkv.dtype in (torch.bfloat16, torch.float16)
+    if not (qkv.shape[1] == 1 and qkv.is_cuda and triton_available() and qkv.dtype in (torch.bfloat16, torch.float16)
             and norm_weight.dtype == qkv.dtype and runs_on(qkv.device)):
         return None
     if k_cache.shape[2] <= SHORT_CACHE:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.profile_batch import PHASES, main
-from engine.batch import LOOP_FRAMES
+from engine.frames.batched import LOOP_FRAMES
 
 STREAMS, FRAMES = 3, 8
 

@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from engine import Sampling, Voice
-from engine.results import SAMPLES_PER_FRAME
+from engine import Sampling, Voice, load_voice, save_voice
+from engine.audio.chunks import SAMPLES_PER_FRAME
 
 TEXT = "Good morning. The weather is fine today! Shall we go for a walk?"
 
@@ -75,8 +75,8 @@ def test_design_and_clone_models_speak(tiny_engine, tmp_path):
         voice = base.prepare_voice(Voice.clone((ref, 24000), ref_text=ref_text))
         assert voice.speaker_embedding.shape == (base.config.talker_config.hidden_size,)
         assert (voice.ref_codes is not None) == (ref_text is not None)
-        voice.save(tmp_path / "v.voice")
-        loaded = Voice.load(tmp_path / "v.voice")
+        save_voice(voice, tmp_path / "v.voice")
+        loaded = load_voice(tmp_path / "v.voice")
         a = base.synthesize("Hello.", voice, Sampling(greedy=True), max_frames=5)
         b = base.synthesize("Hello.", loaded, Sampling(greedy=True), max_frames=5)
         np.testing.assert_array_equal(a.codes, b.codes)

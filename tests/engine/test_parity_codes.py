@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from engine.config import ModelConfig
-from engine.generate import FrameGenerator
+from engine.frames.eager import FrameGenerator
 from engine.model import Qwen3TTS
 from engine.prompts import build_prompt
 from engine.sampling import Sampling
@@ -73,24 +73,24 @@ def pairs():
 
 
 def _run_ours(pair: Pair, tok, voice: Voice, non_streaming: bool):
-    import engine.generate
+    import engine.frames.codes
 
     logits = []
-    head, plain = pair.ours.talker.codec_head.weight, engine.generate.linear
+    head, plain = pair.ours.talker.codec_head.weight, engine.frames.codes.linear
 
-    def recording(x, weight, bias=None):  # the talker's codec head goes through engine.generate.linear
+    def recording(x, weight, bias=None):  # the talker's codec head goes through engine.frames.codes.linear
         out = plain(x, weight, bias)
         if weight is head:
             logits.append(out.detach())  # [1, V]
         return out
 
-    engine.generate.linear = recording
+    engine.frames.codes.linear = recording
     try:
         prompt = build_prompt(pair.ours.talker, pair.config, tok, voice, TEXT, non_streaming)
         gen = FrameGenerator(pair.ours.talker, prompt, Sampling(greedy=True), FRAMES)
         codes = [f.numpy() for f in gen.frames()]
     finally:
-        engine.generate.linear = plain
+        engine.frames.codes.linear = plain
     return np.stack(codes), torch.cat(logits)
 
 

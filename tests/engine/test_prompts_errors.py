@@ -12,7 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Sampling, TextError, UnsupportedError, Voice, VoiceError
+from engine import Sampling, TextError, UnsupportedError, Voice, VoiceError, load_voice, save_voice
 
 GREEDY = Sampling(greedy=True)
 FRAMES = 3
@@ -129,9 +129,9 @@ def test_instruct_on_the_small_custom_voice_model(tiny_engine, speaks):
 def test_clone_embedding_of_another_model_size(tiny_engine, speaks, tmp_path):
     eng = tiny_engine("base")
     width = eng.config.talker_config.hidden_size
-    clone_voice(2048).save(tmp_path / "big.voice")  # as if made with the 1.7B Base model
+    save_voice(clone_voice(2048), tmp_path / "big.voice")  # as if made with the 1.7B Base model
     with pytest.raises(VoiceError, match="different model size") as err:
-        eng.generate_codes(TEXT, Voice.load(tmp_path / "big.voice"), GREEDY, max_frames=FRAMES)
+        eng.generate_codes(TEXT, load_voice(tmp_path / "big.voice"), GREEDY, max_frames=FRAMES)
     assert f"width {width}" in str(err.value) and "2048" in str(err.value)
     speaks("base")
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from engine.errors import UnsupportedError
-from engine.graphs.state import StaticState, cache_bytes
+from engine.frames.state import StaticState, cache_bytes
 from engine.runtime import YOUNG_COLLECTION_EVERY, autotuned_convolutions, check_memory, on_device, settle_heap
 
 

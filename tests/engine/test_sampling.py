@@ -17,7 +17,8 @@ from transformers import (
 )
 
 from engine import OratorError, SamplingError
-from engine.generate import CODEBOOK_SIZE, TalkerLogitsProcessor
+from engine.frames.codes import CODEBOOK_SIZE, TalkerLogitsProcessor
+from engine.noise import uniform_noise
 from engine.sampling import (
     FLOAT_RANGES,
     INT_RANGES,
@@ -26,7 +27,6 @@ from engine.sampling import (
     StageSettings,
     filter_logits,
     sample,
-    uniform_noise,
 )
 
 SETTINGS = [  # (temperature, top_k, top_p); top_k 0 = off

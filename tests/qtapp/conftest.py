@@ -20,7 +20,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk  # noqa: E402
+from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk  # noqa: E402
 from engine.text import split_segments  # noqa: E402
 
 FRAMES_PER_SENTENCE = 3

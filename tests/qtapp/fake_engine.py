@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from engine.results import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk
+from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk
 from engine.text import split_segments
 
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from engine import Voice
-from engine.library import LibraryError, VoiceLibrary, checked_name
+from engine.voices.library import LibraryError, VoiceLibrary, checked_name
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
 from qtapp.library_panel import LibraryPanel
 from qtapp.settings import Settings

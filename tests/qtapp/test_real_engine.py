@@ -11,7 +11,7 @@ import pytest
 import soundfile as sf
 
 from engine import Engine, Voice
-from engine.results import SAMPLES_PER_FRAME
+from engine.audio.chunks import SAMPLES_PER_FRAME
 from engine.text import split_segments
 from qtapp.export import ExportJob, start_export, subtitle_path
 from qtapp.player import Player

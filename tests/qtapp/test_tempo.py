@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.results import SAMPLE_RATE, Chunk
+from engine.audio.chunks import SAMPLE_RATE, Chunk
 from qtapp.tempo import ChunkTempo
 
 

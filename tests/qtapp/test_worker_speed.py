@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine import Voice
-from engine.results import SAMPLE_RATE
+from engine.audio.chunks import SAMPLE_RATE
 from engine.text import split_segments
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker

@@ -164,9 +164,9 @@ def test_the_single_stream_backend_prepares_the_engine_before_any_request(tiny_e
     from server.scheduler import EngineBackend
 
     engine = tiny_engine("custom_voice")
-    engine._streamer = None
+    engine._single = None
     EngineBackend(engine)
-    assert engine._streamer is not None
+    assert engine._single is not None
 
 
 def test_a_finished_ticket_keeps_its_status_but_not_its_voice():

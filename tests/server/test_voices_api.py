@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine import Voice
+from engine import Voice, load_voice, save_voice
 from server.settings import ServerSettings
 from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close
 
@@ -51,7 +51,7 @@ def test_clone_upload_on_a_non_base_model_is_kept_unencoded_and_said_so(live_ser
     assert r.status_code == 200, r.text
     answer = r.json()
     assert answer["kind"] == "clone" and answer["encoded"] is False and "Base" in answer["note"]
-    stored = Voice.load(live_server.library / "Alice.voice")
+    stored = load_voice(live_server.library / "Alice.voice")
     assert stored.ref_audio is not None and stored.ref_text == "hello there" and stored.speaker_embedding is None
     refused = speak(live_server.url, "Alice")
     assert refused.status_code == 400 and "Base" in refused.json()["error"]["message"]
@@ -130,7 +130,7 @@ def test_library_survives_a_restart_and_is_the_studio_folder_format(start_server
     first = start_server(tiny_engine("custom_voice"), library=tmp_path)
     httpx.post(f"{first.url}/v1/audio/voices", json={"name": "Keeper", "speaker": "vivian"})
     first.stop()
-    Voice.preset("serena").with_(name="FromStudio").save(tmp_path / "FromStudio.voice")  # as the studio writes
+    save_voice(Voice.preset("serena").with_(name="FromStudio"), tmp_path / "FromStudio.voice")  # as the studio writes
     second = start_server(tiny_engine("custom_voice"), library=tmp_path)
     assert {"Keeper", "FromStudio"} <= set(library_names(second.url))
     assert speak(second.url, "FromStudio").status_code == 200
@@ -141,7 +141,7 @@ def test_clone_on_a_base_model_is_encoded_and_speaks(start_server, tiny_engine):
     r = upload(live.url, "Bob", reference_wav(), transcript="hello there", language="english")
     assert r.status_code == 200, r.text
     assert r.json()["encoded"] is True and r.json()["note"] is None
-    stored = Voice.load(live.library / "Bob.voice")
+    stored = load_voice(live.library / "Bob.voice")
     assert stored.speaker_embedding is not None and stored.ref_codes is not None
     answer = speak(live.url, {"id": "Bob"})
     assert answer.status_code == 200 and len(answer.content) == 2 * 2 * SAMPLES_PER_FRAME

@@ -12,6 +12,7 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
+from engine.kernels import triton_available  # noqa: E402
 from engine.kernels.attention import BLOCK_S, SPLITS, filled_slots_attention_block  # noqa: E402
 from engine.kernels.short_attention import short_attention_block  # noqa: E402
 from engine.model import layers  # noqa: E402
@@ -78,14 +79,14 @@ def test_compiled_it_writes_the_cache_in_place(monkeypatch, cache):
 
 @pytest.mark.parametrize("cache", list(CACHES))
 def test_compiled_with_a_symbolic_batch_over_the_first_rows_of_a_bigger_cache(monkeypatch, cache):
-    """As the batched engine compiles and calls it (engine/graphs/compile.py: dynamic=None, so the first batch
+    """As the batched engine compiles and calls it (engine/frames/compile.py: dynamic=None, so the first batch
     size compiles static and the next one with a symbolic batch; the caches are the first rows of the whole
     batch's, ``state.CacheRows``): batches of 1, 2 and 3 rows give the plain code's hidden states and caches, no
     row past the batch is written, and the three take two compiles."""
     from torch._dynamo.utils import counters
     from torch._inductor.utils import run_and_get_code
 
-    from engine.graphs.state import CacheRows
+    from engine.frames.state import CacheRows
 
     slots, n, first, block = CACHES[cache]
     stack = decoder_stack(torch.float32)
@@ -122,13 +123,13 @@ GPU_CASES = {"predictor": (5, 16, 16, 2, short_attention_block),
 @pytest.mark.gpu
 @pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("cache", list(GPU_CASES))
-def test_layers_on_gpu_as_close_to_float32_with_the_block_as_without(monkeypatch, cache, compiled):
+def test_layers_on_gpu_as_close_to_float32_with_the_block_as_without(monkeypatch, cache, compiled, engine_options):
     """bf16 on CUDA, eager and under torch.compile: the hidden states and cache with the block are as close to a
     float32 run of the same weights as those without it (bf16 rounding differs in places, and spreads through
     the layers); the real ``attention_block`` picks the block for each one-position step."""
     from torch._inductor.utils import run_and_get_code
 
-    assert layers.TRITON_ATTENTION
+    assert triton_available()
     n_layers, slots, n, first, block = GPU_CASES[cache]
     shapes = {"layers_": n_layers, "hidden": 1024, "heads": 16, "kv_heads": 8, "head_dim": 128}
     stack = decoder_stack(torch.bfloat16, **shapes)
@@ -151,7 +152,7 @@ def test_layers_on_gpu_as_close_to_float32_with_the_block_as_without(monkeypatch
         assert NAMES[block] in "\n".join(code)
     else:
         assert chosen.count(block) == (n - first) * n_layers and chosen.count(None) == n_layers
-    monkeypatch.setattr(layers, "TRITON_ATTENTION", False)
+    engine_options(triton=False)
     plain = run()
 
     def parts(result):  # hidden states, keys, values

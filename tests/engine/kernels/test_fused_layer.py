@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.kernels import gemv
+from engine.kernels import TRITON_INSTALLED, gemv
 from engine.model.layers import DecoderStack, fuse_projections
 
-pytestmark = pytest.mark.skipif(not gemv._ENABLED, reason="Triton is not installed")
+pytestmark = pytest.mark.skipif(not TRITON_INSTALLED, reason="Triton is not installed")
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.kernels import gemv
+from engine.kernels import TRITON_INSTALLED, gemv
 from engine.model.layers import RMSNorm
 
-pytestmark = pytest.mark.skipif(not gemv._ENABLED, reason="Triton is not installed")
+pytestmark = pytest.mark.skipif(not TRITON_INSTALLED, reason="Triton is not installed")
 
 CUDA = torch.cuda.is_available()
 DEVICE, DTYPE, TOL = ("cuda", torch.bfloat16, 2e-2) if CUDA else ("cpu", torch.float32, 1e-4)

@@ -15,12 +15,12 @@ import torch
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
 from engine.kernels.sampler import sample_rows, sample_triton  # noqa: E402
+from engine.noise import uniform_noise  # noqa: E402
 from engine.sampling import (  # noqa: E402
     StageSettings,
     filter_logits,
     sample,
     sample_reference,
-    uniform_noise,
 )
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

@@ -13,7 +13,7 @@ import torch
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
 from engine.codec.conv import SnakeBeta  # noqa: E402
-from engine.kernels import snake  # noqa: E402
+from engine.kernels import snake, triton_available  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -143,7 +143,7 @@ def test_the_decoder_layer_uses_it_on_cuda_only_and_not_for_float64(monkeypatch)
         torch.testing.assert_close(half, reference(x.to(torch.bfloat16).float(), layer.alpha.float(),
                                                    layer.beta.float()).to(torch.bfloat16), atol=5e-2, rtol=5e-2)
         layer.double()(x.double())
-    assert calls == (["cuda", "cuda"] if DEVICE == "cuda" and snake._ENABLED else [])
+    assert calls == (["cuda", "cuda"] if DEVICE == "cuda" and triton_available() else [])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -1,0 +1,113 @@
+"""The eager streamer: frames from ``FrameGenerator`` grouped into chunks and decoded to audio.
+
+A streamer turns one prompt at a time into (codes, audio) chunks and keeps the codec decoder's
+streaming state across the segments of one call. ``engine.frames.graphs.runner.GraphStreamer`` has the
+same interface and replays CUDA graphs; this one is the reference the fast path must equal.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import torch
+
+from engine.frames.codes import TalkerLogitsProcessor, predict_codes, sample_code0
+from engine.model.talker import Talker
+from engine.prompts import Prompt
+from engine.sampling import Sampling, StageSettings
+
+# (codes int64 [n, 16], audio float32 [n * 1920] or None, True if known to end the segment)
+CodedAudio = Iterator[tuple[np.ndarray, np.ndarray | None, bool]]
+
+
+class FrameGenerator:
+    """Generates frames for one prompt (batch 1) on the eager path."""
+
+    def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0):
+        self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
+        c = talker.config
+        dev = talker.codec_head.weight.device
+        self.device, self.dtype = dev, talker.codec_head.weight.dtype
+        self.eos = c.codec_eos_token_id
+        self.talker_settings = StageSettings.allocate(1, dev)
+        self.talker_settings.set_row(0, sampling.greedy, sampling.temperature, sampling.top_k, sampling.top_p)
+        self.predictor_settings = StageSettings.allocate(1, dev)
+        self.predictor_settings.set_row(0, sampling.predictor_greedy, sampling.sub_temperature,
+                                        sampling.sub_top_k, sampling.sub_top_p)
+        self.processor = TalkerLogitsProcessor(c.vocab_size, self.eos, 1, dev)
+        self.processor.penalty[0] = sampling.repetition_penalty
+        self.processor.min_frames[0] = sampling.min_frames
+        self.seeds = torch.full((1,), seed, dtype=torch.int64, device=dev)
+        self.cache = talker.model.new_cache(1, prompt.length + max_frames, self.dtype, dev)
+        pc = talker.code_predictor.config
+        self.predictor_cache = talker.code_predictor.model.new_cache(1, pc.num_code_groups, self.dtype, dev)
+
+    @torch.inference_mode()
+    def frames(self) -> Iterator[torch.Tensor]:
+        """Yield frames as int64 tensors of shape [16] until EOS or ``max_frames``."""
+        t = self.talker
+        L = self.prompt.length
+        positions = torch.arange(L, device=self.device)[None]  # [1, L]
+        hidden = t.model(self.prompt.embeds, positions, self.cache, kv_len=L)[:, -1]  # [1, H]
+        for step in range(self.max_frames):
+            frame = torch.full((1,), step, device=self.device)
+            code0 = sample_code0(t, hidden, frame, self.processor, self.talker_settings, self.seeds)  # [1]
+            if code0.item() == self.eos:
+                return
+            codes = predict_codes(t, hidden, code0, self.predictor_cache, self.predictor_settings,
+                                  self.seeds, frame)  # [1, 16]
+            yield codes[0]
+            if step + 1 == self.max_frames:
+                return
+            x = t.embed_frame(codes) + self.trailing(step)  # [1, H]
+            pos = torch.full((1, 1), L + step, device=self.device)
+            hidden = t.model(x[:, None], pos, self.cache, kv_len=L + step + 1)[:, -1]
+
+    def trailing(self, step: int) -> torch.Tensor:
+        tr = self.prompt.trailing
+        return tr[:, step] if step < tr.shape[1] else self.prompt.pad_embed[:, 0]
+
+
+class EagerStreamer:
+    def __init__(self, talker: Talker, decoder):
+        self.talker, self.decoder = talker, decoder
+        self.device = talker.codec_head.weight.device
+        self.decoder_state = decoder.new_state(1, self.device)
+
+    @torch.inference_mode()
+    def begin(self, context_codes: np.ndarray | None, chunk_sizes=()) -> None:
+        """Start a new call: clear the decoder state, then feed ``context_codes`` [T, 16] (audio dropped)."""
+        self.decoder.reset(self.decoder_state)
+        if context_codes is not None and len(context_codes):
+            self.decoder.decode_chunk(torch.as_tensor(context_codes, device=self.device)[None], self.decoder_state)
+
+    @torch.inference_mode()
+    def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
+                chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True) -> CodedAudio:
+        """(codes int64 [n, 16], audio float32 [n * 1920], ends) chunks for one prompt; ``chunk_size()``
+        gives the size of each next chunk. With ``decode=False`` the audio is None (codes only). ``ends``
+        is True on a chunk that reaches ``max_frames``; an utterance that stops on EOS is only known
+        to have ended after its last chunk."""
+        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed)
+        buf: list[torch.Tensor] = []
+        size = chunk_size()
+        done = 0
+        for frame in gen.frames():
+            if cancel is not None and cancel.is_set():
+                return
+            buf.append(frame)
+            done += 1
+            if len(buf) >= size or done == max_frames:
+                yield (*self._decode(buf, decode), done == max_frames)
+                buf, size = [], chunk_size()
+        if buf and not (cancel is not None and cancel.is_set()):
+            yield (*self._decode(buf, decode), False)
+
+    def _decode(self, frames: list[torch.Tensor], decode: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        codes = torch.stack(frames)[None]  # [1, n, 16]
+        if not decode:
+            return codes[0].cpu().numpy(), None
+        audio = self.decoder.decode_chunk(codes, self.decoder_state)  # [1, n * 1920]
+        return codes[0].cpu().numpy(), audio[0].float().cpu().numpy()

@@ -1,0 +1,96 @@
+"""``GraphStreamer``: the fast path for one stream, same interface as ``engine.frames.eager.EagerStreamer``.
+
+Per chunk of n frames: n replays of the captured frame step, one read-back of the EOS marker (the
+only host synchronisation of the chunk), then one replay of the decoder graph captured for n frames
+on the codes still on the device, and the copy of the audio to the host. Frames sampled after
+EOS are never decoded, so the decoder state stays exact across segments.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from engine.frames.capacity import HISTORY, MAX_SEQ, MAX_TRAILING
+from engine.frames.compile import capture_frame_step
+from engine.frames.eager import CodedAudio
+from engine.frames.graphs.capture import graphs_enabled
+from engine.frames.graphs.decode import DecodeGraph
+from engine.frames.graphs.prefill import PrefillGraphs
+from engine.frames.state import NEVER, StaticState
+from engine.model.talker import Talker
+from engine.prompts import Prompt
+from engine.sampling import Sampling
+
+
+class GraphStreamer:
+    def __init__(self, talker: Talker, decoder, chunk_sizes=(1, 4), enabled: bool | None = None,
+                 max_seq: int = MAX_SEQ):
+        self.talker, self.decoder = talker, decoder
+        self.device = talker.codec_head.weight.device
+        self.enabled = enabled
+        t0 = time.perf_counter()
+        self.state = StaticState(talker, 1, max_seq, MAX_TRAILING, HISTORY)
+        use_graphs = graphs_enabled(self.device) if enabled is None else enabled
+        self.step, self.compiled = capture_frame_step(talker, self.state, self.device, use_graphs, "frame step")
+        self.prefill = PrefillGraphs(talker, self.state, self.device, use_graphs, self.step.pool)
+        self.decoder_state = decoder.new_state(1, self.device)
+        self._decoders: dict[int, DecodeGraph] = {}
+        self.prepare(chunk_sizes)
+        self.capture_seconds = time.perf_counter() - t0
+
+    def prepare(self, chunk_sizes) -> None:
+        """Capture decoder graphs for these chunk sizes (and 1, for tails before EOS). Clears the decoder
+        state, so call it between utterances only."""
+        for n in {1, *chunk_sizes}:
+            if n not in self._decoders:
+                self._decoders[n] = DecodeGraph(self.decoder, self.decoder_state, n, self.device, self.enabled,
+                                                self.step.pool)
+        self.decoder.reset(self.decoder_state)
+
+    @torch.inference_mode()
+    def begin(self, context_codes: np.ndarray | None, chunk_sizes=()) -> None:
+        self.prepare(chunk_sizes)
+        if context_codes is not None and len(context_codes):
+            self.decoder.decode_chunk(torch.as_tensor(context_codes, device=self.device)[None], self.decoder_state)
+
+    @torch.inference_mode()
+    def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
+                chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True) -> CodedAudio:
+        s = self.state
+        max_frames = min(max_frames, s.max_seq - prompt.length)
+        s.prefill(self.talker, 0, prompt, sampling, seed, self.prefill)
+        done = 0
+        while done < max_frames:
+            if cancel is not None and cancel.is_set():
+                return
+            n = min(chunk_size(), max_frames - done, HISTORY)
+            for _ in range(n):
+                self.step()
+            eos_at = int(s.eos_at[0])  # the chunk's one synchronisation
+            valid = n if eos_at == NEVER else max(0, min(n, eos_at - done))
+            ends = valid < n or done + valid == max_frames
+            if valid and decode:
+                yield (*self._decode(done, valid), ends)
+            elif valid:
+                yield self._codes(done, valid)[0].cpu().numpy(), None, ends
+            done += valid
+            if valid < n:
+                return
+
+    def _codes(self, first: int, n: int) -> torch.Tensor:
+        ring = torch.arange(first, first + n, device=self.device) % HISTORY
+        return self.state.codes[:, ring]  # [1, n, 16]
+
+    def _decode(self, first: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        codes = self._codes(first, n)
+        if n in self._decoders:
+            audio = self._decoders[n](codes)
+        else:  # a short tail before EOS: frame by frame through the 1-frame graph (exact all the same)
+            one = self._decoders[1]
+            audio = torch.cat([one(codes[:, i : i + 1]).clone() for i in range(n)], dim=1)
+        return codes[0].cpu().numpy(), audio[0].to("cpu", copy=True).numpy()  # the graph reuses its buffer
