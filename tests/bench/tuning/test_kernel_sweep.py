@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from bench.kernel_sweep import report
+from bench.tuning.kernel_sweep import report
 
 
 def test_report_prints_each_measurement_as_it_comes_and_writes_them_all(tmp_path, capsys):

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from bench import gemv_configs  # noqa: E402
+from bench.tuning import gemv_configs  # noqa: E402
 
 
 @pytest.mark.parametrize("silu", [False, True])

@@ -9,7 +9,7 @@ joining rows' decoder state (``put_rows``, ``clear_rows``), the first phases aft
 timeline (name, start, length), and the resulting audio-seconds per second and p50/p95 time to first
 audio.
 
-    python -m bench.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
+    python -m bench.tuning.profile_batch --model DIR [--streams 64] [--frames 150] [--trickle MS] [--http] [--ops N]
                                   [--syncs N] [--kernels N] [--decoder-dtype bfloat16] [--device cuda]
 
 With ``--http`` the clients run in a process of their own (``bench.clients.ClientProcess``), as in
@@ -23,7 +23,7 @@ of ``bench.run_batch``'s and the phases add up as if nothing overlapped.
 
 ``--kernels N`` then profiles replays of the step graph of the streams' bucket (one frame of every row)
 and of its decode graph of ``LOOP_FRAMES`` frames (the loop's), each with its kernels per replay, their device
-time and the N costliest (``bench.profile_orator.replay_kernels``): what a batched frame and a batched decode
+time and the N costliest (``bench.tuning.profile_orator.replay_kernels``): what a batched frame and a batched decode
 spend the GPU on.
 
 ``--syncs N`` runs every admission in CUDA's sync debug mode and lists the N lines of the engine that
@@ -268,7 +268,7 @@ def profile(streams, requests: Callable[[], tuple[list[float], float]], ops: int
 def graph_kernels(streams, rows: int, top: int) -> dict:
     """The kernels of one replay of the step graph and of the LOOP_FRAMES-frame decode graph over the bucket that
     holds ``rows`` streams (replayed on the loop's idle state: their times do not depend on its values)."""
-    from bench.profile_orator import replay_kernels
+    from bench.tuning.profile_orator import replay_kernels
 
     bucket = next(b for b in streams.frames.buckets if b >= rows)
     decode = streams._decoder(bucket, LOOP_FRAMES)

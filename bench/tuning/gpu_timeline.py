@@ -1,12 +1,12 @@
 """When the many-streams loop leaves the GPU idle, and what the loop thread was doing then: N concurrent
 streams through a warmed-up ``BatchedStreams``, unsynchronised as when serving, with every kernel and copy
 on the device traced (``torch.profiler``, CUDA activity) and the loop's phases (``phase_timer``) put on
-the trace's clock. ``bench.profile_batch`` synchronises every phase, so its phases add up as if nothing
+the trace's clock. ``bench.tuning.profile_batch`` synchronises every phase, so its phases add up as if nothing
 overlapped. This tool measures the overlap itself: how long some stream ran device work, how long two
 streams ran at once (a step and the previous iteration's decode), and how long the GPU stood idle. Each
 idle span is charged to the loop phases that ran during it.
 
-    python -m bench.gpu_timeline --model DIR [--streams 64 128] [--frames 150] [--decoder-dtype bfloat16]
+    python -m bench.tuning.gpu_timeline --model DIR [--streams 64 128] [--frames 150] [--decoder-dtype bfloat16]
 
 Each stream count runs twice: once unprofiled, for the throughput and first audio the profiler cannot
 slow (``wall_s``, ``audio_s_per_s``, ``ttfa_p50_ms``, ``ttfa_p95_ms``), then traced (``traced_wall_s``).

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench.profile_batch import PHASES, main
+from bench.tuning.profile_batch import PHASES, main
 from engine.batch import LOOP_FRAMES
 
 STREAMS, FRAMES = 3, 8
@@ -85,7 +85,7 @@ def test_sync_tally_counts_the_sync_warnings_by_line_and_thread(monkeypatch):
 
     import torch
 
-    from bench.profile_batch import SyncTally
+    from bench.tuning.profile_batch import SyncTally
 
     modes = []
     monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)

@@ -1,11 +1,11 @@
-"""bench/decoder_speed.py on the tiny checkpoint on CPU: one JSON line per (dtype, rows, frames) with the
+"""bench/tuning/decoder_speed.py on the tiny checkpoint on CPU: one JSON line per (dtype, rows, frames) with the
 time of a real decode and the audio-seconds per second it implies."""
 
 from __future__ import annotations
 
 import json
 
-from bench import decoder_speed
+from bench.tuning import decoder_speed
 
 
 def test_prints_one_timed_line_per_configuration(tiny_model_dir, capsys):

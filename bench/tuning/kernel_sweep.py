@@ -1,6 +1,5 @@
-"""What the kernel sweeps (``gemv_configs``, ``attention_configs``, ``sampler_configs``, ``skinny_gemm``) share:
-the time of a call replayed from a CUDA graph, and the report, one JSON line per measurement as it comes and
-the whole at the end."""
+"""What the kernel sweeps (``gemv_configs``, ``attention_configs``, ``sampler_configs``) share: the time of a call
+replayed from a CUDA graph, and the report, one JSON line per measurement as it comes and the whole at the end."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Where Orator's time goes on the GPU: per-frame graph replay, kernels per frame, and the pieces of
 the time to first audio (prompt, prefill, first frame, first decode), each synchronised.
 
-    python -m bench.profile_orator --model DIR [--frames 200]
+    python -m bench.tuning.profile_orator --model DIR [--frames 200]
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def test_warps_are_the_knob_or_the_default_by_row_width(monkeypatch):
 def test_every_number_of_warps_draws_the_defaults_ids():
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from bench import sampler_configs
+    from bench.tuning import sampler_configs
 
     for setting in sampler_configs.SETTINGS:
         result = sampler_configs.measure("predictor", 2048, 1, 64, setting)

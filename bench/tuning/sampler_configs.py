@@ -4,7 +4,7 @@ calls (a code-predictor row of 2,048 logits and the talker's 3,072). Picks ``sam
 bisections reduce the whole row dozens of times, and a reduction over several warps goes through shared memory
 and a barrier.
 
-    python -m bench.sampler_configs [--out results.json]
+    python -m bench.tuning.sampler_configs [--out results.json]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 
 import torch
 
-from bench.kernel_sweep import graph_us, report
+from bench.tuning.kernel_sweep import graph_us, report
 from engine.kernels import sampler
 from engine.sampling import StageSettings
 

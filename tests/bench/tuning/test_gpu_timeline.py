@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from bench.gpu_timeline import charge, excerpt, gaps, overlapped, traced, union, window
+from bench.tuning.gpu_timeline import charge, excerpt, gaps, overlapped, traced, union, window
 
 
 def test_union_merges_touching_and_overlapping_spans():
@@ -77,9 +77,9 @@ def test_phases_land_on_the_trace_clock():
 def test_measure_charges_a_whole_run_to_the_loop_phases(tiny_model_dir):
     """Through a real ``BatchedStreams`` on the CPU (no device events): the whole run is idle device time,
     and every millisecond of it goes to a loop phase that the loop really ran."""
-    from bench.gpu_timeline import measure
-    from bench.profile_batch import PHASES
     from bench.run_batch import warm_streams
+    from bench.tuning.gpu_timeline import measure
+    from bench.tuning.profile_batch import PHASES
 
     _, streams = warm_streams(str(tiny_model_dir("custom_voice")), "cpu", 2)
     report = measure(streams, 2, 8)

@@ -1,4 +1,4 @@
-"""bench/decoder_layers.py on the tiny checkpoint on CPU: every causal convolution of the decoder is timed with
+"""bench/tuning/decoder_layers.py on the tiny checkpoint on CPU: every causal convolution of the decoder is timed with
 its shapes, costliest first, and the summary adds up the outermost layers (a ConvNeXt block's convolution
 once, inside its block) beside a whole decode's time. (How the two compare is for a quiet GPU to say: on a
 loaded CI machine one decode took 9x the layers' sum.)"""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from bench import decoder_layers
+from bench.tuning import decoder_layers
 from engine.codec.decoder import SpeechDecoder
 
 

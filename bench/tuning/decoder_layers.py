@@ -6,7 +6,7 @@ costliest first: its module path, type, input and output shapes and milliseconds
 total of the outermost layers and the whole decode's time. A kernel profile names kernels
 (``profile_batch --kernels``); this names the layer behind each.
 
-    python -m bench.decoder_layers --model DIR [--rows 64] [--frames 4] [--dtype bfloat16] [--top 20]
+    python -m bench.tuning.decoder_layers --model DIR [--rows 64] [--frames 4] [--dtype bfloat16] [--top 20]
 
 Eager, so each layer's time includes the gaps between its kernels' launches: small layers look slower than
 inside the captured graph, the large ones as they are. On a CPU the times are wall times.

@@ -7,18 +7,18 @@
 # profiles on the first, the benchmarks on the second). Everything lands in $OUT as 8 files at most (all the device returns). Run
 # from the repository root there, with .whl carried (bench/README.md); the device's .git is stale, so
 # name the commit:
-#   ORATOR_COMMIT=<hash> bash bench/device_session.sh tests|0.6b|1.7b [seconds, default 570]
+#   ORATOR_COMMIT=<hash> bash scripts/device_session.sh tests|0.6b|1.7b [seconds, default 570]
 # `ab` measures a branch against this tree side by side, at the same moment (main on the first GPU, the
 # branch on the second; on a one-GPU machine one after the other), the many-streams benchmark at 64 and 128
 # streams through the engine and HTTP, then (two GPUs only) the loop's GPU timeline at 64 and 128
-# (bench.gpu_timeline: its busy, idle and overlap).
+# (bench.tuning.gpu_timeline: its busy, idle and overlap).
 # DIR is the branch's whole tree, unpacked here beforehand (`mkdir _branch && git archive BRANCH | tar -x -C
 # _branch`: untracked, it travels with the call):
-#   ORATOR_COMMIT=<hash> bash bench/device_session.sh ab [seconds] DIR [0.6b|1.7b]
+#   ORATOR_COMMIT=<hash> bash scripts/device_session.sh ab [seconds] DIR [0.6b|1.7b]
 # `sweep` is the many-streams benchmark of record: 1, 8, 32, 64 and 128 streams (128 first and last), through
 # the engine and through HTTP with four client processes and with one; with two GPUs the 0.6B on the first and
 # the 1.7B on the second at the same moment, with one GPU the 0.6B only (~400 s with a cold compile each):
-#   ORATOR_COMMIT=<hash> bash bench/device_session.sh sweep [seconds]
+#   ORATOR_COMMIT=<hash> bash scripts/device_session.sh sweep [seconds]
 set -uo pipefail
 SIZE="${1:-0.6b}"
 BUDGET="${2:-570}"
@@ -57,11 +57,11 @@ profiles() {
     export ORATOR_MODELS=/tmp/orator-profile-models
     local model="$ORATOR_MODELS/$SIZE-custom_voice"
     python3 -m engine.synthetic "$model" --size "$SIZE" --type custom_voice >/dev/null
-    step decoder "$1" python3 -m bench.decoder_speed --model "$model" --rows 1 8 64 128 --frames 1 4 --dtypes float32 bfloat16
-    step decoder-layers 10 python3 -m bench.decoder_layers --model "$model" --rows 64 --frames 4 --dtype bfloat16
-    step profile-batch "$2" python3 -m bench.profile_batch --model "$model" --streams 64 --kernels 25 --syncs 25 \
+    step decoder "$1" python3 -m bench.tuning.decoder_speed --model "$model" --rows 1 8 64 128 --frames 1 4 --dtypes float32 bfloat16
+    step decoder-layers 10 python3 -m bench.tuning.decoder_layers --model "$model" --rows 64 --frames 4 --dtype bfloat16
+    step profile-batch "$2" python3 -m bench.tuning.profile_batch --model "$model" --streams 64 --kernels 25 --syncs 25 \
         --decoder-dtype bfloat16
-    step profile "$3" python3 -m bench.profile_orator --model "$model"
+    step profile "$3" python3 -m bench.tuning.profile_orator --model "$model"
 }
 
 # speed BENCH_SHARE BATCH_SHARE
@@ -72,7 +72,7 @@ speed() {
         --models "$ORATOR_MODELS" --out "/tmp/bench-$SIZE"
     cp "/tmp/bench-$SIZE/results.jsonl" "$OUT/bench-$SIZE.jsonl"
     step batch "$2" python3 -m bench.run_batch --model "$model" --streams 1 8 32 64 128 --frames 150 --http \
-        --decoder-dtype bfloat16  # the faster decoder (docs/benchmarks.md, sixth session)
+        --decoder-dtype bfloat16  # the faster decoder under many streams (docs/benchmarks.md#decoder-dtype)
 }
 
 # ab_half NAME TREE: one side of `ab`, in its own tree (its engine, bench and tests), on the GPU it was given
@@ -82,7 +82,7 @@ ab_half() {
     step "ab-$name" "$( [ "$GPUS" -ge 2 ] && echo 65 || echo 100 )" python3 -m bench.run_batch --model "$model" \
         --streams 64 128 --frames 150 --http --decoder-dtype bfloat16 --out "$OUT/ab-$name.jsonl"
     if [ "$GPUS" -ge 2 ]; then  # (one GPU: no time for it; a cold warm-up there takes 250-306 s at 0.6B)
-        step "ab-$name-timeline" 95 python3 -m bench.gpu_timeline --model "$model" --streams 64 128 \
+        step "ab-$name-timeline" 95 python3 -m bench.tuning.gpu_timeline --model "$model" --streams 64 128 \
             --decoder-dtype bfloat16
     fi
 }

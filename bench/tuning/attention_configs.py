@@ -6,10 +6,10 @@ Picks ``attention.SPLITS``, ``BLOCK_S``, ``WARPS`` and ``MERGE_WARPS``, and ``sh
 The rows' positions are drawn at random in a range (the loop's streams are at different points of their
 speech); the calls cycle through enough copies of the caches that the filled slots come from HBM, not L2.
 ``--baseline`` times each block once as the tree configures it, whatever its knobs: run it in another tree to
-compare (``cd other && PYTHONPATH=$PWD python ../this/bench/attention_configs.py --baseline``; a tree older than
-``bench/kernel_sweep.py`` needs that file copied in).
+compare (``cd other && PYTHONPATH=$PWD python ../this/bench/tuning/attention_configs.py --baseline``; a tree
+without ``bench/tuning/kernel_sweep.py`` needs it and ``bench/tuning/__init__.py`` copied in).
 
-    python -m bench.attention_configs [--out results.json] [--baseline]
+    python -m bench.tuning.attention_configs [--out results.json] [--baseline]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from bench.kernel_sweep import graph_us, report
+from bench.tuning.kernel_sweep import graph_us, report
 from engine.kernels import attention, short_attention
 
 HEADS, KV_HEADS, DIM, EPS = 16, 8, 128, 1e-6  # both talkers' and both predictors' attention

@@ -6,7 +6,7 @@ As in the frame, the weights come from HBM, not L2: the calls cycle through enou
 matrix (``COLD_BYTES`` in all, several times the H200's 60 MB L2) that none is still cached when it is
 read again. ``--warm`` reuses one copy (what the first sweep measured: it flatters small matrices).
 
-    python -m bench.gemv_configs [--out results.json]
+    python -m bench.tuning.gemv_configs [--out results.json]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 import triton
 
-from bench.kernel_sweep import COLD_BYTES, graph_us, report
+from bench.tuning.kernel_sweep import COLD_BYTES, graph_us, report
 from engine.kernels import gemv
 
 # (name, outputs N, inputs K): talker/predictor projections, heads

@@ -5,7 +5,7 @@ loaded in bf16), each call
 synchronised. Prints one JSON line per (dtype, rows, frames): ms per call and the audio-seconds per second
 the decoder alone could keep up with.
 
-    python -m bench.decoder_speed --model DIR [--rows 1 8 64 128] [--frames 1 4] [--dtypes float32 bfloat16]
+    python -m bench.tuning.decoder_speed --model DIR [--rows 1 8 64 128] [--frames 1 4] [--dtypes float32 bfloat16]
 
 Run it with ``ORATOR_TRITON=0`` as well to see what the one-pass SnakeBeta kernel saves.
 """
