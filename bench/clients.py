@@ -1,9 +1,8 @@
 """The many-streams benchmarks' clients: ``concurrently`` runs N requests on threads, and ``ClientProcess``
 runs N HTTP requests on threads of a process of its own, as a deployed server's clients are other
-processes; ``ClientProcesses`` shares them among several such processes. (With the client threads in the
-server's process, 64 of them reading their streams fought the server's event loop, its scheduler threads and
-the engine's loop thread for one GIL: on an H200, p50 time to first audio ~1 s at 64 streams through HTTP
-against ~250 ms through the engine.)
+processes; ``ClientProcesses`` shares them among several such processes. (In the server's process, the
+client threads reading their streams would compete with the server's event loop, its scheduler threads and the
+engine's loop thread for one GIL, and the HTTP figures would count that.)
 
 This module imports the standard library only, and httpx when a client is built, so the client process
 (``python -m bench.clients``, ~0.1 s to start) holds neither torch nor the engine. Its protocol, one JSON

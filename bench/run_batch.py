@@ -14,8 +14,7 @@ HTTP server runs in a thread of this process too, in front of the same captured 
 in a process of their own (``bench.clients.ClientProcess``: httpx only, no torch), as a deployed server's
 would: every ``clients`` field says which (``"in process"``, ``"separate process"``, or ``"K processes"`` with
 ``--client-processes K``, each holding a share of each run's requests; several counts give the HTTP rows once
-per count, in that order, against the same server). Until that change (the
-commit that added ``bench/clients.py``), the HTTP rows' client threads shared this process's GIL with the
+per count, in that order, against the same server): in this process their threads would share one GIL with the
 server's event loop, its scheduler threads and the engine's loop thread. The HTTP rows also give the server's
 side of each run (``server_wall_s``: first request in to last chunk out of the engine; ``arrival_spread_ms``:
 how far apart the requests reached it), which tells a slow server from slow clients. Every row also gives
@@ -235,9 +234,8 @@ def watched(device: str, run: Callable[[], tuple[list[float], float]]) -> tuple[
     return ttfa, wall, allocator_during(before, allocator_counters(device)), collector
 
 
-# frames of each warm-up request: a first frame alone, then two loop iterations (the second queued ahead). A
-# process's first run at 128 streams, after a warm-up of one stream, was the slower of each pair in every pair of
-# the fourteenth session's (by 0.2-1.8%), and the only one whose allocator took new device memory
+# frames of each warm-up request: a first frame alone, then two loop iterations (the second queued ahead); the
+# warm-up sends as many as the widest run, so that no measured run is the first to allocate what a full batch needs
 WARM_FRAMES = 1 + 2 * LOOP_FRAMES
 
 

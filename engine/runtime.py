@@ -83,8 +83,8 @@ def on_device(values, device: torch.device, dtype: torch.dtype | None = torch.lo
 def autotuned_convolutions() -> Iterator[None]:
     """cuDNN times its algorithms for each new convolution shape met inside (``cudnn.benchmark``), then
     restores the setting. For work run at fixed shapes, such as a decode captured as a CUDA graph: left to
-    its heuristics, cuDNN ran one of the decoder's dilated convolutions with a generic kernel 9x slower
-    than its siblings (2.9 ms of a 64-row, 4-frame bf16 decode on an H200). Not for shapes that vary
+    its heuristics, cuDNN runs one of the decoder's dilated convolutions with a generic kernel several times
+    slower than its siblings (docs/benchmarks.md#cudnn-autotune). Not for shapes that vary
     call to call, each of which would be timed anew. (``torch.backends.cudnn.flags`` would also reset the
     other cuDNN settings to its own defaults.)"""
     before = torch.backends.cudnn.benchmark
@@ -96,10 +96,9 @@ def autotuned_convolutions() -> Iterator[None]:
 
 
 # The young generation's threshold once the heap is settled: a collection every this many new container objects
-# (net of those freed) instead of Python's 700. A server's burst of requests (~140 new objects each) otherwise ran
-# ~25 young and 2-3 middle collections per 128 requests, walking the requests still in flight: 8.5-21.5 ms of
-# held GIL on an H200's host in a run, while the requests took 46-75 ms to come in (docs/benchmarks.md,
-# seventeenth session). Objects freed by their count (most of them) never wait for a collection.
+# (net of those freed) instead of Python's 700: a burst of requests keeps its new objects alive while in flight, so
+# each young collection walks them with the GIL held and delays the burst (docs/benchmarks.md#young-collection-every).
+# Objects freed by their count (most of them) never wait for a collection.
 YOUNG_COLLECTION_EVERY = 50_000
 
 
@@ -108,9 +107,8 @@ def settle_heap() -> None:
     (``gc.freeze``), and collect young objects less often (``YOUNG_COLLECTION_EVERY``). For a process that has
     loaded its model and captured its graphs: its heap then holds hundreds of thousands of long-lived objects
     (modules, compiled kernels, torch.compile's traces), and a full collection, which Python starts on its own
-    now and then, walks every one of them holding the GIL, so that every stream stalls meanwhile (156 ms for
-    411,000 objects after a tiny model's many-streams warm-up on a 2-core CPU). Frozen, they are never walked
-    again; what is made afterwards is still collected, in fewer, larger passes."""
+    now and then, walks every one of them holding the GIL, so that every stream stalls meanwhile. Frozen, they are
+    never walked again; what is made afterwards is still collected, in fewer, larger passes."""
     gc.collect()
     gc.freeze()
     young, *older = gc.get_threshold()

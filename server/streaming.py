@@ -2,8 +2,8 @@
 with one plain asyncio task, starts only when its body has a first part, and ends a failed stream visibly.
 
 - Disconnects: uvicorn (ASGI 2.3) reports one only as an ``http.disconnect`` from ``receive``. Starlette listens
-  for it in an anyio task group per response; one small task does the same here at a fraction of the server's
-  CPU per request (docs/benchmarks.md, "server CPU per request"). On a disconnect the streaming is cancelled and
+  for it in an anyio task group per response; one small task does the same here with less of the server's
+  CPU per request. On a disconnect the streaming is cancelled and
   its body iterator unwinds (``server.speech`` frees the stream's slot in its ``finally``).
 - The status line and headers go out with the body's first part: a burst of requests is taken in without a
   write to each client, and a body that fails before its first part (a request the engine refuses) raises out

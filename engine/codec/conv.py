@@ -8,9 +8,8 @@ Module and parameter names follow the official checkpoint (``conv.weight``, ``bl
 Layout: activations, tails and convolution weights are channels-last, shaped [B, C, T] but stored
 [B, T, C] (``channels_last``; weights by ``SpeechDecoder.from_dir``), and the convolutions run as 2-D ones
 over [B, C, 1, T] in ``torch.channels_last``. cuDNN's bf16/fp16 kernels work in that layout: given
-[B, C, T] contiguous, it converted every convolution's input and output around them. A captured
-128-row, 8-frame bf16 decode takes 25.1 ms against 30.8 on an H200 (``bench.decoder_speed``,
-docs/benchmarks.md, twelfth session).
+[B, C, T] contiguous, it converts every convolution's input and output around them
+(docs/benchmarks.md#decoder-channels-last).
 """
 
 from __future__ import annotations

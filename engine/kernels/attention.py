@@ -37,8 +37,8 @@ import triton.language as tl
 from engine.kernels import block_args
 from engine.kernels.rope_norm import NO_FMA, normed_rotated
 
-# bench.attention_configs on an H200 (docs/benchmarks.md, tenth session): at 64 rows of 100-300 slots a layer
-# took 69 us with the earlier fixed chunks of 64 slots and 4 warps, 27 us with these
+# launch settings chosen by bench.tuning.attention_configs at the many-streams loop's shapes
+# (docs/benchmarks.md#attention-splits)
 SPLITS = 8  # programs per (row, query head), each over an equal share of the row's slots
 BLOCK_S = 32  # slots per inner step; a program's share is a whole number of these
 WARPS = 1  # one warp a program: its reductions need no shared memory or barriers

@@ -4,7 +4,7 @@ the MLP's down projection (``silu_mul_linear``) and the residual add after the o
 
 At batch 1 every projection of the talker and the code predictor multiplies ONE row by a weight
 matrix, so its cost is reading the weights. cuBLAS runs these as GEMMs with tiles made for many
-rows and reaches about a third of the H200's bandwidth on the shapes here (1,024..6,144 outputs);
+rows, slower on every such shape than streaming the weight rows (docs/benchmarks.md#gemv-blocks);
 this kernel streams a block of weight rows per program, accumulates in float32 and reduces once.
 Each program reads the whole input row anyway, so it can normalise it on the way in (the row's
 sum of squares is one more pass over a few kilobytes) and add the residual on the way out: a
@@ -81,10 +81,10 @@ if TRITON_INSTALLED:
 
 
 def block_config(n: int, silu_mul: bool) -> tuple[int, int, int]:
-    """(weight rows per program, columns per step, warps), from ``bench/gemv_configs.py`` on an H200 with the
-    weights read from HBM (docs/benchmarks.md): wide outputs want short column steps and few warps, narrow ones
-    (1,024 outputs: too few programs to fill the SMs otherwise) long steps and more warps; the SiLU prologue
-    wants eight rows a program."""
+    """(weight rows per program, columns per step, warps), from ``bench/tuning/gemv_configs.py`` with the
+    weights read from HBM (docs/benchmarks.md#gemv-blocks): wide outputs want short column steps and few warps,
+    narrow ones (1,024 outputs: too few programs to fill the SMs otherwise) long steps and more warps; the SiLU
+    prologue wants eight rows a program."""
     if silu_mul:
         return 8, 2048, 8
     if n >= 4096:

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from engine.sampling import StageSettings
 
 MAX_VOCAB = 4096  # one row lives in registers; wider rows take the PyTorch path
-WARPS: int | None = None  # warps a program; None: 4 up to 1,024 logits a row, 8 above (bench.sampler_configs)
+# warps a program; None: 4 up to 1,024 logits a row, 8 above (docs/benchmarks.md#sampler-warps)
+WARPS: int | None = None
 
 # The order-preserving int32 key of a float32: its bits, with the magnitude bits flipped when negative.
 _KEY_NEG_INF = tl.constexpr(-2139095041)  # key(-inf)

@@ -32,7 +32,7 @@ import triton.language as tl
 from engine.kernels import block_args
 from engine.kernels.rope_norm import NO_FMA, normed_rotated
 
-WARPS = 1  # one warp: reductions without shared memory or barriers (bench.attention_configs: 8.9 -> 4.0 us, 64 rows)
+WARPS = 1  # one warp: reductions without shared memory or barriers (docs/benchmarks.md#predictor-attention-warps)
 
 
 @triton.jit

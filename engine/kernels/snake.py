@@ -12,9 +12,7 @@ to float32.
 ``sin(v)^2`` comes from a polynomial (``_sin_squared``), within 2.5e-7 of the exact value for |v| up to
 ~200,000 (a float32 ulp of 1 is 1.2e-7), so a float32 decoder's audio agrees with the PyTorch code to float
 tolerance, not bit for bit. The accurate float32 ``sin`` (libdevice's, with its reduction for huge
-arguments) made the kernel compute-bound: in a 128-row, 8-frame bf16 decode on an H200 its 29 calls moved
-~11 GB at 1.8 TB/s while the residual sums (``residual.py``) ran at 4.3 (docs/benchmarks.md, fifteenth
-session).
+arguments) made the kernel compute-bound instead of memory-bound (docs/benchmarks.md#snake-sine).
 
 With ``bias`` (per channel) the kernel adds it to x first, rounded to x's dtype as PyTorch's own pass would:
 the bias of the convolution before the activation, which then needs no pass of its own (``ResidualUnit``).

@@ -1,10 +1,10 @@
 """Prefill of several slots at once from captured graphs, one per bucket of rows and positions.
 
 The many-streams loop admits the streams joining between two steps together (``BatchedFrames.add_many``).
-Run eagerly, that talker pass over the padded prompts is hundreds of kernel launches and allocations; on
-the H200 an admission took 73-116 ms whatever its rows, where the captured prefill of one stream
-(``prefill.PrefillGraphs``) takes a few. Here the prompts are copied into a static buffer padded to a
-bucket (rows 1, 2, 4, ... up to the batch; positions 32 ... 512; at most ``TOKENS`` positions in all),
+Run eagerly, that talker pass over the padded prompts is hundreds of kernel launches and allocations, which
+every running stream waits for (docs/benchmarks.md#batched-prefill). Here the prompts are copied into a
+static buffer padded to a bucket (rows 1, 2, 4, ... up to the batch; positions 32 ... 512; at most ``TOKENS``
+positions in all),
 one captured graph runs the bucket through the talker into a static scratch cache and keeps each row's
 last hidden state, and the rows' keys, values and hidden states are copied into their slots (three
 indexed copies). Padding rows and positions compute values nobody reads; a slot's cache positions past its
