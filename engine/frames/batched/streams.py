@@ -173,8 +173,8 @@ class BatchedStreams:
         """``stream`` for a caller on an asyncio event loop (a server's request), without a thread of its own: the
         request goes to the loop thread at once, and what the loop thread hands out comes back through the event
         loop (a worker thread per stream would contend for the GIL with the event loop in a burst of requests, and
-        delay their admission: docs/benchmarks.md#async-handoff). A cloned voice, whose reference may need encoding or decoding, is prepared on a
-        worker thread."""
+        delay their admission: docs/benchmarks.md#async-handoff). A cloned voice, whose reference may need encoding
+        or decoding, is prepared on a worker thread."""
         t0 = time.perf_counter()
         stop = threading.Event()
         loop = asyncio.get_running_loop()
