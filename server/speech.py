@@ -2,8 +2,8 @@
 
 OpenAI fields: ``model`` (the server's model name, or tts-1, tts-1-hd, gpt-4o-mini-tts), ``input`` (at most 4096
 characters), ``voice`` (a preset, a library voice name or ``{"id": name}``), ``instructions`` (style of a preset
-voice, or the voice description on a VoiceDesign model), ``response_format`` (mp3, opus, flac, wav, pcm; aac
-answers 400 here), ``speed`` (0.25-4.0, tempo changed without changing pitch), ``stream_format`` (``audio``: the
+voice, or the voice description on a VoiceDesign model), ``response_format`` (mp3, opus, aac as ADTS, flac, wav,
+pcm: ``server.formats``), ``speed`` (0.25-4.0, tempo changed without changing pitch), ``stream_format`` (``audio``: the
 encoded audio as chunked transfer, frames sent as they are ready; ``sse``: server-sent events).
 Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``repetition_penalty``,
 ``greedy``, ``seed``; streaming ``chunk_frames``, ``first_chunk_frames``; ``max_frames`` (frame budget

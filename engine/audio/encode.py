@@ -1,5 +1,5 @@
-"""Encoding speech into files and streams: WAV, FLAC, MP3, Opus (Ogg), AAC (M4A/M4B, or ADTS) and raw PCM,
-with tags, chapters and a cover, fed float32 24 kHz chunks as they are generated.
+"""Encoding speech into files and streams: WAV, FLAC, MP3, Opus (Ogg) and AAC (M4A/M4B, or ADTS), with tags,
+chapters and a cover, fed float32 24 kHz chunks as they are generated.
 
 - ``FileEncoder(path, ...)``: ``write(samples)`` chunk by chunk, ``finish(chapters=...)`` at the end. The file is
   written under a temporary name beside the target (``.orator-*.tmp``, created with the umask's permissions, not
@@ -13,7 +13,7 @@ Chapters are ``ChapterMark(title, start_s)``; each runs to the next one's start 
 when the encoder is made or only to ``finish``, once the speech's length is known: MP4 keeps chapters in its
 trailer, so late ones cost nothing; MP3 (ID3 ``CHAP``), Ogg and FLAC (Vorbis ``CHAPTERnnn`` comments) keep them
 in the header, so the finished file is remuxed once (packets copied, nothing re-encoded) with its chapters.
-WAV, ADTS and PCM have no place for chapters or a cover; those are left out. Tags (``Tags``): title, author
+WAV and ADTS have no place for chapters or a cover; those are left out. Tags (``Tags``): title, author
 (artist and album artist), narrator (the voice's name, as composer, the field audiobook players read a narrator
 from, and as ``narrator`` where the container allows free keys), album, track, genre, comment.
 
@@ -80,10 +80,9 @@ FORMATS: dict[str, AudioFormat] = {f.name: f for f in (
     AudioFormat("m4a", ".m4a", "mp4", "aac", "audio/mp4", 64000, TRAILER, STREAM, {"brand": "M4A "}),
     AudioFormat("m4b", ".m4b", "mp4", "aac", "audio/mp4", 64000, TRAILER, STREAM, {"brand": "M4B "}),
     AudioFormat("aac", ".aac", "adts", "aac", "audio/aac", 64000, NONE, NONE),
-    AudioFormat("pcm", ".pcm", "s16le", "pcm_s16le", "audio/pcm", None, NONE, NONE),
 )}
 # Formats that can be sent as they are made; a FLAC without its length in the header is refused by some readers.
-STREAMABLE = ("wav", "mp3", "opus", "aac", "pcm")
+STREAMABLE = ("wav", "mp3", "opus", "aac")
 
 
 def audio_format(name_or_path: str | os.PathLike) -> AudioFormat:

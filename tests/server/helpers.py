@@ -21,6 +21,12 @@ SAMPLES_PER_FRAME = 1920
 def decode(response_format: str, data: bytes) -> tuple[np.ndarray, int]:
     if response_format == "pcm":
         return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32767, RATE
+    if response_format == "aac":  # libsndfile reads no AAC
+        import av
+
+        with av.open(io.BytesIO(data)) as container:
+            frames = [frame.to_ndarray()[0] for frame in container.decode(audio=0)]
+            return np.concatenate(frames), container.streams.audio[0].sample_rate
     return sf.read(io.BytesIO(data), dtype="float32")
 
 
