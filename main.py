@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli import add_say_arguments, run_say_command
+from engine.cli import add_export_arguments, add_say_arguments, run_export_command, run_say_command
 from server.cli import add_serve_arguments, run_serve_command
 
 
@@ -35,6 +35,8 @@ COMMANDS = {
     "gui": ("open the desktop studio (the default)", add_gui_arguments, run_gui_command),
     "serve": ("serve the OpenAI-compatible speech API and its web page", add_serve_arguments, run_serve_command),
     "say": ("speak text into a wav or flac file", add_say_arguments, run_say_command),
+    "export": ("turn documents into audiobooks: m4b, mp3, opus, flac or wav, with chapters and subtitles",
+               add_export_arguments, run_export_command),
 }
 DEFAULT_COMMAND = "gui"
 

@@ -1,13 +1,20 @@
-"""``orator say``: speak text into a wav or flac file from the command line.
+"""``orator say``: speak text into a wav or flac file; ``orator export``: documents into audiobooks.
 
     python main.py say "Hello there." --model DIR_OR_HUB_ID --voice vivian --out hello.wav
     python main.py say "Hello." --model DIR --design "a calm, low male voice"
     python main.py say "Hello." --model DIR --clone ref.wav --ref-text "what the reference says"
     python main.py say --model DIR --list-voices
+    python main.py export book.epub --model DIR --voice vivian --format m4b --subtitles srt
+    python main.py export a.txt b.md --model DIR --voice-file narrator.voice --format mp3 --per-chapter -o out/
 
-A voice is one of ``--voice`` (preset speaker), ``--design``, ``--clone`` or ``--voice-file``; the
+A ``say`` voice is one of ``--voice`` (preset speaker), ``--design``, ``--clone`` or ``--voice-file``; the
 model type decides which apply. Errors the engine raises on purpose (``OratorError``) are printed as
 one line and exit with status 2.
+
+``export`` reads every input first (a bad one stops it before any speech), then speaks them with
+``engine.audio.export`` (chapters, pauses, resume: see there), showing progress on stderr. Exit status: 0 done,
+2 a bad input, voice or option, 3 an output that cannot be written, 130 interrupted (Ctrl-C: nothing partial is
+left, and the sentences already spoken are kept for the next run of the same command).
 """
 
 from __future__ import annotations
@@ -95,7 +102,7 @@ def _read_text(text: str | None) -> str:
     return text
 
 
-def _load(model: str, device: str | None):
+def _load(model: str, device: str | None, out=None):
     import torch
     import transformers
 
@@ -109,7 +116,7 @@ def _load(model: str, device: str | None):
     start = time.perf_counter()
     engine = Engine.from_pretrained(model, device=device)
     print(f"loaded {model} ({engine.model_type}, {engine.model_size}) on {device} "
-          f"in {time.perf_counter() - start:.1f} s")
+          f"in {time.perf_counter() - start:.1f} s", file=out)
     return engine
 
 
@@ -162,4 +169,335 @@ def _positive_int(value: str) -> int:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if number < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+# ---- orator export ------------------------------------------------------------------------------------------
+EXIT_OUTPUT = 3  # the output cannot be written
+EXPORT_FORMATS = ("m4b", "m4a", "mp3", "opus", "flac", "wav")
+TEXT_SUFFIXES = (".txt", ".text")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+DOCUMENT_SUFFIXES = (".epub", ".html", ".htm", ".xhtml", ".pdf", ".docx")
+MAX_TEXT_BYTES = 256 << 20  # a text file read whole; far above any book
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="+", metavar="INPUT",
+                        help="documents to read: .txt .md (and .epub .html .pdf .docx with the studio's readers)")
+    parser.add_argument("--model", help="a model directory or a Hugging Face id (not needed for --list-chapters)")
+    voices = parser.add_mutually_exclusive_group()
+    voices.add_argument("--voice", metavar="NAME", help="the default voice: a voice of the library or a preset "
+                                                        "speaker of the model")
+    voices.add_argument("--voice-file", metavar="FILE", help="the default voice from a saved .voice file")
+    parser.add_argument("--language", help="language of the text (default: the voice's, else auto)")
+    parser.add_argument("--format", choices=EXPORT_FORMATS,
+                        help="default: the --output file's suffix, else m4b")
+    parser.add_argument("--output", "-o", metavar="PATH",
+                        help="the file to write, or a folder (for several inputs or --per-chapter); default: "
+                             "beside each input, named after it")
+    parser.add_argument("--per-chapter", action="store_true", help="one numbered file per chapter, in a folder")
+    parser.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1,3-5 (see --list-chapters)")
+    parser.add_argument("--list-chapters", action="store_true", help="print each input's chapters and stop")
+    parser.add_argument("--subtitles", choices=("srt", "vtt"), help="write subtitles beside each audio file")
+    parser.add_argument("--cover", metavar="IMAGE", help="a JPEG or PNG cover (default: an EPUB's own)")
+    parser.add_argument("--bitrate", type=_positive_int, metavar="KBPS", help="of mp3, opus, m4b and m4a")
+    for name, default, what in (("sentence", 0.25, "sentences of a paragraph"), ("paragraph", 0.6, "paragraphs"),
+                                ("heading", 1.0, "a heading and what is around it"),
+                                ("chapter", 2.0, "chapters in one file")):
+        parser.add_argument(f"--pause-{name}", type=_seconds, default=default, metavar="SECONDS",
+                            help=f"silence between {what} (default: {default:g})")
+    parser.add_argument("--library", metavar="FOLDER", help="the voice library (default: the studio's)")
+    parser.add_argument("--cache-dir", metavar="FOLDER", help="where finished sentences are kept for resuming "
+                                                              "(default: the user's cache folder)")
+    parser.add_argument("--no-cache", action="store_true", help="keep nothing: an interrupted export starts over")
+    parser.add_argument("--seed", type=int, help="seed for reproducible sampling")
+    parser.add_argument("--greedy", action="store_true", help="always take the most likely code (no sampling)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
+    parser.add_argument("--max-frames", type=_positive_int, metavar="N",
+                        help="at most N frames (12.5 per second) per sentence")
+
+
+def run_export_command(args: argparse.Namespace) -> int:
+    from engine.audio.export import ExportCancelled
+
+    try:
+        return _export(args)
+    except OratorError as e:
+        return _fail(e, EXIT_ERROR)
+    except _OutputError as e:
+        return _fail(e, EXIT_OUTPUT)
+    except ExportCancelled:
+        print("orator export: cancelled; no partial file was left", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        kept = "" if args.no_cache else "; finished sentences are kept: run the same command again to resume"
+        print(f"\norator export: interrupted; no partial file was left{kept}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+class _OutputError(Exception):
+    """An output file or folder cannot be written."""
+
+
+def _fail(error: Exception, code: int) -> int:
+    print(f"orator export: error: {' '.join(str(error).split())}", file=sys.stderr)
+    return code
+
+
+def _export(args: argparse.Namespace) -> int:
+    from engine.audio.book import Pauses, parse_chapter_selection
+    from engine.audio.encode import Cover
+    from engine.audio.export import BookExporter, ExportOptions
+    from engine.audio.segment_cache import SegmentCache, default_cache_dir
+
+    books = [(Path(name), _load_book(Path(name))) for name in args.inputs]  # every input read before any work
+    if args.list_chapters:
+        for path, book in books:
+            print(f"{path.name}: {book.title}" + (f" by {book.author}" if book.author else ""))
+            for number, chapter in enumerate(book.chapters, 1):
+                print(f"  {number:3d}. {chapter.title}")
+        return 0
+    fmt = _export_format(args)
+    selections = []
+    for path, book in books:
+        try:
+            selections.append(tuple(parse_chapter_selection(args.chapters, len(book.chapters)))
+                              if args.chapters else None)
+        except ValueError as e:
+            raise UnsupportedError(f"--chapters {args.chapters}: {e} ({path.name})") from None
+    try:
+        pauses = Pauses(args.pause_sentence, args.pause_paragraph, args.pause_heading, args.pause_chapter)
+    except ValueError as e:
+        raise UnsupportedError(str(e)) from None
+    cover = Cover.from_file(args.cover).data if args.cover else None
+    outputs = [_output_for(path, fmt, args, len(books)) for path, _ in books]
+    for output in outputs:
+        _check_writable(output if args.per_chapter else output.parent)
+    for path, book in books:
+        for warning in book.warnings:
+            print(f"orator export: {path.name}: {warning}", file=sys.stderr)
+    if not args.model:
+        raise UnsupportedError("give the model to speak with: --model DIR_OR_HUB_ID")
+
+    engine = _load(args.model, args.device, out=sys.stderr)
+    sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy,
+                       seed=args.seed if args.seed is not None else engine.defaults.seed)
+    cache = None if args.no_cache else SegmentCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())
+    written = []
+    for number, ((path, book), output, chapters) in enumerate(zip(books, outputs, selections, strict=True), 1):
+        voices = _export_voices(args, engine, book)
+        options = ExportOptions(format=fmt, pauses=pauses, per_chapter=args.per_chapter, chapters=chapters,
+                                subtitles=args.subtitles, max_frames=args.max_frames, cover=cover,
+                                bitrate=args.bitrate * 1000 if args.bitrate else None)
+        label = f"[{number}/{len(books)}] {path.name}" if len(books) > 1 else path.name
+        exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label))
+        plans = exporter.plan(book, output, options, voices)
+        try:
+            files = exporter.run(plans, book, options)
+        except OSError as e:
+            raise _OutputError(f"cannot write {output}: {e.strerror or e}") from None
+        finally:
+            exporter.progress.close()
+        written.extend(files)
+    for file in written:
+        print(f"wrote {file}")
+    return 0
+
+
+def _load_book(path: Path):
+    """The input as a ``Book``; ``TextError`` or ``UnsupportedError`` with a one-line reason."""
+    from engine.audio.book import book_from_document, book_from_text, decode_text, epub_cover
+
+    if not path.exists():
+        raise TextError(f"{path} does not exist")
+    if path.is_dir():
+        raise TextError(f"{path} is a folder, not a document")
+    suffix = path.suffix.lower()
+    if suffix in DOCUMENT_SUFFIXES or (suffix in MARKDOWN_SUFFIXES and _structured_documents()):
+        try:
+            from qtapp.documents import DocumentError, load_document
+        except ImportError as e:
+            raise UnsupportedError(f"reading {suffix} files needs the studio's document readers "
+                                   f"(pip install 'orator[gui]'): {e}") from None
+        try:
+            document = load_document(path)
+        except DocumentError as e:
+            raise TextError(str(e)) from None
+        except ImportError as e:
+            raise UnsupportedError(f"reading {path.name} needs a package that is not installed: {e.name}") from None
+        book = book_from_document(document)
+        if suffix == ".epub" and book.cover is None:
+            book.cover = epub_cover(path)
+        return book
+    try:
+        size = path.stat().st_size
+        if size > MAX_TEXT_BYTES:
+            raise TextError(f"{path.name} is {size >> 20} MiB; text files of at most {MAX_TEXT_BYTES >> 20} MiB "
+                            "are read")
+        data = path.read_bytes()
+    except OSError as e:
+        raise TextError(f"cannot read {path}: {e.strerror or e}") from None
+    if not data.strip():
+        raise TextError(f"{path.name} is empty: there is no text to speak")
+    warnings: list[str] = []
+    if suffix not in TEXT_SUFFIXES + MARKDOWN_SUFFIXES:
+        warnings.append(f"unknown file type {suffix or '(none)'}: read as plain text")
+    book = book_from_text(decode_text(data, path.name, warnings), path.stem, markdown=suffix in MARKDOWN_SUFFIXES)
+    book.warnings.extend(warnings)
+    return book
+
+
+def _structured_documents() -> bool:
+    """Whether ``qtapp.documents`` gives chapters (its structured readers); else Markdown is read here."""
+    try:
+        from qtapp.documents import Document
+    except ImportError:
+        return False
+    return "chapters" in getattr(Document, "__dataclass_fields__", {})
+
+
+def _export_format(args) -> str:
+    from engine.audio.encode import FORMATS
+
+    suffix = Path(args.output).suffix.lower().lstrip(".") if args.output and not args.per_chapter else ""
+    if args.format:
+        if suffix in FORMATS and suffix != args.format:
+            raise UnsupportedError(f"--output {args.output} is a .{suffix} file but --format is {args.format}")
+        return args.format
+    if suffix in EXPORT_FORMATS:
+        return suffix
+    if suffix and len(args.inputs) == 1 and not _is_folder(args.output):
+        raise UnsupportedError(f"cannot write {Path(args.output).name!r}: the formats are "
+                               f"{', '.join(EXPORT_FORMATS)} (or give --format)")
+    return "m4b"
+
+
+def _is_folder(path: str) -> bool:
+    return path.endswith(("/", "\\")) or Path(path).is_dir()
+
+
+def _output_for(source: Path, fmt: str, args, count: int) -> Path:
+    """Where one input's export goes: the --output file, or a file (a folder, per chapter) named after the input,
+    in the --output folder or beside the input."""
+    from engine.audio.encode import audio_format
+
+    suffix = audio_format(fmt).suffix
+    if args.output and (count > 1 or _is_folder(args.output)):
+        folder = Path(args.output)
+        return folder / source.stem if args.per_chapter else folder / f"{source.stem}{suffix}"
+    if args.output:
+        return Path(args.output)
+    return source.with_suffix("") if args.per_chapter else source.with_suffix(suffix)
+
+
+def _check_writable(folder: Path) -> None:
+    """Fail now, not after an hour of speech, when ``folder`` cannot take new files."""
+    from engine.audio.encode import create_temp_beside
+
+    probe = folder / "probe"
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise _OutputError(f"cannot write to {folder}: {existing} is a file, not a folder")
+    try:
+        create_temp_beside(probe).unlink()
+    except OSError as e:
+        raise _OutputError(f"cannot write to {folder}: {e.strerror or e}") from None
+
+
+def _export_voices(args, engine, book) -> dict:
+    """The default voice (None) and each voice mark's, checked against the model now."""
+    from engine.voices import Voice, load_voice
+    from engine.voices.library import default_library_dir
+
+    folder = Path(args.library) if args.library else default_library_dir()
+    library = None
+    if folder.is_dir():
+        from engine.voices.library import VoiceLibrary
+
+        library = VoiceLibrary(folder)
+    speakers = {s.lower(): s for s in engine.speakers}
+
+    def named(name: str, what: str):
+        stored = library.find(name) if library is not None else None
+        if stored is not None:
+            voice = library.load(stored)
+        elif name.strip().lower() in speakers:
+            voice = Voice.preset(speakers[name.strip().lower()], language=args.language or "auto")
+        else:
+            known = f"; this model's speakers: {', '.join(engine.speakers)}" if engine.speakers else ""
+            raise VoiceError(f"{what} {name!r} is neither a voice of the library ({folder}) nor a speaker of "
+                             f"this model{known}")
+        return voice.with_(language=args.language.lower()) if args.language and voice.kind != "preset" else voice
+
+    if args.voice_file:
+        default = load_voice(args.voice_file)
+        if args.language:
+            default = default.with_(language=args.language.lower())
+    elif args.voice:
+        default = named(args.voice, "--voice")
+    else:
+        hint = f": this model has {', '.join(engine.speakers)}" if engine.speakers else ""
+        raise VoiceError(f"choose the default voice with --voice NAME or --voice-file FILE{hint}")
+    voices = {None: default}
+    for name in sorted(book.voices):
+        voices[name] = named(name, "the voice mark [voice: ...] names")
+    for name, voice in voices.items():
+        try:
+            engine.check("Hello.", voice)
+        except OratorError as e:
+            raise VoiceError(f"{'the default voice' if name is None else repr(name)}: {e}") from None
+    return voices
+
+
+class _ProgressLine:
+    """Progress on stderr: one line rewritten in place on a terminal, else a line every 5 % or 30 s."""
+
+    def __init__(self, label: str, stream=None):
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self._shown = -1.0
+        self._at = 0.0
+        self._open = False
+
+    def __call__(self, progress) -> None:
+        percent = 100 * progress.fraction
+        line = (f"{self.label}: {percent:3.0f}% · sentence {progress.done_segments} of {progress.total_segments}"
+                f" · {format_time_left(progress.eta_s)}")
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write("\r" + line[:200].ljust(79))
+            self._open = True
+        elif percent >= self._shown + 5 or now - self._at >= 30 or progress.done_segments == progress.total_segments:
+            self.stream.write(line + "\n")
+            self._shown, self._at = percent, now
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False
+
+
+def format_time_left(seconds: float | None) -> str:
+    if seconds is None:
+        return "estimating time left"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"about {hours} h {minutes:02d} min left"
+    if minutes:
+        return f"about {minutes} min {secs:02d} s left"
+    return f"about {secs} s left"
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 <= number <= 60:
+        raise argparse.ArgumentTypeError("must be between 0 and 60 seconds")
     return number

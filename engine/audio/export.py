@@ -1,0 +1,366 @@
+"""Rendering a ``Book`` into audio files: one file with a chapter mark per chapter, or one file per chapter, with
+optional subtitles, resumable. Qt-free: the command line (``orator export``) uses it, and the studio can.
+
+``BookExporter.plan`` decides everything before a sound is made: which chapters, which file each goes to (named
+``NN - Title.ext`` when per chapter), the tags, and per file the sequence of segments (``engine.text`` sentences
+of each passage, with their voices) and pauses (``Pauses``: between sentences, paragraphs, around headings,
+between chapters). ``BookExporter.run`` then speaks the segments one engine call each and streams them, with the
+pauses, into a ``FileEncoder`` (and the cues into a subtitle writer, timed by the samples actually written);
+chapter marks go in when the file is finished, at the positions where their first samples were written.
+
+Each segment is its own call with its own seed (derived from the export's seed and the segment's text, or drawn
+at random when none is given), so its audio depends on nothing but its key (``segment_cache.segment_key``). With
+a ``SegmentCache`` a finished segment is stored as soon as it is made: an export interrupted by Ctrl-C, a crash
+or a kill, run again, speaks only the segments it had not finished, and an edited book only its changed
+sentences; a resumed export writes the same samples, and so the same file, as an uninterrupted one.
+
+No partial file is ever visible: audio and subtitles are written to temporary files beside their targets and
+renamed at the end, and removed on any error or cancel. A kill cannot run that clean-up, so the temporary files
+an export is writing are recorded in the cache's ``pending`` folder and removed by the next export to the same
+target.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine.atomic import sync_folder
+from engine.audio.book import Book, Pauses
+from engine.audio.chunks import SAMPLE_RATE
+from engine.audio.encode import ChapterMark, Cover, FileEncoder, Tags, audio_format, create_temp_beside
+from engine.audio.segment_cache import SegmentCache, model_key, segment_key, voice_key
+from engine.audio.subtitles import Cue, chapters_vtt, subtitle_writer
+from engine.sampling import MAX_SEED
+from engine.text import split_segments
+
+EXPORT_CHUNK_FRAMES = 25  # 2 s of audio per engine chunk: fewer, larger writes
+MAX_FILE_TITLE_CHARS = 80  # of a chapter's title in its file name
+_UNSAFE_NAME = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+
+
+class ExportCancelled(Exception):
+    """``cancel`` was set: the export stopped and removed its partial files."""
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    format: str = "m4b"
+    pauses: Pauses = field(default_factory=Pauses)
+    per_chapter: bool = False  # one file per chapter in the output folder
+    chapters: tuple[int, ...] | None = None  # the chapters to export (0-based, book order); None: all
+    subtitles: str | None = None  # "srt", "vtt" or None
+    bitrate: int | None = None  # bits per second of a lossy format; None: the format's default
+    max_frames: int | None = None  # per segment; None: the engine's budget
+    cover: bytes | None = None  # overrides the book's
+
+
+@dataclass(frozen=True)
+class Progress:
+    done_segments: int
+    total_segments: int
+    done_chars: int
+    total_chars: int
+    elapsed_s: float
+    eta_s: float | None  # None while unknown (nothing generated yet)
+    output: Path  # the file being written
+
+    @property
+    def fraction(self) -> float:
+        return self.done_chars / self.total_chars if self.total_chars else 1.0
+
+
+@dataclass(frozen=True)
+class Speech:
+    text: str
+    voice: object  # engine Voice
+    key: str
+
+
+@dataclass(frozen=True)
+class Pause:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ChapterStart:
+    title: str
+
+
+@dataclass
+class OutputPlan:
+    path: Path
+    tags: Tags
+    items: list  # Speech, Pause and ChapterStart, in order
+
+    @property
+    def speeches(self) -> list[Speech]:
+        return [item for item in self.items if isinstance(item, Speech)]
+
+
+def chapter_file_name(number: int, count: int, title: str, suffix: str) -> str:
+    """``07 - The Title.mp3``: numbered so they sort in book order, the title made safe for every file system."""
+    safe = " ".join(_UNSAFE_NAME.sub(" ", title).split()).strip(" .")
+    if len(safe) > MAX_FILE_TITLE_CHARS:
+        safe = safe[:MAX_FILE_TITLE_CHARS].rstrip(" .")
+    while len(safe.encode("utf-8")) > 3 * MAX_FILE_TITLE_CHARS // 2:  # 120 bytes: well within any name limit
+        safe = safe[:-1]
+    digits = max(2, len(str(count)))
+    return f"{number:0{digits}d} - {safe.rstrip(' .') or f'Chapter {number}'}{suffix}"
+
+
+def segment_seed(seed: int, text: str) -> int:
+    """A segment's seed from the export's: its text decides it, not its position, so editing one paragraph does
+    not change how every later one sounds."""
+    digest = hashlib.sha256(f"{seed}\0{text}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % MAX_SEED
+
+
+class BookExporter:
+    """``engine_for(voice)`` gives the engine that speaks a voice; ``progress(Progress)`` hears of each segment;
+    ``cancel`` stops within one engine chunk (``ExportCancelled``)."""
+
+    def __init__(self, engine_for: Callable, sampling=None, cache: SegmentCache | None = None,
+                 progress: Callable[[Progress], None] | None = None, cancel: threading.Event | None = None):
+        self.engine_for = engine_for
+        self.sampling = sampling
+        self.cache = cache
+        self.progress = progress
+        self.cancel = cancel or threading.Event()
+        self._model_keys: dict[int, dict] = {}
+        self._voice_keys: dict[int, dict] = {}
+
+    # ---- planning -----------------------------------------------------------------------------------------
+    def plan(self, book: Book, output: str | os.PathLike, options: ExportOptions,
+             voices: Mapping[str | None, object]) -> list[OutputPlan]:
+        """The files to write. ``output``: the file, or with ``per_chapter`` the folder. ``voices``: the ``Voice``
+        of each voice-mark name the book uses, and of None (the default voice)."""
+        fmt = audio_format(options.format)
+        output = Path(output)
+        indices = list(range(len(book.chapters))) if options.chapters is None else list(options.chapters)
+        if not indices:
+            raise ValueError("no chapter is selected")
+        if any(not 0 <= i < len(book.chapters) for i in indices):
+            raise ValueError(f"the book has {len(book.chapters)} chapters")
+        chosen = [book.chapters[i] for i in sorted(set(indices))]
+        narrators = [_voice_name(voices[None])] + sorted({_voice_name(voices[name]) for name in book.voices})
+        narrator = ", ".join(dict.fromkeys(n for n in narrators if n))
+        pauses = options.pauses
+        if options.per_chapter:
+            plans = []
+            for number, chapter in enumerate(chosen, 1):
+                path = output / chapter_file_name(number, len(chosen), chapter.title, fmt.suffix)
+                tags = Tags(title=chapter.title, author=book.author, narrator=narrator, album=book.title,
+                            track=(number, len(chosen)), genre="Audiobook")
+                plans.append(OutputPlan(path, tags, self._items([chapter], voices, pauses, options)))
+            return plans
+        if output.suffix.lower() != fmt.suffix:
+            output = output.with_name(output.name + fmt.suffix)
+        tags = Tags(title=book.title, author=book.author, narrator=narrator, genre="Audiobook")
+        return [OutputPlan(output, tags, self._items(chosen, voices, pauses, options))]
+
+    def _items(self, chapters, voices, pauses: Pauses, options: ExportOptions) -> list:
+        items: list = []
+        for chapter in chapters:
+            if items and pauses.chapter:
+                items.append(Pause(pauses.chapter))
+            items.append(ChapterStart(chapter.title))
+            previous = None
+            for passage in chapter.passages:
+                segments = [s.text for s in split_segments(passage.text)]
+                if not segments:
+                    continue
+                if previous is not None:
+                    items.append(Pause(pauses.between(previous, passage)))
+                voice = voices[passage.voice]
+                for i, text in enumerate(segments):
+                    if i and pauses.sentence:
+                        items.append(Pause(pauses.sentence))
+                    items.append(Speech(" ".join(text.split()), voice, self._key(text, voice, options)))
+                previous = passage
+        return items
+
+    def _key(self, text: str, voice, options: ExportOptions) -> str:
+        engine = self.engine_for(voice)
+        model = self._model_keys.get(id(engine))
+        if model is None:
+            model = self._model_keys[id(engine)] = model_key(engine)
+        vkey = self._voice_keys.get(id(voice))
+        if vkey is None:
+            vkey = self._voice_keys[id(voice)] = voice_key(voice)
+        sampling = dataclasses.asdict(self.sampling or engine.defaults)
+        seed = sampling.pop("seed")
+        sampling["seed"] = "random" if seed is None else seed
+        return segment_key(" ".join(text.split()), vkey, model, sampling, options.max_frames)
+
+    # ---- running ------------------------------------------------------------------------------------------
+    def run(self, plans: list[OutputPlan], book: Book, options: ExportOptions) -> list[Path]:
+        """Write every planned file; returns their paths. Raises ``ExportCancelled`` when cancelled, and whatever
+        the engine or the disk raised; in every case no partial file is left."""
+        cover = options.cover if options.cover is not None else book.cover
+        cover = Cover.from_bytes(cover) if cover else None
+        speeches = [s for plan in plans for s in plan.speeches]
+        self._total_segments = len(speeches)
+        self._total_chars = sum(len(s.text) for s in speeches)
+        self._uncached_chars = sum(len(s.text) for s in speeches if self.cache is None or s.key not in self.cache)
+        self._done_segments = self._done_chars = self._generated_chars = 0
+        self._generating_s = 0.0
+        self._start = time.perf_counter()
+        written = []
+        for plan in plans:
+            written.append(self._write(plan, cover, options))
+        if self.cache is not None:
+            self.cache.prune(keep={s.key for s in speeches})
+        return written
+
+    def _write(self, plan: OutputPlan, cover: Cover | None, options: ExportOptions) -> Path:
+        self._remove_leftovers(plan.path)
+        encoder = FileEncoder(plan.path, options.format, tags=plan.tags, cover=cover, bitrate=options.bitrate)
+        temps = list(encoder.temp_paths)
+        subtitles = subtitle_file = None
+        try:
+            if options.subtitles:
+                temps.append(create_temp_beside(plan.path))
+                subtitle_file = open(temps[-1], "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+                subtitles = subtitle_writer(options.subtitles, subtitle_file)
+            self._record_pending(plan.path, temps)
+            position, marks = 0, []
+            for item in plan.items:
+                if isinstance(item, Pause):
+                    silence = np.zeros(round(item.seconds * SAMPLE_RATE), dtype=np.float32)
+                    encoder.write(silence)
+                    position += silence.size
+                elif isinstance(item, ChapterStart):
+                    marks.append(ChapterMark(item.title, position / SAMPLE_RATE))
+                    if subtitles is not None:
+                        subtitles.chapter(item.title, position / SAMPLE_RATE)
+                else:
+                    audio = self._audio(item, options)
+                    encoder.write(audio)
+                    if subtitles is not None and audio.size:
+                        subtitles.write(Cue(position / SAMPLE_RATE, (position + audio.size) / SAMPLE_RATE, item.text))
+                    position += audio.size
+                    self._report(plan.path, len(item.text))
+            encoder.finish(marks)
+            if subtitle_file is not None:
+                subtitle_file.flush()
+                os.fsync(subtitle_file.fileno())
+                subtitle_file.close()
+                os.replace(temps[-1], plan.path.with_suffix(subtitles.suffix))
+                if options.subtitles == "vtt" and len(marks) > 1:
+                    _write_chapters_track(plan.path.with_suffix(".chapters.vtt"), marks, position)
+                sync_folder(plan.path.parent)
+        except BaseException:
+            encoder.abort()
+            raise
+        finally:
+            if subtitle_file is not None and not subtitle_file.closed:
+                subtitle_file.close()
+            for temp in temps:
+                temp.unlink(missing_ok=True)
+            self._clear_pending(plan.path)
+        return plan.path
+
+    def _audio(self, speech: Speech, options: ExportOptions) -> np.ndarray:
+        if self.cancel.is_set():
+            raise ExportCancelled
+        if self.cache is not None:
+            cached = self.cache.get(speech.key)
+            if cached is not None:
+                return cached
+        engine = self.engine_for(speech.voice)
+        sampling = self.sampling or engine.defaults
+        seed = random.getrandbits(62) if sampling.seed is None else segment_seed(sampling.seed, speech.text)
+        started = time.perf_counter()
+        stream = engine.stream(speech.text, speech.voice, chunk_frames=EXPORT_CHUNK_FRAMES,
+                               first_chunk_frames=EXPORT_CHUNK_FRAMES, cancel=self.cancel,
+                               sampling=dataclasses.replace(sampling, seed=seed), max_frames=options.max_frames)
+        try:
+            parts = [chunk.samples for chunk in stream]
+        finally:
+            stream.close()
+        if self.cancel.is_set():
+            raise ExportCancelled
+        audio = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+        if self.cache is not None:
+            audio = self.cache.put(speech.key, audio)
+        self._generating_s += time.perf_counter() - started
+        self._generated_chars += len(speech.text)
+        return audio
+
+    def _report(self, output: Path, chars: int) -> None:
+        self._done_segments += 1
+        self._done_chars += chars
+        if self.progress is None:
+            return
+        # time left from the speed of what was generated here: segments read from the cache take no time
+        eta = None
+        if self._generated_chars:
+            remaining = max(0, self._uncached_chars - self._generated_chars)
+            eta = remaining * self._generating_s / self._generated_chars
+        elif self._uncached_chars == 0:
+            eta = 0.0
+        self.progress(Progress(self._done_segments, self._total_segments, self._done_chars, self._total_chars,
+                               time.perf_counter() - self._start, eta, output))
+
+    # ---- what a kill leaves behind --------------------------------------------------------------------------
+    def _pending_file(self, target: Path) -> Path | None:
+        if self.cache is None:
+            return None
+        name = hashlib.sha256(str(target.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return self.cache.folder / "pending" / f"{name}.json"
+
+    def _record_pending(self, target: Path, temps: list[Path]) -> None:
+        record = self._pending_file(target)
+        if record is not None:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(json.dumps([str(t) for t in temps]), encoding="utf-8")
+
+    def _clear_pending(self, target: Path) -> None:
+        record = self._pending_file(target)
+        if record is not None:
+            record.unlink(missing_ok=True)
+
+    def _remove_leftovers(self, target: Path) -> None:
+        """Remove the temporary files a killed export to ``target`` recorded (only those: never a guess)."""
+        record = self._pending_file(target)
+        if record is None or not record.exists():
+            return
+        try:
+            names = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            names = []
+        for name in names if isinstance(names, list) else []:
+            path = Path(str(name))
+            if path.parent == target.parent and path.name.startswith(".orator-"):
+                path.unlink(missing_ok=True)
+        record.unlink(missing_ok=True)
+
+
+def _voice_name(voice) -> str:
+    return getattr(voice, "name", None) or getattr(voice, "speaker", None) or ""
+
+
+def _write_chapters_track(path: Path, marks: list[ChapterMark], total_samples: int) -> None:
+    starts = [m.start_s for m in marks] + [total_samples / SAMPLE_RATE]
+    text = chapters_vtt((m.title, starts[i], starts[i + 1]) for i, m in enumerate(marks))
+    temp = create_temp_beside(path)
+    try:
+        with open(temp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)

@@ -1,0 +1,167 @@
+"""``python main.py export``, used as a person would: real processes against the tiny checkpoint for the happy path
+and Ctrl-C, ``main.main`` in-process (same parser, same exit codes) for the refusals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import mutagen
+import pytest
+
+import main
+from engine.atomic import TEMP_PREFIX
+
+MAIN = Path(__file__).resolve().parents[1] / "main.py"
+PARAGRAPH = ("The rain had stopped by the time they reached the harbour, and the boats lay still on the grey "
+             "water. Nobody spoke for a while. Then the old man pointed at the lighthouse and laughed.")
+SENTENCES = 60  # enough that a Ctrl-C sent at the first progress line lands well before the end
+BOOK = "\n\n".join(["Chapter 1", textwrap.fill(PARAGRAPH, 72), "Chapter 2", textwrap.fill(PARAGRAPH, 72)]) + "\n"
+
+
+def export_process(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(MAIN), "export", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def common(tmp_path: Path, model: Path) -> list[str]:
+    return ["--model", str(model), "--max-frames", "3", "--seed", "1", "--library", str(tmp_path / "voices"),
+            "--cache-dir", str(tmp_path / "cache")]
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if p.name.startswith(TEMP_PREFIX) or p.suffix == ".part")
+
+
+def test_a_text_book_to_m4b_with_subtitles(tiny_model_dir, tmp_path):
+    (tmp_path / "book.txt").write_text(BOOK, encoding="utf-8")
+    process = export_process("book.txt", "--voice", "vivian", "--subtitles", "vtt",
+                             *common(tmp_path, tiny_model_dir("custom_voice")), cwd=tmp_path)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert out.strip() == f"wrote {Path('book.m4b')}"
+    progress = [line for line in err.splitlines() if line.startswith("book.txt:")]
+    assert progress and "100%" in progress[-1] and all("left" in line for line in progress)
+    assert [c.title for c in mutagen.File(tmp_path / "book.m4b").chapters] == ["Chapter 1", "Chapter 2"]
+    vtt = (tmp_path / "book.vtt").read_text(encoding="utf-8")
+    # a cue per heading and per sentence, the first sentence (over two lines' worth) in two
+    assert vtt.startswith("WEBVTT") and vtt.count(" --> ") == 2 + 2 * (3 + 1)
+    assert (tmp_path / "book.chapters.vtt").exists() and leftovers(tmp_path) == []
+
+
+def test_ctrl_c_leaves_no_partial_file_and_the_same_command_resumes(tiny_model_dir, tmp_path):
+    sentences = [f"Sentence number {i} of the long story goes here." for i in range(SENTENCES)]
+    paragraphs = [" ".join(sentences[i:i + 4]) for i in range(0, SENTENCES, 4)]  # each sentence once: no reuse
+    (tmp_path / "long.txt").write_text("\n\n".join(textwrap.fill(p, 72) for p in paragraphs), encoding="utf-8")
+    args = ["long.txt", "--voice", "vivian", "--format", "mp3", "-o", "out/", *common(tmp_path,
+                                                                                   tiny_model_dir("custom_voice"))]
+    process = export_process(*args, cwd=tmp_path)
+    deadline = time.monotonic() + 240
+    for line in process.stderr:
+        if "% · sentence" in line or time.monotonic() > deadline:  # the first progress line
+            break
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "interrupted; no partial file was left" in err and "run the same command again" in err
+    assert "Traceback" not in err
+    assert list((tmp_path / "out").iterdir()) == [] and leftovers(tmp_path) == []
+    done = len(list((tmp_path / "cache").glob("*/*.flac")))
+    assert 1 <= done < SENTENCES
+
+    rerun = export_process(*args, cwd=tmp_path)
+    out, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err
+    assert (tmp_path / "out" / "long.mp3").stat().st_size > 0
+    assert len(list((tmp_path / "cache").glob("*/*.flac"))) == SENTENCES  # the rest, each sentence once
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main.main(["export", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("orator export: error: "), err
+    return lines[0]
+
+
+@pytest.fixture
+def book(tmp_path) -> Path:
+    path = tmp_path / "book.txt"
+    path.write_text(BOOK, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("chapters, message", [
+    ("9", "'9': the book has 2 chapters"), ("1-", "not a chapter number or range"), ("0", "from 1 up"),
+    (",", "empty"), ("2-1", "from 1 up")])
+def test_a_bad_chapter_list_is_one_clear_line_before_any_model_loads(capsys, book, tmp_path, chapters, message):
+    code, _, err = run(capsys, str(book), "--voice", "vivian", "--chapters", chapters, "--model",
+                       str(tmp_path / "no-model-needed-yet"))
+    assert code == 2 and message in one_error_line(err) and "book.txt" in err
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "does not exist"), (b"", "is empty"), (b"  \n\n  ", "is empty"), (b"\x00\x01\x02binary\xff\xfe", "binary"),
+    (b"# \n\n---\n", "no text to speak")])
+def test_bad_inputs_are_one_clear_line(capsys, tmp_path, content, message):
+    path = tmp_path / ("notes.md" if content == b"# \n\n---\n" else "input.txt")
+    if content is not None:
+        path.write_bytes(content)
+    code, _, err = run(capsys, str(path), "--voice", "vivian", "--model", str(tmp_path))
+    assert code == 2 and message in one_error_line(err)
+
+
+def test_an_output_that_cannot_be_written_exits_3_before_speaking(capsys, book, tmp_path):
+    (tmp_path / "a-file").write_text("in the way")
+    code, _, err = run(capsys, str(book), "--voice", "vivian", "-o", str(tmp_path / "a-file" / "book.m4b"),
+                       "--model", str(tmp_path / "missing"))
+    assert code == 3 and "a-file is a file, not a folder" in one_error_line(err)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-o", "book.mp3", "--format", "m4b"], "is a .mp3 file but --format is m4b"),
+    (["-o", "book.ogg"], "the formats are m4b, m4a, mp3"),
+    (["--cover", "missing.png"], "cannot read the cover image"),
+    ([], "give the model to speak with"),
+])
+def test_option_mistakes_are_one_clear_line(capsys, book, monkeypatch, tmp_path, args, message):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, str(book), "--voice", "vivian", *args)
+    assert code == 2 and message in one_error_line(err)
+
+
+def test_chapters_are_listed_without_a_model(capsys, book):
+    code, out, _ = run(capsys, str(book), "--list-chapters")
+    assert code == 0 and out.splitlines() == ["book.txt: book", "    1. Chapter 1", "    2. Chapter 2"]
+
+
+def test_voices_are_checked_before_speaking(capsys, book, tiny_model_dir, tmp_path):
+    model = tiny_model_dir("custom_voice")
+    code, _, err = run(capsys, str(book), "--voice", "nobody", *common(tmp_path, model))
+    assert code == 2 and "'nobody' is neither a voice of the library" in one_error_line(err.split("\n", 1)[1])
+    marked = tmp_path / "marked.txt"
+    marked.write_text("Hello.\n\n[voice: ghost] Boo.\n", encoding="utf-8")
+    code, _, err = run(capsys, str(marked), "--voice", "vivian", *common(tmp_path, model))
+    assert code == 2 and "'ghost'" in err and not list(tmp_path.glob("marked.*[!t]"))
+
+
+def test_several_inputs_into_a_folder_and_text_that_is_not_utf8(capsys, tmp_path, tiny_model_dir):
+    (tmp_path / "old.txt").write_bytes("Café au lait. Très bien.".encode("cp1252"))
+    (tmp_path / "notes.md").write_text("# One\n\nA *first* note.\n\n# Two\n\nA second note.\n", encoding="utf-8")
+    code, out, err = run(capsys, str(tmp_path / "old.txt"), str(tmp_path / "notes.md"), "--voice", "ryan",
+                         "--format", "opus", "-o", str(tmp_path / "out") + os.sep,
+                         *common(tmp_path, tiny_model_dir("custom_voice")))
+    assert code == 0, err
+    assert "old.txt: old.txt is not UTF-8; it was read as Windows-1252" in err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.opus", "old.opus"]
+    assert "[1/2] old.txt:" in err and "[2/2] notes.md:" in err
+    assert [line.split()[0] for line in out.splitlines()] == ["wrote", "wrote"]
