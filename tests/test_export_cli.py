@@ -165,3 +165,54 @@ def test_several_inputs_into_a_folder_and_text_that_is_not_utf8(capsys, tmp_path
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.opus", "old.opus"]
     assert "[1/2] old.txt:" in err and "[2/2] notes.md:" in err
     assert [line.split()[0] for line in out.splitlines()] == ["wrote", "wrote"]
+
+
+def _epub(path: Path, chapters: list[tuple[str, str]], cover: bytes) -> Path:
+    """A small EPUB 3 as a publisher makes one: a title, an author, a cover image and one XHTML file per chapter."""
+    import zipfile
+
+    items = "".join(f'<item id="c{i}" href="c{i}.xhtml" media-type="application/xhtml+xml"/>'
+                    for i in range(len(chapters)))
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
+    opf = ('<?xml version="1.0" encoding="utf-8"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
+           'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:identifier id="id">'
+           'x1</dc:identifier><dc:title>The Voyage</dc:title><dc:creator>Ann Author</dc:creator><dc:language>en'
+           f'</dc:language></metadata><manifest>{items}<item id="cover" href="cover.png" media-type="image/png" '
+           f'properties="cover-image"/></manifest><spine>{spine}</spine></package>')
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        z.writestr("META-INF/container.xml", '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:'
+                   'tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type='
+                   '"application/oebps-package+xml"/></rootfiles></container>')
+        z.writestr("OEBPS/content.opf", opf)
+        z.writestr("OEBPS/cover.png", cover)
+        for i, (title, body) in enumerate(chapters):
+            z.writestr(f"OEBPS/c{i}.xhtml", '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/'
+                       f'1999/xhtml"><head><title>{title}</title></head><body><h1>{title}</h1><p>{body}</p></body>'
+                       '</html>')
+    return path
+
+
+def test_an_epub_with_chapters_becomes_an_m4b_with_the_same_chapters(capsys, tiny_model_dir, tmp_path):
+    from engine.cli import _structured_documents
+    from tests.engine.audio.test_encode import png
+
+    if not _structured_documents():
+        pytest.skip("qtapp.documents here reads an EPUB as flat text, without its chapters (branch documents does)")
+
+    chapters = [("Chapter 1: Arrival", "They came by sea. It was late."), ("Chapter 2: The Town", "Nobody was up."),
+                ("Chapter 3: Leaving", "They left at dawn. Nobody saw them go.")]
+    book = _epub(tmp_path / "voyage.epub", chapters, png())
+    code, out, err = run(capsys, str(book), "--voice", "vivian", "--subtitles", "vtt",
+                         *common(tmp_path, tiny_model_dir("custom_voice")))
+    assert code == 0, err
+    mp4 = mutagen.File(tmp_path / "voyage.m4b")
+    assert [c.title for c in mp4.chapters] == [title for title, _ in chapters]
+    assert mp4.tags["©nam"] == ["The Voyage"] and mp4.tags["©ART"] == ["Ann Author"]
+    assert bytes(mp4.tags["covr"][0]) == png()  # the EPUB's own cover
+    vtt = (tmp_path / "voyage.vtt").read_text(encoding="utf-8")
+    heading_cues = [line.split(" --> ")[0] for line, following in zip(vtt.splitlines(), vtt.splitlines()[1:],
+                                                                           strict=False)
+                    if " --> " in line and following.startswith("Chapter ")]
+    starts = [round(c.start, 3) for c in mp4.chapters]
+    assert [f"{int(s // 3600):02d}:{int(s % 3600 // 60):02d}:{s % 60:06.3f}" for s in starts] == heading_cues
