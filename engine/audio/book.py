@@ -15,7 +15,8 @@ plain text). The rules, each so that pauses follow the text's structure and neve
 - Chapters: at the highest heading level that occurs at least twice (a lone top heading names the book); text
   before the first chapter is a chapter of its own, named after the book.
 - Voice marks: a paragraph that starts with ``[voice: NAME]`` is spoken by the library voice NAME (the mark is not
-  spoken); the others by the default voice. The same mark as the studio's (``qtapp.voice_marks``).
+  spoken), to the next blank line or the next mark; the others by the default voice. The same mark as the
+  studio's (``qtapp.voice_marks``), whose paragraphs are the editor's lines.
 - Markdown markup is not read: emphasis and code marks, link targets, images, HTML tags, rules and fenced code
   are dropped; a YAML front matter gives the title and author.
 """
@@ -268,9 +269,11 @@ def _split_paragraph(paragraph: str, width: int) -> list[_Block]:
         else:
             groups.append([line])
     blocks = []
+    voice = None  # a mark holds to the end of its blank-line paragraph, or to the next mark
     for group in groups:
         text = _join_lines(group)
-        voice, length = _mark(text)
+        marked, length = _mark(text)
+        voice = marked if marked is not None else voice
         text = text[length:].strip()
         if _HAS_WORD.search(text):
             blocks.append(_Block(text, 0, voice))

@@ -27,14 +27,14 @@ _SUFFIX = ".flac"
 
 
 def default_cache_dir() -> Path:
-    """``$ORATOR_CACHE_DIR``, else the platform's user cache folder (``~/.cache/orator/segments`` on Linux)."""
+    """``$ORATOR_CACHE_DIR``, else the platform's user cache folder (``~/.cache/Orator/segments`` on Linux)."""
     override = os.environ.get(CACHE_DIR_ENV)
     if override:
         return Path(override)
     try:
         from platformdirs import user_cache_dir
     except ImportError:  # the command line may run without platformdirs: the place it picks on Linux
-        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "orator" / "segments"
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "Orator" / "segments"
     return Path(user_cache_dir("Orator", "Orator")) / "segments"
 
 

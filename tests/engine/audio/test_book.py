@@ -95,6 +95,13 @@ def test_voice_marks_choose_the_voice_of_their_paragraph_and_are_not_spoken():
     assert book.voices == {"Ann Smith", "bob"}
 
 
+def test_a_mark_holds_over_a_deliberate_line_break_to_the_end_of_its_paragraph():
+    second = "I said, who is there? Answer me now, whoever you are, out there in the dark."
+    book = book_from_text(f"[voice: ann] Who is there?\n{second}\n\nSilence.", "t")
+    assert [(p.voice, p.text) for p in book.chapters[0].passages] == [
+        ("ann", "Who is there?"), ("ann", second), (None, "Silence.")]
+
+
 def test_a_mark_starting_a_line_inside_a_paragraph_starts_a_passage():
     book = book_from_text("The narrator says this\n[voice: ann] and Ann says that.", "t")
     assert [(p.voice, p.text) for p in book.chapters[0].passages] == [(None, "The narrator says this"),
