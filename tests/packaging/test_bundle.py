@@ -16,8 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "dist" / "Orator"
 EXECUTABLE = BUNDLE / "orator"
-# packages the spec leaves out: tests, the official oracle, browser automation, the OpenAI client, Tk
-LEFT_OUT = ("tests", "qwen_tts", "playwright", "openai", "tkinter", "pytest", "librosa", "onnxruntime")
+# packages the spec leaves out: tests and their tag reader, the official oracle, browser automation, the OpenAI
+# client, Tk
+LEFT_OUT = ("tests", "mutagen", "qwen_tts", "playwright", "openai", "tkinter", "pytest", "librosa", "onnxruntime")
 
 pytestmark = pytest.mark.skipif(os.environ.get("ORATOR_BUILD_BUNDLE") != "1",
                                 reason="set ORATOR_BUILD_BUNDLE=1 after bash packaging/build.sh")
@@ -55,7 +56,7 @@ def test_bundle_leaves_out_what_the_app_does_not_need(bundle):
 def test_bundled_app_lists_its_commands(bundle):
     result = run_bundled("--help", timeout=120)
     assert result.returncode == 0, result.stderr
-    for command in ("gui", "serve", "say"):
+    for command in ("gui", "serve", "say", "export"):
         assert command in result.stdout
 
 
@@ -63,3 +64,19 @@ def test_bundled_app_passes_its_self_test(bundle):
     result = run_bundled("--self-test", timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "self-test passed" in result.stdout
+
+
+def test_bundled_app_exports_an_audiobook_through_its_own_ffmpeg(bundle, tmp_path):
+    """PyAV and the FFmpeg libraries in its wheel are bundled: an M4B with chapters comes out."""
+    import sys
+
+    import mutagen
+
+    model = tmp_path / "tiny"
+    subprocess.run([sys.executable, "-m", "engine.synthetic", str(model), "--size", "tiny", "--type", "custom_voice"],
+                   check=True, cwd=ROOT, capture_output=True, timeout=300)
+    (tmp_path / "book.txt").write_text("Chapter 1\n\nHello there.\n\nChapter 2\n\nGoodbye now.\n", encoding="utf-8")
+    result = run_bundled("export", str(tmp_path / "book.txt"), "--model", str(model), "--voice", "vivian",
+                         "--max-frames", "2", "--no-cache", "--library", str(tmp_path / "voices"), timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [c.title for c in mutagen.File(tmp_path / "book.m4b").chapters] == ["Chapter 1", "Chapter 2"]
