@@ -231,7 +231,7 @@ def run_export_command(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         kept = "" if args.no_cache else "; finished sentences are kept: run the same command again to resume"
-        print(f"\norator export: interrupted; no partial file was left{kept}", file=sys.stderr)
+        print(f"orator export: interrupted; no partial file was left{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
@@ -314,21 +314,12 @@ def _load_book(path: Path):
         raise TextError(f"{path} is a folder, not a document")
     suffix = path.suffix.lower()
     if suffix in DOCUMENT_SUFFIXES or (suffix in MARKDOWN_SUFFIXES and _structured_documents()):
-        try:
-            from qtapp.documents import DocumentError, load_document
-        except ImportError as e:
-            raise UnsupportedError(f"reading {suffix} files needs the studio's document readers "
-                                   f"(pip install 'orator[gui]'): {e}") from None
-        try:
-            document = load_document(path)
-        except DocumentError as e:
-            raise TextError(str(e)) from None
-        except ImportError as e:
-            raise UnsupportedError(f"reading {path.name} needs a package that is not installed: {e.name}") from None
-        book = book_from_document(document)
-        if suffix == ".epub" and book.cover is None:
-            book.cover = epub_cover(path)
-        return book
+        document = _read_document(path, suffix)
+        if document is not None:
+            book = book_from_document(document)
+            if suffix == ".epub" and book.cover is None:
+                book.cover = epub_cover(path)
+            return book
     try:
         size = path.stat().st_size
         if size > MAX_TEXT_BYTES:
@@ -345,6 +336,25 @@ def _load_book(path: Path):
     book = book_from_text(decode_text(data, path.name, warnings), path.stem, markdown=suffix in MARKDOWN_SUFFIXES)
     book.warnings.extend(warnings)
     return book
+
+
+def _read_document(path: Path, suffix: str):
+    """The studio's ``Document`` of ``path``; None for Markdown when its readers are missing (it is read here)."""
+    try:
+        from qtapp.documents import DocumentError, load_document
+    except ImportError as e:
+        missing = e
+    else:
+        try:
+            return load_document(path)
+        except DocumentError as e:
+            raise TextError(str(e)) from None
+        except ImportError as e:
+            missing = e
+    if suffix in MARKDOWN_SUFFIXES:
+        return None
+    raise UnsupportedError(f"reading {path.name} needs the studio's document readers, which need "
+                           f"{missing.name or missing}: pip install 'orator[gui]'")
 
 
 def _structured_documents() -> bool:

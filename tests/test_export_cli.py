@@ -216,3 +216,13 @@ def test_an_epub_with_chapters_becomes_an_m4b_with_the_same_chapters(capsys, tin
                     if " --> " in line and following.startswith("Chapter ")]
     starts = [round(c.start, 3) for c in mp4.chapters]
     assert [f"{int(s // 3600):02d}:{int(s % 3600 // 60):02d}:{s % 60:06.3f}" for s in starts] == heading_cues
+
+
+def test_without_the_studios_readers_an_epub_is_refused_and_markdown_still_read(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "qtapp.documents", None)  # importing it now raises ImportError
+    (tmp_path / "book.epub").write_bytes(b"PK\x03\x04 whatever")
+    code, _, err = run(capsys, str(tmp_path / "book.epub"), "--list-chapters")
+    assert code == 2 and "pip install 'orator[gui]'" in one_error_line(err)
+    (tmp_path / "notes.md").write_text("# One\n\nText.\n\n# Two\n\nMore.\n", encoding="utf-8")
+    code, out, _ = run(capsys, str(tmp_path / "notes.md"), "--list-chapters")
+    assert code == 0 and out.splitlines()[1:] == ["    1. One", "    2. Two"]

@@ -192,7 +192,7 @@ class _Pipeline:
     def __init__(self, fmt: AudioFormat, file, tags: Tags | None, chapters: list[tuple[str, int, int]] | None,
                  cover: Cover | None, bitrate: int | None, sample_rate: int, streaming: bool, template=None):
         """``template``: an input stream whose packets will be copied in (``_remux``) instead of encoded."""
-        import av
+        av = _av()
 
         self.fmt, self.sample_rate = fmt, sample_rate
         # bitexact: no encoder version in the output, so the same audio gives the same bytes (a resumed export
@@ -240,8 +240,7 @@ class _Pipeline:
         self.samples = 0
 
     def write(self, samples: np.ndarray) -> None:
-        import av
-
+        av = _av()
         data = _as_samples(samples)
         if not data.size:
             return
@@ -452,6 +451,16 @@ def create_temp_beside(path: Path) -> Path:
 
 
 # ---- internals ------------------------------------------------------------------------------------------------
+def _av():
+    """PyAV, or ``UnsupportedError`` saying how to install it (it is in the audio, gui and server extras)."""
+    try:
+        import av
+    except ImportError as e:
+        raise UnsupportedError(f"encoding audio needs PyAV, which is not installed ({e}): "
+                               "pip install 'orator[audio]'") from None
+    return av
+
+
 class _Sink:
     """A write-only file for a stream: no seek, so muxers write nothing they would patch later."""
 
@@ -508,7 +517,7 @@ def _flac_picture(cover: Cover) -> bytes:
 def _remux(source: Path, out, fmt: AudioFormat, tags: Tags | None, chapters: list[tuple[str, int, int]],
            cover: Cover | None, sample_rate: int) -> None:
     """Copy the audio packets of ``source`` into ``out`` under a new header with these tags, chapters and cover."""
-    import av
+    av = _av()
 
     with av.open(str(source)) as src:
         audio = src.streams.audio[0]

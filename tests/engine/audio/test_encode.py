@@ -321,3 +321,12 @@ def test_any_chapter_list_writes_a_file_whose_chapters_read_back(marks, name):
     _, _, chapters = decoded(data, name)
     expected = normalized_chapters(wanted, len(samples))
     assert [title for _, title in chapters] == [title for title, _, _ in expected]
+
+
+def test_without_pyav_encoding_is_refused_with_how_to_install_it(monkeypatch, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "av", None)
+    with pytest.raises(UnsupportedError, match=r"pip install 'orator\[audio\]'"):
+        FileEncoder(tmp_path / "book.mp3")
+    assert list(tmp_path.iterdir()) == []
