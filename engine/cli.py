@@ -192,7 +192,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--language", help="language of the text (default: the voice's, else auto)")
     parser.add_argument("--format", choices=EXPORT_FORMATS,
                         help="default: the --output file's suffix, else m4b")
-    parser.add_argument("--output", "-o", metavar="PATH",
+    parser.add_argument("--output", "--out", "-o", metavar="PATH",
                         help="the file to write, or a folder (for several inputs or --per-chapter); default: "
                              "beside each input, named after it")
     parser.add_argument("--per-chapter", action="store_true", help="one numbered file per chapter, in a folder")
@@ -476,7 +476,8 @@ class _ProgressLine:
                 f" · {format_time_left(progress.eta_s)}")
         now = time.monotonic()
         if self.tty:
-            self.stream.write("\r" + line[:200].ljust(79))
+            filled = int(progress.fraction * 20)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (20 - filled)}] " + line[:200].ljust(79))
             self._open = True
         elif percent >= self._shown + 5 or now - self._at >= 30 or progress.done_segments == progress.total_segments:
             self.stream.write(line + "\n")

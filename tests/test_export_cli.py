@@ -226,3 +226,31 @@ def test_without_the_studios_readers_an_epub_is_refused_and_markdown_still_read(
     (tmp_path / "notes.md").write_text("# One\n\nText.\n\n# Two\n\nMore.\n", encoding="utf-8")
     code, out, _ = run(capsys, str(tmp_path / "notes.md"), "--list-chapters")
     assert code == 0 and out.splitlines()[1:] == ["    1. One", "    2. Two"]
+
+
+def test_a_killed_export_run_again_gives_the_file_an_uninterrupted_one_gives(tiny_model_dir, tmp_path):
+    sentences = [f"Line {i} of the story, told once." for i in range(24)]
+    (tmp_path / "story.txt").write_text("\n\n".join(" ".join(sentences[i:i + 3]) for i in range(0, 24, 3)),
+                                        encoding="utf-8")
+    model = tiny_model_dir("custom_voice")
+
+    def args(folder: str, cache: str) -> list[str]:
+        return ["story.txt", "--voice", "vivian", "--format", "opus", "-o", f"{folder}/", "--model", str(model),
+                "--max-frames", "3", "--seed", "9", "--library", str(tmp_path / "voices"), "--cache-dir", cache]
+
+    whole = export_process(*args("whole", "cache-a"), cwd=tmp_path)
+    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+
+    killed = export_process(*args("resumed", "cache-b"), cwd=tmp_path)
+    for line in killed.stderr:
+        if "% · sentence" in line:
+            break
+    killed.kill()  # SIGKILL: no clean-up runs
+    killed.wait(timeout=60)
+    assert not (tmp_path / "resumed" / "story.opus").exists()
+    assert leftovers(tmp_path / "resumed")  # a kill runs no clean-up: its temporary file is still there
+
+    again = export_process(*args("resumed", "cache-b"), cwd=tmp_path)
+    assert again.wait(timeout=300) == 0, again.stderr.read()
+    assert (tmp_path / "resumed" / "story.opus").read_bytes() == (tmp_path / "whole" / "story.opus").read_bytes()
+    assert leftovers(tmp_path / "resumed") == []
