@@ -154,6 +154,9 @@ class BookExporter:
         if any(not 0 <= i < len(book.chapters) for i in indices):
             raise ValueError(f"the book has {len(book.chapters)} chapters")
         chosen = [book.chapters[i] for i in sorted(set(indices))]
+        missing = sorted((name for name in book.voices | {None} if name not in voices), key=str)
+        if missing:
+            raise ValueError(f"no voice is given for {', '.join(map(repr, missing))}")
         narrators = [_voice_name(voices[None])] + sorted({_voice_name(voices[name]) for name in book.voices})
         narrator = ", ".join(dict.fromkeys(n for n in narrators if n))
         pauses = options.pauses

@@ -231,3 +231,5 @@ def test_planning_refuses_a_selection_outside_the_book(engine, tmp_path):
         exporter.plan(book, tmp_path / "x.m4b", replace(OPTIONS, chapters=(3,)), voices())
     with pytest.raises(ValueError, match="no chapter"):
         exporter.plan(book, tmp_path / "x.m4b", replace(OPTIONS, chapters=()), voices())
+    with pytest.raises(ValueError, match="no voice is given for 'ryan'"):
+        exporter.plan(book, tmp_path / "x.m4b", OPTIONS, {None: Voice.preset("vivian")})
