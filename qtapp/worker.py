@@ -11,7 +11,7 @@ thread-safe probe), so a 500-page book never sits in memory. ``cancel()`` is thr
 sets a ``threading.Event`` the engine checks every chunk, and drops every job requested so far.
 
 ``speed`` (read when a job starts) changes the tempo of the emitted chunks without changing their
-pitch (``qtapp.tempo``); at 1.0 chunks go out as the engine made them.
+pitch (``engine.audio.tempo.ChunkTempo``); at 1.0 chunks go out as the engine made them.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine import Engine, Voice
+from engine.audio.tempo import ChunkTempo
 from engine.runtime import settle_heap
 from engine.text import split_segments
 from qtapp.engine_errors import StudioError, describe_error
-from qtapp.tempo import ChunkTempo
 
 MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 BACKPRESSURE_POLL_S = 0.05
