@@ -31,6 +31,7 @@ from qtapp.editor import Editor, FindBar
 from qtapp.exporting import ExportController
 from qtapp.gauges import GaugePanel
 from qtapp.library_panel import LibraryPanel
+from qtapp.model_download import preset_speakers
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
 from qtapp.settings import Settings
 from qtapp.worker import start_worker, stop_worker
@@ -38,7 +39,7 @@ from qtapp.worker import start_worker, stop_worker
 PREVIEW_TEXT = "Hello! This is how I sound. I can read your documents aloud, one sentence at a time."
 KEEP_TEXT = ("The quick brown fox jumps over the lazy dog. I am glad to read this for you, "
              "calmly and clearly, from the first page to the last.")
-FALLBACK_SPEAKER = "vivian"
+PREFERRED_SPEAKER = "vivian"  # the voice of unmarked text while no library voice is the default
 
 
 class Banner(QWidget):
@@ -87,7 +88,7 @@ class MainWindow(QMainWindow):
         self.find_bar = FindBar(self.editor)
         self.banner = Banner()
         self.library = VoiceLibrary(settings.library_dir)
-        self.library_panel = LibraryPanel(self.library, settings.default_voice)
+        self.library_panel = LibraryPanel(self.library, settings.default_voice, preset_speakers=self.preset_speakers)
         self.gauges = GaugePanel()
         editor_column = QWidget()
         column = QVBoxLayout(editor_column)
@@ -202,7 +203,13 @@ class MainWindow(QMainWindow):
                 return self.library.load(wanted)
             except LibraryError as e:
                 self.show_status(f"{e} Using the default voice instead.")
-        return Voice.preset(FALLBACK_SPEAKER)
+        speakers = self.preset_speakers()
+        return Voice.preset(PREFERRED_SPEAKER if PREFERRED_SPEAKER in speakers else speakers[0])
+
+    def preset_speakers(self) -> list[str]:
+        """The speakers of the preset model in use (loaded, else the configured model's folder)."""
+        checkpoint = self.settings.model_spec("preset").checkpoint
+        return preset_speakers(self.worker.engine_of_type("custom_voice"), checkpoint)
 
     def ensure_model(self, voice) -> None:
         """Ask the worker to load the model for ``voice``'s kind once (an injected factory serves all)."""

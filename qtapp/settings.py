@@ -28,7 +28,6 @@ KNOWN_CHECKPOINTS = {
 }
 DEVICES = ("auto", "cuda", "cpu")
 PRECISIONS = ("bfloat16", "float16", "float32")
-PRESET_SPEAKERS = ("aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena")
 LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",
              "italian", "portuguese", "russian")
 MAX_RECENT_FILES = 10

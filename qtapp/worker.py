@@ -123,6 +123,10 @@ class SpeechWorker(QObject):
         """The loaded engine that speaks ``voice`` best."""
         return self._engines.get(MODEL_TYPE_FOR_VOICE[voice.kind], self._current)
 
+    def engine_of_type(self, model_type: str) -> Engine | None:
+        """The loaded engine of ``model_type`` ("custom_voice", "voice_design", "base"), if any."""
+        return self._engines.get(model_type)
+
     def engine_when_ready(self, voice: Voice, timeout_s: float = 600.0) -> Engine | None:
         """``engine_for`` once every requested model load has finished. Blocks: for other threads
         (give it to ``ExportJob``), never for the GUI thread or the worker itself."""

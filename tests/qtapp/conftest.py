@@ -44,6 +44,7 @@ class FakeEngine:
     dtype = "float32"
     sample_rate = SAMPLE_RATE
     frames_per_sentence = FRAMES_PER_SENTENCE
+    speakers = ["aiden", "ryan", "vivian"]
 
     def __init__(self, frame_delay_s: float = 0.0):
         self.frame_delay_s = frame_delay_s

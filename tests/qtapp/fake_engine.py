@@ -29,6 +29,7 @@ class FakeEngine:
     device = "cpu"
     use_graphs = False
     dtype = "float32"
+    speakers = ["aiden", "ryan", "vivian"]
 
     def __init__(self, model_type: str = "custom_voice", frames_per_char: float = 0.25,
                  frame_delay_s: float = 0.0):

@@ -83,6 +83,19 @@ def test_voice_marks_use_library_voices(qtbot, fake_sd, make_window):
     assert speakers == ["aiden", "ryan", "aiden"]
 
 
+def test_presets_come_from_the_loaded_model(qtbot, fake_sd, make_window, fake_engine_class):
+    class OtherSpeakers(fake_engine_class):
+        speakers = ["zed", "ann"]
+
+    window = make_window(OtherSpeakers)
+    wait_ready(qtbot, window)
+    assert window.preset_speakers() == ["zed", "ann"]
+    window.editor.setPlainText("Nobody is the default voice.")
+    window.play()  # no library voice is the default: the model's first speaker reads (it has no "vivian")
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    assert [voice.speaker for _, voice in engine_of(window).spoken] == ["zed"]
+
+
 def test_play_from_cursor_and_selection(qtbot, fake_sd, make_window):
     window = make_window()
     wait_ready(qtbot, window)
