@@ -1,10 +1,14 @@
 """The text editor: plain text with a reading highlight, font zoom, find bar, word counts and file drops.
 
 Large texts are inserted piece by piece from the event loop (``load_text``), so opening a 20 MB
-file keeps the window responsive; undo history starts after the load.
+file keeps the window responsive; undo history starts after the load. ``text_source`` (a
+``DocumentText``) lets a reading plan read the text from any position a line at a time, without
+copying the whole document.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
@@ -23,6 +27,8 @@ LOAD_PIECE_CHARS = 256 * 1024  # characters inserted per event-loop turn while l
 COUNT_DELAY_MS = 300  # word counts are recomputed this long after the last edit
 MIN_FONT, MAX_FONT = 8, 48
 HIGHLIGHT_COLOR = QColor("#ffe58f")
+# What QTextDocument.toPlainText changes, character for character: block text is read the same way.
+PLAIN_TEXT = str.maketrans({"\u2029": "\n", "\u2028": "\n", "\ufdd0": "\n", "\ufdd1": "\n", "\u00a0": " "})
 
 
 def count_words(text: str) -> int:
@@ -64,6 +70,10 @@ class Editor(QPlainTextEdit):
         self._highlight: tuple[int, int] | None = None
         self._pending_pieces: list[str] = []
         self._load_total = self._load_done = 0
+        self.edits = 0  # changes to the text other than a load's own inserts
+        self._loading_insert = False
+        self.document().contentsChange.connect(self._on_contents_change)
+        self.text_source = DocumentText(self)
         self._count_timer = QTimer(self, singleShot=True, interval=COUNT_DELAY_MS)
         self._count_timer.timeout.connect(self._emit_counts)
         self.textChanged.connect(self._count_timer.start)
@@ -94,7 +104,9 @@ class Editor(QPlainTextEdit):
         self.setUndoRedoEnabled(False)
         self.setPlainText("")
         if len(self._pending_pieces) <= 1:
+            self._loading_insert = True
             self.setPlainText(text)
+            self._loading_insert = False
             self._pending_pieces = []
             self._finish_loading()
             return
@@ -107,7 +119,9 @@ class Editor(QPlainTextEdit):
         piece = self._pending_pieces.pop(0)
         cursor = QTextCursor(self.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
+        self._loading_insert = True  # appended text leaves every position read so far as it was
         cursor.insertText(piece)
+        self._loading_insert = False
         self._load_done += len(piece)
         self.loading_progress.emit(self._load_done, self._load_total)
         if self._pending_pieces:
@@ -121,6 +135,10 @@ class Editor(QPlainTextEdit):
         self.moveCursor(QTextCursor.MoveOperation.Start)
         self.document().setModified(False)
         self.loading_finished.emit()
+
+    def _on_contents_change(self, position: int, removed: int, added: int) -> None:
+        if (removed or added) and not self._loading_insert:
+            self.edits += 1
 
     # ---- reading highlight -------------------------------------------------------------------------
     def highlight_span(self, start: int, end: int) -> None:
@@ -189,6 +207,39 @@ class Editor(QPlainTextEdit):
     def _emit_counts(self) -> None:
         text = self.toPlainText()
         self.counts_changed.emit(count_words(text), len(text))
+
+
+class DocumentText:
+    """The editor's text as a ``qtapp.reading_plan.TextSource``, read block by block from its QTextDocument
+    (GUI thread only). A source stops at the first edit after it was made: its offsets would be stale."""
+
+    def __init__(self, editor: Editor):
+        self.editor = editor
+
+    def line_start(self, position: int) -> int:
+        block = self.editor.document().findBlock(position)
+        if not block.isValid():
+            block = self.editor.document().lastBlock()
+        before = block.text()[:max(0, position - block.position())].translate(PLAIN_TEXT)
+        return block.position() + before.rfind("\n") + 1
+
+    def pieces(self, start: int, end: int | None = None) -> Iterator[tuple[int, str]]:
+        from qtapp.reading_plan import line_pieces
+
+        editor, document = self.editor, self.editor.document()
+        edits = editor.edits
+        length = document.characterCount() - 1
+        end = length if end is None else min(end, length)
+        position = max(0, start)
+        while position < end and editor.edits == edits:
+            block = document.findBlock(position)
+            text = block.text().translate(PLAIN_TEXT) + ("\n" if block.next().isValid() else "")
+            line_end = min(block.position() + len(text), end)
+            for piece in line_pieces(position, text[position - block.position():line_end - block.position()]):
+                if editor.edits != edits:
+                    return
+                yield piece
+            position = line_end
 
 
 def _local_files(mime) -> list[str]:

@@ -156,7 +156,7 @@ class MainWindow(QMainWindow):
         self.reader.message.connect(self.show_status)
         self.editor.counts_changed.connect(
             lambda words, chars: self.counts_label.setText(f"{words:,} words · {chars:,} characters"))
-        self.editor.position_activated.connect(lambda pos: self.reader.jump_to(self.editor.toPlainText(), pos))
+        self.editor.position_activated.connect(lambda pos: self.reader.jump_to(self.editor.text_source, pos))
         self.editor.files_dropped.connect(lambda paths: self.open_path(Path(paths[0])))
         self.editor.loading_progress.connect(
             lambda done, total: self.show_status(f"Loading… {100 * done // max(total, 1)} %"))
@@ -270,17 +270,12 @@ class MainWindow(QMainWindow):
             self.reader.resume()
             return
         cursor = self.editor.textCursor()
-        text = self.editor.toPlainText()
+        source = self.editor.text_source
         if cursor.hasSelection():
-            self.reader.read(text, cursor.selectionStart(), cursor.selectionEnd())
-        else:
-            self.reader.read(text, self._paragraph_start(text, cursor.position()), None,
-                             from_position=cursor.position())
-
-    @staticmethod
-    def _paragraph_start(text: str, position: int) -> int:
-        """Reading from the cursor starts at its paragraph, so the paragraph's voice mark applies."""
-        return text.rfind("\n", 0, position) + 1
+            self.reader.read(source, cursor.selectionStart(), cursor.selectionEnd())
+        else:  # from the start of the cursor's line, so the line's voice mark applies
+            position = cursor.position()
+            self.reader.read(source, source.line_start(position), None, from_position=position)
 
     def _on_sentence_changed(self, start: int, end: int) -> None:
         if start < 0:

@@ -238,18 +238,17 @@ def test_unsaved_text_survives_a_restart(qtbot, fake_sd, make_window):
 def test_export_writes_audio_and_subtitles(qtbot, fake_sd, make_window, tmp_path):
     window = make_window()
     wait_ready(qtbot, window)
-    from qtapp.exporting import export_paragraphs
-
+    window.library_panel.add_voice(Voice.preset("ryan"), "Bob")
     text = "One. Two.\n[voice: Bob] Three."
-    paragraphs = export_paragraphs(text, 0, len(text), window.resolve_voice)
-    assert [p for p, _ in paragraphs] == ["One. Two.", "Three."]
     out = tmp_path / "book.flac"
-    window.exporter.export_to(out, paragraphs, subtitles=True)
+    window.exporter.export_to(out, text, 0, len(text), subtitles=True)
     qtbot.waitUntil(lambda: not window.exporter.running, timeout=10_000)
     audio, rate = soundfile.read(out)
     assert rate == 24000 and len(audio) > 0
     assert "Three." in out.with_suffix(".srt").read_text()
     assert "Exported" in window.statusBar().currentMessage()
+    assert [(text, voice.speaker) for text, voice in engine_of(window).spoken] == [("One. Two.", "ryan"),
+                                                                                    ("Three.", "ryan")]
 
 
 def test_keep_this_voice_adds_a_clone(qtbot, fake_sd, make_window, fake_engine_class):
