@@ -2,8 +2,9 @@
 
 Large texts are inserted piece by piece from the event loop (``load_text``), so opening a 20 MB
 file keeps the window responsive; undo history starts after the load. ``text_source`` (a
-``DocumentText``) lets a reading plan read the text from any position a line at a time, without
-copying the whole document.
+``DocumentText``) lets a reading plan read the text from any position a line at a time, and
+``mirror`` (a ``qtapp.line_mirror.LineMirror``) keeps a copy of it line by line, edit by edit, for
+the word count and autosave: no keystroke makes the GUI thread copy or scan the whole document.
 """
 
 from __future__ import annotations
@@ -23,16 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from qtapp.line_mirror import LineMirror, plain
+
 LOAD_PIECE_CHARS = 256 * 1024  # characters inserted per event-loop turn while loading
-COUNT_DELAY_MS = 300  # word counts are recomputed this long after the last edit
+COUNT_DELAY_MS = 300  # word counts are shown this long after the last edit
 MIN_FONT, MAX_FONT = 8, 48
 HIGHLIGHT_COLOR = QColor("#ffe58f")
-# What QTextDocument.toPlainText changes, character for character: block text is read the same way.
-PLAIN_TEXT = str.maketrans({"\u2029": "\n", "\u2028": "\n", "\ufdd0": "\n", "\ufdd1": "\n", "\u00a0": " "})
-
-
-def count_words(text: str) -> int:
-    return len(text.split())
 
 
 def split_for_loading(text: str, piece_chars: int = LOAD_PIECE_CHARS) -> list[str]:
@@ -73,6 +70,7 @@ class Editor(QPlainTextEdit):
         self.edits = 0  # changes to the text other than a load's own inserts
         self._loading_insert = False
         self.document().contentsChange.connect(self._on_contents_change)
+        self.mirror = LineMirror(self.document(), self)
         self.text_source = DocumentText(self)
         self._count_timer = QTimer(self, singleShot=True, interval=COUNT_DELAY_MS)
         self._count_timer.timeout.connect(self._emit_counts)
@@ -205,8 +203,7 @@ class Editor(QPlainTextEdit):
             super().dropEvent(event)
 
     def _emit_counts(self) -> None:
-        text = self.toPlainText()
-        self.counts_changed.emit(count_words(text), len(text))
+        self.counts_changed.emit(self.mirror.words, self.mirror.characters)
 
 
 class DocumentText:
@@ -220,7 +217,7 @@ class DocumentText:
         block = self.editor.document().findBlock(position)
         if not block.isValid():
             block = self.editor.document().lastBlock()
-        before = block.text()[:max(0, position - block.position())].translate(PLAIN_TEXT)
+        before = plain(block.text()[:max(0, position - block.position())])
         return block.position() + before.rfind("\n") + 1
 
     def pieces(self, start: int, end: int | None = None) -> Iterator[tuple[int, str]]:
@@ -233,7 +230,7 @@ class DocumentText:
         position = max(0, start)
         while position < end and editor.edits == edits:
             block = document.findBlock(position)
-            text = block.text().translate(PLAIN_TEXT) + ("\n" if block.next().isValid() else "")
+            text = plain(block.text()) + ("\n" if block.next().isValid() else "")
             line_end = min(block.position() + len(text), end)
             for piece in line_pieces(position, text[position - block.position():line_end - block.position()]):
                 if editor.edits != edits:

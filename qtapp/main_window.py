@@ -332,7 +332,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         self.reader.stop()
         self.exporter.shutdown()
-        self.autosave.save_now()
+        self.autosave.close()
         self.settings.font_size = self.editor.font_size
         self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()
         self.settings.save()
