@@ -28,7 +28,7 @@ from qtapp.actions import build_actions
 from qtapp.autosave import Autosave
 from qtapp.documents import DocumentError, load_document
 from qtapp.editor import Editor, FindBar
-from qtapp.exporting import ExportController
+from qtapp.export_controller import ExportController
 from qtapp.gauges import GaugePanel
 from qtapp.library_panel import LibraryPanel
 from qtapp.model_download import preset_speakers

@@ -13,7 +13,7 @@ import soundfile as sf
 from engine import Engine, Voice
 from engine.audio.chunks import SAMPLES_PER_FRAME
 from engine.text import split_segments
-from qtapp.export import ExportJob, start_export, subtitle_path
+from qtapp.export_job import ExportJob, start_export, subtitle_path
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker
 

@@ -1,4 +1,4 @@
-"""Export audio from the main window: ask where, then run ``qtapp.export.ExportJob`` on its own
+"""Export audio from the main window: ask where, then run ``qtapp.export_job.ExportJob`` on its own
 thread behind a progress dialog with an ETA and a Cancel button."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QProgressDialog
 
 from qtapp.dialogs.export_dialog import ExportDialog
-from qtapp.export import ExportJob, start_export
+from qtapp.export_job import ExportJob, start_export
 from qtapp.voice_marks import mark_names
 
 

@@ -11,7 +11,7 @@ import soundfile as sf
 
 from engine import Voice
 from engine.text import split_segments
-from qtapp.export import ExportJob, start_export, subtitle_path
+from qtapp.export_job import ExportJob, start_export, subtitle_path
 from tests.qtapp.fake_engine import FakeEngine
 
 PARAGRAPHS = ["Chapter one begins. It has two sentences.", "A second paragraph! With a question? And an end."]
