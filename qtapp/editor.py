@@ -178,9 +178,12 @@ class Editor(QPlainTextEdit):
 
     # ---- events ------------------------------------------------------------------------------------
     def mouseDoubleClickEvent(self, event) -> None:
-        position = self.cursorForPosition(event.position().toPoint()).position()
-        super().mouseDoubleClickEvent(event)
-        self.position_activated.emit(position)
+        """A double-click reads from there: the cursor moves there with no word selected, so Stop and then
+        Play go on from there rather than reading the selected word alone."""
+        cursor = self.cursorForPosition(event.position().toPoint())
+        self.setTextCursor(cursor)
+        event.accept()
+        self.position_activated.emit(cursor.position())
 
     def dragEnterEvent(self, event) -> None:
         if _local_files(event.mimeData()):

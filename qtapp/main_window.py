@@ -78,6 +78,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.settings = settings
         self.document_path: Path | None = None
+        self._heard_at: int | None = None  # start of the last sentence heard in this document
         self._injected_factory = engine_factory
         self._pending_keep: str | None = None
         self.setWindowTitle("Orator")
@@ -281,7 +282,15 @@ class MainWindow(QMainWindow):
         if start < 0:
             self.editor.clear_highlight()
         else:
+            self._heard_at = start
             self.editor.highlight_span(start, end)
+
+    def _remember_position(self) -> None:
+        """Keep where reading of the open document stopped, so reopening it resumes there."""
+        if self.document_path is not None and self._heard_at is not None:
+            self.settings.remember_position(self.document_path, self._heard_at)
+            self.settings.save()
+            self._heard_at = None
 
     def _on_state_changed(self, state: str) -> None:
         self.window_actions.play.setEnabled(state != PLAYING)
@@ -292,6 +301,8 @@ class MainWindow(QMainWindow):
         self.window_actions.play.setText("Resume" if state == PAUSED else "Play")
         if state == PLAYING:
             self.gauges.reset()
+        elif state == IDLE:
+            self._remember_position()
 
     def _on_stats(self, rtf: float, first_audio_s: float) -> None:
         self.gauges.set_rtf(rtf)
@@ -327,6 +338,13 @@ class MainWindow(QMainWindow):
     def _on_loading_finished(self) -> None:
         self.show_status(f"Opened {self.document_path.name}." if self.document_path else "Ready.")
         self.autosave.mark_dirty()
+        resume = self.settings.resume_position(self.document_path) if self.document_path else None
+        if resume is not None:
+            cursor = self.editor.textCursor()
+            cursor.setPosition(min(resume, self.editor.document().characterCount() - 1))
+            self.editor.setTextCursor(cursor)
+            self.editor.centerCursor()
+            self.show_status(f"Opened {self.document_path.name}; Play goes on where you stopped.")
 
     # ---- closing -----------------------------------------------------------------------------------
     def closeEvent(self, event) -> None:

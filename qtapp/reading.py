@@ -102,6 +102,12 @@ class ReadingController(QObject):
         self.sentence_changed.emit(-1, -1)
         self._set_state(IDLE)
 
+    def restart_sentence(self) -> None:
+        """Read the audible sentence again from its start, with what the worker does now (a new speed):
+        the audio queued for the player was made the old way."""
+        if self.state != IDLE and self.plan is not None and self.current_sentence >= 0:
+            self._start_at(self.current_sentence)
+
     def next_sentence(self) -> None:
         self._skip(+1)
 

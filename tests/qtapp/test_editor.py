@@ -89,6 +89,8 @@ def test_double_click_reports_the_position(editor, qtbot):
     with qtbot.waitSignal(editor.position_activated, timeout=1000) as blocker:
         QTest.mouseDClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=point)
     assert 6 <= blocker.args[0] <= 10  # inside "beta"
+    assert not editor.textCursor().hasSelection()  # no word left selected for Play to read alone
+    assert editor.textCursor().position() == blocker.args[0]
 
 
 def test_dropping_files_emits_their_paths(editor, qtbot, tmp_path):

@@ -8,6 +8,7 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
 from engine import CheckpointError, Voice
+from engine.audio.chunks import SAMPLES_PER_FRAME
 from qtapp.actions import SHORTCUTS
 from qtapp.main_window import MainWindow
 from qtapp.reading import IDLE, PAUSED, PLAYING
@@ -147,6 +148,68 @@ def test_double_click_jumps_to_a_sentence(qtbot, fake_sd, make_window):
     assert highlighted(window) == "Bob again."
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     assert engine_of(window).spoken[0][0] == "Bob again."
+
+
+def test_after_a_double_click_jump_stop_then_play_reads_on_from_there(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    window.show()
+    cursor = QTextCursor(window.editor.document())
+    cursor.setPosition(TEXT.index("again") + 2)
+    QTest.mouseDClick(window.editor.viewport(), Qt.MouseButton.LeftButton,
+                      pos=window.editor.cursorRect(cursor).center())
+    assert highlighted(window) == "Bob again."
+    window.reader.stop()
+    engine_of(window).spoken.clear()
+    window.play()
+    assert highlighted(window) == "Bob again."
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    assert [text for text, _ in engine_of(window).spoken] == ["Bob again.", "The end."]
+
+
+def test_a_speed_change_while_reading_is_heard_from_the_next_chunk(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    written = []
+    write = window.player.write
+    window.player.write = lambda samples, sentence: (written.append((len(samples), sentence)),
+                                                      write(samples, sentence))
+    window.editor.setPlainText(TEXT)
+    window.play()
+    play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "The second one!")
+    written.clear()
+    window.window_actions.speed.setValue(2.0)  # the player held this sentence and more at speed 1
+    assert window.reader.state == PLAYING and highlighted(window) == "The second one!"
+    qtbot.waitUntil(lambda: sum(n for n, s in written if s == 2) > 0, timeout=5000)
+    heard = sum(n for n, s in written if s == 1)  # the sentence restarts, made at the new speed
+    assert heard == round(3 * SAMPLES_PER_FRAME / 2.0)
+    assert window.settings.speed == 2.0 and window.worker.speed == 2.0
+
+
+def test_reopening_a_document_resumes_where_reading_stopped(qtbot, fake_sd, make_window, tmp_path):
+    book, other = tmp_path / "book.txt", tmp_path / "other.txt"
+    book.write_text("First part. Second part. Third part.")
+    other.write_text("Something else.")
+    settings = Settings.load()
+    window = make_window(settings=settings)
+    wait_ready(qtbot, window)
+    with qtbot.waitSignal(window.editor.loading_finished, timeout=5000):
+        window.open_path(book)
+    window.play()
+    play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "Second part.")
+    window.window_actions.stop.trigger()
+    for path in (other, book):
+        with qtbot.waitSignal(window.editor.loading_finished, timeout=5000):
+            window.open_path(path)
+    assert window.editor.textCursor().position() == book.read_text().index("Second")
+    window.play()
+    assert highlighted(window) == "Second part."
+    window.reader.stop()
+    later = make_window(settings=Settings.load())  # remembered across sessions too
+    with qtbot.waitSignal(later.editor.loading_finished, timeout=5000):
+        later.open_path(book)
+    assert later.editor.textCursor().position() == book.read_text().index("Second")
 
 
 def test_shortcuts_exist_and_f5_plays(qtbot, fake_sd, make_window):
