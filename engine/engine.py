@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from engine import options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
@@ -27,10 +28,11 @@ from engine.errors import VoiceError
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
+from engine.model.int8 import quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
-from engine.runtime import check_device, check_torch, default_dtype
+from engine.runtime import check_device, check_torch, default_dtype, use_cpu_threads
 from engine.sampling import Sampling
 from engine.text import Segment, segments_of
 from engine.tokenizer import TextTokenizer
@@ -46,7 +48,7 @@ DECODER_DTYPE_NAMES = tuple(str(d).removeprefix("torch.") for d in DECODER_DTYPE
 
 class Engine:
     def __init__(self, model: Qwen3TTS, config: ModelConfig, tokenizer: TextTokenizer, decoder,
-                 model_dir: Path, defaults: Sampling, use_graphs: bool = False):
+                 model_dir: Path, defaults: Sampling, use_graphs: bool = False, cpu_int8: bool = False):
         self.model, self.config, self.tokenizer, self.decoder = model, config, tokenizer, decoder
         self.model_dir, self.defaults = model_dir, defaults
         self.device = model.talker.codec_head.weight.device
@@ -54,6 +56,7 @@ class Engine:
         self._encoder = None
         self._single = None  # the single-stream streamer, built on first use
         self.use_graphs = use_graphs
+        self.cpu_int8 = cpu_int8  # the decoder layers' projections are int8 (engine.model.int8)
         self._lock = threading.Lock()  # one generation at a time per engine
         self._encodings: OrderedDict[tuple, dict] = OrderedDict()  # recent clone encodings, by reference
         self._encodings_lock = threading.Lock()
@@ -61,7 +64,8 @@ class Engine:
     # ---- loading --------------------------------------------------------------------------------
     @classmethod
     def from_pretrained(cls, model: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
-                        graphs: bool | None = None, decoder_dtype: torch.dtype | None = None) -> Engine:
+                        graphs: bool | None = None, decoder_dtype: torch.dtype | None = None,
+                        cpu_int8: bool | None = None) -> Engine:
         """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``.
 
         ``graphs`` (default: on for CUDA while the ``graphs`` option is on, ``engine.options``) selects the
@@ -69,7 +73,9 @@ class Engine:
         ``decoder_dtype`` is the codec decoder's precision, apart from the model's ``dtype``: float32 by default
         (float64 with a float64 model), or bfloat16 / float16, faster on a GPU when many streams are decoded at
         once (the official package decodes in bf16 when its model is loaded in bf16); slow on a CPU. The audio
-        comes out float32 whatever the decoder's dtype."""
+        comes out float32 whatever the decoder's dtype.
+        ``cpu_int8`` (default: the ``cpu_int8`` option, on) gives a float32 model on a CPU int8 projections in its
+        decoder layers (``engine.model.int8``): the fast CPU path; False keeps the exact float32 weights."""
         check_torch()
         device = torch.device(device)
         check_device(device)
@@ -86,12 +92,19 @@ class Engine:
         load_weights(net, model_dir / "model.safetensors", device=device, dtype=dtype)
         materialize_buffers(net, device)
         fuse_projections(net)
+        int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
+        int8 = int8 and dtype == torch.float32
+        if int8:
+            quantize_layers(net.talker)
+        if device.type == "cpu":
+            use_cpu_threads(options.current().threads)
         net.eval()
         from engine.codec.decoder import SpeechDecoder
 
         decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
         use_graphs = graphs_enabled(device) if graphs is None else graphs
-        return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs)
+        return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
+                   int8)
 
     # ---- facts ----------------------------------------------------------------------------------
     @property
