@@ -64,6 +64,8 @@ class TimeStretcher:
             if nominal + TOLERANCE + FRAME > end or (
                     self._previous_read is not None and self._previous_read + HOP + FRAME > end):
                 break
+            if not final and (self._frame + 1) * HOP > self._received / self.speed:
+                break  # past the length the input so far will have: a short input ending now would be too long
             start = self._best_start(nominal)
             frame = self._slice(start, FRAME)
             self._output[:FRAME] += _WINDOW * frame

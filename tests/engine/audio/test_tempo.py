@@ -43,6 +43,15 @@ def test_streaming_in_chunks_equals_the_whole():
     np.testing.assert_array_equal(np.concatenate(pieces + [stretcher.flush()]), stretch(samples, 1.5))
 
 
+@pytest.mark.parametrize(("speed", "length"), [(4.0, 1200), (3.0, 1500), (4.0, 1921), (2.5, 1200)])
+def test_a_short_input_at_a_high_speed_is_never_too_long(speed, length):
+    """What ``process`` hands out never passes round(input / speed), so ``flush`` can always end there."""
+    stretcher = TimeStretcher(speed)
+    early = stretcher.process(np.ones(length, dtype=np.float32))
+    assert len(early) <= round(length / speed)
+    assert len(early) + len(stretcher.flush()) == round(length / speed)
+
+
 @pytest.mark.parametrize("speed", [0.2, 4.5, 0.0])
 def test_out_of_range_speed_is_refused(speed):
     with pytest.raises(ValueError):
