@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from qtapp.line_mirror import LineMirror, plain
+from qtapp.reading_plan import line_pieces
 
 LOAD_PIECE_CHARS = 256 * 1024  # characters inserted per event-loop turn while loading
 COUNT_DELAY_MS = 300  # word counts are shown this long after the last edit
@@ -224,8 +225,6 @@ class DocumentText:
         return block.position() + before.rfind("\n") + 1
 
     def pieces(self, start: int, end: int | None = None) -> Iterator[tuple[int, str]]:
-        from qtapp.reading_plan import line_pieces
-
         editor, document = self.editor, self.editor.document()
         edits = editor.edits
         length = document.characterCount() - 1
