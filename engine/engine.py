@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
 from engine.runtime import check_device, check_torch, default_dtype, use_cpu_threads
 from engine.sampling import Sampling
-from engine.text import check_text, split_segments
+from engine.text import Segment, segments_of
 from engine.tokenizer import TextTokenizer
 from engine.voices.voice import Voice
 
@@ -170,16 +170,17 @@ class Engine:
         return self._encoder
 
     # ---- generation -----------------------------------------------------------------------------
-    def plan(self, text: str, voice: Voice, sampling: Sampling | None = None, max_frames: int | None = None,
-             non_streaming: bool | None = None) -> Plan:
+    def plan(self, text: str | Sequence[Segment], voice: Voice, sampling: Sampling | None = None,
+             max_frames: int | None = None, non_streaming: bool | None = None) -> Plan:
         """What a call with these arguments will speak: the text checked and cut into segments (the spans that
-        chunks, highlighting and subtitles refer to), the voice checked and prepared (a clone encoded), the
-        sampling (the model's defaults when None) and the call's seed. Raises the error the call would."""
-        check_text(text)
+        chunks, highlighting and subtitles refer to; ``text`` may be those segments already cut, see
+        ``engine.text.segments_of``), the voice checked and prepared (a clone encoded), the sampling (the
+        model's defaults when None) and the call's seed. Raises the error the call would."""
+        segments = segments_of(text)
         voice = self.prepare_voice(voice)
         check_voice(self.config, voice)
         sampling = sampling or self.defaults
-        return Plan(voice, split_segments(text), sampling, draw_seed(sampling.seed), max_frames, non_streaming)
+        return Plan(voice, segments, sampling, draw_seed(sampling.seed), max_frames, non_streaming)
 
     def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
                        max_frames: int | None = None, non_streaming: bool | None = None) -> np.ndarray:
@@ -199,10 +200,11 @@ class Engine:
         codes = np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
         return Audio(samples, SAMPLE_RATE, codes)
 
-    def stream(self, text: str, voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
+    def stream(self, text: str | Sequence[Segment], voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
                max_frames: int | None = None, non_streaming: bool | None = None) -> Iterator[Chunk]:
-        """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set.
+        """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set. ``text`` may
+        be segments already cut (``plan``): the chunks then carry their spans and index them.
         The last chunk of the call has ``final=True``; when the end is only known after a chunk was
         sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call."""
         if chunk_frames < 1 or first_chunk_frames < 1:
@@ -232,14 +234,14 @@ class Engine:
         self._single_streamer(chunk_sizes)
         return time.perf_counter() - t0
 
-    def check(self, text: str, voice: Voice, non_streaming: bool | None = None) -> None:
+    def check(self, text: str | Sequence[Segment], voice: Voice, non_streaming: bool | None = None) -> None:
         """Raise the error a generation of ``text`` in ``voice`` would fail with at its start (``TextError``,
         ``VoiceError``, ``UnsupportedError``), without generating: cheap host work, for a server to refuse a
         request before it waits for a slot. A clone not encoded yet is checked once it is, by the generation."""
-        check_text(text)  # so the text has segments, each of which check_prompts checks with the voice
+        segments = segments_of(text)  # so the text has segments, each of which check_prompts checks with the voice
         if voice.kind == "clone" and not voice.is_encoded:
             return
-        check_prompts(self.config, self.tokenizer, voice, [s.text for s in split_segments(text)], non_streaming)
+        check_prompts(self.config, self.tokenizer, voice, [s.text for s in segments], non_streaming)
 
     # ---- internals ------------------------------------------------------------------------------
     def _prompt_builder(self) -> Callable[[list[tuple[Voice, str]]], list]:
