@@ -5,13 +5,14 @@ tolerated instead of refusing the book: manifest hrefs with ``#fragment`` parts 
 times is read once), spine entries naming missing items or files, damaged members, a document in an
 odd or wrong encoding, a missing container.xml. Each skipped part is counted in one warning. Chapter
 titles come from the EPUB 3 navigation document or else the NCX; the navigation document itself,
-non-linear items and contents pages in the spine are not read. Content encrypted by DRM is refused.
+non-linear items and the contents lists of spine pages are not read. Content encrypted by DRM is refused.
 """
 
 from __future__ import annotations
 
 import posixpath
 import zipfile
+import zlib
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -19,7 +20,6 @@ from qtapp.documents.html_reader import (
     HtmlConverter,
     decode_markup,
     is_internal_link,
-    link_share,
     local_name,
     parse_markup,
 )
@@ -27,6 +27,8 @@ from qtapp.documents.model import MAX_UNPACKED_BYTES, Document, DocumentError, P
 
 HTML_MEDIA_TYPES = ("application/xhtml+xml", "text/html", "application/xml", "text/xml")
 NCX_MEDIA_TYPE = "application/x-dtbncx+xml"
+# what reading a damaged member raises (CRC, truncation, bad deflate data, unsupported compression)
+DAMAGED_MEMBER = (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError, NotImplementedError, zlib.error)
 FONT_OBFUSCATION = ("http://www.idpf.org/2008/embedding", "http://ns.adobe.com/pdf/enc#RC")
 
 
@@ -139,11 +141,11 @@ def read_epub(path: Path, doc: Document) -> Parsed:
             data = archive.read(name)
         except DocumentError:
             raise
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError):
-            skipped += 1  # a damaged member (CRC, truncation, unsupported compression) costs that part only
+        except DAMAGED_MEMBER:
+            skipped += 1  # a damaged member costs that part only
             continue
         root = parse_markup(decode_markup(data, wrong_encoding), xml_first=True)
-        if root is None or _is_contents_page(root):
+        if root is None:
             continue
         converter.feed(root, item_path)
         read_paths.add(item_path)
@@ -189,13 +191,6 @@ def _package_path(archive: _Archive) -> str | None:
     return next((n for n in archive.names if n.lower().endswith(".opf")), None)
 
 
-def _is_contents_page(root) -> bool:
-    """A spine document that is mostly links into the book is its contents page (read as a list of titles)."""
-    body = next((el for el in root.iter() if local_name(el) == "body"), root)
-    count, share = link_share(body)
-    return count >= 5 and share >= 0.8
-
-
 def _navigation(archive: _Archive, nav_path: str | None, ncx_path: str | None) -> list[TocEntry]:
     entries: list[TocEntry] = []
     for source, reader in ((nav_path, _nav_entries), (ncx_path, _ncx_entries)):
@@ -204,7 +199,7 @@ def _navigation(archive: _Archive, nav_path: str | None, ncx_path: str | None) -
             continue
         try:
             data = archive.read(name)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError):
+        except DAMAGED_MEMBER:
             continue
         entries = reader(data, posixpath.dirname(source))
         if entries:

@@ -5,7 +5,7 @@ page after a self-closed ``<title/>``), anything else through the forgiving HTML
 declaration, comments and processing instructions never reach the text; scripts, styles, forms,
 images, navigation (``nav``, contents lists, "Prev | Next" bars, permalink signs) and footnote markers
 are skipped. A table row becomes one paragraph with its cells separated by commas, unless the table
-only lays out blocks. The walk is iterative, so deep nesting costs no recursion.
+only lays out blocks. The walk is iterative, so deep nesting costs no recursion (libxml2 keeps 2048 levels).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ SKIPPED_TAGS = frozenset({
     "script", "style", "head", "noscript", "svg", "math", "template", "iframe", "object", "embed", "canvas",
     "audio", "video", "button", "select", "option", "textarea", "input", "nav", "map", "img", "picture",
     "source", "track", "frame", "frameset", "applet", "datalist", "output", "progress", "meter", "dialog",
+    "title",  # in the body too: browsers do not show it (the document's title is read apart)
 })
 BLOCK_TAGS = frozenset({
     "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dir", "div",
@@ -41,6 +42,7 @@ NAVIGATION_ROLES = frozenset({"navigation", "doc-toc", "doc-pagelist", "doc-note
 NAVIGATION_EPUB_TYPES = frozenset({"toc", "landmarks", "page-list", "noteref", "backlink", "lot", "loi"})
 PERMALINK_SIGNS = frozenset({"¶", "§", "#", "🔗", "⚓", "†"})
 LIST_CONTAINERS = frozenset({"ul", "ol", "dl", "table", "menu", "dir"})
+LINK_PAGE_CONTAINERS = frozenset({"body", "div", "section", "article", "aside"})
 _FOOTNOTE_MARK = re.compile(r"^[\[(]?(?:\d{1,3}|[*†‡§a-z])[\])]?$")
 _CHARSET = re.compile(rb"""<\?xml[^>]*?encoding\s*=\s*["']([\w.:-]+)|<meta[^>]+?charset\s*=\s*["']?([\w.:-]+)""",
                       re.IGNORECASE)
@@ -48,6 +50,7 @@ _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _NOT_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _EXTERNAL_LINK = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
+_NOT_ALNUM = re.compile(r"[\W_]+")
 EPUB_NS = "{http://www.idpf.org/2007/ops}"
 
 
@@ -88,7 +91,9 @@ def parse_markup(text: str, xml_first: bool = False):
             return etree.fromstring(text, parser)
         except (etree.XMLSyntaxError, ValueError):
             pass  # not well-formed (an HTML entity, an unclosed tag): the HTML parser takes what is there
-    parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
+    # huge_tree lifts libxml2's 10 MB bound on one text node (a book in one <pre>) and its 256-deep nesting
+    # bound (2048 then); HTML has no entity expansion to guard against
+    parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, huge_tree=True)
     try:
         return etree.fromstring(text, parser)
     except (etree.XMLSyntaxError, ValueError):
@@ -120,17 +125,25 @@ def is_internal_link(el) -> bool:
     return bool(href) and not _EXTERNAL_LINK.match(href)
 
 
-def link_share(el) -> tuple[int, float]:
-    """How many internal links ``el`` holds and what share of its letters are in them."""
-    links = [a for a in el.iter() if local_name(a) == "a" and is_internal_link(a)]
-    if not links:
-        return 0, 0.0
-    total = sum(c.isalnum() for c in _text_content(el))
-    linked = sum(c.isalnum() for a in links for c in _text_content(a))
-    return len(links), linked / total if total else 0.0
+def link_stats(root) -> dict:
+    """For every element: (letters and digits in it, those inside internal links, internal links), in one
+    pass from the leaves up, so testing each container for being a list of links costs nothing."""
+    stats: dict = {}
+    for el in reversed(list(root.iter())):
+        total = len(_NOT_ALNUM.sub("", el.text)) if isinstance(el.tag, str) and el.text else 0
+        linked = links = 0
+        for child in el:
+            child_total, child_linked, child_links = stats.get(child, (0, 0, 0))
+            total += child_total + (len(_NOT_ALNUM.sub("", child.tail)) if child.tail else 0)
+            linked += child_linked
+            links += child_links
+        if local_name(el) == "a" and is_internal_link(el):
+            linked, links = total, links + 1
+        stats[el] = (total, linked, links)
+    return stats
 
 
-def is_skipped(el, name: str) -> bool:
+def is_skipped(el, name: str, stats: dict) -> bool:
     """Elements that are not part of what a reader reads: see the module docstring."""
     if name in SKIPPED_TAGS:
         return True
@@ -150,10 +163,11 @@ def is_skipped(el, name: str) -> bool:
         internal = link is not None and _attr(link, "href").startswith("#")
         if internal and (text in PERMALINK_SIGNS or _FOOTNOTE_MARK.match(text)):
             return True  # a permalink sign or a footnote marker ("[1]") read mid-sentence is noise
-    if name in LIST_CONTAINERS:
-        count, share = link_share(el)
-        if count >= 3 and share >= 0.85:
-            return True  # a list of links within the document is its contents or a navigation bar
+    if name in LIST_CONTAINERS or name in LINK_PAGE_CONTAINERS:
+        total, linked, count = stats.get(el, (0, 0, 0))
+        share = linked / total if total else 0.0
+        if name in LIST_CONTAINERS and count >= 3 and share >= 0.85 or count >= 5 and share >= 0.9:
+            return True  # a list or a page of links within the document is its contents or a navigation bar
     return False
 
 
@@ -178,6 +192,7 @@ class HtmlConverter:
         self._parts: list[tuple[str, bool]] = []  # (text, preformatted)
         self._anchors: list[str] = []
         self._level = 0
+        self._stats: dict = {}
 
     def feed(self, root, prefix: str = "") -> None:
         """Adds the blocks of ``root``; ``prefix`` names the page in anchors (``prefix#id``, and ``prefix``
@@ -188,6 +203,7 @@ class HtmlConverter:
             self._anchors.append(prefix)
         self._read_metadata(root)
         body = next((el for el in root.iter() if local_name(el) == "body"), root)
+        self._stats = link_stats(body)
         self._walk(body, prefix)
         self._flush()
 
@@ -222,7 +238,7 @@ class HtmlConverter:
                 if el is not root and el.tail:
                     self._parts.append((el.tail, pre_depth > 0))
                 continue
-            if name is None or is_skipped(el, name):
+            if name is None or is_skipped(el, name, self._stats):
                 if el is not root and el.tail:
                     self._parts.append((el.tail, pre_depth > 0))
                 continue
@@ -275,7 +291,7 @@ class HtmlConverter:
                     parts.append(node.tail)
                 continue
             name = local_name(node)
-            if name is None or is_skipped(node, name):
+            if name is None or is_skipped(node, name, self._stats):
                 if node is not el and node.tail:
                     parts.append(node.tail)
                 continue

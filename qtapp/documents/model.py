@@ -112,10 +112,12 @@ _LABELLED_NUMBER = re.compile(r"^((?:Chapter|Part|Appendix|Section|Book|Lesson|U
 
 
 def clean_block_text(text: str) -> str:
-    """One paragraph's text: invisible characters dropped, spaces collapsed, lines stripped, no blank line."""
+    """One paragraph's text: invisible characters dropped, spaces collapsed, lines stripped, no blank line, no
+    line without a word."""
     text = _INVISIBLE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _STRAY_MARKS.sub("", _SPACES.sub(" ", text))
-    text = "\n".join(line.strip() for line in text.split("\n"))
+    text = _SPACES.sub(" ", _STRAY_MARKS.sub("", text))
+    # a line without a letter or digit ("." in a listing, a rule of dashes) is not read
+    text = "\n".join(line.strip() for line in text.split("\n") if _HAS_WORD.search(line))
     return _BLANK_LINES.sub("\n", text).strip()
 
 
@@ -203,7 +205,7 @@ def assemble(parsed: Parsed, doc: Document) -> None:
                 marks.append((start, entry.level, title))
     else:
         marks = [(h.start, h.level, h.title) for h in _chapter_headings(headings)]
-    doc.chapters = _chapters(marks, len(text))
+    doc.chapters = _chapters(marks, text)
 
 
 def _chapter_headings(headings: list[Heading]) -> list[Heading]:
@@ -216,17 +218,22 @@ def _chapter_headings(headings: list[Heading]) -> list[Heading]:
     return [h for h in headings if h.level <= deepest]
 
 
-def _chapters(marks: list[tuple[int, int, str]], text_len: int) -> list[Chapter]:
+def _chapters(marks: list[tuple[int, int, str]], text: str) -> list[Chapter]:
     """Chapters in reading order, levels renumbered from 1, each ending where the next of its level or a
     higher one begins; repeated entries (same start and title) are kept once."""
     if not marks:
         return []
     marks = sorted(dict.fromkeys(marks), key=lambda m: m[0])  # sort is stable: contents order within one start
     top = min(level for _, level, _ in marks)
-    ends = [text_len] * len(marks)
+    ends = [len(text)] * len(marks)
     open_marks: list[int] = []  # indices whose end is not known yet, levels increasing
     for i, (start, level, _) in enumerate(marks):
         while open_marks and marks[open_marks[-1]][1] >= level:
             ends[open_marks.pop()] = start
         open_marks.append(i)
-    return [Chapter(title, level - top + 1, start, ends[i]) for i, (start, level, title) in enumerate(marks)]
+    chapters = []
+    for (start, level, title), end in zip(marks, ends, strict=True):
+        while end > start and text[end - 1].isspace():
+            end -= 1  # the blank line before the next chapter is not part of this one
+        chapters.append(Chapter(title, level - top + 1, start, end))
+    return chapters

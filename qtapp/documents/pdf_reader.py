@@ -1,15 +1,16 @@
 """PDF: the text of the pages as paragraphs a reader would read, through PDFium (pypdfium2) (Qt-free).
 
 PDFium was chosen on evidence (docs/documents.md, bench/pdf_extractors.py): on four real manuals it
-kept word spacing (no token over 25 letters where pypdf ran 2-17% of its tokens together) and read
-order (91-98% of the HTML's 6-word sequences found, pdfminer.six 78-98%), at 2-3 ms a page against
-pdfminer.six's 40-130 ms. Its text comes line by line with each character's box and font size; from
-those this module removes what is printed but not read: contents pages (dot leaders, lines ending in
-page numbers), running headers and footers (a line in the top or bottom band repeated on three or more
-pages), page numbers; it joins words hyphenated at a line end (PDFium marks them) unless the document
-spells the word with its hyphen elsewhere; it rebuilds paragraphs across lines and pages (a paragraph
-ends at a wider gap, a short line, a change of size, an indent or a list bullet) and moves footnotes
-after the paragraph they interrupt. Bookmarks give chapters; without them, larger type gives headings.
+kept word spacing (no token over 25 letters where pypdf ran 2-17% of its tokens together) and reading
+order (92-99% of the HTML's 6-word sequences found, pdfminer.six 78-98%), at 1-2 ms a page against
+pdfminer.six's 30-120 ms. Its text comes line by line with each character's box and font size; from
+those this module removes what is printed but not read: contents and index pages (dot leaders, lines
+ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
+text, repeated on three pages or more, or on two of a short document), page numbers and footnote
+markers; it joins words hyphenated at a line end (PDFium marks them) unless the document spells the
+word with its hyphen elsewhere; it rebuilds paragraphs across lines and pages (a paragraph ends at a
+wider gap, a short line, a change of size, an indent or a list bullet) and moves footnotes after the
+paragraph they interrupt. Bookmarks give chapters; without them, larger type gives headings.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ _FOOTNOTE_NUMBER = re.compile(r"^\d{1,3}(?=\s?[A-Z“\"(])")
 _HYPHENATED = re.compile(rf"(\w+)[{HYPHEN_MARK}-]{HYPHEN_MARK}?(\w+)")
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 _MARKER = re.compile(r"\d{1,3}")
+_TRAILING_MARK = re.compile(r"(?<=[.!?)”’\"])\s\d{1,2}$")
 _NUMBER_PREFIX = re.compile(r"^(?:(?:chapter|part|appendix|section)\s+)?(?:\d{1,4}\s+)*")  # of normalized text
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")  # PDFium's text for some fonts' footnote digits
 # where a footnote number stands as a marker: after a word, or a word and a closing mark, before a pause
@@ -82,8 +84,8 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
     finally:
         pdf.close()
     if not any(page.lines for page in pages):
-        doc.warnings.append("No text found in the PDF (scanned pages need OCR, which Orator does not do).")
-        return Parsed([])
+        raise DocumentError(f"“{path.name}” holds no text, only images (scanned pages need OCR, which Orator "
+                            "does not do).")
     blocks = _paragraphs(pages, bookmarks)
     title = metadata.get("Title", "")
     toc = [TocEntry(title_, level, f"bookmark{i}") for i, (title_, level, _) in enumerate(bookmarks)]
@@ -187,7 +189,7 @@ def _strip_furniture(pages: list[Page]) -> None:
     counts = Counter()
     for lines in edges:
         counts.update({k for line in lines for k in _keys(line)})
-    repeated = {key for key, n in counts.items() if n >= 3}
+    repeated = {key for key, n in counts.items() if n >= (3 if len(pages) >= 4 else 2)}
     for page, lines in zip(pages, edges, strict=True):
         furniture = {line for line in lines if _PAGE_NUMBER.match(line.text) or any(k in repeated for k in _keys(line))}
         page.lines = [line for line in page.lines if line not in furniture]
@@ -277,6 +279,10 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
     if bookmarks:
         _mark_bookmarks(blocks, bookmarks)
     _resolve_hyphens(blocks)
+    for block in blocks:
+        if not block.level and not block.small:
+            # a number after the last sentence marks a footnote printed on a later page
+            block.text = _TRAILING_MARK.sub("", block.text)
     return blocks
 
 
