@@ -2,8 +2,8 @@
 
 PDFium was chosen on evidence (docs/documents.md, bench/pdf_extractors.py): on four real manuals it
 kept word spacing (no token over 25 letters where pypdf ran 2-17% of its tokens together) and reading
-order (92-99% of the HTML's 6-word sequences found, pdfminer.six 78-98%), at 1-2 ms a page against
-pdfminer.six's 30-120 ms. Its text comes line by line with each character's box and font size; from
+order (92-99% of the HTML's 6-word sequences found, pdfminer.six 78-98%), at 1-4 ms a page against
+pdfminer.six's 34-141 ms. Its text comes line by line with each character's box and font size; from
 those this module removes what is printed but not read: contents and index pages (dot leaders, lines
 ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
 text, repeated on three pages or more, or on two of a short document), page numbers and footnote
