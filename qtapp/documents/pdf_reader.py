@@ -8,9 +8,10 @@ those this module removes what is printed but not read: contents and index pages
 ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
 text, repeated on three pages or more, or on two of a short document), page numbers and footnote
 markers; it joins words hyphenated at a line end (PDFium marks them) unless the document spells the
-word with its hyphen elsewhere; it rebuilds paragraphs across lines and pages (a paragraph ends at a
-wider gap, a short line, a change of size, an indent or a list bullet) and moves footnotes after the
-paragraph they interrupt. Bookmarks give chapters; without them, larger type gives headings.
+word with its hyphen elsewhere; it rebuilds paragraphs across lines, columns and pages (a paragraph
+ends at a wider gap, a line short of its column's edge, a change of size, an indent or a list bullet)
+and moves footnotes after the paragraph they interrupt. Bookmarks give chapters; without them, larger
+type gives headings.
 """
 
 from __future__ import annotations
@@ -238,11 +239,9 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
     pitches = [a.y_end - b.y for page in pages for a, b in zip(page.lines, page.lines[1:], strict=False)
                if a.size == b.size == body_size and 0 < a.y_end - b.y < 3 * body_size]
     pitch = statistics.median(pitches) if pitches else 1.2 * body_size
-    lefts = [line.x0 for line in body_lines if line.size == body_size]
-    rights = [line.x1 for line in body_lines if line.size == body_size]
-    left = statistics.median_low(lefts) if lefts else 0.0
-    right = sorted(rights)[int(0.9 * (len(rights) - 1))] if rights else 0.0
-    width = max(right - left, 1.0)
+    rights = sorted(line.x1 for line in body_lines if line.size == body_size)
+    lefts = sorted(line.x0 for line in body_lines if line.size == body_size)
+    default = (lefts[len(lefts) // 2], rights[int(0.9 * (len(rights) - 1))]) if rights else (0.0, 0.0)
     heading_sizes = sorted({s for s in sizes if s >= body_size * 1.15}, reverse=True)
     level_of = {s: min(i + 1, 6) for i, s in enumerate(heading_sizes)}
 
@@ -251,8 +250,9 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
     for page in pages:
         page_blocks: list[_Block] = []
         current: list[Line] = []
+        columns = _columns(page.lines, body_size) or [default]
         for line in page.lines:
-            if current and _breaks(current[-1], line, current[0], pitch, left, right, width, body_size):
+            if current and _breaks(current[-1], line, current[0], pitch, columns, body_size):
                 page_blocks.append(_block(current, body_size, level_of))
                 current = []
             current.append(line)
@@ -286,19 +286,44 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
     return blocks
 
 
-def _breaks(prev: Line, line: Line, first: Line, pitch: float, left: float, right: float, width: float,
+def _columns(lines: list[Line], body_size: float) -> list[tuple[float, float]]:
+    """(left, right) of the page's text columns: body lines grouped by where they start, a group of four or
+    more being a column whose right edge is where nine in ten of its lines end at most."""
+    groups: dict[int, list[float]] = {}
+    for line in lines:
+        if abs(line.size - body_size) < 0.5:
+            groups.setdefault(round(line.x0 / 6), []).append(line.x1)
+    columns = []
+    for key, ends in groups.items():
+        if len(ends) >= 4:
+            ends.sort()
+            columns.append((key * 6.0, ends[int(0.9 * (len(ends) - 1))]))
+    return sorted(columns)
+
+
+def _column_of(line: Line, columns: list[tuple[float, float]]) -> tuple[float, float]:
+    """The column ``line`` starts in: the nearest whose left edge is at or before it, else the first."""
+    inside = [c for c in columns if c[0] <= line.x0 + 3 < c[1]]
+    return max(inside) if inside else columns[0]
+
+
+def _breaks(prev: Line, line: Line, first: Line, pitch: float, columns: list[tuple[float, float]],
             body_size: float) -> bool:
     """True when ``line`` starts a new paragraph after ``prev`` (``first`` is the paragraph's first line)."""
     if abs(prev.size - line.size) > 0.5 or line.starts_note:
         return True
     gap = prev.y_end - line.y
-    if gap < 0 or gap > 1.4 * max(pitch * line.size / body_size, 1.0):
-        return True  # a wider gap, or a jump back up (a new column)
+    left, right = _column_of(prev, columns)
+    if gap < 0:
+        # a jump up: the top of the next column continues a sentence the last one left open
+        return not (line.x0 >= right - 5 and line.size <= 1.05 * body_size and not _TERMINAL.search(prev.text))
+    if gap > 1.4 * max(pitch * line.size / body_size, 1.0):
+        return True  # a wider gap
     if _BULLET.match(line.text):
         return True
     if line.size > 1.05 * body_size:
         return False  # a heading wraps over short lines
-    if prev.x1 < right - 0.12 * width and prev.text[-1:] != HYPHEN_MARK:
+    if prev.x1 < right - 0.12 * max(right - left, 1.0) and prev.text[-1:] != HYPHEN_MARK:
         return True  # a short line ends its paragraph
     if line.x0 > prev.x0 + 0.8 * line.size and not _BULLET.match(first.text):
         return True  # an indented first line

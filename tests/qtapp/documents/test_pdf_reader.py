@@ -11,6 +11,17 @@ from tests.qtapp.documents.helpers import layout_pdf
 BODY, TOP, LEFT, PITCH = 10, 760, 72, 13
 
 
+def justified(text, width):
+    """``text`` wrapped at ``width`` characters, every line but the last padded with spaces to the full width."""
+    lines = textwrap.wrap(text, width, break_on_hyphens=False)
+    out = []
+    for line in lines[:-1]:
+        words = line.split()
+        gaps, extra = divmod(width - len(line), max(len(words) - 1, 1))
+        out.append("".join(w + " " * (1 + gaps + (i < extra)) for i, w in enumerate(words[:-1])) + words[-1])
+    return out + lines[-1:]
+
+
 class Pages:
     """Pages being laid out: each with a running header, a page number, and body lines from the top."""
 
@@ -33,7 +44,7 @@ class Pages:
         self.y -= PITCH * size / BODY
 
     def paragraph(self, text, width=76):
-        lines = textwrap.wrap(text, width, break_on_hyphens=False)
+        lines = justified(text, width)
         for i, line in enumerate(lines):
             self.line(line, gap=6 if i == 0 else 0)
 
@@ -120,3 +131,28 @@ def test_footnotes_move_after_their_paragraph_and_lose_their_markers(tmp_path):
     paragraphs = text.split("\n\n")
     assert paragraphs[0].endswith("as the note says.")
     assert paragraphs[-1] == "A note in small type at the foot of the page."
+
+
+def test_two_columns_read_down_each_column_and_a_sentence_runs_on(tmp_path):
+    left_lines = justified("Column one begins here. " + prose(60) + " and this sentence goes on", 36)
+    right_lines = justified("in the second column. " + prose(30, 7) + ". A new paragraph.", 36)
+    left_lines[-1] = left_lines[-1].replace(" ", "  ", 36 - len(left_lines[-1]))  # flush to the column's edge
+    page = [(LEFT, TOP - PITCH * i, BODY, t) for i, t in enumerate(left_lines)]
+    page += [(320, TOP - PITCH * i, BODY, t) for i, t in enumerate(right_lines)]
+    path = tmp_path / "cols.pdf"
+    path.write_bytes(layout_pdf([page], font_name="Courier"))
+    paragraphs = load_document(path).text.split("\n\n")
+    assert paragraphs[0].startswith("Column one begins here.")
+    assert "this sentence goes on in the second column." in paragraphs[0]
+    assert paragraphs[-1] == "A new paragraph." or paragraphs[0].endswith("A new paragraph.")
+
+
+def test_without_bookmarks_larger_type_gives_headings_and_chapters(tmp_path):
+    pages = Pages(header=None)
+    for title, size in (("A Small Guide", 20), ("1 Start", 15), ("1.1 Detail", 12), ("2 Finish", 15)):
+        pages.line(title, size=size, gap=12)
+        pages.paragraph(prose(30) + ".")
+    doc = load_document(pages.pdf(tmp_path / "h.pdf"))
+    assert [(h.title, h.level) for h in doc.headings] == [("A Small Guide", 1), ("1 Start", 2), ("1.1 Detail", 3),
+                                                         ("2 Finish", 2)]
+    assert [c.title for c in doc.chapters] == ["A Small Guide", "1 Start", "2 Finish"]
