@@ -43,6 +43,7 @@ NAVIGATION_EPUB_TYPES = frozenset({"toc", "landmarks", "page-list", "noteref", "
 PERMALINK_SIGNS = frozenset({"¶", "§", "#", "🔗", "⚓", "†"})
 LIST_CONTAINERS = frozenset({"ul", "ol", "dl", "table", "menu", "dir"})
 LINK_PAGE_CONTAINERS = frozenset({"body", "div", "section", "article", "aside"})
+_TESTED_WITHOUT_ATTRIBUTES = LIST_CONTAINERS | LINK_PAGE_CONTAINERS | {"a", "sup"}
 _FOOTNOTE_MARK = re.compile(r"^[\[(]?(?:\d{1,3}|[*†‡§a-z])[\])]?$")
 _CHARSET = re.compile(rb"""<\?xml[^>]*?encoding\s*=\s*["']([\w.:-]+)|<meta[^>]+?charset\s*=\s*["']?([\w.:-]+)""",
                       re.IGNORECASE)
@@ -51,6 +52,8 @@ _NOT_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\ufff
 _EXTERNAL_LINK = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _NOT_ALNUM = re.compile(r"[\W_]+")
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none")
+_LOCAL_NAMES: dict[str, str] = {}
 EPUB_NS = "{http://www.idpf.org/2007/ops}"
 
 
@@ -106,7 +109,12 @@ def local_name(el) -> str | None:
     tag = el.tag
     if not isinstance(tag, str):
         return None
-    return tag.rsplit("}", 1)[-1].rsplit(":", 1)[-1].lower()
+    name = _LOCAL_NAMES.get(tag)
+    if name is None:
+        name = tag.rsplit("}", 1)[-1].rsplit(":", 1)[-1].lower()
+        if len(_LOCAL_NAMES) < 4096:  # a page of invented tag names does not grow the cache for good
+            _LOCAL_NAMES[tag] = name
+    return name
 
 
 def _attr(el, name: str) -> str:
@@ -147,8 +155,10 @@ def is_skipped(el, name: str, stats: dict) -> bool:
     """Elements that are not part of what a reader reads: see the module docstring."""
     if name in SKIPPED_TAGS:
         return True
-    if el.get("hidden") is not None or el.get("aria-hidden") == "true" or \
-            re.search(r"display\s*:\s*none", el.get("style") or ""):
+    if not el.attrib and name not in _TESTED_WITHOUT_ATTRIBUTES:
+        return False  # most elements: nothing below could apply
+    style = el.get("style")
+    if el.get("hidden") is not None or el.get("aria-hidden") == "true" or style and _HIDDEN_STYLE.search(style):
         return True
     classes = set((el.get("class") or "").split())
     if classes & NAVIGATION_CLASSES or (el.get("role") or "") in NAVIGATION_ROLES or el.get("id") in NAVIGATION_IDS:
