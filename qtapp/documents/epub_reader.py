@@ -92,6 +92,13 @@ def _resolve(base_dir: str, href: str) -> tuple[str, str]:
 
 def read_epub(path: Path, doc: Document) -> Parsed:
     archive = _Archive(path, doc)
+    try:
+        return _read(archive, path, doc)
+    finally:
+        archive.zip.close()
+
+
+def _read(archive: _Archive, path: Path, doc: Document) -> Parsed:
     _refuse_drm(archive)
     opf_name = _package_path(archive)
     if opf_name is None:
@@ -113,21 +120,7 @@ def read_epub(path: Path, doc: Document) -> Parsed:
     ncx_id = spine.get("toc") if spine is not None else None
     ncx_path = manifest[ncx_id][0] if ncx_id in manifest else \
         next((p for p, media, _ in manifest.values() if media == NCX_MEDIA_TYPE), None)
-
-    order: list[str] = []
-    skipped = 0
-    itemrefs = _descendants(spine, "itemref") if spine is not None else []
-    for ref in itemrefs:
-        if (ref.get("linear") or "yes").strip().lower() == "no":
-            continue
-        item = manifest.get(ref.get("idref") or "")
-        if item is None:
-            skipped += 1
-            continue
-        if item[0] not in order and item[0] != nav_path:
-            order.append(item[0])
-    if not itemrefs:  # no spine: the manifest's documents in their listed order
-        order = list(dict.fromkeys(p for p, media, _ in manifest.values() if media in HTML_MEDIA_TYPES))
+    order, skipped = _reading_order(spine, manifest, nav_path)
 
     converter = HtmlConverter()
     read_paths: set[str] = set()
@@ -139,8 +132,6 @@ def read_epub(path: Path, doc: Document) -> Parsed:
             continue
         try:
             data = archive.read(name)
-        except DocumentError:
-            raise
         except DAMAGED_MEMBER:
             skipped += 1  # a damaged member costs that part only
             continue
@@ -152,13 +143,35 @@ def read_epub(path: Path, doc: Document) -> Parsed:
     if skipped:
         doc.warnings.append(f"{skipped} part(s) of the book could not be read (missing or damaged) and were skipped.")
     if wrong_encoding:
-        doc.warnings.append(f"{len(wrong_encoding)} chapter{'s' if len(wrong_encoding) > 1 else ''} not in the "
-                            "encoding declared; read as Windows-1252, some characters may be wrong.")
-    toc = _navigation(archive, nav_path, ncx_path)
-    toc = [e for e in toc if e.anchor.partition("#")[0] in read_paths]
+        doc.warnings.append(f"{len(wrong_encoding)} chapter(s) not in the encoding they declare were read as "
+                            "Windows-1252; some characters may be wrong.")
+    toc = [e for e in _navigation(archive, nav_path, ncx_path) if e.anchor.partition("#")[0] in read_paths]
     # an entry whose fragment names no element starts at its file's beginning
     fallback = {e.anchor: e.anchor.partition("#")[0] for e in toc if "#" in e.anchor}
     return Parsed(converter.finish(), title, author, toc or None, fallback)
+
+
+def _reading_order(spine, manifest: dict[str, tuple[str, str, str]], nav_path: str | None) -> tuple[list[str], int]:
+    """The pages to read, each file once, and how many spine entries name no item; images and other
+    non-HTML spine items, non-linear items and the navigation document are left out."""
+    itemrefs = _descendants(spine, "itemref") if spine is not None else []
+    if not itemrefs:  # no spine: the manifest's pages in their listed order
+        return list(dict.fromkeys(p for p, media, _ in manifest.values() if _is_page(p, media))), 0
+    order: list[str] = []
+    missing = 0
+    for ref in itemrefs:
+        if (ref.get("linear") or "yes").strip().lower() == "no":
+            continue
+        item = manifest.get(ref.get("idref") or "")
+        if item is None:
+            missing += 1
+        elif _is_page(item[0], item[1]) and item[0] not in order and item[0] != nav_path:
+            order.append(item[0])
+    return order, missing
+
+
+def _is_page(path: str, media_type: str) -> bool:
+    return media_type in HTML_MEDIA_TYPES or not media_type and path.lower().endswith((".xhtml", ".html", ".htm"))
 
 
 def _refuse_drm(archive: _Archive) -> None:

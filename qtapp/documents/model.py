@@ -49,6 +49,10 @@ class Chapter:
 
 @dataclass
 class Document:
+    """What the studio reads: ``text`` (paragraphs separated by blank lines), the title and author (the
+    file's name and "" where the file names none), chapters and headings as spans of ``text``, and warnings
+    about what could not be read (skipped parts, a guessed encoding)."""
+
     path: Path
     text: str
     title: str
@@ -70,6 +74,8 @@ class Block:
 
 @dataclass(frozen=True)
 class TocEntry:
+    """An entry of a file's own contents (EPUB navigation, PDF bookmarks): it names an anchor of a block."""
+
     title: str
     level: int
     anchor: str

@@ -110,3 +110,11 @@ def test_a_book_with_nothing_readable(tmp_path):
     book = write_epub(tmp_path / "empty.epub", [], nav=None)
     with pytest.raises(DocumentError, match="no readable text"):
         load_document(book)
+
+
+def test_images_in_the_spine_are_not_read_as_text(tmp_path):
+    book = write_epub(tmp_path / "i.epub", CHAPTERS[:1], manifest_extra=(
+        '<item id="cover" href="cover.jpg" media-type="image/jpeg"/>'),
+        spine_extra='<itemref idref="cover"/>', files={"OEBPS/cover.jpg": b"\xff\xd8\xff\xe0JFIF garbage <p>x"})
+    doc = load_document(book)
+    assert doc.text == "One\n\nFirst chapter text." and doc.warnings == []
