@@ -67,7 +67,6 @@ def load_document(path: str | Path) -> Document:
         raise DocumentError(f"Cannot read “{path.name}”: {e.strerror or e}.") from e
     except Exception as e:  # the parsers raise many kinds of errors on corrupt input
         raise DocumentError(f"“{path.name}” is not a valid {kind} file ({type(e).__name__}: {e}).") from e
-    doc.text = doc.text.strip("\n")
     if not doc.text.strip():
         raise DocumentError(f"“{path.name}” contains no readable text.")
     return doc
@@ -102,5 +101,6 @@ def _read(path: Path, suffix: str, doc: Document) -> None:
 
         if suffix not in SUPPORTED_SUFFIXES:
             doc.warnings.append(f"Unknown file type “{path.suffix}”; opened as plain text.")
-        doc.text = read_plain_text(data, doc)
+        # only plain text is trimmed: an assembled text has no blank edges, and trimming would shift its spans
+        doc.text = read_plain_text(data, doc).strip("\n")
 

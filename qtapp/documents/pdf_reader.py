@@ -79,7 +79,16 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
         if len(pdf) > MAX_PDF_PAGES:
             raise DocumentError(f"“{path.name}” has {len(pdf):,} pages, more than the {MAX_PDF_PAGES:,} "
                                 "Orator opens.")
-        pages = [_page(pdf, i) for i in range(len(pdf))]
+        pages = []
+        unreadable = 0
+        for i in range(len(pdf)):
+            try:
+                pages.append(_page(pdf, i))
+            except pdfium.PdfiumError:
+                unreadable += 1  # a damaged page costs that page, not the document
+                pages.append(Page(i, 842.0))
+        if unreadable:
+            doc.warnings.append(f"{unreadable} page(s) of the PDF could not be read and were skipped.")
         metadata = pdf.get_metadata_dict(skip_empty=True)
         bookmarks = _bookmarks(pdf)
     finally:
