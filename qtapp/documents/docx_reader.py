@@ -31,6 +31,7 @@ def read_docx(path: Path, doc: Document) -> Parsed:
         if "word/document.xml" not in archive.namelist():
             raise DocumentError(f"“{path.name}” is not a valid DOCX file (it has no document part).")
     document = docx.Document(str(path))
+    style_names = _style_names(document)
     blocks: list[Block] = []
     stack = list(reversed(list(document.element.body.iterchildren())))
     while stack:
@@ -38,7 +39,7 @@ def read_docx(path: Path, doc: Document) -> Parsed:
         tag = el.tag
         if tag == f"{W}p":
             paragraph = Paragraph(el, document)
-            style = _style_name(paragraph)
+            style = _style_name(el, style_names)
             if style.lower().startswith("toc"):
                 continue  # an entry of a generated table of contents
             text = paragraph.text
@@ -52,15 +53,36 @@ def read_docx(path: Path, doc: Document) -> Parsed:
             content = el.find(f"{W}sdtContent")
             if content is not None:
                 stack.extend(reversed(list(content.iterchildren())))
-    props = document.core_properties
-    return Parsed(blocks, props.title or "", props.author or "")
+    return Parsed(blocks, *_title_and_author(document))
 
 
-def _style_name(paragraph) -> str:
+def _title_and_author(document) -> tuple[str, str]:
+    """From the core properties part; without one python-docx would make up "Word Document"."""
+    from docx.opc.constants import RELATIONSHIP_TYPE
+
     try:
-        return paragraph.style.name or "" if paragraph.style is not None else ""
-    except (KeyError, ValueError, AttributeError):
-        return ""  # a style id the styles part does not define
+        document.part.package.part_related_by(RELATIONSHIP_TYPE.CORE_PROPERTIES)
+    except KeyError:
+        return "", ""
+    props = document.core_properties
+    return props.title or "", props.author or ""
+
+
+def _style_names(document) -> dict[str, str]:
+    """Style id -> name from the file's styles part; {} without one. ``paragraph.style`` would load
+    python-docx's template then, through a path next to its modules that a PyInstaller bundle lacks."""
+    from docx.opc.constants import RELATIONSHIP_TYPE
+
+    try:
+        styles = document.part.part_related_by(RELATIONSHIP_TYPE.STYLES).element
+    except KeyError:
+        return {}
+    return {style.styleId: style.name_val or "" for style in styles.style_lst if style.styleId}
+
+
+def _style_name(p, names: dict[str, str]) -> str:
+    style_id = p.pPr.pStyle.val if p.pPr is not None and p.pPr.pStyle is not None else None
+    return names.get(style_id, style_id or "") if style_id else "Normal"
 
 
 def _heading_level(paragraph, style: str) -> int:

@@ -59,3 +59,11 @@ def test_contents_entries_and_content_controls(tmp_path):
     path = tmp_path / "t.docx"
     document.save(str(path))
     assert load_document(path).text == "Inside a content control.\n\nPlain text."
+
+
+def test_a_minimal_file_without_styles_or_properties(tmp_path):
+    from qtapp.documents.selfcheck import SENTENCE, _docx
+
+    _docx(tmp_path / "m.docx")
+    doc = load_document(tmp_path / "m.docx")
+    assert (doc.text, doc.title, doc.author) == (SENTENCE, "m", "")
