@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from engine.voices.library import LibraryError, VoiceLibrary
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave
-from qtapp.documents import DocumentError, load_document
+from qtapp.documents import Chapter, DocumentError, load_document
 from qtapp.editor import Editor, FindBar
 from qtapp.export_controller import ExportController
 from qtapp.gauges import GaugePanel
@@ -79,6 +79,7 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.document_path: Path | None = None
         self._heard_at: int | None = None  # start of the last sentence heard in this document
+        self.document_chapters: list[Chapter] = []  # spans in the loaded text, for jumping by chapter
         self._injected_factory = engine_factory
         self._pending_keep: str | None = None
         self.setWindowTitle("Orator")
@@ -326,6 +327,7 @@ class MainWindow(QMainWindow):
         self.reader.stop()
         self.banner.hide()
         self.document_path = Path(path)
+        self.document_chapters = document.chapters
         self.settings.add_recent_file(path)
         self.settings.save()
         self.window_actions.rebuild_recent_menu()
