@@ -32,6 +32,8 @@ from pathlib import Path
 
 import torch
 
+from engine.runtime import available_cores
+
 FRAMES_PER_SECOND = 12.5
 FIRST_CHUNK_SIZES = (1, 2, 4, 8)
 DEFAULT_FRAMES = 250
@@ -137,10 +139,15 @@ def reset_peak_memory(device: str | torch.device) -> None:
 
 
 def peak_memory_gb(device: str | torch.device) -> float | None:
-    """Peak memory allocated by torch on ``device`` since the last reset, in GB; None on the CPU."""
+    """On a GPU, the peak memory allocated by torch on ``device`` since the last reset; on the CPU, the process's
+    peak resident memory (each system runs in a process of its own); in GB."""
     device = torch.device(device)
     if device.type != "cuda":
-        return None
+        try:
+            import resource
+        except ImportError:  # Windows
+            return None
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9  # Linux reports KiB
     return torch.cuda.max_memory_allocated(device) / 1e9
 
 
@@ -148,7 +155,19 @@ def device_name(device: str | torch.device) -> str:
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"cpu ({platform.processor() or platform.machine()})"
+    return f"{cpu_model()}, {torch.get_num_threads()} threads on {available_cores()} cores"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def environment(device: str | torch.device = "cuda") -> dict[str, str]:

@@ -13,13 +13,14 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from engine import options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
@@ -27,12 +28,13 @@ from engine.errors import VoiceError
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
+from engine.model.int8 import quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
-from engine.runtime import check_device, check_torch, default_dtype
+from engine.runtime import check_device, check_torch, default_dtype, use_cpu_threads
 from engine.sampling import Sampling
-from engine.text import check_text, split_segments
+from engine.text import Segment, segments_of
 from engine.tokenizer import TextTokenizer
 from engine.voices.voice import Voice
 
@@ -46,7 +48,7 @@ DECODER_DTYPE_NAMES = tuple(str(d).removeprefix("torch.") for d in DECODER_DTYPE
 
 class Engine:
     def __init__(self, model: Qwen3TTS, config: ModelConfig, tokenizer: TextTokenizer, decoder,
-                 model_dir: Path, defaults: Sampling, use_graphs: bool = False):
+                 model_dir: Path, defaults: Sampling, use_graphs: bool = False, cpu_int8: bool = False):
         self.model, self.config, self.tokenizer, self.decoder = model, config, tokenizer, decoder
         self.model_dir, self.defaults = model_dir, defaults
         self.device = model.talker.codec_head.weight.device
@@ -54,6 +56,7 @@ class Engine:
         self._encoder = None
         self._single = None  # the single-stream streamer, built on first use
         self.use_graphs = use_graphs
+        self.cpu_int8 = cpu_int8  # the decoder layers' projections are int8 (engine.model.int8)
         self._lock = threading.Lock()  # one generation at a time per engine
         self._encodings: OrderedDict[tuple, dict] = OrderedDict()  # recent clone encodings, by reference
         self._encodings_lock = threading.Lock()
@@ -61,7 +64,8 @@ class Engine:
     # ---- loading --------------------------------------------------------------------------------
     @classmethod
     def from_pretrained(cls, model: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
-                        graphs: bool | None = None, decoder_dtype: torch.dtype | None = None) -> Engine:
+                        graphs: bool | None = None, decoder_dtype: torch.dtype | None = None,
+                        cpu_int8: bool | None = None) -> Engine:
         """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``.
 
         ``graphs`` (default: on for CUDA while the ``graphs`` option is on, ``engine.options``) selects the
@@ -69,7 +73,9 @@ class Engine:
         ``decoder_dtype`` is the codec decoder's precision, apart from the model's ``dtype``: float32 by default
         (float64 with a float64 model), or bfloat16 / float16, faster on a GPU when many streams are decoded at
         once (the official package decodes in bf16 when its model is loaded in bf16); slow on a CPU. The audio
-        comes out float32 whatever the decoder's dtype."""
+        comes out float32 whatever the decoder's dtype.
+        ``cpu_int8`` (default: the ``cpu_int8`` option, on) gives a float32 model on a CPU int8 projections in its
+        decoder layers (``engine.model.int8``): the fast CPU path; False keeps the exact float32 weights."""
         check_torch()
         device = torch.device(device)
         check_device(device)
@@ -86,12 +92,19 @@ class Engine:
         load_weights(net, model_dir / "model.safetensors", device=device, dtype=dtype)
         materialize_buffers(net, device)
         fuse_projections(net)
+        int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
+        int8 = int8 and dtype == torch.float32
+        if int8:
+            quantize_layers(net.talker)
+        if device.type == "cpu":
+            use_cpu_threads(options.current().threads)
         net.eval()
         from engine.codec.decoder import SpeechDecoder
 
         decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
         use_graphs = graphs_enabled(device) if graphs is None else graphs
-        return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs)
+        return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
+                   int8)
 
     # ---- facts ----------------------------------------------------------------------------------
     @property
@@ -157,16 +170,17 @@ class Engine:
         return self._encoder
 
     # ---- generation -----------------------------------------------------------------------------
-    def plan(self, text: str, voice: Voice, sampling: Sampling | None = None, max_frames: int | None = None,
-             non_streaming: bool | None = None) -> Plan:
+    def plan(self, text: str | Sequence[Segment], voice: Voice, sampling: Sampling | None = None,
+             max_frames: int | None = None, non_streaming: bool | None = None) -> Plan:
         """What a call with these arguments will speak: the text checked and cut into segments (the spans that
-        chunks, highlighting and subtitles refer to), the voice checked and prepared (a clone encoded), the
-        sampling (the model's defaults when None) and the call's seed. Raises the error the call would."""
-        check_text(text)
+        chunks, highlighting and subtitles refer to; ``text`` may be those segments already cut, see
+        ``engine.text.segments_of``), the voice checked and prepared (a clone encoded), the sampling (the
+        model's defaults when None) and the call's seed. Raises the error the call would."""
+        segments = segments_of(text)
         voice = self.prepare_voice(voice)
         check_voice(self.config, voice)
         sampling = sampling or self.defaults
-        return Plan(voice, split_segments(text), sampling, draw_seed(sampling.seed), max_frames, non_streaming)
+        return Plan(voice, segments, sampling, draw_seed(sampling.seed), max_frames, non_streaming)
 
     def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
                        max_frames: int | None = None, non_streaming: bool | None = None) -> np.ndarray:
@@ -186,10 +200,11 @@ class Engine:
         codes = np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
         return Audio(samples, SAMPLE_RATE, codes)
 
-    def stream(self, text: str, voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
+    def stream(self, text: str | Sequence[Segment], voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
                max_frames: int | None = None, non_streaming: bool | None = None) -> Iterator[Chunk]:
-        """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set.
+        """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set. ``text`` may
+        be segments already cut (``plan``): the chunks then carry their spans and index them.
         The last chunk of the call has ``final=True``; when the end is only known after a chunk was
         sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call."""
         if chunk_frames < 1 or first_chunk_frames < 1:
@@ -219,14 +234,14 @@ class Engine:
         self._single_streamer(chunk_sizes)
         return time.perf_counter() - t0
 
-    def check(self, text: str, voice: Voice, non_streaming: bool | None = None) -> None:
+    def check(self, text: str | Sequence[Segment], voice: Voice, non_streaming: bool | None = None) -> None:
         """Raise the error a generation of ``text`` in ``voice`` would fail with at its start (``TextError``,
         ``VoiceError``, ``UnsupportedError``), without generating: cheap host work, for a server to refuse a
         request before it waits for a slot. A clone not encoded yet is checked once it is, by the generation."""
-        check_text(text)  # so the text has segments, each of which check_prompts checks with the voice
+        segments = segments_of(text)  # so the text has segments, each of which check_prompts checks with the voice
         if voice.kind == "clone" and not voice.is_encoded:
             return
-        check_prompts(self.config, self.tokenizer, voice, [s.text for s in split_segments(text)], non_streaming)
+        check_prompts(self.config, self.tokenizer, voice, [s.text for s in segments], non_streaming)
 
     # ---- internals ------------------------------------------------------------------------------
     def _prompt_builder(self) -> Callable[[list[tuple[Voice, str]]], list]:

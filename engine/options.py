@@ -1,16 +1,19 @@
 """The engine's switches, in one place: read once from the environment, overridable in code.
 
-| option    | environment         | default | what it turns off                                              |
+| option    | environment         | default | what it turns off (or sets)                                    |
 |-----------|---------------------|---------|----------------------------------------------------------------|
 | `graphs`  | `ORATOR_EAGER=1`    | on      | CUDA graphs (every frame runs eagerly, e.g. to debug a kernel) |
 | `compile` | `ORATOR_COMPILE=0`  | on      | ``torch.compile`` of what the graphs run                       |
 | `triton`  | `ORATOR_TRITON=0`   | on      | the Triton kernels (their PyTorch references run instead)      |
+| `cpu_int8`| `ORATOR_CPU_INT8=0` | on      | int8 weights on a CPU (``engine.model.int8``): float32 instead |
+| `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |
 
-Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed. Nothing
-else reads these variables. ``current()`` is what the engine uses: the environment's values, read at its first
-call, then whatever ``configure`` set. ``Engine.from_pretrained(graphs=...)`` overrides ``graphs`` for one engine;
-``compile`` and ``triton`` choose kernels inside shared modules, so they are process-wide: ``configure`` them
-before loading an engine (a graph captured earlier keeps the kernels it was captured with).
+Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
+weights and threads on a CPU. Nothing else reads these variables. ``current()`` is what the engine uses: the
+environment's values, read at its first call, then whatever ``configure`` set. ``Engine.from_pretrained`` takes
+``graphs`` and ``cpu_int8`` for one engine; ``compile`` and ``triton`` choose kernels inside shared modules and
+``threads`` sets PyTorch's process-wide thread pool, so they are process-wide: ``configure`` them before loading
+an engine (a graph captured earlier keeps the kernels it was captured with).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 _OFF = ("0", "false", "no", "off")
+MAX_THREADS = 1024
 _ON = ("1", "true", "yes", "on")
 
 
@@ -29,14 +33,26 @@ class Options:
     graphs: bool = True
     compile: bool = True
     triton: bool = True
+    cpu_int8: bool = True
+    threads: int | None = None  # None: chosen from the cores this process may use
+
+    def __post_init__(self):
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
+                                         or not 1 <= self.threads <= MAX_THREADS):
+            raise ValueError(f"threads must be a whole number from 1 to {MAX_THREADS}, or None, not {self.threads!r}")
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Options:
         """The options that ``ORATOR_EAGER``, ``ORATOR_COMPILE`` and ``ORATOR_TRITON`` ask for (unset: defaults)."""
         env = os.environ if environ is None else environ
+        threads = env.get("ORATOR_THREADS", "").strip()
+        if threads and not threads.isdigit():
+            raise ValueError(f"ORATOR_THREADS must be a whole number of threads, not {threads!r}")
         return cls(graphs=env.get("ORATOR_EAGER", "").strip().lower() not in _ON,
                    compile=env.get("ORATOR_COMPILE", "").strip().lower() not in _OFF,
-                   triton=env.get("ORATOR_TRITON", "").strip().lower() not in _OFF)
+                   triton=env.get("ORATOR_TRITON", "").strip().lower() not in _OFF,
+                   cpu_int8=env.get("ORATOR_CPU_INT8", "").strip().lower() not in _OFF,
+                   threads=int(threads) if threads else None)
 
 
 _current: Options | None = None
@@ -62,7 +78,7 @@ def configure(options: Options | None = None, **changes: bool) -> Options:
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; the options are {', '.join(sorted(names))}")
     for name, value in changes.items():
-        if not isinstance(value, bool):
+        if name != "threads" and not isinstance(value, bool):
             raise TypeError(f"option {name} must be True or False, not {value!r}")
     with _lock:
         _current = replace(options or _current or Options.from_environment(), **changes)

@@ -38,6 +38,31 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.float32
 
 
+def available_cores() -> int:
+    """The logical CPUs this process may run on (its affinity mask, e.g. under ``taskset``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity masks (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def cpu_threads(requested: int | None = None) -> int:
+    """PyTorch's CPU threads for generation: ``requested`` (the ``threads`` option) or, by default, the cores
+    this process may use less one, kept free for the audio callback and the window, so that a frame's many small
+    parallel operations do not wait on a thread the system has descheduled."""
+    if requested is not None:
+        return requested
+    return max(1, available_cores() - 1)
+
+
+def use_cpu_threads(requested: int | None = None) -> int:
+    """Set PyTorch's intra-op threads to ``cpu_threads(requested)``; returns the number."""
+    n = cpu_threads(requested)
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
 def deterministic_cublas() -> None:
     """Make cuBLAS pick only run-to-run deterministic GEMM algorithms (a fixed workspace), since seeded sampling
     must repeat exactly. cuBLAS reads this when its first handle is made, so it is called before a CUDA engine's

@@ -6,11 +6,16 @@ where Western punctuation is followed by a lowercase word (``e.g. this``, ``"Why
 period ends a title, a Latin abbreviation or an initial (``Dr. Smith``, ``J. R. R. Tolkien``);
 a sentence longer than ``max_chars`` is cut at the last clause mark (, ; : 、，) or space before
 the limit, so no segment is unbounded and no model context is exceeded.
+
+``Segmenter`` does the same over text that arrives in pieces (a document read a window at a time): each
+``feed`` returns the segments no later text can change, so a reader plans only what it is about to read,
+and its segments are exactly ``split_segments`` of the whole (``split_segments`` is one ``Segmenter``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.errors import TextError
@@ -18,9 +23,10 @@ from engine.errors import TextError
 DEFAULT_MAX_CHARS = 300
 
 # A sentence end: terminal punctuation (with closing quotes/brackets) followed by space or end,
-# CJK terminal punctuation anywhere, or a paragraph break.
+# CJK terminal punctuation anywhere, or a paragraph break. A match starts only where a run of
+# punctuation starts and never backtracks into it, so a run of n dots costs n steps, not n squared.
 _SENTENCE_END = re.compile(
-    r"""(?:[.!?…]+["'”’)\]]*(?=\s|$))"""
+    r"""(?:(?<![.!?…])[.!?…]++["'”’)\]]*+(?=\s|$))"""
     r"""|(?:[。！？；]+[」』”’）)]*)"""
     r"""|(?:\n\s*\n)"""
 )
@@ -28,6 +34,8 @@ _CLAUSE_MARK = re.compile(r"[,;:、，；：]\s*|\s+")
 # Words that a period follows without ending the sentence (compared in lowercase, without the period).
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "mt", "jr", "sr", "vs", "e.g", "i.e", "cf"})
 _LAST_WORD = re.compile(r"[\w.]+$")
+_LOOK_AHEAD = 9  # characters after a sentence end that decide it: 8 for the next word, 1 for the match itself
+_LOOK_BEHIND = 12  # characters before a period that hold the abbreviation or initial it may end
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,19 +59,111 @@ def check_text(text, what: str = "text", allow_empty: bool = False) -> None:
                         "Unicode character") from None
 
 
+def segments_of(text: str | Sequence[Segment]) -> list[Segment]:
+    """What a call speaks: the segments of ``text``, or ``text`` itself when it is a sequence of segments already
+    cut (a reader that plans a document passes them; their spans are its own offsets). ``TextError`` unless
+    there is something to speak and every segment is a ``Segment`` with a span and speakable text."""
+    if isinstance(text, str) or text is None:
+        check_text(text)
+        return split_segments(text)
+    if not isinstance(text, Sequence):
+        raise TextError(f"the text must be a string or a sequence of segments, not {type(text).__name__}")
+    segments = list(text)
+    if not segments:
+        raise TextError("there is no text to speak")
+    for index, seg in enumerate(segments):
+        if not isinstance(seg, Segment):
+            raise TextError(f"segment {index} must be an engine.text.Segment, not {type(seg).__name__}")
+        if not (isinstance(seg.start, int) and isinstance(seg.end, int) and 0 <= seg.start <= seg.end):
+            raise TextError(f"segment {index} has no valid span ({seg.start!r}, {seg.end!r})")
+        check_text(seg.text, what=f"segment {index}")
+    return segments
+
+
 def split_segments(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Segment]:
     """Sentence-level segments of ``text`` with their spans; whitespace-only pieces are dropped."""
-    if max_chars < 20:
-        raise ValueError("max_chars must be at least 20")
-    segments: list[Segment] = []
-    pos = 0
-    for m in _SENTENCE_END.finditer(text):
-        if _continues(text, m):
-            continue
-        _add(segments, text, pos, m.end(), max_chars)
-        pos = m.end()
-    _add(segments, text, pos, len(text), max_chars)
-    return segments
+    segmenter = Segmenter(max_chars=max_chars)
+    return segmenter.feed(text) + segmenter.finish()
+
+
+def iter_segments(pieces: Iterable[str], start: int = 0, max_chars: int = DEFAULT_MAX_CHARS):
+    """``split_segments`` of the concatenated ``pieces``, offsets from ``start``, produced as the pieces are read."""
+    segmenter = Segmenter(start, max_chars)
+    for piece in pieces:
+        yield from segmenter.feed(piece)
+    yield from segmenter.finish()
+
+
+class Segmenter:
+    """``split_segments`` over text fed piece by piece, offsets counted from ``start``.
+
+    ``feed(piece)`` returns the segments that are final: their sentence end is followed by enough text to
+    decide it (``_LOOK_AHEAD``), or they are the cut pieces of a sentence already known to be longer than
+    ``max_chars``. ``finish()`` returns the rest. Only the current sentence and a few characters before it
+    are kept, so the memory is bounded by the longest sentence, not by the text.
+    """
+
+    def __init__(self, start: int = 0, max_chars: int = DEFAULT_MAX_CHARS):
+        if max_chars < 20:
+            raise ValueError("max_chars must be at least 20")
+        self.max_chars = max_chars
+        self._text = ""  # the text from ``_origin`` on that may still be needed
+        self._origin = start  # offset of ``_text[0]``
+        self._pos = 0  # start of the current sentence in ``_text``
+        self._scan = 0  # where the search for the next sentence end resumes in ``_text``
+
+    def feed(self, piece: str) -> list[Segment]:
+        self._text += piece
+        return self._run(final=False)
+
+    def finish(self) -> list[Segment]:
+        return self._run(final=True)
+
+    def _run(self, final: bool) -> list[Segment]:
+        text, origin, out = self._text, self._origin, []
+        m = None
+        for m in _SENTENCE_END.finditer(text, self._scan):
+            if not final and m.end() + _LOOK_AHEAD > len(text):
+                break  # more text may extend this match or decide it continues
+            self._scan = m.end()
+            if not _continues(text, m):
+                _add(out, text, self._pos, m.end(), self.max_chars)
+                self._pos = m.end()
+            m = None
+        if final:
+            _add(out, text, self._pos, len(text), self.max_chars)
+            self._pos = self._scan = len(text)
+        else:
+            if m is None:  # no match can start before trailing whitespace (a paragraph break may end there)
+                self._scan = max(self._scan, _trailing_space_start(text, self._scan, len(text)))
+            self._cut_known_long(out, m.start() if m is not None else len(text))
+        keep = max(0, min(self._pos, self._scan) - _LOOK_BEHIND)
+        if keep > 4096 or final:  # drop what no later match can look at, in large steps
+            self._text, self._origin = text[keep:], self._origin + keep
+            self._pos, self._scan = self._pos - keep, self._scan - keep
+        return [Segment(origin + seg.start, origin + seg.end, seg.text) for seg in out] if origin else out
+
+    def _cut_known_long(self, out: list[Segment], safe: int) -> None:
+        """Emit the cut pieces of the current sentence while it is certainly longer than ``max_chars``: its end
+        is at least the last non-space character before ``safe`` (the first undecided sentence end)."""
+        text = self._text
+        known_end = _trailing_space_start(text, self._pos, safe)
+        while True:
+            start = self._pos
+            while start < known_end and text[start].isspace():
+                start += 1
+            if known_end - start <= self.max_chars:
+                return
+            cut = _cut_point(text, start, start + self.max_chars)
+            _add(out, text, start, cut, self.max_chars)
+            self._pos = cut
+
+
+def _trailing_space_start(text: str, low: int, high: int) -> int:
+    """The start of the whitespace that ends ``text[low:high]`` (``high`` if it ends in none)."""
+    while high > low and text[high - 1].isspace():
+        high -= 1
+    return high
 
 
 def _continues(text: str, m: re.Match) -> bool:

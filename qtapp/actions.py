@@ -121,7 +121,7 @@ def build_actions(window) -> WindowActions:
     read_menu.addActions([previous, next_])
     speed = QDoubleSpinBox(minimum=0.5, maximum=2.0, singleStep=0.1, decimals=1, suffix="×",
                            value=window.settings.speed)
-    speed.setToolTip("Reading speed, same pitch (applies when reading next starts)")
+    speed.setToolTip("Reading speed, same pitch (while reading, the sentence being read starts again at it)")
     speed.valueChanged.connect(lambda value: _set_speed(window, value))
     read_menu.addSeparator()
     read_menu.addAction(action("Faster", lambda: speed.stepUp(), SHORTCUTS["faster"]))
@@ -167,6 +167,7 @@ def _set_speed(window, value: float) -> None:
     window.settings.speed = round(value, 2)
     window.settings.save()
     window.worker.speed = window.settings.speed
+    window.reader.restart_sentence()  # what the player holds was made at the old speed
 
 
 def _settings_dialog(window) -> None:

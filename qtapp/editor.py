@@ -1,10 +1,15 @@
 """The text editor: plain text with a reading highlight, font zoom, find bar, word counts and file drops.
 
 Large texts are inserted piece by piece from the event loop (``load_text``), so opening a 20 MB
-file keeps the window responsive; undo history starts after the load.
+file keeps the window responsive; undo history starts after the load. ``text_source`` (a
+``DocumentText``) lets a reading plan read the text from any position a line at a time, and
+``mirror`` (a ``qtapp.line_mirror.LineMirror``) keeps a copy of it line by line, edit by edit, for
+the word count and autosave: no keystroke makes the GUI thread copy or scan the whole document.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
@@ -19,14 +24,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from qtapp.line_mirror import LineMirror, plain
+from qtapp.reading_plan import line_pieces
+
 LOAD_PIECE_CHARS = 256 * 1024  # characters inserted per event-loop turn while loading
-COUNT_DELAY_MS = 300  # word counts are recomputed this long after the last edit
+COUNT_DELAY_MS = 300  # word counts are shown this long after the last edit
 MIN_FONT, MAX_FONT = 8, 48
 HIGHLIGHT_COLOR = QColor("#ffe58f")
-
-
-def count_words(text: str) -> int:
-    return len(text.split())
 
 
 def split_for_loading(text: str, piece_chars: int = LOAD_PIECE_CHARS) -> list[str]:
@@ -64,6 +68,11 @@ class Editor(QPlainTextEdit):
         self._highlight: tuple[int, int] | None = None
         self._pending_pieces: list[str] = []
         self._load_total = self._load_done = 0
+        self.edits = 0  # changes to the text other than a load's own inserts
+        self._loading_insert = False
+        self.document().contentsChange.connect(self._on_contents_change)
+        self.mirror = LineMirror(self.document(), self)
+        self.text_source = DocumentText(self)
         self._count_timer = QTimer(self, singleShot=True, interval=COUNT_DELAY_MS)
         self._count_timer.timeout.connect(self._emit_counts)
         self.textChanged.connect(self._count_timer.start)
@@ -94,7 +103,9 @@ class Editor(QPlainTextEdit):
         self.setUndoRedoEnabled(False)
         self.setPlainText("")
         if len(self._pending_pieces) <= 1:
+            self._loading_insert = True
             self.setPlainText(text)
+            self._loading_insert = False
             self._pending_pieces = []
             self._finish_loading()
             return
@@ -107,7 +118,9 @@ class Editor(QPlainTextEdit):
         piece = self._pending_pieces.pop(0)
         cursor = QTextCursor(self.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
+        self._loading_insert = True  # appended text leaves every position read so far as it was
         cursor.insertText(piece)
+        self._loading_insert = False
         self._load_done += len(piece)
         self.loading_progress.emit(self._load_done, self._load_total)
         if self._pending_pieces:
@@ -121,6 +134,10 @@ class Editor(QPlainTextEdit):
         self.moveCursor(QTextCursor.MoveOperation.Start)
         self.document().setModified(False)
         self.loading_finished.emit()
+
+    def _on_contents_change(self, position: int, removed: int, added: int) -> None:
+        if (removed or added) and not self._loading_insert:
+            self.edits += 1
 
     # ---- reading highlight -------------------------------------------------------------------------
     def highlight_span(self, start: int, end: int) -> None:
@@ -162,9 +179,12 @@ class Editor(QPlainTextEdit):
 
     # ---- events ------------------------------------------------------------------------------------
     def mouseDoubleClickEvent(self, event) -> None:
-        position = self.cursorForPosition(event.position().toPoint()).position()
-        super().mouseDoubleClickEvent(event)
-        self.position_activated.emit(position)
+        """A double-click reads from there: the cursor moves there with no word selected, so Stop and then
+        Play go on from there rather than reading the selected word alone."""
+        cursor = self.cursorForPosition(event.position().toPoint())
+        self.setTextCursor(cursor)
+        event.accept()
+        self.position_activated.emit(cursor.position())
 
     def dragEnterEvent(self, event) -> None:
         if _local_files(event.mimeData()):
@@ -187,8 +207,38 @@ class Editor(QPlainTextEdit):
             super().dropEvent(event)
 
     def _emit_counts(self) -> None:
-        text = self.toPlainText()
-        self.counts_changed.emit(count_words(text), len(text))
+        self.counts_changed.emit(self.mirror.words, self.mirror.characters)
+
+
+class DocumentText:
+    """The editor's text as a ``qtapp.reading_plan.TextSource``, read block by block from its QTextDocument
+    (GUI thread only). A source stops at the first edit after it was made: its offsets would be stale."""
+
+    def __init__(self, editor: Editor):
+        self.editor = editor
+
+    def line_start(self, position: int) -> int:
+        block = self.editor.document().findBlock(position)
+        if not block.isValid():
+            block = self.editor.document().lastBlock()
+        before = plain(block.text()[:max(0, position - block.position())])
+        return block.position() + before.rfind("\n") + 1
+
+    def pieces(self, start: int, end: int | None = None) -> Iterator[tuple[int, str]]:
+        editor, document = self.editor, self.editor.document()
+        edits = editor.edits
+        length = document.characterCount() - 1
+        end = length if end is None else min(end, length)
+        position = max(0, start)
+        while position < end and editor.edits == edits:
+            block = document.findBlock(position)
+            text = plain(block.text()) + ("\n" if block.next().isValid() else "")
+            line_end = min(block.position() + len(text), end)
+            for piece in line_pieces(position, text[position - block.position():line_end - block.position()]):
+                if editor.edits != edits:
+                    return
+                yield piece
+            position = line_end
 
 
 def _local_files(mime) -> list[str]:

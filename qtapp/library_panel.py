@@ -7,6 +7,7 @@ signals that the main window forwards to the speech worker.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, QSize, Qt, Signal
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
 from engine.voices.library import VOICE_SUFFIX, LibraryError, VoiceLibrary
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
 from qtapp.library import VoiceFilterModel, VoiceListModel
+from qtapp.model_download import FALLBACK_SPEAKERS
 
 VOICE_FILTER = f"Orator voice (*{VOICE_SUFFIX});;All files (*)"
 
@@ -38,9 +40,13 @@ class LibraryPanel(QWidget):
     default_changed = Signal(str)  # library name now used for unmarked paragraphs
     message = Signal(str)  # a status-bar line
 
-    def __init__(self, library: VoiceLibrary, default_name: str = "", parent: QWidget | None = None):
+    def __init__(self, library: VoiceLibrary, default_name: str = "", parent: QWidget | None = None,
+                 preset_speakers: Callable[[], list[str]] = lambda: list(FALLBACK_SPEAKERS)):
+        """``preset_speakers()`` lists the speakers the preset model in use offers (asked when a preset
+        voice is added, so a model loaded since is seen)."""
         super().__init__(parent)
         self.library = library
+        self.preset_speakers = preset_speakers
         self.model = VoiceListModel(library, self)
         self.model.set_default(default_name)
         self.proxy = VoiceFilterModel(self.model, self)
@@ -163,7 +169,7 @@ class LibraryPanel(QWidget):
         return None
 
     def add_preset(self) -> str | None:
-        return self._run_voice_dialog(PresetVoiceDialog(self))
+        return self._run_voice_dialog(PresetVoiceDialog(self.preset_speakers(), self))
 
     def add_design(self) -> str | None:
         return self._run_voice_dialog(DesignVoiceDialog(self))

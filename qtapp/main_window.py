@@ -26,11 +26,12 @@ from PySide6.QtWidgets import (
 from engine.voices.library import LibraryError, VoiceLibrary
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave
-from qtapp.documents import DocumentError, load_document
+from qtapp.documents import Chapter, DocumentError, load_document
 from qtapp.editor import Editor, FindBar
-from qtapp.exporting import ExportController
+from qtapp.export_controller import ExportController
 from qtapp.gauges import GaugePanel
 from qtapp.library_panel import LibraryPanel
+from qtapp.model_download import preset_speakers
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
 from qtapp.settings import Settings
 from qtapp.worker import start_worker, stop_worker
@@ -38,7 +39,7 @@ from qtapp.worker import start_worker, stop_worker
 PREVIEW_TEXT = "Hello! This is how I sound. I can read your documents aloud, one sentence at a time."
 KEEP_TEXT = ("The quick brown fox jumps over the lazy dog. I am glad to read this for you, "
              "calmly and clearly, from the first page to the last.")
-FALLBACK_SPEAKER = "vivian"
+PREFERRED_SPEAKER = "vivian"  # the voice of unmarked text while no library voice is the default
 
 
 class Banner(QWidget):
@@ -77,6 +78,8 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.settings = settings
         self.document_path: Path | None = None
+        self._heard_at: int | None = None  # start of the last sentence heard in this document
+        self.document_chapters: list[Chapter] = []  # spans in the loaded text, for jumping by chapter
         self._injected_factory = engine_factory
         self._pending_keep: str | None = None
         self.setWindowTitle("Orator")
@@ -87,7 +90,7 @@ class MainWindow(QMainWindow):
         self.find_bar = FindBar(self.editor)
         self.banner = Banner()
         self.library = VoiceLibrary(settings.library_dir)
-        self.library_panel = LibraryPanel(self.library, settings.default_voice)
+        self.library_panel = LibraryPanel(self.library, settings.default_voice, preset_speakers=self.preset_speakers)
         self.gauges = GaugePanel()
         editor_column = QWidget()
         column = QVBoxLayout(editor_column)
@@ -155,7 +158,7 @@ class MainWindow(QMainWindow):
         self.reader.message.connect(self.show_status)
         self.editor.counts_changed.connect(
             lambda words, chars: self.counts_label.setText(f"{words:,} words · {chars:,} characters"))
-        self.editor.position_activated.connect(lambda pos: self.reader.jump_to(self.editor.toPlainText(), pos))
+        self.editor.position_activated.connect(lambda pos: self.reader.jump_to(self.editor.text_source, pos))
         self.editor.files_dropped.connect(lambda paths: self.open_path(Path(paths[0])))
         self.editor.loading_progress.connect(
             lambda done, total: self.show_status(f"Loading… {100 * done // max(total, 1)} %"))
@@ -202,7 +205,13 @@ class MainWindow(QMainWindow):
                 return self.library.load(wanted)
             except LibraryError as e:
                 self.show_status(f"{e} Using the default voice instead.")
-        return Voice.preset(FALLBACK_SPEAKER)
+        speakers = self.preset_speakers()
+        return Voice.preset(PREFERRED_SPEAKER if PREFERRED_SPEAKER in speakers else speakers[0])
+
+    def preset_speakers(self) -> list[str]:
+        """The speakers of the preset model in use (loaded, else the configured model's folder)."""
+        checkpoint = self.settings.model_spec("preset").checkpoint
+        return preset_speakers(self.worker.engine_of_type("custom_voice"), checkpoint)
 
     def ensure_model(self, voice) -> None:
         """Ask the worker to load the model for ``voice``'s kind once (an injected factory serves all)."""
@@ -263,23 +272,26 @@ class MainWindow(QMainWindow):
             self.reader.resume()
             return
         cursor = self.editor.textCursor()
-        text = self.editor.toPlainText()
+        source = self.editor.text_source
         if cursor.hasSelection():
-            self.reader.read(text, cursor.selectionStart(), cursor.selectionEnd())
-        else:
-            self.reader.read(text, self._paragraph_start(text, cursor.position()), None,
-                             from_position=cursor.position())
-
-    @staticmethod
-    def _paragraph_start(text: str, position: int) -> int:
-        """Reading from the cursor starts at its paragraph, so the paragraph's voice mark applies."""
-        return text.rfind("\n", 0, position) + 1
+            self.reader.read(source, cursor.selectionStart(), cursor.selectionEnd())
+        else:  # from the start of the cursor's line, so the line's voice mark applies
+            position = cursor.position()
+            self.reader.read(source, source.line_start(position), None, from_position=position)
 
     def _on_sentence_changed(self, start: int, end: int) -> None:
         if start < 0:
             self.editor.clear_highlight()
         else:
+            self._heard_at = start
             self.editor.highlight_span(start, end)
+
+    def _remember_position(self) -> None:
+        """Keep where reading of the open document stopped, so reopening it resumes there."""
+        if self.document_path is not None and self._heard_at is not None:
+            self.settings.remember_position(self.document_path, self._heard_at)
+            self.settings.save()
+            self._heard_at = None
 
     def _on_state_changed(self, state: str) -> None:
         self.window_actions.play.setEnabled(state != PLAYING)
@@ -290,6 +302,8 @@ class MainWindow(QMainWindow):
         self.window_actions.play.setText("Resume" if state == PAUSED else "Play")
         if state == PLAYING:
             self.gauges.reset()
+        elif state == IDLE:
+            self._remember_position()
 
     def _on_stats(self, rtf: float, first_audio_s: float) -> None:
         self.gauges.set_rtf(rtf)
@@ -313,6 +327,7 @@ class MainWindow(QMainWindow):
         self.reader.stop()
         self.banner.hide()
         self.document_path = Path(path)
+        self.document_chapters = document.chapters
         self.settings.add_recent_file(path)
         self.settings.save()
         self.window_actions.rebuild_recent_menu()
@@ -325,12 +340,19 @@ class MainWindow(QMainWindow):
     def _on_loading_finished(self) -> None:
         self.show_status(f"Opened {self.document_path.name}." if self.document_path else "Ready.")
         self.autosave.mark_dirty()
+        resume = self.settings.resume_position(self.document_path) if self.document_path else None
+        if resume is not None:
+            cursor = self.editor.textCursor()
+            cursor.setPosition(min(resume, self.editor.document().characterCount() - 1))
+            self.editor.setTextCursor(cursor)
+            self.editor.centerCursor()
+            self.show_status(f"Opened {self.document_path.name}; Play goes on where you stopped.")
 
     # ---- closing -----------------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
         self.reader.stop()
         self.exporter.shutdown()
-        self.autosave.save_now()
+        self.autosave.close()
         self.settings.font_size = self.editor.font_size
         self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()
         self.settings.save()

@@ -1,9 +1,10 @@
-"""Which models to download first, whether one is already here, and downloading it with progress.
+"""Which models to download first, whether one is already here, what it offers, and downloading it with progress.
 
 Qt-free. ``RECOMMENDED_MODELS`` lists what the first-run dialog offers; ``local_model_dir`` tells
 whether a checkpoint setting (a folder or a Hugging Face id) already names a complete model on this
-machine, without touching the network; ``validate_model_folder`` checks a folder the user picked
-and says which voice kind it serves; ``hub_download`` downloads a hub id with
+machine, without touching the network; ``preset_speakers`` is the speaker list of the preset model in
+use (the loaded engine's, else the local model folder's config.json); ``validate_model_folder`` checks
+a folder the user picked and says which voice kind it serves; ``hub_download`` downloads a hub id with
 ``huggingface_hub.snapshot_download``, reporting bytes through a tqdm class hook and stopping when
 its ``cancelled`` event is set. A downloader is any callable ``(repo_id, report, cancelled) -> Path``
 with ``report(done, total)``, so tests inject a fake one.
@@ -24,6 +25,8 @@ from engine.config import ModelConfig
 from engine.errors import CheckpointError
 
 KIND_OF_MODEL_TYPE = {"custom_voice": "preset", "voice_design": "design", "base": "clone"}
+# The official CustomVoice checkpoints' speakers: offered only while no preset model is on this machine.
+FALLBACK_SPEAKERS = ("aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena")
 
 ProgressReport = Callable[[int, int], None]  # (bytes done, bytes total; 0 while unknown)
 Downloader = Callable[[str, ProgressReport, threading.Event], Path]
@@ -67,6 +70,22 @@ def local_model_dir(checkpoint: str) -> Path | None:
         return resolve_model_dir(Path(checkpoint).expanduser())
     except Exception:  # noqa: BLE001 - not downloaded, incomplete, unreadable: all mean "not here"
         return None
+
+
+def preset_speakers(engine, checkpoint: str) -> list[str]:
+    """The speakers of the preset model in use: ``engine``'s when it is a loaded CustomVoice engine, else
+    those in the config.json of the model ``checkpoint`` names on this machine, else ``FALLBACK_SPEAKERS``."""
+    if engine is not None and engine.model_type == "custom_voice" and engine.speakers:
+        return list(engine.speakers)
+    folder = local_model_dir(checkpoint)
+    if folder is not None:
+        try:
+            speakers = ModelConfig.from_file(folder / "config.json").speakers
+        except Exception:  # noqa: BLE001 - a config that cannot be read offers no speakers
+            speakers = []
+        if speakers:
+            return speakers
+    return list(FALLBACK_SPEAKERS)
 
 
 def validate_model_folder(folder: str | Path) -> tuple[Path, str]:

@@ -3,8 +3,9 @@
 It builds a tiny synthetic checkpoint in a temporary folder (``engine.synthetic``), loads it on the
 studio's speech worker thread, and speaks one sentence through the studio's real ``Player`` into the
 default audio output (a PulseAudio null sink on CI) or, where no output device exists, into a null
-output that consumes audio in real time (``qtapp.null_audio``). It exits 0 once every sample has
-been played, else prints why and exits 1. Used by CI on the PyInstaller bundle.
+output that consumes audio in real time (``qtapp.null_audio``); before that it opens a tiny file of
+every document format (``qtapp.documents.selfcheck``). It exits 0 once every sample has been played,
+else prints why and exits 1. Used by CI on the PyInstaller bundle.
 """
 
 from __future__ import annotations
@@ -94,18 +95,24 @@ def self_test() -> str:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from engine.synthetic.checkpoint import build_checkpoint
     from qtapp.app import create_application
+    from qtapp.documents import DocumentError
+    from qtapp.documents.selfcheck import check_readers
 
     started = time.perf_counter()
     create_application()
     sd_module, output = pick_audio_output()
     with tempfile.TemporaryDirectory(prefix="orator-self-test-") as folder:
         try:
+            formats = check_readers(folder)
+        except DocumentError as exc:
+            raise SelfTestError(f"documents: {exc}") from exc
+        try:
             model_dir = build_checkpoint(folder, "tiny", "custom_voice", seed=0)
         except Exception as exc:  # noqa: BLE001 - report which step broke
             raise SelfTestError(f"could not build the synthetic checkpoint: {type(exc).__name__}: {exc}") from exc
         seconds = speak_once(model_dir, sd_module)
-    return (f"Orator self-test passed: spoke “{SELF_TEST_TEXT}” ({seconds:.2f} s of audio) "
-            f"through {output} in {time.perf_counter() - started:.1f} s.")
+    return (f"Orator self-test passed: read {', '.join(formats)}; spoke “{SELF_TEST_TEXT}” ({seconds:.2f} s of "
+            f"audio) through {output} in {time.perf_counter() - started:.1f} s.")
 
 
 def run_self_test() -> int:

@@ -28,10 +28,10 @@ KNOWN_CHECKPOINTS = {
 }
 DEVICES = ("auto", "cuda", "cpu")
 PRECISIONS = ("bfloat16", "float16", "float32")
-PRESET_SPEAKERS = ("aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena")
 LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",
              "italian", "portuguese", "russian")
 MAX_RECENT_FILES = 10
+MAX_RESUME_POSITIONS = 200  # documents whose reading position is remembered, the least recently read dropped
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ class Settings:
     font_size: int = 13
     default_voice: str = ""  # library name of the voice used for unmarked paragraphs
     recent_files: list[str] = field(default_factory=list)
+    resume_positions: dict[str, int] = field(default_factory=dict)  # document path -> where reading stopped
     chunk_frames: int = 4
     autosave_interval_s: float = 5.0
     window_geometry: str = ""  # hex of QMainWindow.saveGeometry()
@@ -108,6 +109,17 @@ class Settings:
         self.recent_files = [path] + [p for p in self.recent_files if p != path]
         del self.recent_files[MAX_RECENT_FILES:]
 
+    def remember_position(self, path: str | Path, position: int) -> None:
+        """Where reading of the document at ``path`` stopped (newest last, at most ``MAX_RESUME_POSITIONS``)."""
+        key = str(Path(path).resolve())
+        self.resume_positions.pop(key, None)
+        self.resume_positions[key] = max(0, int(position))
+        for old in list(self.resume_positions)[:-MAX_RESUME_POSITIONS]:
+            del self.resume_positions[old]
+
+    def resume_position(self, path: str | Path) -> int | None:
+        return self.resume_positions.get(str(Path(path).resolve()))
+
     # ---- persistence ----------------------------------------------------------------------------
     @classmethod
     def load(cls) -> Settings:
@@ -126,6 +138,8 @@ class Settings:
                 setattr(settings, f.name, value)
             elif isinstance(default, float) and isinstance(value, int):
                 setattr(settings, f.name, float(value))
+        settings.resume_positions = {k: v for k, v in settings.resume_positions.items()
+                                     if isinstance(k, str) and type(v) is int and v >= 0}
         settings.checkpoints = {**DEFAULT_CHECKPOINTS, **{k: str(v) for k, v in settings.checkpoints.items()
                                                          if k in VOICE_KINDS and v}}
         if settings.device not in DEVICES:

@@ -10,26 +10,28 @@ while the player holds more than ``max_ahead_s`` seconds (``buffered_seconds`` i
 thread-safe probe), so a 500-page book never sits in memory. ``cancel()`` is thread-safe too: it
 sets a ``threading.Event`` the engine checks every chunk, and drops every job requested so far.
 
+A job speaks a text, or a list of ``engine.text.Segment``s already planned (``qtapp.reading_plan``): the
+engine speaks those as given and each chunk carries its segment's index in the list and its span (document
+offsets), so what is highlighted is what is heard.
+
 ``speed`` (read when a job starts) changes the tempo of the emitted chunks without changing their
-pitch (``qtapp.tempo``); at 1.0 chunks go out as the engine made them.
+pitch (``engine.audio.tempo.ChunkTempo``); at 1.0 chunks go out as the engine made them.
 """
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine import Engine, Voice
+from engine.audio.tempo import ChunkTempo
 from engine.runtime import settle_heap
-from engine.text import split_segments
+from engine.text import Segment
 from qtapp.engine_errors import StudioError, describe_error
-from qtapp.tempo import ChunkTempo
 
 MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 BACKPRESSURE_POLL_S = 0.05
@@ -57,14 +59,15 @@ def describe_engine(engine: Engine) -> str:
 class SpeechWorker(QObject):
     model_loaded = Signal(str)
     model_status = Signal(str)  # what a model load is doing now, for the status bar
-    segment_started = Signal(int, int, int, int)  # job, segment, start, end (chars in the job text)
-    chunk_ready = Signal(int, object)  # job, engine.Chunk (segment and span refer to the job text)
+    segment_started = Signal(int, int, int, int)  # job, segment, start, end (the segment's span)
+    chunk_ready = Signal(int, object)  # job, engine.Chunk (segment and span refer to the job's text or segments)
+    job_failed = Signal(int)  # the job stopped on an error (``error`` says which); job_finished follows
     job_finished = Signal(int)  # also after a cancel or an error
     error = Signal(str)
     stats = Signal(float, float)  # real-time factor (audio s per generation s), first audio s
     voice_kept = Signal(object)  # a clone Voice made from a design voice
 
-    _speak_requested = Signal(int, str, object, int)
+    _speak_requested = Signal(int, object, object)
     _load_requested = Signal(object)
     _keep_requested = Signal(object, str)
 
@@ -94,11 +97,12 @@ class SpeechWorker(QObject):
         self._keep_requested.connect(self.keep_design)
 
     # ---- thread-safe requests (call from the GUI thread) ---------------------------------------
-    def request_speak(self, job_id: int, text: str, voice: Voice, first_segment: int = 0) -> None:
-        """Queue a job; ``job_id`` must grow from one request to the next."""
+    def request_speak(self, job_id: int, text: str | list[Segment], voice: Voice) -> None:
+        """Queue a job speaking ``text`` (a string, or its planned segments); ``job_id`` must grow from one
+        request to the next."""
         with self._jobs_lock:
             self._last_requested_job = max(self._last_requested_job, job_id)
-        self._speak_requested.emit(job_id, text, voice, first_segment)
+        self._speak_requested.emit(job_id, text, voice)
 
     def request_initial_model(self) -> None:
         """Load the model from the constructor's ``engine_factory`` (in the worker thread); counted as
@@ -122,6 +126,10 @@ class SpeechWorker(QObject):
     def engine_for(self, voice: Voice) -> Engine | None:
         """The loaded engine that speaks ``voice`` best."""
         return self._engines.get(MODEL_TYPE_FOR_VOICE[voice.kind], self._current)
+
+    def engine_of_type(self, model_type: str) -> Engine | None:
+        """The loaded engine of ``model_type`` ("custom_voice", "voice_design", "base"), if any."""
+        return self._engines.get(model_type)
 
     def engine_when_ready(self, voice: Voice, timeout_s: float = 600.0) -> Engine | None:
         """``engine_for`` once every requested model load has finished. Blocks: for other threads
@@ -148,17 +156,18 @@ class SpeechWorker(QObject):
                 self._pending_loads = max(0, self._pending_loads - 1)
                 self._loads.notify_all()
 
-    @Slot(int, str, object, int)
-    def speak(self, job_id: int, text: str, voice: Voice, first_segment: int = 0) -> None:
+    @Slot(int, object, object)
+    def speak(self, job_id: int, text: str | list[Segment], voice: Voice) -> None:
         with self._jobs_lock:
             if job_id <= self._cancelled_through:
                 self.job_finished.emit(job_id)
                 return
             self._cancel.clear()
         try:
-            self._speak(job_id, text, voice, first_segment)
+            self._speak(job_id, text, voice)
         except Exception as exc:  # noqa: BLE001
             self.error.emit(describe_error(exc))
+            self.job_failed.emit(job_id)
         self.job_finished.emit(job_id)
 
     @Slot(object, str)
@@ -193,19 +202,14 @@ class SpeechWorker(QObject):
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the GUI
             self.error.emit(describe_error(exc))
 
-    def _speak(self, job_id: int, text: str, voice: Voice, first_segment: int) -> None:
+    def _speak(self, job_id: int, text: str | list[Segment], voice: Voice) -> None:
         engine = self.engine_for(voice)
         if engine is None:
             raise StudioError("No model is loaded yet: wait for it to load, or pick one in Settings.")
-        segments = split_segments(text)
-        if first_segment >= len(segments):
-            return
-        offset = segments[first_segment].start
-        starts = [seg.start for seg in segments]
         voice = engine.prepare_voice(voice)
         t0 = time.perf_counter()
         cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
-        stream = engine.stream(text[offset:], voice, chunk_frames=self.chunk_frames,
+        stream = engine.stream(text, voice, chunk_frames=self.chunk_frames,
                                first_chunk_frames=self.first_chunk_frames, sampling=self.sampling,
                                cancel=self._cancel, **cap)
         tempo = ChunkTempo(self.speed)
@@ -221,9 +225,7 @@ class SpeechWorker(QObject):
                 generating_s += time.perf_counter() - step_start
                 if first_audio_s is None:
                     first_audio_s = time.perf_counter() - t0
-                start, end = chunk.span[0] + offset, chunk.span[1] + offset
-                segment = bisect.bisect_right(starts, start) - 1
-                self._emit_chunks(job_id, tempo.feed(replace(chunk, segment=segment, span=(start, end))), current)
+                self._emit_chunks(job_id, tempo.feed(chunk), current)
                 audio_s += chunk.duration
                 self.stats.emit(audio_s / max(generating_s, 1e-9), first_audio_s)
                 self._wait_for_room()
@@ -231,7 +233,7 @@ class SpeechWorker(QObject):
             stream.close()  # releases the engine's generation lock at once
 
     def _emit_chunks(self, job_id: int, chunks: list, current: list) -> None:
-        """Emit ``chunks`` (job-text segments and spans), each new segment announced first."""
+        """Emit ``chunks``, each new segment announced first."""
         for chunk in chunks:
             if chunk.segment != current[0]:
                 current[0] = chunk.segment

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from engine import OratorError, SamplingError
-from engine.audio.chunks import SAMPLE_RATE
-from engine.audio.tempo import MAX_SPEED, MIN_SPEED, TimeStretcher
+from engine.audio.chunks import SAMPLE_RATE, Chunk
+from engine.audio.tempo import MAX_SPEED, MIN_SPEED, ChunkTempo
 from engine.plan import MAX_FRAMES_CAP
 from engine.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED, OPEN_BELOW
 from server.errors import APIError, engine_error, error_body
@@ -152,18 +152,22 @@ def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
 
 
 class _Output:
-    """Chunk samples -> bytes of the response format, through the tempo change when speed != 1."""
+    """Chunks -> bytes of the response format, the whole response stretched as one signal when speed != 1."""
 
     def __init__(self, body: SpeechRequest):
         self.encoder = StreamEncoder(body.response_format, SAMPLE_RATE)
-        self.stretcher = TimeStretcher(body.speed) if body.speed != 1.0 else None
+        self.tempo = ChunkTempo(body.speed, per_segment=False)
 
-    def add(self, samples: np.ndarray) -> bytes:
-        return self.encoder.encode(self.stretcher.process(samples) if self.stretcher else samples)
+    def add(self, chunk: Chunk) -> bytes:
+        return self.encoder.encode(_samples(self.tempo.feed(chunk)))
 
     def finish(self) -> bytes:
-        tail = self.encoder.encode(self.stretcher.flush()) if self.stretcher else b""
-        return tail + self.encoder.finish()
+        tail = self.tempo.finish()
+        return (self.encoder.encode(_samples(tail)) if tail else b"") + self.encoder.finish()
+
+
+def _samples(chunks: list[Chunk]) -> np.ndarray:
+    return np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, dtype=np.float32)
 
 
 async def _audio(ticket: Ticket, body: SpeechRequest):
@@ -179,7 +183,7 @@ async def _audio(ticket: Ticket, body: SpeechRequest):
             yield b""
         async for event in ticket.events():
             if not isinstance(event, Queued):
-                data = output.add(event.samples)
+                data = output.add(event)
                 if data:
                     started = True
                     yield data
@@ -215,7 +219,7 @@ async def _sse(ticket: Ticket, body: SpeechRequest, input_tokens: int):
             if isinstance(event, Queued):
                 yield _event({"type": "speech.queue", "id": ticket.id, "position": event.position})
                 continue
-            data = output.add(event.samples)
+            data = output.add(event)
             if data:
                 yield _event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
         if ticket.state != "done":

@@ -12,6 +12,8 @@ import os
 import pytest
 import torch
 
+# the tests' engines are exact (float32 weights on a CPU) unless a test asks for the int8 path itself
+os.environ.setdefault("ORATOR_CPU_INT8", "0")
 if not torch.cuda.is_available():  # Triton kernels run in its interpreter on CPU (set before engine imports)
     os.environ.setdefault("TRITON_INTERPRET", "1")
 else:  # GPU tests that multiply before loading an engine repeat run to run as the engine does

@@ -34,6 +34,7 @@ class _DisplayOnlyEngine:
 
     model_type, model_size, device, dtype, sample_rate = "custom_voice", "1b7", "cuda", "bfloat16", 24000
     use_graphs = False  # nothing to capture
+    speakers = ["aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena"]
 
 
 class _SilentSoundDevice:
@@ -92,7 +93,8 @@ def main(out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     shots = [out_dir / "main_window.png", out_dir / "settings_dialog.png", out_dir / "preset_voice_dialog.png"]
     window.grab().save(str(shots[0]))
-    for dialog, path in ((SettingsDialog(window.settings, window), shots[1]), (PresetVoiceDialog(window), shots[2])):
+    dialogs = (SettingsDialog(window.settings, window), PresetVoiceDialog(window.preset_speakers(), window))
+    for dialog, path in zip(dialogs, shots[1:], strict=True):
         dialog.show()
         QTest.qWait(200)
         dialog.grab().save(str(path))

@@ -1,4 +1,4 @@
-"""``speed``: change tempo without changing pitch, by WSOLA (waveform-similarity overlap-add).
+"""Tempo change without pitch change, by WSOLA (waveform-similarity overlap-add), on samples and on chunk streams.
 
 Output frames of ``FRAME`` samples are laid down every ``FRAME // 2`` samples under a Hann window
 (which sums to one at that overlap). Frame k is read from the input near ``k * hop * speed``; the
@@ -6,11 +6,19 @@ exact read point is chosen within ``±TOLERANCE`` samples to best continue the p
 natural continuation (maximum cross-correlation), so periods line up and no pitch shift or phasing
 is heard. ``TimeStretcher`` works on a stream: ``process`` takes the next input samples and returns
 the output that is final so far; ``flush`` returns the rest.
+
+``ChunkTempo`` puts a stream of ``engine.audio.chunks.Chunk`` through a stretcher: the studio restarts it at
+every segment, so each output chunk holds only audio of the segment it is tagged with (highlighting follows
+what is heard); the server stretches a whole response as one signal. At speed 1.0 chunks pass untouched.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+
+from engine.audio.chunks import Chunk
 
 FRAME = 960  # 40 ms at 24 kHz
 HOP = FRAME // 2
@@ -56,6 +64,8 @@ class TimeStretcher:
             if nominal + TOLERANCE + FRAME > end or (
                     self._previous_read is not None and self._previous_read + HOP + FRAME > end):
                 break
+            if not final and (self._frame + 1) * HOP > self._received / self.speed:
+                break  # past the length the input so far will have: a short input ending now would be too long
             start = self._best_start(nominal)
             frame = self._slice(start, FRAME)
             self._output[:FRAME] += _WINDOW * frame
@@ -93,3 +103,45 @@ def stretch(samples: np.ndarray, speed: float) -> np.ndarray:
     """The whole of ``samples`` at ``speed`` (same pitch): float32 [round(N / speed)]."""
     stretcher = TimeStretcher(speed)
     return np.concatenate([stretcher.process(samples), stretcher.flush()])
+
+
+class ChunkTempo:
+    """Chunks in, the same chunks at ``speed`` out (same pitch).
+
+    With ``per_segment`` each segment is stretched on its own and flushed when the next segment's first
+    chunk arrives, a final chunk arrives or ``finish`` is called; without it the stream is one signal and
+    an output chunk is tagged with the latest input chunk (the stretcher lags its input by about 30 ms).
+    """
+
+    def __init__(self, speed: float, per_segment: bool = True):
+        if speed != 1.0:
+            TimeStretcher(speed)  # refuses a speed out of range now, not at the first chunk
+        self.speed = speed
+        self.per_segment = per_segment
+        self._stretcher: TimeStretcher | None = None
+        self._last: Chunk | None = None  # the latest input chunk of the run being stretched
+
+    def feed(self, chunk: Chunk) -> list[Chunk]:
+        """The output that is ready after ``chunk``; the last one of the stream carries ``chunk.final``."""
+        if self.speed == 1.0:
+            return [chunk]
+        ready = []
+        if self.per_segment and self._last is not None and chunk.segment != self._last.segment:
+            ready += self.finish()
+        if self._stretcher is None:
+            self._stretcher = TimeStretcher(self.speed)
+        stretched = self._stretcher.process(chunk.samples)
+        self._last = chunk
+        if len(stretched):
+            ready.append(replace(chunk, samples=stretched, final=False))
+        if chunk.final:
+            ready += self.finish()
+        return ready
+
+    def finish(self) -> list[Chunk]:
+        """The rest of the run being stretched (call it when a stream ends without a final chunk)."""
+        if self._stretcher is None or self._last is None:
+            return []
+        tail = self._stretcher.flush()
+        last, self._last, self._stretcher = self._last, None, None
+        return [replace(last, samples=tail)]

@@ -1,6 +1,3 @@
-"""12 Hz speech tokenizer: configuration and the codec decoder (codes -> 24 kHz audio, streamed exactly)."""
-
-from engine.codec.config import CodecDecoderConfig, SpeechTokenizerConfig
-from engine.codec.decoder import DecoderState, SpeechDecoder
-
-__all__ = ["CodecDecoderConfig", "DecoderState", "SpeechDecoder", "SpeechTokenizerConfig"]
+"""The 12 Hz speech tokenizer: ``config`` (its configuration), ``decoder`` (codes -> 24 kHz audio, streamed
+exactly; ``SpeechDecoder``, ``DecoderState``), ``encoder`` (reference audio -> codes), ``mel`` (the speaker
+encoder's front end), and the decoder's pieces (``conv``, ``quantizer``, ``transformer``, ``layout``)."""

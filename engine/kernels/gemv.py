@@ -106,27 +106,35 @@ def _fused(x: torch.Tensor, weight: torch.Tensor, bias=None, silu_mul=False, nor
     return y.view(*x.shape[:-1], weight.shape[0])
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+def product(x: torch.Tensor, weight, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``F.linear(x, weight, bias)``, for a float weight or an ``engine.model.int8.Int8Weight``."""
+    if isinstance(weight, torch.Tensor):
+        return F.linear(x, weight, bias)
+    y = weight.matmul(x)
+    return y if bias is None else y + bias
+
+
+def linear(x: torch.Tensor, weight, bias: torch.Tensor | None = None,
            residual: torch.Tensor | None = None) -> torch.Tensor:
     """``residual + F.linear(x, weight, bias)`` (``residual`` optional); through the matrix-vector kernel
     when ``x`` is one row on CUDA."""
     if _one_row(x, weight):
         return _fused(x, weight, bias, residual=residual)
-    y = F.linear(x, weight, bias)
+    y = product(x, weight, bias)
     return y if residual is None else residual + y
 
 
-def norm_linear(x: torch.Tensor, norm, weight: torch.Tensor) -> torch.Tensor:
+def norm_linear(x: torch.Tensor, norm, weight) -> torch.Tensor:
     """``F.linear(norm(x), weight)`` for an RMSNorm module ``norm`` (its ``weight`` and ``eps``)."""
     if _one_row(x, weight) and norm.weight.dtype == x.dtype:
         return _fused(x, weight, norm=norm)
-    return F.linear(norm(x), weight)
+    return product(norm(x), weight)
 
 
-def silu_mul_linear(gate_up: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+def silu_mul_linear(gate_up: torch.Tensor, weight, residual: torch.Tensor | None = None) -> torch.Tensor:
     """``residual + F.linear(silu(gate) * up, weight)`` where ``gate_up`` is ``[..., 2K]`` = [gate | up]."""
     if _one_row(gate_up, weight):
         return _fused(gate_up, weight, silu_mul=True, residual=residual)
     gate, up = gate_up.chunk(2, dim=-1)
-    y = F.linear(F.silu(gate) * up, weight)
+    y = product(F.silu(gate) * up, weight)
     return y if residual is None else residual + y

@@ -84,10 +84,12 @@ class Attention(nn.Module):
         self.k_norm = RMSNorm(head_dim, eps)
 
         self.qkv_weight = None  # set by fuse(): q, k and v projections in one matrix
+        self.out_weight = None  # set by fuse(): the output projection's (an Int8Weight on the fast CPU path)
 
     def fuse(self) -> None:
         """Compute q, k and v with one matrix product; the three weights become views of it."""
         self.qkv_weight = _fuse_linears(self.q_proj, self.k_proj, self.v_proj)
+        self.out_weight = self.o_proj.weight.detach()  # a plain attribute (a Parameter would register)
 
     def forward(self, x, norm, cos, sin, k_cache, v_cache, write_pos, mask, kv_len):
         """``x + attention(norm(x))``. x: [B, T, H]; write_pos: [B, T] cache slots; mask: [B, 1, T, kv_len]
@@ -99,30 +101,46 @@ class Attention(nn.Module):
             if block is not None:  # everything up to the output projection in Triton
                 out = block(qkv[:, 0], self.q_norm.weight, self.k_norm.weight, cos[:, 0, 0], sin[:, 0, 0], k_cache,
                             v_cache, write_pos[:, 0], self.q_norm.eps)
-                return linear(out[:, None], self.o_proj.weight, residual=x)
+                return linear(out[:, None], self.out_weight, residual=x)
             q, k, v = qkv.split(
                 [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
         else:
             h = norm(x)
             q, k, v = self.q_proj(h), self.k_proj(h), self.v_proj(h)
-        q = self.q_norm(q.view(b, t, self.heads, self.head_dim)).transpose(1, 2)
-        k = self.k_norm(k.view(b, t, self.kv_heads, self.head_dim)).transpose(1, 2)
+        q = self._rotated(self.q_norm(q.view(b, t, self.heads, self.head_dim)).transpose(1, 2), cos, sin)
+        k = self._rotated(self.k_norm(k.view(b, t, self.kv_heads, self.head_dim)).transpose(1, 2), cos, sin)
         v = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        # index_put_ (not scatter_): compiled, it writes the T new slots in place; scatter_ copies the cache
-        slots = (torch.arange(b, device=x.device)[:, None, None],
-                 torch.arange(self.kv_heads, device=x.device)[None, :, None], write_pos[:, None, :])
-        k_cache.index_put_(slots, k)
-        v_cache.index_put_(slots, v)
-        keys, values = k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
-        if t == 1 and x.is_cuda:
-            out = one_query_attention(q, keys, values, mask)
-        elif x.is_cuda and not torch.compiler.is_compiling():
-            out = prefill_attention(q, keys, values, mask)
-        else:
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
-        return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), self.o_proj.weight, residual=x)
+        keys, values = write_cache(k, v, k_cache, v_cache, write_pos, kv_len)
+        out = attend(q, keys, values, mask)  # [B, heads, T, D]
+        out_weight = self.o_proj.weight if self.out_weight is None else self.out_weight
+        return linear(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim), out_weight, residual=x)
+
+    @staticmethod
+    def _rotated(x, cos, sin):
+        return x * cos + rotate_half(x) * sin
+
+
+def write_cache(k, v, k_cache, v_cache, write_pos, kv_len):
+    """Write the new keys and values [B, kv_heads, T, D] into their cache slots ``write_pos`` [B, T]; returns the
+    caches' first ``kv_len`` slots (keys, values) to attend over."""
+    b, kv_heads = k.shape[:2]
+    # index_put_ (not scatter_): compiled, it writes the T new slots in place; scatter_ copies the cache
+    slots = (torch.arange(b, device=k.device)[:, None, None],
+             torch.arange(kv_heads, device=k.device)[None, :, None], write_pos[:, None, :])
+    k_cache.index_put_(slots, k)
+    v_cache.index_put_(slots, v)
+    return k_cache[:, :, :kv_len], v_cache[:, :, :kv_len]
+
+
+def attend(q, keys, values, mask):
+    """Attention of q [B, heads, T, D] over keys and values [B, kv_heads, S, D] where ``mask`` [B, 1, T, S] allows,
+    grouped-query: on CUDA one query (a decode step) and a prefill each take the path made for them; elsewhere,
+    and under torch.compile, PyTorch's fused attention."""
+    if q.is_cuda and q.shape[2] == 1:
+        return one_query_attention(q, keys, values, mask)
+    if q.is_cuda and not torch.compiler.is_compiling():
+        return prefill_attention(q, keys, values, mask)
+    return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=True)
 
 
 SHORT_CACHE = 16  # the code predictor's cache; longer ones are the talker's
@@ -209,15 +227,17 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(hidden, intermediate, bias=False)
         self.down_proj = nn.Linear(intermediate, hidden, bias=False)
         self.gate_up_weight = None  # set by fuse()
+        self.down_weight = None  # set by fuse(): the down projection's (an Int8Weight on the fast CPU path)
 
     def fuse(self) -> None:
         """Compute the gate and up projections with one matrix product."""
         self.gate_up_weight = _fuse_linears(self.gate_proj, self.up_proj)
+        self.down_weight = self.down_proj.weight.detach()
 
     def forward(self, x, norm):
         """``x + mlp(norm(x))``."""
         if self.gate_up_weight is not None:
-            return silu_mul_linear(norm_linear(x, norm, self.gate_up_weight), self.down_proj.weight, residual=x)
+            return silu_mul_linear(norm_linear(x, norm, self.gate_up_weight), self.down_weight, residual=x)
         h = norm(x)
         return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
 

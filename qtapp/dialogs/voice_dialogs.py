@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from qtapp.recorder import MAX_RECORD_S, MicRecorder
-from qtapp.settings import LANGUAGES, PRESET_SPEAKERS
+from qtapp.settings import LANGUAGES
 
 AUDIO_FILTER = "Audio (*.wav *.flac *.ogg *.mp3 *.m4a *.aiff *.aif);;All files (*)"
 RECORDING_POLL_MS = 100
@@ -84,10 +84,12 @@ class _VoiceDialog(QDialog):
 
 
 class PresetVoiceDialog(_VoiceDialog):
-    def __init__(self, parent: QWidget | None = None):
+    """``speakers``: the preset model's speakers (``qtapp.model_download.preset_speakers``)."""
+
+    def __init__(self, speakers: list[str], parent: QWidget | None = None):
         super().__init__("New preset voice", parent)
         self.speaker = QComboBox()
-        self.speaker.addItems(PRESET_SPEAKERS)
+        self.speaker.addItems(speakers)
         self.speaker.currentTextChanged.connect(self._suggest_name)
         self.language = language_combo()
         self.instruct = QLineEdit(placeholderText="optional, e.g. “cheerful and a little fast”")

@@ -7,8 +7,9 @@ import threading
 import numpy as np
 import pytest
 
-from engine import Sampling, Voice, load_voice, save_voice
+from engine import Sampling, TextError, Voice, load_voice, save_voice
 from engine.audio.chunks import SAMPLES_PER_FRAME
+from engine.text import Segment, split_segments
 
 TEXT = "Good morning. The weather is fine today! Shall we go for a walk?"
 
@@ -49,6 +50,37 @@ def test_stream_concatenation_equals_synthesize(tiny_engine):
     assert [TEXT[a:b] for a, b in spans] == ["Good morning.", "The weather is fine today!", "Shall we go for a walk?"]
     elapsed = [c.elapsed for c in chunks]
     assert elapsed == sorted(elapsed) and elapsed[0] > 0
+
+
+def test_segments_cut_by_the_caller_are_spoken_as_given_and_keep_their_spans(tiny_engine):
+    """A reader that plans the document itself passes its segments: the audio is that of the text they came from
+    (same seed), and the chunks carry the caller's spans (here offsets in a longer document) and indices."""
+    eng = tiny_engine("custom_voice")
+    v, s = Voice.preset("serena", "english"), Sampling(seed=11)
+    planned = [Segment(seg.start + 5000, seg.end + 5000, seg.text) for seg in split_segments(TEXT)]
+    given = list(eng.stream(planned, v, sampling=s, max_frames=9))
+    whole = list(eng.stream(TEXT, v, sampling=s, max_frames=9))
+    np.testing.assert_array_equal(np.concatenate([c.samples for c in given]),
+                                  np.concatenate([c.samples for c in whole]))
+    assert [(c.segment, c.span) for c in given] == [(c.segment, (c.span[0] + 5000, c.span[1] + 5000)) for c in whole]
+    assert eng.plan(planned, v).segments == planned
+
+
+@pytest.mark.parametrize(("segments", "message"), [
+    ([], "no text"),
+    ([Segment(0, 3, "   ")], "nothing in the segment 0"),
+    (["Hello."], "must be an engine.text.Segment"),
+    ([Segment(0, 6, "Hello."), Segment(9, 4, "Bye.")], "segment 1 has no valid span"),
+    ([Segment(-1, 6, "Hello.")], "segment 0 has no valid span"),
+    ([Segment(0, 2, "\ud800")], "surrogate"),
+    (iter([Segment(0, 6, "Hello.")]), "string or a sequence"),
+])
+def test_bad_segments_are_refused_before_anything_is_generated(tiny_engine, segments, message):
+    eng = tiny_engine("custom_voice")
+    with pytest.raises(TextError, match=message):
+        eng.check(segments, Voice.preset("ryan"))
+    with pytest.raises(TextError, match=message):
+        next(eng.stream(segments, Voice.preset("ryan")))
 
 
 def test_cancel_stops_within_one_chunk(tiny_engine):

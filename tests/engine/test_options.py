@@ -33,7 +33,7 @@ def test_configure_changes_what_the_engine_decides_after_import(engine_options, 
     assert triton_available() == TRITON_INSTALLED
     engine_options(graphs=False, compile=False, triton=False)
     assert not graphs_enabled(cuda) and not compile_enabled(cuda) and not triton_available()
-    assert options.current() == Options(False, False, False)
+    assert (options.current().graphs, options.current().compile, options.current().triton) == (False, False, False)
 
 
 def test_compile_needs_volta_or_newer(engine_options, monkeypatch):
@@ -57,3 +57,35 @@ def test_bad_changes_are_refused(engine_options, changes):
     with pytest.raises(TypeError):
         options.configure(**changes)
     assert options.current() == before
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({"ORATOR_CPU_INT8": "0"}, {"cpu_int8": False}),
+    ({"ORATOR_CPU_INT8": "yes"}, {"cpu_int8": True}),
+    ({"ORATOR_THREADS": "4"}, {"threads": 4}),
+    ({"ORATOR_THREADS": " 12 "}, {"threads": 12}),
+])
+def test_cpu_options_from_the_environment(environ, expected):
+    got = Options.from_environment(environ)
+    assert {name: getattr(got, name) for name in expected} == expected
+
+
+@pytest.mark.parametrize("threads", ["abc", "-1", "0", "1.5", "99999", "4 4"])
+def test_a_bad_thread_count_is_a_clear_error(threads):
+    with pytest.raises(ValueError, match="thread"):
+        Options.from_environment({"ORATOR_THREADS": threads})
+
+
+@pytest.mark.parametrize("threads", [0, -3, True, 2.0, "8", 10**9])
+def test_bad_threads_in_code_are_refused(threads, engine_options):
+    with pytest.raises((TypeError, ValueError)):
+        options.configure(threads=threads)
+
+
+def test_threads_default_to_the_usable_cores_less_one(monkeypatch):
+    from engine import runtime
+
+    for cores, expected in ((1, 1), (2, 1), (8, 7), (16, 15)):
+        monkeypatch.setattr(runtime, "available_cores", lambda cores=cores: cores)
+        assert runtime.cpu_threads() == expected
+    assert runtime.cpu_threads(3) == 3

@@ -1,12 +1,16 @@
-"""``split_segments``: sentence boundaries in English and CJK text, long-sentence cuts, exact spans."""
+"""``split_segments``: sentence boundaries in English and CJK text, long-sentence cuts, exact spans; the
+streaming ``Segmenter`` gives the same segments however the text arrives, and punctuation runs cost linear time."""
 
 from __future__ import annotations
+
+import re
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.text import DEFAULT_MAX_CHARS, split_segments
+from engine.text import DEFAULT_MAX_CHARS, Segmenter, _continues, _cut_point, iter_segments, split_segments
 
 
 def assert_exact_cover(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
@@ -110,3 +114,88 @@ def test_segments_cover_every_character_exactly_once(pieces, max_chars):
 @given(text=st.text(max_size=400))
 def test_any_unicode_text_is_covered(text):
     assert_exact_cover(text, max_chars=40)
+
+
+# ---- the streaming segmenter against the one-pass splitter it replaced ----------------------------------------
+_OLD_END = re.compile(r"""(?:[.!?…]+["'”’)\]]*(?=\s|$))|(?:[。！？；]+[」』”’）)]*)|(?:\n\s*\n)""")
+
+
+def reference_split(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """The splitter as it was before ``Segmenter``: one regex pass over the whole text (spans only)."""
+    out: list[tuple[int, int]] = []
+
+    def add(start: int, end: int) -> None:
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        while end - start > max_chars:
+            cut = _cut_point(text, start, start + max_chars)
+            add(start, cut)
+            start = cut
+            while start < end and text[start].isspace():
+                start += 1
+        if end > start:
+            out.append((start, end))
+
+    pos = 0
+    for m in _OLD_END.finditer(text):
+        if not _continues(text, m):
+            add(pos, m.end())
+            pos = m.end()
+    add(pos, len(text))
+    return out
+
+
+def spans(segments) -> list[tuple[int, int]]:
+    return [(seg.start, seg.end) for seg in segments]
+
+
+_DOC = st.lists(_ALPHABET | st.sampled_from(["...", "\n\n", "   ", "x" * 30, ". a", "!!! ", "……"]), max_size=150)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=_DOC, max_chars=st.integers(min_value=20, max_value=60))
+def test_split_segments_equals_the_one_pass_reference(pieces, max_chars):
+    text = "".join(pieces)
+    assert spans(split_segments(text, max_chars)) == reference_split(text, max_chars)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=_DOC, cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12),
+       start=st.integers(min_value=0, max_value=10**6), max_chars=st.integers(min_value=20, max_value=60))
+def test_text_fed_in_any_pieces_gives_the_same_segments(pieces, cuts, start, max_chars):
+    """However the text is cut into pieces (empty ones too), the segments are those of the whole text, offset by
+    ``start``, and each comes out as soon as it is final: never later than the piece that decides it."""
+    text = "".join(pieces)
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    fed = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)] + [""]
+    got = list(iter_segments(fed, start=start, max_chars=max_chars))
+    assert [(s.start - start, s.end - start) for s in got] == reference_split(text, max_chars)
+    assert all(s.text == text[s.start - start:s.end - start] for s in got)
+
+
+def test_segments_come_out_before_the_text_ends():
+    segmenter = Segmenter(start=100)
+    first = segmenter.feed("One sentence here. Another one follows")
+    assert [(s.start, s.text) for s in first] == [(100, "One sentence here.")]
+    assert segmenter.feed(" soon") == []  # still undecided: the sentence has not ended
+    assert [s.text for s in segmenter.finish()] == ["Another one follows soon"]
+
+
+def test_a_long_sentence_is_cut_while_it_is_still_arriving():
+    segmenter = Segmenter(max_chars=50)
+    out = []
+    for _ in range(100):
+        out += segmenter.feed("word " * 10)
+    assert len(out) >= 95 and all(len(s.text) <= 50 for s in out)  # no wait for a sentence end that never comes
+    assert len(segmenter._text) < 5000  # memory stays bounded by the sentence in hand, not the text
+
+
+@pytest.mark.parametrize("run", ["." * 200_000 + "1", "!" * 200_000, "…" * 200_000 + "x", ".!?" * 70_000])
+def test_long_punctuation_runs_take_linear_time(run):
+    """Dot leaders of a contents page: the old pattern backtracked through the run from every dot."""
+    started = time.perf_counter()
+    segments = split_segments(run)
+    assert time.perf_counter() - started < 2.0
+    assert "".join(s.text for s in segments) == run

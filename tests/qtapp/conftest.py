@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk  # noqa: E402
-from engine.text import split_segments  # noqa: E402
+from engine.text import segments_of  # noqa: E402
 
 FRAMES_PER_SENTENCE = 3
 
@@ -35,7 +35,8 @@ def isolated_data_dir(tmp_path, monkeypatch):
 
 
 class FakeEngine:
-    """Speaks every sentence as a short tone; remembers what it was asked to say."""
+    """Speaks every sentence as a short tone; remembers what it was asked to say (a text, or the texts of the
+    segments it was given)."""
 
     model_type = "custom_voice"
     model_size = "0b6"
@@ -44,6 +45,7 @@ class FakeEngine:
     dtype = "float32"
     sample_rate = SAMPLE_RATE
     frames_per_sentence = FRAMES_PER_SENTENCE
+    speakers = ["aiden", "ryan", "vivian"]
 
     def __init__(self, frame_delay_s: float = 0.0):
         self.frame_delay_s = frame_delay_s
@@ -54,10 +56,10 @@ class FakeEngine:
         return voice
 
     def stream(self, text, voice, chunk_frames=4, first_chunk_frames=1, sampling=None, cancel=None):
+        segments = segments_of(text)
         with self.lock:
-            self.spoken.append((text, voice))
+            self.spoken.append((text if isinstance(text, str) else " ".join(s.text for s in segments), voice))
         t0 = time.perf_counter()
-        segments = split_segments(text)
         for index, seg in enumerate(segments):
             for frame in range(self.frames_per_sentence):
                 if cancel is not None and cancel.is_set():

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk
-from engine.text import split_segments
+from engine.text import segments_of, split_segments
 
 
 def segment_tone(text: str, n_frames: int) -> np.ndarray:
@@ -29,6 +29,7 @@ class FakeEngine:
     device = "cpu"
     use_graphs = False
     dtype = "float32"
+    speakers = ["aiden", "ryan", "vivian"]
 
     def __init__(self, model_type: str = "custom_voice", frames_per_char: float = 0.25,
                  frame_delay_s: float = 0.0):
@@ -54,7 +55,7 @@ class FakeEngine:
                cancel: threading.Event | None = None, max_frames=None):
         self.stream_threads.append(threading.get_ident())
         t0 = time.perf_counter()
-        segments = split_segments(text)
+        segments = segments_of(text)
         for index, seg in enumerate(segments):
             n_frames = self.segment_frames(seg.text)
             if max_frames is not None:

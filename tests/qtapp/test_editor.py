@@ -89,6 +89,8 @@ def test_double_click_reports_the_position(editor, qtbot):
     with qtbot.waitSignal(editor.position_activated, timeout=1000) as blocker:
         QTest.mouseDClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=point)
     assert 6 <= blocker.args[0] <= 10  # inside "beta"
+    assert not editor.textCursor().hasSelection()  # no word left selected for Play to read alone
+    assert editor.textCursor().position() == blocker.args[0]
 
 
 def test_dropping_files_emits_their_paths(editor, qtbot, tmp_path):
@@ -127,3 +129,26 @@ def test_large_text_loads_in_pieces_without_blocking(editor, qtbot):
     assert len(ticks) > 5  # the event loop kept running while the text went in
     assert not editor.isReadOnly()
     assert not editor.document().isUndoAvailable()  # loading is not an undo step
+
+
+def test_the_document_source_reads_what_to_plain_text_gives(editor, monkeypatch):
+    """Read from the QTextDocument a line at a time, the text and its sentences are those of toPlainText (block
+    separators, line separators and no-break spaces included), and a source stops at the next edit."""
+    from qtapp import reading_plan
+    from qtapp.reading_plan import StrText, iter_sentences
+
+    monkeypatch.setattr(reading_plan, "MAX_PIECE", 7)
+    editor.setPlainText("One line.\u2028Same block!\n[voice: Ann] Hi\u00a0there. Bye.\n\nLast part goes on")
+    text = editor.toPlainText()
+    source = editor.text_source
+    for start, end in ((0, None), (3, 40), (text.index("Hi"), len(text))):
+        pieces = list(source.pieces(start, end))
+        assert "".join(p for _, p in pieces) == text[start:end]
+        assert [o for o, _ in pieces] == [start + sum(len(p) for _, p in pieces[:i]) for i in range(len(pieces))]
+        assert list(iter_sentences(source.pieces(start, end))) == list(iter_sentences(StrText(text).pieces(start, end)))
+    assert [source.line_start(p) for p in (0, 12, text.index("Hi"), len(text))] == [
+        StrText(text).line_start(p) for p in (0, 12, text.index("Hi"), len(text))]
+    reading = source.pieces(0)
+    next(reading)
+    editor.insertPlainText("x")
+    assert list(reading) == []  # the offsets it would give are stale now

@@ -133,9 +133,9 @@ def test_rename_keeps_the_default(panel, monkeypatch, qtbot):
 
 
 def test_preset_dialog_builds_a_preset(qtbot):
-    dialog = PresetVoiceDialog()
+    dialog = PresetVoiceDialog(["aiden", "uncle_fu"])
     qtbot.addWidget(dialog)
-    assert dialog.speaker.count() == 9
+    assert [dialog.speaker.itemText(i) for i in range(dialog.speaker.count())] == ["aiden", "uncle_fu"]
     dialog.speaker.setCurrentText("uncle_fu")
     dialog.language.setCurrentText("chinese")
     dialog.instruct.setText("slow and warm")
@@ -143,6 +143,26 @@ def test_preset_dialog_builds_a_preset(qtbot):
     voice = dialog.created_voice
     assert (voice.kind, voice.speaker, voice.language, voice.instruct, voice.name) == (
         "preset", "uncle_fu", "chinese", "slow and warm", "Uncle Fu")
+
+
+def test_add_preset_offers_the_speakers_of_the_model_in_use(qtbot, library, monkeypatch):
+    offered = [["first", "second"]]
+    panel = LibraryPanel(library, preset_speakers=lambda: offered[0])
+    qtbot.addWidget(panel)
+    seen = []
+
+    def exec_(dialog):
+        seen.append([dialog.speaker.itemText(i) for i in range(dialog.speaker.count())])
+        dialog.speaker.setCurrentText(seen[-1][-1])
+        dialog.accept()
+        return True
+
+    monkeypatch.setattr(PresetVoiceDialog, "exec", exec_)
+    assert panel.add_preset() == "Second"
+    offered[0] = ["third"]  # a model loaded since: the next dialog asks again
+    assert panel.add_preset() == "Third"
+    assert seen == [["first", "second"], ["third"]]
+    assert library.load("Second").speaker == "second"
 
 
 def test_design_dialog_needs_a_description(qtbot, monkeypatch):

@@ -8,6 +8,7 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
 from engine import CheckpointError, Voice
+from engine.audio.chunks import SAMPLES_PER_FRAME
 from qtapp.actions import SHORTCUTS
 from qtapp.main_window import MainWindow
 from qtapp.reading import IDLE, PAUSED, PLAYING
@@ -83,6 +84,19 @@ def test_voice_marks_use_library_voices(qtbot, fake_sd, make_window):
     assert speakers == ["aiden", "ryan", "aiden"]
 
 
+def test_presets_come_from_the_loaded_model(qtbot, fake_sd, make_window, fake_engine_class):
+    class OtherSpeakers(fake_engine_class):
+        speakers = ["zed", "ann"]
+
+    window = make_window(OtherSpeakers)
+    wait_ready(qtbot, window)
+    assert window.preset_speakers() == ["zed", "ann"]
+    window.editor.setPlainText("Nobody is the default voice.")
+    window.play()  # no library voice is the default: the model's first speaker reads (it has no "vivian")
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    assert [voice.speaker for _, voice in engine_of(window).spoken] == ["zed"]
+
+
 def test_play_from_cursor_and_selection(qtbot, fake_sd, make_window):
     window = make_window()
     wait_ready(qtbot, window)
@@ -134,6 +148,68 @@ def test_double_click_jumps_to_a_sentence(qtbot, fake_sd, make_window):
     assert highlighted(window) == "Bob again."
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     assert engine_of(window).spoken[0][0] == "Bob again."
+
+
+def test_after_a_double_click_jump_stop_then_play_reads_on_from_there(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    window.show()
+    cursor = QTextCursor(window.editor.document())
+    cursor.setPosition(TEXT.index("again") + 2)
+    QTest.mouseDClick(window.editor.viewport(), Qt.MouseButton.LeftButton,
+                      pos=window.editor.cursorRect(cursor).center())
+    assert highlighted(window) == "Bob again."
+    window.reader.stop()
+    engine_of(window).spoken.clear()
+    window.play()
+    assert highlighted(window) == "Bob again."
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    assert [text for text, _ in engine_of(window).spoken] == ["Bob again.", "The end."]
+
+
+def test_a_speed_change_while_reading_is_heard_from_the_next_chunk(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    written = []
+    write = window.player.write
+    window.player.write = lambda samples, sentence: (written.append((len(samples), sentence)),
+                                                      write(samples, sentence))
+    window.editor.setPlainText(TEXT)
+    window.play()
+    play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "The second one!")
+    written.clear()
+    window.window_actions.speed.setValue(2.0)  # the player held this sentence and more at speed 1
+    assert window.reader.state == PLAYING and highlighted(window) == "The second one!"
+    qtbot.waitUntil(lambda: sum(n for n, s in written if s == 2) > 0, timeout=5000)
+    heard = sum(n for n, s in written if s == 1)  # the sentence restarts, made at the new speed
+    assert heard == round(3 * SAMPLES_PER_FRAME / 2.0)
+    assert window.settings.speed == 2.0 and window.worker.speed == 2.0
+
+
+def test_reopening_a_document_resumes_where_reading_stopped(qtbot, fake_sd, make_window, tmp_path):
+    book, other = tmp_path / "book.txt", tmp_path / "other.txt"
+    book.write_text("First part. Second part. Third part.")
+    other.write_text("Something else.")
+    settings = Settings.load()
+    window = make_window(settings=settings)
+    wait_ready(qtbot, window)
+    with qtbot.waitSignal(window.editor.loading_finished, timeout=5000):
+        window.open_path(book)
+    window.play()
+    play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "Second part.")
+    window.window_actions.stop.trigger()
+    for path in (other, book):
+        with qtbot.waitSignal(window.editor.loading_finished, timeout=5000):
+            window.open_path(path)
+    assert window.editor.textCursor().position() == book.read_text().index("Second")
+    window.play()
+    assert highlighted(window) == "Second part."
+    window.reader.stop()
+    later = make_window(settings=Settings.load())  # remembered across sessions too
+    with qtbot.waitSignal(later.editor.loading_finished, timeout=5000):
+        later.open_path(book)
+    assert later.editor.textCursor().position() == book.read_text().index("Second")
 
 
 def test_shortcuts_exist_and_f5_plays(qtbot, fake_sd, make_window):
@@ -225,18 +301,17 @@ def test_unsaved_text_survives_a_restart(qtbot, fake_sd, make_window):
 def test_export_writes_audio_and_subtitles(qtbot, fake_sd, make_window, tmp_path):
     window = make_window()
     wait_ready(qtbot, window)
-    from qtapp.exporting import export_paragraphs
-
+    window.library_panel.add_voice(Voice.preset("ryan"), "Bob")
     text = "One. Two.\n[voice: Bob] Three."
-    paragraphs = export_paragraphs(text, 0, len(text), window.resolve_voice)
-    assert [p for p, _ in paragraphs] == ["One. Two.", "Three."]
     out = tmp_path / "book.flac"
-    window.exporter.export_to(out, paragraphs, subtitles=True)
+    window.exporter.export_to(out, text, 0, len(text), subtitles=True)
     qtbot.waitUntil(lambda: not window.exporter.running, timeout=10_000)
     audio, rate = soundfile.read(out)
     assert rate == 24000 and len(audio) > 0
     assert "Three." in out.with_suffix(".srt").read_text()
     assert "Exported" in window.statusBar().currentMessage()
+    assert [(text, voice.speaker) for text, voice in engine_of(window).spoken] == [("One. Two.", "ryan"),
+                                                                                    ("Three.", "ryan")]
 
 
 def test_keep_this_voice_adds_a_clone(qtbot, fake_sd, make_window, fake_engine_class):

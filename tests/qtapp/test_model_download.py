@@ -1,15 +1,24 @@
 """Downloading with progress: the tqdm hook reports byte bars and stops on cancel; hub_download hands
-it to snapshot_download and checks the folder it gets back."""
+it to snapshot_download and checks the folder it gets back. The preset speakers come from the model in use."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import huggingface_hub
 import pytest
 
+from engine.checkpoint import REQUIRED_FILES
 from engine.errors import CheckpointError
-from qtapp.model_download import DownloadCancelled, hub_download, reporting_tqdm
+from engine.synthetic.checkpoint import config_dict
+from qtapp.model_download import (
+    FALLBACK_SPEAKERS,
+    DownloadCancelled,
+    hub_download,
+    preset_speakers,
+    reporting_tqdm,
+)
 
 
 def test_byte_bars_report_progress_and_file_bars_do_not():
@@ -58,3 +67,36 @@ def test_hub_download_of_an_incomplete_folder_fails(monkeypatch, tmp_path):
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download(tmp_path, [10]))
     with pytest.raises(CheckpointError, match="config.json"):
         hub_download("Qwen/Some-Model", lambda done, total: None, threading.Event())
+
+
+class SpeakingEngine:
+    def __init__(self, model_type, speakers):
+        self.model_type, self.speakers = model_type, speakers
+
+
+def model_folder(root, speakers, config_text=None):
+    """A folder that passes the completeness check, with a CustomVoice config.json naming ``speakers``."""
+    for name in REQUIRED_FILES:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"")
+    config = config_dict("tiny", "custom_voice")
+    config["talker_config"]["spk_id"] = {name: 3000 + i for i, name in enumerate(speakers)}
+    (root / "config.json").write_bytes((config_text or json.dumps(config)).encode("utf-8", "surrogateescape"))
+    return root
+
+
+def test_preset_speakers_come_from_the_loaded_engine_first(tmp_path):
+    folder = model_folder(tmp_path, ["from_folder"])
+    assert preset_speakers(SpeakingEngine("custom_voice", ["loaded"]), str(folder)) == ["loaded"]
+    assert preset_speakers(SpeakingEngine("base", []), str(folder)) == ["from_folder"]  # a Base model has none
+    assert preset_speakers(None, str(folder)) == ["from_folder"]
+
+
+@pytest.mark.parametrize("checkpoint", ["Nobody/not-downloaded", "/no/such/folder", "", "a/b/c", "../x"])
+def test_preset_speakers_fall_back_only_when_no_model_is_known(checkpoint):
+    assert preset_speakers(None, checkpoint) == list(FALLBACK_SPEAKERS)
+
+
+@pytest.mark.parametrize("config_text", ["{", "[]", '{"tts_model_type": "custom_voice"}', '"\\ud800"', "\xff\xfe"])
+def test_an_unreadable_config_falls_back(tmp_path, config_text):
+    assert preset_speakers(None, str(model_folder(tmp_path, [], config_text))) == list(FALLBACK_SPEAKERS)

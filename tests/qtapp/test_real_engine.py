@@ -13,7 +13,7 @@ import soundfile as sf
 from engine import Engine, Voice
 from engine.audio.chunks import SAMPLES_PER_FRAME
 from engine.text import split_segments
-from qtapp.export import ExportJob, start_export, subtitle_path
+from qtapp.export_job import ExportJob, start_export, subtitle_path
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker
 
@@ -76,7 +76,7 @@ def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worke
 def test_real_engine_exports_wav_with_subtitles(qtbot, real_worker, tmp_path):
     worker, voice = real_worker(max_frames=1)
     target = tmp_path / "tiny.wav"
-    job = ExportJob([(TEXT, voice)], target, worker.engine_for, max_frames=1)
+    job = ExportJob(TEXT, {None: voice}, target, worker.engine_for, max_frames=1)
     errors = []
     job.error.connect(errors.append)
     with qtbot.waitSignal(job.finished, timeout=120000):

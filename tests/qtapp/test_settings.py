@@ -57,6 +57,22 @@ def test_recent_files_are_unique_newest_first_and_bounded(tmp_path):
     assert len(set(settings.recent_files)) == MAX_RECENT_FILES
 
 
+def test_resume_positions_are_kept_bounded_and_checked(isolated_data_dir, tmp_path):
+    from qtapp.settings import MAX_RESUME_POSITIONS
+
+    settings = Settings()
+    for i in range(MAX_RESUME_POSITIONS + 5):
+        settings.remember_position(tmp_path / f"{i}.txt", i)
+    settings.remember_position(tmp_path / "0.txt", 7)  # forgotten as the oldest, then read again
+    settings.save()
+    loaded = Settings.load()
+    assert len(loaded.resume_positions) == MAX_RESUME_POSITIONS
+    assert loaded.resume_position(tmp_path / "0.txt") == 7 and loaded.resume_position(tmp_path / "1.txt") is None
+    assert loaded.resume_position(tmp_path / f"{MAX_RESUME_POSITIONS + 4}.txt") == MAX_RESUME_POSITIONS + 4
+    settings.path.write_text('{"resume_positions": {"/a": -1, "/b": true, "/c": "3", "/d": 4.0, "/e": 5}}')
+    assert Settings.load().resume_positions == {"/e": 5}
+
+
 def test_settings_dialog_applies_choices(qtbot):
     from qtapp.dialogs.settings_dialog import SettingsDialog
 

@@ -9,7 +9,7 @@ import pytest
 
 from engine import Voice
 from engine.errors import CheckpointError
-from engine.text import split_segments
+from engine.text import Segment, split_segments
 from qtapp.worker import SpeechWorker, start_worker, stop_worker
 from tests.qtapp.fake_engine import FakeEngine, segment_tone
 
@@ -100,19 +100,29 @@ def test_segments_are_announced_in_order_with_their_spans(running_worker, qtbot)
     assert [c.segment for _, c in rec.chunks] == sorted(c.segment for _, c in rec.chunks)
 
 
-def test_first_segment_skips_earlier_sentences_and_keeps_indices(running_worker, qtbot):
+def test_planned_segments_are_spoken_as_given_with_their_spans(running_worker, qtbot):
+    """A reading plan's sentences (here the last two, at document offsets) are what the engine speaks: the
+    chunks index the given list and carry the given spans, and no sentence before them is spoken."""
     engine = FakeEngine()
     worker, rec = running_worker(engine)
-    worker.request_speak(2, TEXT, Voice.preset("vivian"), 2)
+    planned = [Segment(seg.start + 1000, seg.end + 1000, seg.text) for seg in split_segments(TEXT)[2:]]
+    worker.request_speak(2, planned, Voice.preset("vivian"))
     qtbot.waitUntil(lambda: rec.finished == [2], timeout=5000)
-    segments = split_segments(TEXT)
-    assert [s[1] for s in rec.segments] == [2, 3]
+    assert rec.segments == [(2, i, seg.start, seg.end) for i, seg in enumerate(planned)]
     for _, chunk in rec.chunks:
-        seg = segments[chunk.segment]
-        assert chunk.span == (seg.start, seg.end)
+        assert chunk.span == (planned[chunk.segment].start, planned[chunk.segment].end)
     first_chunk = rec.chunks[0][1]
-    n_frames = engine.segment_frames(segments[2].text)
-    np.testing.assert_array_equal(first_chunk.samples, segment_tone(segments[2].text, n_frames)[:1920])
+    n_frames = engine.segment_frames(planned[0].text)
+    np.testing.assert_array_equal(first_chunk.samples, segment_tone(planned[0].text, n_frames)[:1920])
+
+
+def test_a_failed_job_is_reported_by_id_before_it_finishes(running_worker, qtbot):
+    worker, rec = running_worker(FakeEngine())
+    failed = []
+    worker.job_failed.connect(failed.append)
+    worker.request_speak(4, [Segment(0, 3, "   ")], Voice.preset("vivian"))  # nothing to speak: refused
+    qtbot.waitUntil(lambda: rec.finished == [4], timeout=5000)
+    assert failed == [4] and rec.chunks == []
 
 
 def test_stats_report_speed_and_first_audio(running_worker, qtbot):

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from engine.codec import SpeechDecoder, SpeechTokenizerConfig
+from engine.codec.config import SpeechTokenizerConfig
+from engine.codec.decoder import SpeechDecoder
 from engine.synthetic.speech_tokenizer import random_decoder, speech_tokenizer_config, write_speech_tokenizer
 from tests.oracle import official_available
 

@@ -97,11 +97,22 @@ def test_every_row_uses_its_own_settings(vocab):
 
 
 def test_single_row_over_many_counters():
+    """One row's successive draws (counters 0..11) are the reference's, each from the filtered nucleus, and over
+    many counters the reference draws each kept token about as often as its filtered probability."""
     s = stage([SETTINGS["top_k_and_p"]])
-    logits = distinct_logits(1, 3072, seed=7)
+    logits = distinct_logits(1, 3072, seed=7, scale=0.3)  # flat enough that the nucleus keeps many tokens
+    probs = filter_logits(logits, s).softmax(dim=-1)[0]  # [V]; zero outside top-k and top-p
+    kept = set(torch.nonzero(probs).flatten().tolist())
+    assert 5 <= len(kept) <= 40
     seeds = torch.tensor([12345], device=DEVICE)
     ids = [int(assert_same_ids(logits, s, seeds, torch.tensor([c], device=DEVICE))[0]) for c in range(12)]
-    assert len(set(ids)) > 1
+    assert set(ids) <= kept
+    n = 4000
+    many = sample_reference(logits.expand(n, -1), stage([SETTINGS["top_k_and_p"]] * n), seeds.expand(n),
+                            torch.arange(n, device=DEVICE))
+    counts = torch.bincount(many, minlength=probs.numel()).double() / n
+    assert set(many.tolist()) <= kept
+    assert torch.allclose(counts, probs.double(), atol=4 * (0.25 / n) ** 0.5)  # four standard errors at most
 
 
 def test_the_op_takes_strided_rows_and_settings():

@@ -1,4 +1,4 @@
-"""Export audio from the main window: ask where, then run ``qtapp.export.ExportJob`` on its own
+"""Export audio from the main window: ask where, then run ``qtapp.export_job.ExportJob`` on its own
 thread behind a progress dialog with an ETA and a Cancel button."""
 
 from __future__ import annotations
@@ -9,18 +9,8 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QProgressDialog
 
 from qtapp.dialogs.export_dialog import ExportDialog
-from qtapp.export import ExportJob, start_export
-from qtapp.voice_marks import split_passages
-
-
-def export_paragraphs(text: str, start: int, end: int, resolve_voice) -> list[tuple[str, object]]:
-    """(paragraph, voice) pairs of ``text[start:end]``: one per non-blank line, marks resolved."""
-    paragraphs = []
-    for passage in split_passages(text, start, end):
-        voice = resolve_voice(passage.voice)
-        paragraphs.extend((line.strip(), voice) for line in text[passage.start:passage.end].split("\n")
-                          if line.strip())
-    return paragraphs
+from qtapp.export_job import ExportJob, start_export
+from qtapp.voice_marks import mark_names
 
 
 def format_eta(seconds: float) -> str:
@@ -56,20 +46,21 @@ class ExportController(QObject):
         text = window.editor.toPlainText()
         start, end = ((cursor.selectionStart(), cursor.selectionEnd()) if dialog.selection_only.isChecked()
                       else (0, len(text)))
-        self.export_to(dialog.path(), export_paragraphs(text, start, end, window.resolve_voice),
-                       dialog.subtitles.isChecked())
+        self.export_to(dialog.path(), text, start, end, dialog.subtitles.isChecked())
 
-    def export_to(self, path: Path, paragraphs: list[tuple[str, object]], subtitles: bool) -> None:
-        """Start rendering ``paragraphs`` to ``path`` (progress dialog, cancel, messages)."""
+    def export_to(self, path: Path, text: str, start: int, end: int, subtitles: bool) -> None:
+        """Start rendering ``text[start:end]`` to ``path`` (progress dialog, cancel, messages)."""
         window = self.window
-        if not paragraphs:
+        if not text[start:end].strip():
             window.show_status("There is nothing to export.")
             return
         window.reader.stop()
-        for _, voice in paragraphs:
+        voices = {name: window.resolve_voice(name) for name in {None, *mark_names(text, start, end)}}
+        for voice in voices.values():
             window.ensure_model(voice)
         try:
-            self.job = ExportJob(paragraphs, path, window.worker.engine_when_ready, subtitles=subtitles)
+            self.job = ExportJob(text, voices, path, window.worker.engine_when_ready, start, end,
+                                 subtitles=subtitles)
         except ValueError as e:
             window.show_error(str(e))
             return
@@ -91,10 +82,11 @@ class ExportController(QObject):
             self.job.cancel()
 
     def _on_progress(self, done: int, total: int, eta_s: float) -> None:
-        if self.progress is not None:
-            self.progress.setMaximum(total)
-            self.progress.setValue(done)
-            self.progress.setLabelText(f"Sentence {done} of {total} — {format_eta(eta_s)}")
+        progress = self.progress  # setValue on a modal dialog runs the event loop, where the export may finish
+        if progress is not None:
+            progress.setMaximum(total)
+            progress.setValue(done)
+            progress.setLabelText(f"Sentence {done} of {total} — {format_eta(eta_s)}")
 
     def shutdown(self) -> None:
         """Cancel a running export and wait for its thread (the window is closing)."""

@@ -1,54 +1,23 @@
-"""Importing documents of every supported format, and clear errors on bad input."""
+"""Importing documents of every supported format; clear, typed errors on bad, corrupt, truncated or huge input."""
 
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from qtapp.documents import Document, DocumentError, html_to_text, load_document
-
-
-def minimal_pdf(lines: list[str]) -> bytes:
-    """A one-page PDF showing ``lines`` in Helvetica, with a correct cross-reference table."""
-    content = "BT /F1 12 Tf 72 720 Td 14 TL " + " ".join(f"({line}) Tj T*" for line in lines) + " ET"
-    objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        "/Resources << /Font << /F1 5 0 R >> >> >>",
-        f"<< /Length {len(content)} >>\nstream\n{content}\nendstream",
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
-
-
-def write_epub(path, chapters: list[tuple[str, str]], title="A Small Book"):
-    from ebooklib import epub
-
-    book = epub.EpubBook()
-    book.set_identifier("id-1")
-    book.set_title(title)
-    book.set_language("en")
-    items = []
-    for i, (heading, body) in enumerate(chapters):
-        chapter = epub.EpubHtml(title=heading, file_name=f"c{i}.xhtml", lang="en")
-        chapter.content = f"<html><body><h1>{heading}</h1><p>{body}</p></body></html>"
-        book.add_item(chapter)
-        items.append(chapter)
-    book.toc = items
-    book.add_item(epub.EpubNcx())
-    book.add_item(epub.EpubNav())
-    book.spine = items
-    epub.write_epub(str(path), book)
+from qtapp import documents
+from qtapp.documents import (
+    Document,
+    DocumentError,
+    docx_reader,
+    epub_reader,
+    html_to_text,
+    load_document,
+    model,
+    pdf_reader,
+)
+from tests.qtapp.documents.helpers import DATA, minimal_pdf, write_epub
 
 
 def test_plain_text_utf8_and_crlf(tmp_path):
@@ -90,11 +59,12 @@ def test_html_file(tmp_path):
 
 def test_epub_chapters_in_spine_order(tmp_path):
     path = tmp_path / "book.epub"
-    write_epub(path, [("One", "First chapter text."), ("Two", "Second chapter text.")])
+    write_epub(path, [("One", "<p>First chapter text.</p>"), ("Two", "<p>Second chapter text.</p>")])
     doc = load_document(path)
     assert doc.title == "A Small Book"
+    assert doc.author == "A. Writer"
     assert doc.text.index("First chapter text.") < doc.text.index("Second chapter text.")
-    assert "Two" in doc.text
+    assert [(c.title, doc.text[c.start:c.start + 3]) for c in doc.chapters] == [("One", "One"), ("Two", "Two")]
 
 
 def test_pdf_text(tmp_path):
@@ -162,3 +132,84 @@ def test_twenty_megabyte_text_loads_quickly(tmp_path):
     doc = load_document(path)
     assert time.perf_counter() - started < 3.0
     assert len(doc.text) > 20_000_000
+
+
+FIXTURES = {".epub": "live-manual.en.epub", ".pdf": "maint-guide-pages-1-16.pdf",
+            ".docx": "debian-reference-ch02.docx", ".html": "debian-reference-ch08.en.html",
+            ".md": "zstd-README.md"}
+
+
+@pytest.mark.parametrize("suffix", sorted(FIXTURES))
+@pytest.mark.parametrize("keep", [0.5, 0.1, 0.01])
+def test_truncated_real_files_give_a_typed_error_or_what_they_hold(tmp_path, suffix, keep):
+    data = (DATA / FIXTURES[suffix]).read_bytes()
+    path = tmp_path / f"cut{suffix}"
+    path.write_bytes(data[:max(1, int(len(data) * keep))])
+    try:
+        doc = load_document(path)
+    except DocumentError as e:
+        assert path.name in str(e) and "Traceback" not in str(e)
+    else:
+        assert suffix in (".html", ".md", ".pdf")  # text formats (and PDFs PDFium repairs) keep what is there
+        assert doc.text.strip()
+
+
+@pytest.mark.parametrize("suffix", [".epub", ".pdf", ".docx"])
+def test_corrupted_bytes_give_a_typed_error(tmp_path, suffix):
+    data = bytearray((DATA / FIXTURES[suffix]).read_bytes())
+    for i in range(200, len(data), 97):
+        data[i] ^= 0x5A
+    path = tmp_path / f"noise{suffix}"
+    path.write_bytes(bytes(data))
+    try:
+        load_document(path)
+    except DocumentError as e:
+        assert path.name in str(e)
+
+
+def test_zip_that_is_no_epub_or_docx(tmp_path):
+    for suffix, message in ((".epub", "no package document"), (".docx", "no document part")):
+        path = tmp_path / f"other{suffix}"
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("hello.txt", "hello")
+        with pytest.raises(DocumentError, match=message):
+            load_document(path)
+
+
+def test_files_over_the_size_bound_are_refused_before_reading(tmp_path, monkeypatch):
+    path = tmp_path / "big.html"
+    path.write_text("<p>word</p>" * 1000)
+    monkeypatch.setattr(documents, "MAX_MARKUP_BYTES", 1000)
+    with pytest.raises(DocumentError, match="larger than Orator opens"):
+        load_document(path)
+
+
+def test_archives_that_unpack_past_the_bound_are_refused(tmp_path, monkeypatch):
+    book = write_epub(tmp_path / "bomb.epub", [("One", "<p>" + "a " * 50_000 + "</p>")])
+    monkeypatch.setattr(epub_reader, "MAX_UNPACKED_BYTES", 20_000)
+    with pytest.raises(DocumentError, match="unpacks to more than"):
+        load_document(book)
+    monkeypatch.setattr(docx_reader, "MAX_UNPACKED_BYTES", 20_000)
+    with pytest.raises(DocumentError, match="unpacks to more than"):
+        load_document(DATA / "debian-reference-ch02.docx")
+
+
+def test_pdf_page_and_text_bounds(tmp_path, monkeypatch):
+    monkeypatch.setattr(pdf_reader, "MAX_PDF_PAGES", 10)
+    with pytest.raises(DocumentError, match="16 pages, more than the 10"):
+        load_document(DATA / "maint-guide-pages-1-16.pdf")
+    monkeypatch.setattr(model, "MAX_TEXT_CHARS", 1000)
+    with pytest.raises(DocumentError, match="more than Orator can open"):
+        load_document(DATA / "debian-reference-ch08.en.html")
+
+
+def test_encrypted_pdf_is_refused_in_plain_words(tmp_path):
+    with pytest.raises(DocumentError, match="password protected"):
+        load_document(DATA / "hostile" / "encrypted.pdf")
+
+
+def test_pdf_without_text_warns_about_ocr(tmp_path):
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(minimal_pdf([]))
+    with pytest.raises(DocumentError, match="OCR"):
+        load_document(path)

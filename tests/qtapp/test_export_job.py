@@ -1,4 +1,5 @@
-"""ExportJob: streamed WAV/FLAC with sentence-timed SRT, progress, cancel and errors."""
+"""ExportJob: streamed WAV/FLAC with sentence-timed SRT, progress, cancel and errors; the sentences and voices
+are those of reading aloud (``qtapp.reading_plan``)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import soundfile as sf
 
 from engine import Voice
 from engine.text import split_segments
-from qtapp.export import ExportJob, start_export, subtitle_path
+from qtapp.export_job import ExportJob, start_export, subtitle_path
 from tests.qtapp.fake_engine import FakeEngine
 
 PARAGRAPHS = ["Chapter one begins. It has two sentences.", "A second paragraph! With a question? And an end."]
+TEXT = "\n".join(PARAGRAPHS)
 PAUSE_S = 0.5
 
 
@@ -49,7 +51,7 @@ def test_exports_audio_and_sentence_timed_subtitles(qtbot, tmp_path, suffix):
     engine = FakeEngine()
     voice = Voice.preset("vivian")
     target = tmp_path / f"book{suffix}"
-    job = ExportJob([(p, voice) for p in PARAGRAPHS], target, lambda v: engine, paragraph_pause_s=PAUSE_S)
+    job = ExportJob(TEXT, {None: voice}, target, lambda v: engine, paragraph_pause_s=PAUSE_S)
     events = run_job(qtbot, job)
     assert events["error"] == []
     assert events["finished"] == [str(target)]
@@ -78,7 +80,7 @@ def test_exports_audio_and_sentence_timed_subtitles(qtbot, tmp_path, suffix):
 def test_without_subtitles_no_srt_is_written(qtbot, tmp_path):
     engine = FakeEngine()
     target = tmp_path / "out.wav"
-    run_job(qtbot, ExportJob([(PARAGRAPHS[0], Voice.preset("a"))], target, lambda v: engine, subtitles=False))
+    run_job(qtbot, ExportJob(PARAGRAPHS[0], {None: Voice.preset("a")}, target, lambda v: engine, subtitles=False))
     assert target.is_file()
     assert not subtitle_path(target).exists()
 
@@ -86,7 +88,7 @@ def test_without_subtitles_no_srt_is_written(qtbot, tmp_path):
 def test_cancel_leaves_no_file_behind(qtbot, tmp_path):
     engine = FakeEngine(frame_delay_s=0.01)
     target = tmp_path / "long.flac"
-    job = ExportJob([(" ".join(PARAGRAPHS) * 20, Voice.preset("a"))], target, lambda v: engine)
+    job = ExportJob(" ".join(PARAGRAPHS) * 20, {None: Voice.preset("a")}, target, lambda v: engine)
     job.progress.connect(lambda done, total, eta: job.cancel() if done >= 2 else None)
     events = run_job(qtbot, job, "cancelled")
     assert events["cancelled"] == [True]
@@ -98,7 +100,7 @@ def test_cancel_leaves_no_file_behind(qtbot, tmp_path):
 def test_an_existing_file_survives_a_failed_export(qtbot, tmp_path):
     target = tmp_path / "keep.wav"
     target.write_bytes(b"old")
-    events = run_job(qtbot, ExportJob([(PARAGRAPHS[0], Voice.preset("a"))], target, lambda v: None))
+    events = run_job(qtbot, ExportJob(PARAGRAPHS[0], {None: Voice.preset("a")}, target, lambda v: None))
     assert "No model is loaded" in events["error"][0]
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.wav"]
@@ -106,4 +108,33 @@ def test_an_existing_file_survives_a_failed_export(qtbot, tmp_path):
 
 def test_unknown_formats_are_refused():
     with pytest.raises(ValueError, match="wav"):
-        ExportJob([("Hi.", Voice.preset("a"))], "out.mp3", lambda v: None)
+        ExportJob("Hi.", {None: Voice.preset("a")}, "out.mp3", lambda v: None)
+
+
+def test_marks_selection_and_lines_follow_the_reading_plan(qtbot, tmp_path):
+    """Marked lines get their voice, the range is respected, a sentence across a line break is one cue, and
+    each engine call is one voice's run within one line."""
+    text = "Skipped. Intro here\nruns on.\n[voice: Ann] Hi there. Bye.\nLast one."
+    calls = []
+
+    class Recording(FakeEngine):
+        def stream(self, segments, voice, **kwargs):
+            calls.append(([s.text for s in segments], voice.speaker))
+            return super().stream(segments, voice, **kwargs)
+
+    engine = Recording()
+    voices = {None: Voice.preset("vivian"), "Ann": Voice.preset("aiden")}
+    target = tmp_path / "part.wav"
+    events = run_job(qtbot, ExportJob(text, voices, target, lambda v: engine, start=text.index("Intro"),
+                                      paragraph_pause_s=0.0))
+    assert events["error"] == []
+    assert calls == [(["Intro here\nruns on."], "vivian"), (["Hi there.", "Bye."], "aiden"), (["Last one."], "vivian")]
+    cues = parse_srt(subtitle_path(target).read_text(encoding="utf-8"))
+    assert [c[2] for c in cues] == ["Intro here runs on.", "Hi there.", "Bye.", "Last one."]
+
+
+def test_a_text_with_nothing_to_say_is_an_error(qtbot, tmp_path):
+    events = run_job(qtbot, ExportJob("  \n[voice: Ann]\n ", {None: Voice.preset("a")}, tmp_path / "x.wav",
+                                      lambda v: FakeEngine()))
+    assert "nothing to export" in events["error"][0]
+    assert list(tmp_path.iterdir()) == []

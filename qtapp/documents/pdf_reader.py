@@ -1,0 +1,449 @@
+"""PDF: the text of the pages as paragraphs a reader would read, through PDFium (pypdfium2) (Qt-free).
+
+PDFium was chosen on evidence (docs/documents.md, bench/tuning/pdf_extractors.py): on four real manuals it
+kept word spacing (no token over 25 letters where pypdf ran 2-17% of its tokens together) and reading
+order (92-99% of the HTML's 6-word sequences found, pdfminer.six 78-98%), at 1-4 ms a page against
+pdfminer.six's 34-141 ms. Its text comes line by line with each character's box and font size; from
+those this module removes what is printed but not read: contents and index pages (dot leaders, lines
+ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
+text, repeated on three pages or more, or on two of a short document), page numbers and footnote
+markers; it joins words hyphenated at a line end (PDFium marks them) unless the document spells the
+word with its hyphen elsewhere; it rebuilds paragraphs across lines, columns and pages (a paragraph
+ends at a wider gap, a line short of its column's edge, a change of size, an indent or a list bullet)
+and moves footnotes after the paragraph they interrupt. Bookmarks give chapters; without them, larger
+type gives headings.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qtapp.documents.model import MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
+
+HYPHEN_MARK = "\x02"  # what PDFium puts for a hyphen at a line end
+_LINE = re.compile(r"[^\r\n]+")
+_LEADERS = re.compile(r"(?:\.\s*){4,}\s*(?:[\dIVXLCDMivxlcdm]+)?\s*$|(?:\.\s?){3,}\s*\d+\s*$")
+_INDEX_ENTRY = re.compile(r",\s*\d{1,4}(?:[–-]\d{1,4})?(?:,\s*\d{1,4}(?:[–-]\d{1,4})?)*\s*$")
+_ENDS_WITH_PAGE = re.compile(r"\S\s+(?:\d{1,4}|[ivxlcdm]{1,6})\s*$")
+_PAGE_NUMBER = re.compile(r"^(?:page\s*)?[\[(–—-]?\s*(?:\d{1,4}|[ivxlcdm]{1,7})\s*[\])–—-]?"
+                          r"(?:\s*(?:/|of)\s*\d{1,4})?$", re.IGNORECASE)
+_BULLET = re.compile(r"^(?:[•◦▪▫‣∙·●○■□➢►–—*]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s)")
+_TERMINAL = re.compile(r"[.!?:;…][\"'”’)\]]*$")
+_DIGITS = re.compile(r"\d+")
+_ROMAN_WORD = re.compile(r"\b[ivxlcdm]{1,7}\b")
+_FOOTNOTE_NUMBER = re.compile(r"^\d{1,3}(?=\s?[A-Z“\"(])")
+_HYPHENATED = re.compile(rf"(\w+)[{HYPHEN_MARK}-]{HYPHEN_MARK}?(\w+)")
+_WORDS = re.compile(r"\w+(?:-\w+)*")
+_MARKER = re.compile(r"\d{1,3}")
+_TRAILING_MARK = re.compile(r"(?<=[.!?)”’\"])\s\d{1,2}$")
+_NUMBER_PREFIX = re.compile(r"^(?:(?:chapter|part|appendix|section)\s+)?(?:\d{1,4}\s+)*")  # of normalized text
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")  # PDFium's text for some fonts' footnote digits
+# where a footnote number stands as a marker: after a word, or a word and a closing mark, before a pause
+_MARKER_BEFORE = r"(?:(?<=[^\W\d_])|(?<=[^\W\d_)\]][.,;:!?)\]”’\"])|(?<=[.)][.)]))"
+_MARKER_AFTER = r"(?=\s*$|\s+[A-Z“\"(•])"
+
+
+@dataclass(eq=False)
+class Line:
+    text: str
+    x0: float
+    x1: float
+    y: float  # baseline-ish: the bottom of the first character's loose box
+    top: float
+    size: float
+    y_end: float  # the same for the last character (PDFium may put two printed lines in one)
+    starts_note: bool = False  # the first line of a footnote
+
+
+@dataclass
+class Page:
+    number: int
+    height: float
+    lines: list[Line] = field(default_factory=list)
+
+
+def read_pdf(path: Path, doc: Document) -> Parsed:
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as e:
+        if "password" in str(e).lower():
+            raise DocumentError(f"“{path.name}” is password protected.") from e
+        raise DocumentError(f"“{path.name}” is not a valid PDF file ({e}).") from e
+    try:
+        if len(pdf) > MAX_PDF_PAGES:
+            raise DocumentError(f"“{path.name}” has {len(pdf):,} pages, more than the {MAX_PDF_PAGES:,} "
+                                "Orator opens.")
+        pages = []
+        unreadable = 0
+        for i in range(len(pdf)):
+            try:
+                pages.append(_page(pdf, i))
+            except pdfium.PdfiumError:
+                unreadable += 1  # a damaged page costs that page, not the document
+                pages.append(Page(i, 842.0))
+        if unreadable:
+            doc.warnings.append(f"{unreadable} page(s) of the PDF could not be read and were skipped.")
+        metadata = pdf.get_metadata_dict(skip_empty=True)
+        bookmarks = _bookmarks(pdf)
+    finally:
+        pdf.close()
+    if not any(page.lines for page in pages):
+        raise DocumentError(f"“{path.name}” holds no text, only images (scanned pages need OCR, which Orator "
+                            "does not do).")
+    blocks = _paragraphs(pages, bookmarks)
+    title = metadata.get("Title", "")
+    toc = [TocEntry(title_, level, f"bookmark{i}") for i, (title_, level, _) in enumerate(bookmarks)]
+    return Parsed(blocks, title if title.lower() not in ("untitled", "") else "", metadata.get("Author", ""),
+                  toc or None, {f"bookmark{i}": f"page{p}" for i, (_, _, p) in enumerate(bookmarks)})
+
+
+def _page(pdf, index: int) -> Page:
+    import pypdfium2.raw as pdfium_c
+
+    page = pdf[index]
+    try:
+        width, height = page.get_size()
+        textpage = page.get_textpage()
+        try:
+            # PDFium marks a hyphen it takes for a line-end one with U+0002, in some files U+FFFE
+            text = textpage.get_text_range().replace("\ufffe", HYPHEN_MARK)
+            result = Page(index, height)
+            superscripts: list[list[tuple[int, int]]] = []
+            for m in _LINE.finditer(text):
+                line = m.group()
+                first = m.start() + len(line) - len(line.lstrip())
+                last = m.start() + len(line.rstrip()) - 1
+                if last < first:
+                    continue
+                left, bottom, _, top = textpage.get_charbox(first, loose=True)
+                _, bottom_end, right, _ = textpage.get_charbox(last, loose=True)
+                size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
+                offset = first - m.start()
+                superscripts.append([(d.start() - offset, d.end() - offset) for d in _MARKER.finditer(line)
+                                     if pdfium_c.FPDFText_GetFontSize(textpage.raw, m.start() + d.start())
+                                     < 0.8 * size])
+                result.lines.append(Line(line.strip().translate(_SUPERSCRIPTS), left, right, bottom, top,
+                                         round(size, 1), bottom_end))
+            _drop_footnote_marks(result, superscripts)
+            return result
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+
+
+def _bookmarks(pdf) -> list[tuple[str, int, int]]:
+    """(title, level from 1, page index) of the bookmarks that point at a page."""
+    out = []
+    try:
+        for bookmark in pdf.get_toc(max_depth=8):
+            dest = bookmark.get_dest()
+            page = dest.get_index() if dest is not None else None
+            title = " ".join((bookmark.get_title() or "").split())
+            if page is not None and title:
+                out.append((title, bookmark.level + 1, page))
+    except Exception:  # a broken outline costs the chapters, not the book
+        return []
+    return out
+
+
+def _drop_footnote_marks(page: Page, superscripts: list[list[tuple[int, int]]]) -> None:
+    """Footnote markers are not read mid-sentence: digits in smaller type, and the numbers that start the
+    page's footnotes (small type, below the text) where they stand after a word ("a wizard. 2")."""
+    if not page.lines:
+        return
+    sizes = Counter()
+    for line in page.lines:
+        sizes[line.size] += len(line.text)
+    main = sizes.most_common(1)[0][0]
+    numbers: list[str] = []
+    for line, marks in zip(page.lines, superscripts, strict=True):
+        note = line.size < 0.9 * main and line.y < page.height * 0.5
+        lead = _FOOTNOTE_NUMBER.match(line.text) or (marks and marks[0][0] == 0 and
+                                                    re.match(r"\d+", line.text))
+        if note and lead:
+            numbers.append(lead.group())
+            line.text = line.text[lead.end():].lstrip()
+            line.starts_note = True
+            continue
+        for start, end in reversed(marks):
+            line.text = line.text[:start] + line.text[end:]
+    for number in numbers:
+        marker = re.compile(rf"{_MARKER_BEFORE}\s?{number}{_MARKER_AFTER}")
+        for line in page.lines:
+            if abs(line.size - main) < 0.5 and line.top < page.height * 0.92 and marker.search(line.text):
+                line.text = marker.sub("", line.text, count=1)
+                break
+
+
+# ---- what is printed but not read -------------------------------------------------------------------
+def _keys(text: str) -> tuple[str, str]:
+    """A line with its numbers masked, whole and its first three words (a running header that names the
+    current section changes after them)."""
+    key = _ROMAN_WORD.sub("#", _DIGITS.sub("#", text.lower()))
+    return key, "prefix:" + " ".join(key.split()[:3])
+
+
+def _strip_furniture(pages: list[Page]) -> None:
+    """Removes running headers/footers, page numbers and contents and index pages, in place."""
+    pitches = [a.y_end - b.y for page in pages for a, b in zip(page.lines, page.lines[1:], strict=False)
+               if a.size == b.size and 0 < a.y_end - b.y < 3 * a.size]
+    pitch = statistics.median(pitches) if pitches else 12.0
+    edges = [_edge_lines(page, pitch) for page in pages]
+    counts = Counter()
+    for lines in edges:
+        counts.update({k for line in lines for k in _keys(line)})
+    repeated = {key for key, n in counts.items() if n >= (3 if len(pages) >= 4 else 2)}
+    for page, lines in zip(pages, edges, strict=True):
+        furniture = {line for line in lines if _PAGE_NUMBER.match(line.text) or any(k in repeated for k in _keys(line))}
+        page.lines = [line for line in page.lines if line not in furniture]
+        leaders = sum(bool(_LEADERS.search(line.text)) for line in page.lines)
+        numbered = sum(bool(_LEADERS.search(line.text) or _ENDS_WITH_PAGE.search(line.text)) for line in page.lines)
+        entries = sum(bool(_INDEX_ENTRY.search(line.text)) for line in page.lines)
+        if leaders >= 3 and numbered >= 0.6 * len(page.lines) or entries >= 5 and entries >= 0.5 * len(page.lines):
+            page.lines = []  # a contents page, a list of tables, an index: titles and page numbers
+        else:
+            page.lines = [line for line in page.lines if not _LEADERS.search(line.text)]
+
+
+def _keys(line: Line) -> tuple[str, str, str]:
+    """What repeats in a running header or footer: its text with numbers masked, the first three words of
+    that (a header naming the current section changes after them), or its place on the page."""
+    key = _ROMAN_WORD.sub("#", _DIGITS.sub("#", line.text.lower()))
+    return key, "prefix:" + " ".join(key.split()[:3]), f"place:{round(line.y / 2)}:{line.size}"
+
+
+def _edge_lines(page: Page, pitch: float, band: float = 0.08) -> list[Line]:
+    """Lines in the page's top or bottom band set apart from the text by a wider gap than between lines,
+    wherever they come in the text's order."""
+    out = []
+    for line in page.lines:
+        if line.y > page.height * (1 - band):
+            below = [o.y for o in page.lines if o.y < line.y - 0.5]
+            if not below or line.y - max(below) >= 1.5 * pitch:
+                out.append(line)
+        elif line.top < page.height * band:
+            above = [o.y for o in page.lines if o.y > line.y + 0.5]
+            if not above or min(above) - line.y >= 1.5 * pitch:
+                out.append(line)
+    return out
+
+
+# ---- paragraphs ---------------------------------------------------------------------------------------
+def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> list[_Block]:
+    _strip_furniture(pages)
+    body_lines = [line for page in pages for line in page.lines]
+    if not body_lines:
+        return []
+    sizes = Counter()
+    for line in body_lines:
+        sizes[line.size] += len(line.text)
+    body_size = sizes.most_common(1)[0][0]
+    pitches = [a.y_end - b.y for page in pages for a, b in zip(page.lines, page.lines[1:], strict=False)
+               if a.size == b.size == body_size and 0 < a.y_end - b.y < 3 * body_size]
+    pitch = statistics.median(pitches) if pitches else 1.2 * body_size
+    rights = sorted(line.x1 for line in body_lines if line.size == body_size)
+    lefts = sorted(line.x0 for line in body_lines if line.size == body_size)
+    default = (lefts[len(lefts) // 2], rights[int(0.9 * (len(rights) - 1))]) if rights else (0.0, 0.0)
+    heading_sizes = sorted({s for s in sizes if s >= body_size * 1.15}, reverse=True)
+    level_of = {s: min(i + 1, 6) for i, s in enumerate(heading_sizes)}
+
+    blocks: list[_Block] = []
+    footnotes: list[_Block] = []
+    for page in pages:
+        page_blocks: list[_Block] = []
+        current: list[Line] = []
+        columns = _columns(page.lines, body_size) or [default]
+        for line in page.lines:
+            if current and _breaks(current[-1], line, current[0], pitch, columns, body_size):
+                page_blocks.append(_block(current, body_size, level_of))
+                current = []
+            current.append(line)
+        if current:
+            page_blocks.append(_block(current, body_size, level_of))
+        # small type at the bottom of a page is footnotes: read after the paragraph they interrupt
+        trailing: list[_Block] = []
+        while page_blocks and page_blocks[-1].level == 0 and page_blocks[-1].small:
+            trailing.insert(0, page_blocks.pop())
+        if page_blocks:
+            page_blocks[0].anchors.append(f"page{page.number}")
+            first = page_blocks[0]
+            if blocks and _continues(blocks[-1], first):
+                blocks[-1].text = _join(blocks[-1].text, first.text)
+                blocks[-1].anchors.extend(first.anchors)
+                page_blocks = page_blocks[1:]
+            blocks.extend(footnotes)
+            footnotes = []
+        elif trailing:
+            trailing[0].anchors.append(f"page{page.number}")
+        blocks.extend(page_blocks)
+        footnotes.extend(trailing)
+    blocks.extend(footnotes)
+    if bookmarks:
+        _mark_bookmarks(blocks, bookmarks)
+    _resolve_hyphens(blocks)
+    for block in blocks:
+        if not block.level and not block.small:
+            # a number after the last sentence marks a footnote printed on a later page
+            block.text = _TRAILING_MARK.sub("", block.text)
+    return blocks
+
+
+def _columns(lines: list[Line], body_size: float) -> list[tuple[float, float]]:
+    """(left, right) of the page's text columns: body lines grouped by where they start, a group of four or
+    more being a column whose right edge is where nine in ten of its lines end at most."""
+    groups: dict[int, list[float]] = {}
+    for line in lines:
+        if abs(line.size - body_size) < 0.5:
+            groups.setdefault(round(line.x0 / 6), []).append(line.x1)
+    columns = []
+    for key, ends in groups.items():
+        if len(ends) >= 4:
+            ends.sort()
+            columns.append((key * 6.0, ends[int(0.9 * (len(ends) - 1))]))
+    return sorted(columns)
+
+
+def _column_of(line: Line, columns: list[tuple[float, float]]) -> tuple[float, float]:
+    """The column ``line`` starts in: the nearest whose left edge is at or before it, else the first."""
+    inside = [c for c in columns if c[0] <= line.x0 + 3 < c[1]]
+    return max(inside) if inside else columns[0]
+
+
+def _breaks(prev: Line, line: Line, first: Line, pitch: float, columns: list[tuple[float, float]],
+            body_size: float) -> bool:
+    """True when ``line`` starts a new paragraph after ``prev`` (``first`` is the paragraph's first line)."""
+    if abs(prev.size - line.size) > 0.5 or line.starts_note:
+        return True
+    gap = prev.y_end - line.y
+    left, right = _column_of(prev, columns)
+    if gap < 0:
+        # a jump up: the top of the next column continues a sentence the last one left open
+        return not (line.x0 >= right - 5 and line.size <= 1.05 * body_size and not _TERMINAL.search(prev.text))
+    if gap > 1.4 * max(pitch * line.size / body_size, 1.0):
+        return True  # a wider gap
+    if _BULLET.match(line.text):
+        return True
+    if line.size > 1.05 * body_size:
+        return False  # a heading wraps over short lines
+    if prev.x1 < right - 0.12 * max(right - left, 1.0) and prev.text[-1:] != HYPHEN_MARK:
+        return True  # a short line ends its paragraph
+    if line.x0 > prev.x0 + 0.8 * line.size and not _BULLET.match(first.text):
+        return True  # an indented first line
+    return False
+
+
+@dataclass
+class _Block(Block):
+    size: float = 0.0  # the type size of its first line
+    small: bool = False  # smaller than the body type: a footnote, a caption
+
+
+def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _Block:
+    text = lines[0].text
+    for line in lines[1:]:
+        text = _join(text, line.text)
+    size = lines[0].size
+    level = level_of.get(size, 0) if len(text) <= 200 else 0
+    block = _Block(text, level, size=size)
+    if size < body_size * 0.9:
+        block.small = True
+    return block
+
+
+def _join(a: str, b: str) -> str:
+    if a.endswith(HYPHEN_MARK) or (a.endswith("-") and a[-2:-1].isalpha() and b[:1].islower()):
+        return a[:-1] + HYPHEN_MARK + b  # resolved once the whole document's words are known
+    return f"{a} {b}"
+
+
+def _continues(prev: _Block, nxt: _Block) -> bool:
+    """A paragraph cut by a page break: body text on both sides and no sentence end before the break."""
+    if prev.level or nxt.level or prev.small or nxt.small:
+        return False
+    if _BULLET.match(nxt.text):
+        return False
+    return prev.text.endswith(HYPHEN_MARK) or not _TERMINAL.search(prev.text)
+
+
+def _resolve_hyphens(blocks: list[Block]) -> None:
+    """``manip-|ulation`` -> ``manipulation``, but ``command-|line`` stays hyphenated when the document writes
+    ``command-line`` more often than ``commandline``."""
+    words = Counter()
+    for block in blocks:
+        words.update(w.lower() for w in _WORDS.findall(block.text.replace(HYPHEN_MARK, " ")))
+
+    def join(m: re.Match) -> str:
+        a, b = m.group(1), m.group(2)
+        if b[:1].isupper() or a[-1:].isdigit() or words[f"{a}-{b}".lower()] > words[f"{a}{b}".lower()]:
+            return f"{a}-{b}"
+        return a + b
+
+    for block in blocks:
+        if HYPHEN_MARK in block.text:
+            block.text = _HYPHENATED.sub(join, block.text).replace(HYPHEN_MARK, "")
+
+
+# ---- bookmarks --------------------------------------------------------------------------------------
+def _normal(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.replace(HYPHEN_MARK, "").lower()).split())
+
+
+def _merge_wrapped_title(blocks: list[_Block], page_of: list[int], j: int, wanted: str) -> None:
+    while j + 1 < len(blocks) and blocks[j + 1].size == blocks[j].size:
+        joined = _NUMBER_PREFIX.sub("", _normal(f"{blocks[j].text} {blocks[j + 1].text}"))
+        if not wanted.startswith(joined):
+            return
+        blocks[j].text = f"{blocks[j].text} {blocks[j + 1].text}"
+        blocks[j].anchors.extend(blocks[j + 1].anchors)
+        del blocks[j + 1], page_of[j + 1]
+
+
+def _mark_bookmarks(blocks: list[Block], bookmarks: list[tuple[str, int, int]]) -> None:
+    """Each bookmark names the block on its page (or the next) that begins with its title, which becomes a
+    heading of the bookmark's level; a bookmark with no such block points at its page."""
+    page_of: list[int] = []
+    page = -1
+    for block in blocks:
+        for anchor in block.anchors:
+            if anchor.startswith("page"):
+                page = int(anchor[4:])
+        page_of.append(page)
+    start = 0
+    matched: set[int] = set()
+    size_levels: Counter = Counter()
+    for i, (title, level, page_index) in enumerate(bookmarks):
+        wanted = _normal(title)
+        if not wanted:
+            continue
+        for j in range(start, len(blocks)):
+            if page_of[j] < page_index:
+                continue
+            if page_of[j] > page_index + 1:
+                break
+            text = _normal(blocks[j].text)
+            core = _NUMBER_PREFIX.sub("", text)
+            if blocks[j].level and len(core) >= len(wanted) // 2 and wanted.startswith(core):
+                _merge_wrapped_title(blocks, page_of, j, wanted)  # a title the layout broke into blocks
+                text = _normal(blocks[j].text)
+            if text.startswith(wanted) or re.match(rf"^(?:\w{{1,12}} ){{0,4}}{re.escape(wanted)}\b", text):
+                if len(text) <= len(wanted) + 40:
+                    blocks[j].level = min(level, 6)
+                    matched.add(j)
+                    size_levels[(blocks[j].size, blocks[j].level)] += 1
+                blocks[j].anchors.append(f"bookmark{i}")
+                start = j
+                break
+    # other large type takes the level bookmarks give to its size, or none (a "Note", a table title)
+    level_of_size: dict[float, int] = {}
+    for (size, level), _ in size_levels.most_common():
+        level_of_size.setdefault(size, level)
+    for j, block in enumerate(blocks):
+        if j not in matched and block.level:
+            block.level = level_of_size.get(block.size, 0)

@@ -1,0 +1,161 @@
+"""What a reading will say, sentence by sentence, planned only as far as reading has got. Qt-free.
+
+A text source (``StrText`` for a string, ``qtapp.editor.DocumentText`` for the editor) hands out the text
+from a position as line pieces: ``(offset, text)``, contiguous, each ending at a line end ("\\n" included)
+or cut from a longer line. ``iter_sentences`` turns those pieces into ``Sentence``s: a line that starts
+with ``[voice: NAME]`` (``qtapp.voice_marks``) is a passage of its own in that voice, every run of other
+lines a passage in the default voice, and each passage is cut by ``engine.text.Segmenter``, so the
+sentences are exactly the segments the engine would cut from each passage and their spans are document
+offsets. ``ReadingPlan`` keeps the sentences read so far and pulls more only when asked, so starting
+to read a 20 MB book costs what its first sentences cost.
+
+The same sentences are what the worker speaks (given to the engine as they are), what the editor
+highlights and what the exporter writes as subtitles.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.text import Segment, Segmenter
+from qtapp.voice_marks import parse_mark
+
+# Characters per piece: a source cuts longer lines, so no one step reads a whole book; a voice mark is read
+# from its line's first piece, so one longer than this is text.
+MAX_PIECE = 64 * 1024
+JUMP_REACH = 64 * 1024  # a jump this far past the planned sentences extends the plan; farther starts a new one
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    segment: Segment  # span in the document and the text spoken
+    voice: str | None  # library voice name of its passage, None for the default voice
+
+    @property
+    def start(self) -> int:
+        return self.segment.start
+
+    @property
+    def end(self) -> int:
+        return self.segment.end
+
+
+class TextSource(Protocol):
+    def line_start(self, position: int) -> int:
+        """Where the line holding ``position`` starts."""
+
+    def pieces(self, start: int, end: int | None = None) -> Iterator[tuple[int, str]]:
+        """The text of [start, end) as line pieces, read lazily."""
+
+
+class StrText:
+    """A string as a text source."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def line_start(self, position: int) -> int:
+        return self.text.rfind("\n", 0, position) + 1
+
+    def pieces(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, str]]:
+        text = self.text
+        end = len(text) if end is None else min(end, len(text))
+        position = start
+        while position < end:
+            line_end = text.find("\n", position, end)
+            line_end = end if line_end < 0 else line_end + 1
+            yield from cut_line(position, text[position:min(line_end, position + MAX_PIECE)])
+            position = min(line_end, position + MAX_PIECE)
+
+
+def cut_line(offset: int, line: str) -> Iterator[tuple[int, str]]:
+    """``line`` (one line, its "\\n" included) as pieces of at most ``MAX_PIECE`` characters."""
+    for at in range(0, len(line), MAX_PIECE):
+        yield offset + at, line[at:at + MAX_PIECE]
+
+
+def line_pieces(offset: int, text: str) -> Iterator[tuple[int, str]]:
+    """``text`` (at ``offset``, any number of lines) as line pieces."""
+    position = 0
+    while position < len(text):
+        line_end = text.find("\n", position)
+        line_end = len(text) if line_end < 0 else line_end + 1
+        yield from cut_line(offset + position, text[position:line_end])
+        position = line_end
+
+
+def iter_sentences(pieces: Iterable[tuple[int, str]]) -> Iterator[Sentence]:
+    """The sentences of the text the line pieces hold, in order (see the module docstring)."""
+    segmenter: Segmenter | None = None
+    voice: str | None = None
+    marked = False  # the passage being cut is a marked line, which ends with its line
+    at_line_start = True
+    for offset, piece in pieces:
+        if at_line_start:
+            name, mark_len = parse_mark(piece.rstrip("\n"))
+            if name is not None or marked or segmenter is None:
+                if segmenter is not None:
+                    yield from _sentences(segmenter.finish(), voice)
+                marked, voice = name is not None, name
+                segmenter = Segmenter(offset + mark_len)
+                piece = piece[mark_len:]
+        at_line_start = piece.endswith("\n")
+        if marked and at_line_start:
+            piece = piece[:-1]  # a marked passage is its line, without the line end
+        yield from _sentences(segmenter.feed(piece), voice)
+    if segmenter is not None:
+        yield from _sentences(segmenter.finish(), voice)
+
+
+def _sentences(segments: list[Segment], voice: str | None) -> Iterator[Sentence]:
+    for segment in segments:
+        yield Sentence(segment, voice)
+
+
+class ReadingPlan:
+    """The sentences of one reading, numbered from 0, planned from ``pieces`` as they are asked for."""
+
+    def __init__(self, pieces: Iterable[tuple[int, str]]):
+        self._source = iter_sentences(pieces)
+        self.sentences: list[Sentence] = []  # planned so far
+        self._ends: list[int] = []  # sentence ends, for lookups by position
+        self.complete = False  # every sentence is planned
+
+    def get(self, index: int) -> Sentence | None:
+        """Sentence ``index``, planning up to it; None past the last."""
+        while len(self.sentences) <= index and self._pull():
+            pass
+        return self.sentences[index] if 0 <= index < len(self.sentences) else None
+
+    def run(self, first: int, limit: int) -> list[Sentence]:
+        """Up to ``limit`` consecutive sentences from ``first`` that share its voice (one engine call's worth)."""
+        head = self.get(first)
+        if head is None:
+            return []
+        run = [head]
+        while len(run) < limit and (nxt := self.get(first + len(run))) is not None and nxt.voice == head.voice:
+            run.append(nxt)
+        return run
+
+    def index_at(self, position: int, reach: int | None = None) -> int | None:
+        """The sentence holding ``position``, else the next one after it, else the last; None when there is none,
+        or when ``position`` is more than ``reach`` characters past what is planned (plan anew from there)."""
+        while not self.complete and (not self._ends or self._ends[-1] <= position):
+            if reach is not None and self._ends and position - self._ends[-1] > reach:
+                return None
+            self._pull()
+        if not self.sentences:
+            return None
+        return min(bisect.bisect_right(self._ends, position), len(self.sentences) - 1)
+
+    def _pull(self) -> bool:
+        sentence = next(self._source, None)
+        if sentence is None:
+            self.complete = True
+            return False
+        self.sentences.append(sentence)
+        self._ends.append(sentence.end)
+        return True

@@ -1,0 +1,148 @@
+"""The fast CPU path's int8 projections (engine.model.int8): each product, and what a frame accumulates.
+
+Tolerances: a row rounded to 255 levels of its largest magnitude errs by at most half a level a weight, so a
+product's relative RMS error is about 0.5 / 127 / sqrt(3) of the weights' spread over their peak, ~0.4% for
+Gaussian rows (whose peak is ~4 of their spreads at 1,024 inputs); the bfloat16 activations the kernel takes add
+~0.3%. Products are held to 1.5%. Through a whole model, per-step logits (teacher-forced: both paths fed the same
+codes, so one early difference cannot make every later step differ) are held to 5% relative RMS at full size.
+Synthetic weights are Gaussian: real checkpoints have outlier channels, which per-row scales absorb, but their
+errors may be larger; the accuracy of real weights is measured on the device (docs/benchmarks.md, CPU).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import Engine, Sampling, Voice
+from engine.model.int8 import Int8Weight
+from engine.prompts import build_prompt
+
+
+def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((got.double() - expected.double()).norm() / expected.double().norm())
+
+
+@pytest.mark.parametrize(("n", "k", "m"), [(4096, 1024, 1), (1024, 2048, 1), (6144, 1024, 3), (1024, 3072, 17)])
+def test_a_product_is_close_to_the_float_product(n, k, m):
+    g = torch.Generator().manual_seed(n + k)
+    w = torch.randn(n, k, generator=g) * 0.02
+    x = torch.randn(2, m, k, generator=g)
+    q = Int8Weight(w)
+    assert q.q.dtype == torch.int8 and q.q.shape == (n, k) and q.shape == (n, k)
+    got = q.matmul(x)
+    assert got.dtype == torch.float32 and got.shape == (2, m, n)
+    assert relative_rms(got, F.linear(x, w)) < 0.015
+    # the kernel computes exactly the product of bf16 activations and the dequantized weights, up to bf16 rounding
+    assert relative_rms(got, F.linear(x.bfloat16().float(), q.dequantized())) < 0.006
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(st.sampled_from(["zero", "tiny", "huge", "outlier", "normal", "negative"]), min_size=1,
+                     max_size=8))
+def test_hostile_rows_quantize_without_nan_and_keep_their_peak(rows):
+    """All-zero rows (scale at its floor), subnormal and huge rows, one outlier: every weight is finite after a
+    round trip, each row's largest magnitude is represented exactly (up to the bfloat16 scale), and a zero row
+    gives exactly zero."""
+    k = 64
+    g = torch.Generator().manual_seed(len(rows))
+    made = {"zero": torch.zeros(k), "tiny": torch.full((k,), 1e-38), "huge": torch.randn(k, generator=g) * 1e30,
+            "normal": torch.randn(k, generator=g), "negative": -torch.rand(k, generator=g) - 1}
+    outlier = torch.randn(k, generator=g) * 1e-3
+    outlier[7] = 50.0
+    made["outlier"] = outlier
+    w = torch.stack([made[r] for r in rows])
+    q = Int8Weight(w)
+    back = q.dequantized()
+    assert torch.isfinite(back).all()
+    peak = w.abs().amax(dim=1)
+    assert torch.allclose(back.abs().amax(dim=1), peak, rtol=1e-2, atol=1e-37)
+    y = q.matmul(torch.ones(1, k))
+    assert torch.isfinite(y).all()
+    for i, r in enumerate(rows):
+        if r == "zero":
+            assert float(y[0, i]) == 0.0
+
+
+def test_the_fast_cpu_path_quantizes_every_decoder_projection_and_drops_the_float_weights(tiny_model_dir):
+    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
+    assert eng.cpu_int8
+    layers = list(eng.model.talker.model.layers) + list(eng.model.talker.code_predictor.model.layers)
+    for layer in layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        for weight in (attn.qkv_weight, attn.out_weight, mlp.gate_up_weight, mlp.down_weight):
+            assert isinstance(weight, Int8Weight)
+        assert all(lin.weight is None for lin in (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj,
+                                                   mlp.gate_proj, mlp.up_proj, mlp.down_proj))
+    voice = Voice.preset("vivian", "english")
+    audio = eng.synthesize("Hello there.", voice, Sampling(greedy=True, min_frames=5), max_frames=5)
+    assert audio.codes.shape == (5, 16) and np.isfinite(audio.samples).all() and np.abs(audio.samples).max() > 0
+
+
+def test_the_exact_path_is_kept_where_asked_or_not_a_cpu_float32_model(tiny_model_dir, engine_options):
+    path = tiny_model_dir("custom_voice")
+    assert not Engine.from_pretrained(path, device="cpu", cpu_int8=False).cpu_int8
+    assert not Engine.from_pretrained(path, device="cpu", dtype=torch.float64, cpu_int8=True).cpu_int8
+    engine_options(cpu_int8=False)
+    assert not Engine.from_pretrained(path, device="cpu").cpu_int8
+    engine_options(cpu_int8=True)
+    assert Engine.from_pretrained(path, device="cpu").cpu_int8
+
+
+def teacher_forced_logits(eng: Engine, text: str, voice: Voice, codes: np.ndarray) -> tuple[torch.Tensor, ...]:
+    """Per frame of ``codes`` [T, 16]: the talker's code-0 logits [T, V] and the predictor's logits for
+    codebooks 1..15 [T, 15, V'], every step fed the given codes (not its own picks)."""
+    talker = eng.model.talker
+    cp = talker.code_predictor
+    prompt = build_prompt(talker, eng.config, eng.tokenizer, voice, text)
+    length, frames = prompt.length, len(codes)
+    cache = talker.model.new_cache(1, length + frames, torch.float32, "cpu")
+    pcache = cp.model.new_cache(1, cp.config.num_code_groups, torch.float32, "cpu")
+    codes_t = torch.as_tensor(codes)
+    talker_logits, predictor_logits = [], []
+    with torch.inference_mode():
+        hidden = talker.model(prompt.embeds, torch.arange(length)[None], cache, kv_len=length)[:, -1]
+        for f in range(frames):
+            talker_logits.append(F.linear(hidden, talker.codec_head.weight)[0])
+            x = cp.project(torch.stack([hidden, talker.embed_codec(codes_t[f, :1])], dim=1))  # [1, 2, h]
+            h = cp.model(x, torch.arange(2)[None], pcache, kv_len=2)[:, -1]
+            steps = [F.linear(h, cp.lm_head[0].weight)[0]]
+            for j in range(1, cp.config.num_code_groups - 1):
+                e = cp.project(F.embedding(codes_t[f, j : j + 1], cp.model.codec_embedding[j - 1].weight))[:, None]
+                h = cp.model(e, torch.tensor([[j + 1]]), pcache, kv_len=j + 2)[:, -1]
+                steps.append(F.linear(h, cp.lm_head[j].weight)[0])
+            predictor_logits.append(torch.stack(steps))
+            trailing = prompt.trailing[:, f] if f < prompt.trailing.shape[1] else prompt.pad_embed[:, 0]
+            x = talker.embed_frame(codes_t[f : f + 1]) + trailing
+            hidden = talker.model(x[:, None], torch.full((1, 1), length + f), cache, kv_len=length + f + 1)[:, -1]
+    return torch.stack(talker_logits), torch.stack(predictor_logits)
+
+
+@pytest.mark.parametrize("size", ["tiny", pytest.param("0.6b", marks=pytest.mark.slow)])
+def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_dir, tmp_path_factory):
+    """The same codes fed to both paths: every frame's talker and predictor logits within 5% relative RMS of the
+    float32 path's, over 120 frames at full size, and the greedy pick of most steps the same."""
+    if size == "tiny":
+        path = tiny_model_dir("custom_voice")
+    else:
+        from engine.synthetic.checkpoint import build_checkpoint
+
+        path = tmp_path_factory.mktemp("full") / "0.6b"
+        build_checkpoint(path, size="0.6b", model_type="custom_voice")
+    exact = Engine.from_pretrained(path, device="cpu", cpu_int8=False)
+    text, voice = "A sentence long enough to speak for a while, and then a little longer.", Voice.preset("ryan")
+    frames = 120 if size != "tiny" else 40
+    codes = exact.generate_codes(text, voice, Sampling(seed=3, min_frames=frames), max_frames=frames)
+    expected = teacher_forced_logits(exact, text, voice, codes)
+    del exact
+    fast = Engine.from_pretrained(path, device="cpu", cpu_int8=True)
+    got = teacher_forced_logits(fast, text, voice, codes)
+    for g, e in zip(got, expected, strict=True):
+        errors = [relative_rms(g[f], e[f]) for f in range(frames)]
+        assert max(errors) < 0.05, max(errors)
+        same_pick = (g.argmax(-1) == e.argmax(-1)).double().mean()
+        assert same_pick > 0.8, float(same_pick)

@@ -1,0 +1,19 @@
+"""The self-test's document step: every reader opens its tiny file, and a broken reader is named."""
+
+import pytest
+
+from qtapp.documents import DocumentError, pdf_reader
+from qtapp.documents.selfcheck import check_readers
+
+
+def test_every_reader_reads_its_file(tmp_path):
+    assert check_readers(tmp_path) == ["txt", "md", "html", "epub", "pdf", "docx"]
+
+
+def test_a_broken_reader_is_named(tmp_path, monkeypatch):
+    def broken(path, doc):
+        raise OSError("libpdfium.so: cannot open shared object file")
+
+    monkeypatch.setattr(pdf_reader, "read_pdf", broken)
+    with pytest.raises(DocumentError, match="the pdf reader failed"):
+        check_readers(tmp_path)

@@ -1,0 +1,97 @@
+"""The reading plan: sentences with voices and document spans, the same however the text is read in pieces and
+however far it is planned, and found by position without planning the whole text."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.text import split_segments
+from qtapp import reading_plan
+from qtapp.reading_plan import ReadingPlan, StrText, iter_sentences
+from qtapp.voice_marks import parse_mark
+
+
+def reference_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str | None]]:
+    """Passages as the studio cut them before the plan was lazy (a marked line alone, runs of other lines
+    together), each split whole by ``split_segments``."""
+    end = len(text) if end is None else end
+    passages, run_start, position = [], None, start
+    while position < end:
+        line_end = text.find("\n", position, end)
+        line_end = end if line_end < 0 else line_end
+        at_line_start = position == 0 or text[position - 1] == "\n" or position == start
+        voice, mark_len = parse_mark(text[position:line_end]) if at_line_start else (None, 0)
+        if voice is not None:
+            if run_start is not None:
+                passages.append((run_start, position, None))
+            run_start = None
+            passages.append((position + mark_len, line_end, voice))
+        elif run_start is None:
+            run_start = position
+        position = line_end + 1
+    if run_start is not None:
+        passages.append((run_start, end, None))
+    return [(a + s.start, a + s.end, voice) for a, b, voice in passages for s in split_segments(text[a:b])]
+
+
+def planned(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str | None]]:
+    return [(s.start, s.end, s.voice) for s in iter_sentences(StrText(text).pieces(start, end))]
+
+
+_WORDS = st.sampled_from(["Hello", "world", "e.g.", "Dr.", "x" * 40, ".", "!", "?", " ", " ", "\n", "\n\n", "\t",
+                          "[voice: Ann] ", "[voice: Bob]", "[VOICE:  ]", "\n[voice: Cy]", " [voice: Di] ", "你好。"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(_WORDS, max_size=80), bounds=st.tuples(st.integers(0, 400), st.integers(0, 400)),
+       piece=st.integers(16, 40))
+def test_sentences_are_the_passages_split_whole_however_the_text_is_cut(words, bounds, piece):
+    text = "".join(words)
+    start, end = sorted(min(b, len(text)) for b in bounds)
+    with pytest.MonkeyPatch.context() as patch:
+        # lines cut into pieces of at most ``piece`` characters; a mark is read from its line's first piece
+        patch.setattr(reading_plan, "MAX_PIECE", piece)
+        assert planned(text, start, end) == reference_sentences(text, start, end)
+        for s in iter_sentences(StrText(text).pieces(start, end)):
+            assert text[s.start:s.end] == s.segment.text
+
+
+def test_sentences_map_to_document_spans():
+    text = "Intro line. Second sentence!\n[voice: Ann] Hi there. Bye.\nLast one?"
+    plan = ReadingPlan(StrText(text).pieces())
+    assert plan.index_at(0) == 0
+    assert plan.get(10) is None and plan.complete
+    assert [(text[s.start:s.end], s.voice) for s in plan.sentences] == [
+        ("Intro line.", None), ("Second sentence!", None), ("Hi there.", "Ann"), ("Bye.", "Ann"), ("Last one?", None)]
+    assert [s.segment.text for s in plan.run(1, 10)] == ["Second sentence!"]  # a run keeps one voice
+    assert [s.segment.text for s in plan.run(2, 1)] == ["Hi there."]
+    assert plan.run(5, 3) == []
+
+
+def test_plan_from_an_offset_and_sentence_lookup():
+    text = "One. Two. Three. Four."
+    plan = ReadingPlan(StrText(text).pieces(text.index("Two"), text.index("Four")))
+    assert plan.index_at(text.index("hree")) == 1
+    assert plan.index_at(text.index("Two.") + 4) == 1  # the space after a sentence: the next one
+    assert plan.index_at(len(text)) == 1
+    assert [s.segment.text for s in plan.sentences] == ["Two.", "Three."]
+    assert ReadingPlan(StrText("   \n  ").pieces()).index_at(0) is None
+
+
+def test_a_long_text_is_planned_only_as_far_as_it_is_asked():
+    pieces_read = []
+
+    def pieces():
+        for offset, piece in StrText("A sentence of a book. " * 200_000).pieces():
+            pieces_read.append(offset)
+            yield offset, piece
+
+    plan = ReadingPlan(pieces())
+    assert len(plan.run(0, 16)) == 16
+    assert len(pieces_read) == 1 and len(plan.sentences) <= 17  # one piece of the one long line
+    assert plan.index_at(3_000_000, reach=100_000) is None  # too far past the plan: plan anew from there
+    assert len(plan.sentences) < 100
+    far = plan.index_at(50_000, reach=100_000)
+    assert plan.sentences[far].start <= 50_000 < plan.sentences[far].end + 1
