@@ -4,6 +4,7 @@ and Ctrl-C, ``main.main`` in-process (same parser, same exit codes) for the refu
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -111,13 +112,13 @@ def test_a_bad_chapter_list_is_one_clear_line_before_any_model_loads(capsys, boo
 
 @pytest.mark.parametrize("content, message", [
     (None, "does not exist"), (b"", "is empty"), (b"  \n\n  ", "is empty"), (b"\x00\x01\x02binary\xff\xfe", "binary"),
-    (b"# \n\n---\n", "no text to speak")])
+    (b"# \n\n---\n", "no (?:text to speak|readable text)")])  # Markdown: read by qtapp.documents when it can
 def test_bad_inputs_are_one_clear_line(capsys, tmp_path, content, message):
     path = tmp_path / ("notes.md" if content == b"# \n\n---\n" else "input.txt")
     if content is not None:
         path.write_bytes(content)
     code, _, err = run(capsys, str(path), "--voice", "vivian", "--model", str(tmp_path))
-    assert code == 2 and message in one_error_line(err)
+    assert code == 2 and re.search(message, one_error_line(err))
 
 
 def test_an_output_that_cannot_be_written_exits_3_before_speaking(capsys, book, tmp_path):
