@@ -6,9 +6,10 @@ and the pauses that structure gets (``Pauses``). Qt-free.
 plain text). The rules, each so that pauses follow the text's structure and never its line breaks:
 
 - A paragraph ends at a blank line. Inside one, a line break is a hard wrap and the lines are joined with a space
-  (after a hyphen, with none), unless the next line starts a list item or a voice mark, or the line ends a
-  sentence and the next line's first word would have fit on it: a line broken early on purpose, as in text that
-  marks paragraphs with line breaks alone. The wrap width is the document's 95th-percentile line length.
+  (after a hyphen, with none), unless the next line starts a voice mark, or a list item after a line that ends
+  a sentence or clause (or another item), or the line ends a sentence and the next line's first word would have
+  fit on it: a line broken early on purpose, as in text that marks paragraphs with line breaks alone. The wrap
+  width is the document's 95th-percentile line length.
 - Headings: Markdown's ``#`` lines (and ``===``/``---`` underlines); in plain text, a short paragraph that names a
   chapter ("Chapter 3", "CHAPTER IV.", "Part One", "Prologue", "Epilogue"...), with the short title line after it
   if there is one ("CHAPTER I." then "Down the Rabbit-Hole" is one heading).
@@ -282,7 +283,11 @@ def _split_paragraph(paragraph: str, width: int) -> list[_Block]:
 
 def _breaks(line: str, following: str, width: int) -> bool:
     """Whether the line break between ``line`` and ``following`` ends a paragraph (see the module doc)."""
-    if _LIST_ITEM.match(following) or VOICE_MARK.match(following) and _mark(following)[0] is not None:
+    if VOICE_MARK.match(following) and _mark(following)[0] is not None:
+        return True
+    # a list item starts a paragraph after a line that ends a sentence or clause, or another item: "under section
+    # 7. This requirement" wraps one sentence around a number
+    if _LIST_ITEM.match(following) and (re.search(r"""[.!?…:;,)"'”’]$""", line) or _LIST_ITEM.match(line)):
         return True
     first_word = following.split()[0] if following.split() else ""
     return bool(_SENTENCE_END.search(line)) and len(line.strip()) + 1 + len(first_word) <= width
@@ -296,7 +301,7 @@ def _join_lines(lines: list[str]) -> str:
             out += line  # a word or compound broken at its hyphen: the hyphen stays, no space
         else:
             out += " " + line
-    return out
+    return " ".join(out.split())  # runs of spaces (justified or indented text) are one space
 
 
 def _mark(text: str) -> tuple[str | None, int]:

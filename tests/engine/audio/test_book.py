@@ -63,6 +63,18 @@ def test_hyphens_and_list_items_at_line_breaks():
                                                            "- first item", "- second item"]
 
 
+def test_a_number_wrapped_to_the_start_of_a_line_is_no_list_item():
+    text = ("    b) The work must carry prominent notices stating that it is released\n"
+            "    under this License and any conditions added under section\n"
+            "    7.  This requirement modifies the requirement in section 4 to\n"
+            "    \"keep intact all notices\".\n\nIn order:\n1. first,\n2. second.")
+    book = book_from_text(text, "GPL")
+    assert [p.text for p in book.chapters[0].passages] == [
+        "b) The work must carry prominent notices stating that it is released under this License and any "
+        "conditions added under section 7. This requirement modifies the requirement in section 4 to "
+        "\"keep intact all notices\".", "In order:", "1. first,", "2. second."]
+
+
 def test_plain_text_chapters_from_their_labels_with_titles():
     text = ("Preface\n\nA word first.\n\nCHAPTER I.\nDown the Rabbit-Hole\n\nAlice was beginning.\n\n"
             "CHAPTER II\n\nThe Pool of Tears\n\nCuriouser and curiouser!\n\nChapter 3\n\nNo title, just text.\n")
