@@ -30,6 +30,13 @@ def export_process(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
 
+def _interruptible() -> None:
+    """In the child before it starts: SIGINT delivered and not ignored, whatever the test runner's process had
+    inherited (a shell's background job ignores it, a thread library may block it), so Ctrl-C is what it is."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def common(tmp_path: Path, model: Path) -> list[str]:
     return ["--model", str(model), "--max-frames", "3", "--seed", "1", "--library", str(tmp_path / "voices"),
             "--cache-dir", str(tmp_path / "cache")]
@@ -61,12 +68,18 @@ def test_ctrl_c_leaves_no_partial_file_and_the_same_command_resumes(tiny_model_d
     (tmp_path / "long.txt").write_text("\n\n".join(textwrap.fill(p, 72) for p in paragraphs), encoding="utf-8")
     args = ["long.txt", "--voice", "vivian", "--format", "mp3", "-o", "out/", *common(tmp_path,
                                                                                    tiny_model_dir("custom_voice"))]
-    process = export_process(*args, cwd=tmp_path)
+    process = export_process(*args, cwd=tmp_path, preexec_fn=_interruptible)
     deadline = time.monotonic() + 240
     for line in process.stderr:
         if "% · sentence" in line or time.monotonic() > deadline:  # the first progress line
             break
-    process.send_signal(signal.SIGINT)
+    assert process.poll() is None, "the export ended before it could be interrupted"
+    while process.poll() is None and time.monotonic() < deadline:  # Ctrl-C, again if one is not seen at once
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "interrupted; no partial file was left" in err and "run the same command again" in err

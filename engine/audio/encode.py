@@ -187,7 +187,7 @@ def normalized_chapters(chapters: Iterable[ChapterMark], total_samples: int,
 
 
 class _Pipeline:
-    """One PyAV output container on a Python file object: float32 samples in, muxed packets out."""
+    """One PyAV output container on a file (a path) or a Python file object: float32 samples in, packets out."""
 
     def __init__(self, fmt: AudioFormat, file, tags: Tags | None, chapters: list[tuple[str, int, int]] | None,
                  cover: Cover | None, bitrate: int | None, sample_rate: int, streaming: bool, template=None):
@@ -282,14 +282,12 @@ class FileEncoder:
         self._tags, self._chapters, self._cover, self._bitrate = tags, chapters, cover, bitrate
         self.temp_paths: list[Path] = []  # what an interrupted run may leave behind, for the caller to record
         self._done = False
-        self._file = None
         self._pipeline = None
         self._pipeline_closed = False
         temp = create_temp_beside(self.path)
         self.temp_paths.append(temp)
         try:
-            self._file = open(temp, "r+b")  # noqa: SIM115 - closed in finish() or abort()
-            self._pipeline = self._open(self._file, chapters)
+            self._pipeline = self._open(temp, chapters)
         except BaseException:
             self.abort()
             raise
@@ -325,16 +323,11 @@ class FileEncoder:
             self._pipeline_closed = True
             final = self.temp_paths[0]
             if late:  # the header is written: copy the packets into a file whose header holds the chapters
-                self._file.close()
                 final = create_temp_beside(self.path)
                 self.temp_paths.append(final)
-                with open(final, "r+b") as out:
-                    _remux(self.temp_paths[0], out, self.format, self._tags,
-                           normalized_chapters(marks, total, self.sample_rate), self._cover, self.sample_rate)
-                    _sync(out)
-            else:
-                _sync(self._file)
-                self._file.close()
+                _remux(self.temp_paths[0], final, self.format, self._tags,
+                       normalized_chapters(marks, total, self.sample_rate), self._cover, self.sample_rate)
+            _sync(final)
             os.replace(final, self.path)
             sync_folder(self.path.parent)
         except BaseException:
@@ -347,20 +340,20 @@ class FileEncoder:
     def abort(self) -> None:
         """Stop and remove what was written; the target is left as it was. Safe to call more than once."""
         self._done = True
-        if self._pipeline is not None and not getattr(self, "_pipeline_closed", False):
+        if self._pipeline is not None and not self._pipeline_closed:
             self._pipeline.discard()
             self._pipeline_closed = True
-        if self._file is not None:
-            self._file.close()
         self._remove_temps()
 
-    def _open(self, file, chapters: Sequence[ChapterMark] | None) -> _Pipeline:
+    def _open(self, temp: Path, chapters: Sequence[ChapterMark] | None) -> _Pipeline:
+        # FFmpeg writes the file itself, by its path: through a Python file object its write callback would run
+        # Python code, where a Ctrl-C raised inside PyAV's callback is dropped as "unraisable" and the export goes on
         # chapters known now go into the header before the length is known: each runs to the next, the last to
         # the latest end an ID3 CHAP frame can say (2^32 - 2 ms), which players read as "to the end"
         marks = None
         if chapters is not None and self.format.chapters == HEADER:
             marks = normalized_chapters(chapters, _UNKNOWN_END_MS * self.sample_rate // 1000, self.sample_rate)
-        return _Pipeline(self.format, file, self._tags or Tags(), marks, self._cover, self._bitrate,
+        return _Pipeline(self.format, _url(temp), self._tags or Tags(), marks, self._cover, self._bitrate,
                          self.sample_rate, streaming=False)
 
     def _remove_temps(self) -> None:
@@ -486,9 +479,18 @@ def _as_samples(samples) -> np.ndarray:
     return np.ascontiguousarray(np.clip(data, -1.0, 1.0))
 
 
-def _sync(file) -> None:
-    file.flush()
-    os.fsync(file.fileno())
+def _url(path: Path) -> str:
+    """FFmpeg's name for a local file: ``file:`` first, so a folder named like ``a:b`` is no protocol."""
+    return f"file:{path}"
+
+
+def _sync(path: Path) -> None:
+    """Flush a closed file's data to disk (so the rename that follows never exposes an empty or torn file)."""
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _av_chapters(chapters: list[tuple[str, int, int]], sample_rate: int) -> list[dict]:
@@ -514,14 +516,15 @@ def _flac_picture(cover: Cover) -> bytes:
             + struct.pack(">IIIII", cover.width, cover.height, 24, 0, len(cover.data)) + cover.data)
 
 
-def _remux(source: Path, out, fmt: AudioFormat, tags: Tags | None, chapters: list[tuple[str, int, int]],
+def _remux(source: Path, target: Path, fmt: AudioFormat, tags: Tags | None, chapters: list[tuple[str, int, int]],
            cover: Cover | None, sample_rate: int) -> None:
-    """Copy the audio packets of ``source`` into ``out`` under a new header with these tags, chapters and cover."""
+    """Copy the audio packets of ``source`` into ``target`` under a new header with these tags, chapters, cover."""
     av = _av()
 
-    with av.open(str(source)) as src:
+    with av.open(_url(source)) as src:
         audio = src.streams.audio[0]
-        pipeline = _Pipeline(fmt, out, tags, chapters, cover, None, sample_rate, streaming=False, template=audio)
+        pipeline = _Pipeline(fmt, _url(target), tags, chapters, cover, None, sample_rate, streaming=False,
+                             template=audio)
         try:
             for packet in src.demux(audio):
                 if packet.dts is None:  # the demuxer's empty flush packet

@@ -330,3 +330,9 @@ def test_without_pyav_encoding_is_refused_with_how_to_install_it(monkeypatch, tm
     with pytest.raises(UnsupportedError, match=r"pip install 'orator\[audio\]'"):
         FileEncoder(tmp_path / "book.mp3")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_named_like_a_protocol_and_non_ascii_names(tmp_path):
+    folder = tmp_path / "http:odd" / "Ünïcødé 書"
+    path = encode_file(folder / "book — 1.mp3", tone(0.5), late=True, tags=TAGS)
+    assert path.exists() and decoded(path, "mp3")[0] >= 0.5 * RATE
