@@ -74,12 +74,7 @@ def test_ctrl_c_leaves_no_partial_file_and_the_same_command_resumes(tiny_model_d
         if "% · sentence" in line or time.monotonic() > deadline:  # the first progress line
             break
     assert process.poll() is None, "the export ended before it could be interrupted"
-    while process.poll() is None and time.monotonic() < deadline:  # Ctrl-C, again if one is not seen at once
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+    process.send_signal(signal.SIGINT)  # once: a Ctrl-C must never be lost (PyAV drops one raised in its callbacks)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "interrupted; no partial file was left" in err and "run the same command again" in err
