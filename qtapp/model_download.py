@@ -23,8 +23,8 @@ from tqdm.auto import tqdm
 from engine.checkpoint import resolve_model_dir
 from engine.config import ModelConfig
 from engine.errors import CheckpointError
+from engine.voices.voice import VOICE_FOR_MODEL_TYPE
 
-KIND_OF_MODEL_TYPE = {"custom_voice": "preset", "voice_design": "design", "base": "clone"}
 # The official CustomVoice checkpoints' speakers: offered only while no preset model is on this machine.
 FALLBACK_SPEAKERS = ("aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena")
 
@@ -95,7 +95,7 @@ def validate_model_folder(folder: str | Path) -> tuple[Path, str]:
         raise CheckpointError(f"{path} is not a folder")
     path = resolve_model_dir(path)
     config = ModelConfig.from_file(path / "config.json")
-    return path, KIND_OF_MODEL_TYPE[config.tts_model_type]
+    return path, VOICE_FOR_MODEL_TYPE[config.tts_model_type]
 
 
 def reporting_tqdm(report: ProgressReport, cancelled: threading.Event) -> type[tqdm]:

@@ -31,9 +31,9 @@ from engine import Engine, Voice
 from engine.audio.tempo import ChunkTempo
 from engine.runtime import settle_heap
 from engine.text import Segment
+from engine.voices.voice import MODEL_TYPE_FOR_VOICE
 from qtapp.engine_errors import StudioError, describe_error
 
-MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 BACKPRESSURE_POLL_S = 0.05
 
 
