@@ -29,7 +29,7 @@ from engine.frames.compile import cpu_compile_enabled
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
-from engine.model.int8 import quantize_layers
+from engine.model.int8 import narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
@@ -99,6 +99,7 @@ class Engine:
         int8 = int8 and dtype == torch.float32
         if int8:
             quantize_layers(net.talker)
+            narrow_text_embedding(net.talker)
         if device.type == "cpu":
             use_cpu_threads(options.current().threads)
         net.eval()
