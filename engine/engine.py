@@ -92,13 +92,16 @@ class Engine:
         config = ModelConfig.from_file(model_dir / "config.json")
         with torch.device("meta"):
             net = Qwen3TTS(config)
-        load_weights(net, model_dir / "model.safetensors", device=device, dtype=dtype)
-        materialize_buffers(net, device)
-        fuse_projections(net)
         int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
         int8 = int8 and dtype == torch.float32
+        # the int8 path quantizes from the checkpoint's own tensors, then widens what stays float: no float32 copy
+        # of the layers it replaces is ever made
+        load_weights(net, model_dir / "model.safetensors", device=device, dtype=None if int8 else dtype)
+        materialize_buffers(net, device)
+        fuse_projections(net)
         if int8:
             quantize_layers(net.talker)
+            net.to(dtype)
             narrow_text_embedding(net.talker)
         if device.type == "cpu":
             use_cpu_threads(options.current().threads)
