@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 
 import torch
@@ -39,8 +40,10 @@ def compile_enabled(device: torch.device) -> bool:
 
 def cpu_compile_enabled(device: torch.device) -> bool:
     """On a CPU while the ``compile`` option is on and a C++ compiler is installed (Inductor writes the CPU's
-    kernels in C++; without one the plain functions run)."""
-    return device.type == "cpu" and options.current().compile and cpp_compiler() is not None
+    kernels in C++; without one the plain functions run), and not in a frozen app (a PyInstaller bundle ships no
+    Python headers for that build)."""
+    return (device.type == "cpu" and options.current().compile and cpp_compiler() is not None
+            and not getattr(sys, "frozen", False))
 
 
 @functools.cache

@@ -59,5 +59,8 @@ def test_no_compiler_means_no_compile(monkeypatch, engine_options):
     assert not compile_module.cpu_compile_enabled(torch.device("cpu"))
     monkeypatch.setattr(compile_module, "cpp_compiler", lambda: "/usr/bin/c++")
     assert compile_module.cpu_compile_enabled(torch.device("cpu"))
+    monkeypatch.setattr(compile_module.sys, "frozen", True, raising=False)
+    assert not compile_module.cpu_compile_enabled(torch.device("cpu"))
+    monkeypatch.delattr(compile_module.sys, "frozen")
     engine_options(compile=False)
     assert not compile_module.cpu_compile_enabled(torch.device("cpu"))
