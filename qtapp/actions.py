@@ -68,9 +68,14 @@ def build_actions(window) -> WindowActions:
 
     # ---- File --------------------------------------------------------------------------------------
     file_menu = menu_bar.addMenu("&File")
+    file_menu.addAction(action("&New", window.new_document, QKeySequence.StandardKey.New, "SP_FileIcon"))
     file_menu.addAction(action("&Open…", lambda: _open_dialog(window), QKeySequence.StandardKey.Open,
                                "SP_DialogOpenButton"))
     recent_menu = file_menu.addMenu("Open &Recent")
+    file_menu.addSeparator()
+    file_menu.addAction(action("&Save", window.save, QKeySequence.StandardKey.Save, "SP_DialogSaveButton",
+                               "Save the text as plain text"))
+    file_menu.addAction(action("Save &As…", window.save_as, "Ctrl+Shift+S"))
     file_menu.addSeparator()
     file_menu.addAction(action("&Export audio…", window.exporter.start, "Ctrl+E", "SP_DialogSaveButton",
                                "Render the text to a WAV or FLAC file"))

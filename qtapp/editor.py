@@ -68,6 +68,7 @@ class Editor(QPlainTextEdit):
         self._highlight: tuple[int, int] | None = None
         self._pending_pieces: list[str] = []
         self._load_total = self._load_done = 0
+        self._load_modified = False
         self.edits = 0  # changes to the text other than a load's own inserts
         self._loading_insert = False
         self.document().contentsChange.connect(self._on_contents_change)
@@ -95,8 +96,10 @@ class Editor(QPlainTextEdit):
     def is_loading(self) -> bool:
         return bool(self._pending_pieces)
 
-    def load_text(self, text: str) -> None:
-        """Replace the text; large texts go in piece by piece without blocking the event loop."""
+    def load_text(self, text: str, modified: bool = False) -> None:
+        """Replace the text; large texts go in piece by piece without blocking the event loop. ``modified``
+        is the document's modified flag once loaded (True for text that is saved in no file)."""
+        self._load_modified = modified
         self._pending_pieces = split_for_loading(text)
         self._load_total, self._load_done = len(text), 0
         self.clear_highlight()
@@ -132,7 +135,7 @@ class Editor(QPlainTextEdit):
     def _finish_loading(self) -> None:
         self.setUndoRedoEnabled(True)
         self.moveCursor(QTextCursor.MoveOperation.Start)
-        self.document().setModified(False)
+        self.document().setModified(self._load_modified)
         self.loading_finished.emit()
 
     def _on_contents_change(self, position: int, removed: int, added: int) -> None:
