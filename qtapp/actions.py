@@ -24,7 +24,10 @@ SHORTCUTS = {
     "next": "Alt+Right",
     "slower": "Ctrl+Alt+-",
     "faster": "Ctrl+Alt+=",
+    "next_chapter": "Ctrl+Shift+Down",
+    "previous_chapter": "Ctrl+Shift+Up",
 }
+CHAPTER_INDENT = "    "  # per level below the first, so the Chapters menu shows the book's outline
 
 
 @dataclass
@@ -36,7 +39,26 @@ class WindowActions:
     next: QAction
     speed: QDoubleSpinBox
     recent_menu: QMenu
+    chapters_menu: QMenu
+    chapter_steps: list[QAction]  # next and previous chapter, always at the top of the Chapters menu
     window: object
+
+    def rebuild_chapters_menu(self) -> None:
+        """List the open document's chapters, indented by level; choosing one goes there."""
+        self.chapters_menu.clear()
+        self.chapters_menu.addActions(self.chapter_steps)
+        self.chapters_menu.addSeparator()
+        chapters = self.window.document_chapters
+        for action in self.chapter_steps:
+            action.setEnabled(bool(chapters))
+        if not chapters:
+            self.chapters_menu.addAction("No chapters in this text").setEnabled(False)
+            return
+        for index, chapter in enumerate(chapters):
+            text = CHAPTER_INDENT * (max(chapter.level, 1) - 1) + chapter.title.replace("&", "&&")
+            action = self.chapters_menu.addAction(text)
+            action.setData(index)
+            action.triggered.connect(lambda _=False, i=index: self.window.go_to_chapter(i))
 
     def rebuild_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -132,6 +154,12 @@ def build_actions(window) -> WindowActions:
     read_menu.addAction(action("Faster", lambda: speed.stepUp(), SHORTCUTS["faster"]))
     read_menu.addAction(action("Slower", lambda: speed.stepDown(), SHORTCUTS["slower"]))
 
+    # ---- Chapters ----------------------------------------------------------------------------------
+    chapters_menu = menu_bar.addMenu("&Chapters")
+    chapter_steps = [action("Next chapter", window.next_chapter, SHORTCUTS["next_chapter"], "SP_ArrowDown"),
+                     action("Previous chapter", window.previous_chapter, SHORTCUTS["previous_chapter"],
+                            "SP_ArrowUp")]
+
     # ---- Voices and settings -----------------------------------------------------------------------
     panel = window.library_panel
     voices_menu = menu_bar.addMenu("&Voices")
@@ -156,8 +184,10 @@ def build_actions(window) -> WindowActions:
     toolbar.addWidget(QLabel(" Speed "))
     toolbar.addWidget(speed)
 
-    actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, window)
+    actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, chapters_menu, chapter_steps,
+                            window)
     actions.rebuild_recent_menu()
+    actions.rebuild_chapters_menu()
     return actions
 
 

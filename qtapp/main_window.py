@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -85,6 +86,7 @@ class MainWindow(QMainWindow):
         self.save_path: Path | None = None  # where Save writes without asking: a plain text opened or saved
         self._heard_at: int | None = None  # start of the last sentence heard in this document
         self.document_chapters: list[Chapter] = []  # spans in the loaded text, for jumping by chapter
+        self._chapter_marks: list[QTextCursor] = []  # chapter starts; cursors, so edits before them move them
         self._injected_factory = engine_factory
         self._pending_keep: str | None = None
         self.setWindowTitle("Orator")
@@ -388,6 +390,7 @@ class MainWindow(QMainWindow):
         self._remember_position()
         self.document_path = self.save_path = None
         self.document_chapters = []
+        self._chapter_marks = []
         self.setWindowTitle("Orator")
         self.editor.load_text("")
         self.show_status("New text.")
@@ -437,7 +440,60 @@ class MainWindow(QMainWindow):
         self.show_status(f"Saved {path.name}.")
         return True
 
+    # ---- chapters ----------------------------------------------------------------------------------
+    def chapter_starts(self) -> list[int]:
+        """Where each of ``document_chapters`` starts in the editor now (edits before a chapter move it)."""
+        return [mark.position() for mark in self._chapter_marks]
+
+    def go_to_chapter(self, index: int) -> None:
+        """Put the cursor at the start of chapter ``index``; while reading, reading goes on from there."""
+        if not 0 <= index < len(self._chapter_marks):
+            return
+        position = self._chapter_marks[index].position()
+        cursor = self.editor.textCursor()
+        cursor.setPosition(position)
+        self.editor.setTextCursor(cursor)
+        self.editor.centerCursor()
+        self.show_status(f"Chapter: {self.document_chapters[index].title}")
+        if self.reader.state != IDLE:
+            self.reader.jump_to(self.editor.text_source, position)
+
+    def next_chapter(self) -> None:
+        self._step_chapter(+1)
+
+    def previous_chapter(self) -> None:
+        self._step_chapter(-1)
+
+    def _step_chapter(self, step: int) -> None:
+        """To the first chapter after the place in the text (the sentence being read, else the cursor) or,
+        backward, the last one before it, so Previous inside a chapter first goes back to its start."""
+        starts = self.chapter_starts()
+        if not starts:
+            self.show_status("This text has no chapters.")
+            return
+        span = self.editor.highlighted_span if self.reader.state != IDLE else None
+        here = span[0] if span is not None else self.editor.textCursor().position()
+        if step > 0:
+            index = next((i for i, start in enumerate(starts) if start > here), None)
+        else:
+            index = next((i for i in range(len(starts) - 1, -1, -1) if starts[i] < here), None)
+        if index is None:
+            self.show_status("No further chapter." if step > 0 else "No earlier chapter.")
+            return
+        self.go_to_chapter(index)
+
+    def _mark_chapters(self) -> None:
+        """Anchor the loaded document's chapters in the editor and list them in the Chapters menu."""
+        last = max(self.editor.document().characterCount() - 1, 0)
+        self._chapter_marks = []
+        for chapter in self.document_chapters:
+            mark = QTextCursor(self.editor.document())
+            mark.setPosition(min(chapter.start, last))
+            self._chapter_marks.append(mark)
+        self.window_actions.rebuild_chapters_menu()
+
     def _on_loading_finished(self) -> None:
+        self._mark_chapters()
         self.show_status(f"Opened {self.document_path.name}." if self.document_path else "Ready.")
         self.autosave.mark_dirty()
         resume = self.settings.resume_position(self.document_path) if self.document_path else None
