@@ -248,6 +248,17 @@ def _local_files(mime) -> list[str]:
     return [url.toLocalFile() for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
 
 
+NOT_FOUND_TINT = QColor("#e74c3c")
+NOT_FOUND_MIX = 0.3  # enough red to see at a glance, little enough that the base's lightness is kept
+
+
+def not_found_colour(base: QColor) -> QColor:
+    """``base`` mixed with red: light stays light and dark stays dark, so the field's text stays readable."""
+    mix = lambda a, b: round(a + (b - a) * NOT_FOUND_MIX)  # noqa: E731
+    return QColor(mix(base.red(), NOT_FOUND_TINT.red()), mix(base.green(), NOT_FOUND_TINT.green()),
+                  mix(base.blue(), NOT_FOUND_TINT.blue()))
+
+
 class FindBar(QWidget):
     """A slim bar under the editor: type to search, Enter for next, Shift+Enter for previous."""
 
@@ -289,9 +300,12 @@ class FindBar(QWidget):
 
     def find(self, backward: bool = False) -> bool:
         found = self.editor.find_text(self.field.text(), backward=backward)
-        palette = self.field.palette()
-        palette.setColor(QPalette.ColorRole.Base, QColor("white") if found else QColor("#ffd6d6"))
-        self.field.setPalette(palette)
+        if found:
+            self.field.setPalette(QPalette())  # an empty palette inherits the window's, light or dark
+        else:  # the field's own base tinted red, so its text stays readable in a dark palette too
+            palette = QPalette(self.palette())
+            palette.setColor(QPalette.ColorRole.Base, not_found_colour(self.palette().color(QPalette.ColorRole.Base)))
+            self.field.setPalette(palette)
         self.status.setText("" if found else "Not found")
         return found
 

@@ -175,6 +175,7 @@ class MainWindow(QMainWindow):
         self.library_panel.keep_requested.connect(self.keep_design)
         self.library_panel.default_changed.connect(self._on_default_changed)
         self.library_panel.message.connect(self.show_status)
+        self._gauge_state = IDLE
         self._on_state_changed(IDLE)
 
     def _restore_session(self) -> None:
@@ -309,9 +310,11 @@ class MainWindow(QMainWindow):
         self.window_actions.previous.setEnabled(state != IDLE)
         self.window_actions.next.setEnabled(state != IDLE)
         self.window_actions.play.setText("Resume" if state == PAUSED else "Play")
-        if state == PLAYING:
+        if state == PLAYING and self._gauge_state == IDLE:  # a resume keeps the counts since Play
             self.gauges.reset()
-        elif state == IDLE:
+        self._gauge_state = state
+        self.gauges.set_reading(state == PLAYING)
+        if state == IDLE:
             self._remember_position()
 
     def _on_stats(self, rtf: float, first_audio_s: float) -> None:

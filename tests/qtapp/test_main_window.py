@@ -354,3 +354,21 @@ def test_screenshot_tool_renders_the_window(tmp_path, qapp):
     image = QImage(str(shots[0]))
     assert (image.width(), image.height()) == (1280, 800)
     assert all(QImage(str(p)).width() > 300 for p in shots[1:])
+
+
+def test_gauges_count_underruns_since_play_and_rest_while_idle(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    gauges = window.gauges
+    window.player.underrun.emit(5)  # the player's lifetime total from earlier readings
+    assert not gauges.reading
+    window.editor.setPlainText(TEXT)
+    window.play()
+    assert gauges.reading and gauges.underrun_card.value_text == "0"
+    window.player.underrun.emit(6)
+    window.reader.pause()
+    assert not gauges.reading
+    window.reader.resume()  # a resume goes on counting from Play
+    assert gauges.underrun_card.value_text == "1"
+    window.reader.stop()
+    assert not gauges.reading
