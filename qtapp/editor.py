@@ -58,6 +58,7 @@ class Editor(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None, font_size: int = 13):
         super().__init__(parent)
         self.setAcceptDrops(True)
+        self.setTabChangesFocus(True)  # Tab must lead keyboard users on to the voice list; spoken text needs no tabs
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setPlaceholderText("Type or paste text here, or open a document (Ctrl+O) and press Play (F5).")
         font = QFont("Noto Serif")

@@ -372,3 +372,17 @@ def test_gauges_count_underruns_since_play_and_rest_while_idle(qtbot, fake_sd, m
     assert gauges.underrun_card.value_text == "1"
     window.reader.stop()
     assert not gauges.reading
+
+
+def test_tab_leads_from_the_editor_to_the_voice_list(qtbot, fake_sd, make_window):
+    window = make_window()
+    window.activateWindow()
+    window.editor.setFocus()
+    qtbot.waitUntil(lambda: window.editor.hasFocus(), timeout=2000)
+    QTest.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == "" and not window.editor.hasFocus()  # no tab typed, focus moved on
+    for _ in range(10):
+        if window.library_panel.view.hasFocus():
+            break
+        QTest.keyClick(window.focusWidget(), Qt.Key.Key_Tab)
+    assert window.library_panel.view.hasFocus()
