@@ -1,17 +1,20 @@
 """Menus, toolbar and keyboard shortcuts of the main window, in one place.
 
 ``build_actions(window)`` creates every QAction, puts them in the menu bar and the toolbar, and
-returns a ``WindowActions`` holding the ones the window enables and disables.
+returns a ``WindowActions`` holding the ones the window enables and disables. ``help_html(window)`` is
+the text of Help ▸ Keyboard shortcuts and voice marks, built from the actions themselves so it never
+names a shortcut that is not there.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QStyle, QToolBar
+from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QMessageBox, QStyle, QToolBar
 
 from qtapp.dialogs.settings_dialog import SettingsDialog
 from qtapp.documents import OPEN_FILTER
@@ -172,6 +175,11 @@ def build_actions(window) -> WindowActions:
     settings_menu.addAction(action("&Models && settings…", lambda: _settings_dialog(window), "Ctrl+,",
                                    "SP_FileDialogDetailedView"))
 
+    # ---- Help --------------------------------------------------------------------------------------
+    help_menu = menu_bar.addMenu("&Help")
+    help_menu.addAction(action("Keyboard shortcuts and &voice marks", lambda: _show_help(window),
+                               QKeySequence.StandardKey.HelpContents))
+
     # ---- toolbar -----------------------------------------------------------------------------------
     toolbar = QToolBar("Reading", movable=False)
     toolbar.setIconSize(QSize(22, 22))
@@ -189,6 +197,39 @@ def build_actions(window) -> WindowActions:
     actions.rebuild_recent_menu()
     actions.rebuild_chapters_menu()
     return actions
+
+
+VOICE_MARKS_HELP = (
+    "<h3>Voice marks</h3>"
+    "<p>A line (a paragraph) that starts with <code>[voice: NAME]</code> is read by the library voice NAME; "
+    "the mark itself is not read aloud. A mark holds for its own line only: every line without one is read "
+    "by the default voice (double-click a voice in the list to make it the default).</p>"
+    "<pre>[voice: Mara] I have it. Go and see to the lamp.\n"
+    "[voice: Tom] And you?</pre>"
+    "<p>Names are matched without regard to case; a name the library does not hold is read by the default "
+    "voice, with a note in the status bar.</p>"
+)
+
+
+def help_html(window) -> str:
+    """The shortcuts of every action of ``window`` that has one, then how voice marks work."""
+    rows = []
+    for act in window.actions():
+        keys = act.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+        if keys:
+            rows.append(f"<tr><td>{html.escape(_menu_text(act.text()))}</td><td><b>{keys}</b></td></tr>")
+    return ("<h3>Keyboard shortcuts</h3><table cellspacing='4'>" + "".join(rows) + "</table>"
+            "<p>Tab moves between the text, the voice list and the other controls. "
+            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP)
+
+
+def _menu_text(text: str) -> str:
+    """A menu text as shown: "&&" is a literal "&", any other "&" marks the mnemonic."""
+    return "&".join(part.replace("&", "") for part in text.split("&&"))
+
+
+def _show_help(window) -> None:
+    QMessageBox.information(window, "Keyboard shortcuts and voice marks", help_html(window))
 
 
 def _open_dialog(window) -> None:

@@ -386,3 +386,19 @@ def test_tab_leads_from_the_editor_to_the_voice_list(qtbot, fake_sd, make_window
             break
         QTest.keyClick(window.focusWidget(), Qt.Key.Key_Tab)
     assert window.library_panel.view.hasFocus()
+
+
+def test_help_lists_the_shortcuts_and_the_voice_mark_syntax(qtbot, fake_sd, make_window, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "information", lambda parent, title, text, *a: shown.append(text))
+    window = make_window()
+    help_action = next(a for a in window.actions() if "voice marks" in a.text())
+    help_action.trigger()
+    assert len(shown) == 1
+    text = shown[0]
+    assert "[voice: NAME]" in text and "[voice: Mara]" in text
+    for keys in (SHORTCUTS["play"], "Ctrl+Shift+Down", "Ctrl+S", "Ctrl+N", "Ctrl+Shift+S"):
+        assert f"<b>{keys}</b>" in text
+    assert "<td>Play</td>" in text and "<td>Next chapter</td>" in text and "&Open" not in text
