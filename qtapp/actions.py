@@ -151,6 +151,7 @@ def build_actions(window) -> WindowActions:
     read_menu.addActions([previous, next_])
     speed = QDoubleSpinBox(minimum=0.5, maximum=2.0, singleStep=0.1, decimals=1, suffix="×",
                            value=window.settings.speed)
+    speed.setAccessibleName("Reading speed")
     speed.setToolTip("Reading speed, same pitch (while reading, the sentence being read starts again at it)")
     speed.valueChanged.connect(lambda value: _set_speed(window, value))
     read_menu.addSeparator()
@@ -189,7 +190,9 @@ def build_actions(window) -> WindowActions:
     toolbar.addSeparator()
     toolbar.addActions([previous, next_])
     toolbar.addSeparator()
-    toolbar.addWidget(QLabel(" Speed "))
+    speed_label = QLabel(" Reading speed ")
+    speed_label.setBuddy(speed)
+    toolbar.addWidget(speed_label)
     toolbar.addWidget(speed)
 
     actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, chapters_menu, chapter_steps,

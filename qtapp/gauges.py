@@ -1,4 +1,4 @@
-"""Live performance gauges: speed (×RT dial), time to first audio, buffer fill and underruns.
+"""Live performance gauges: generation speed (×RT dial), time to first audio, buffer fill and underruns.
 
 Four painted cards in a row. Each card shows one value in large type with a caption, and takes a
 colour from its state: green when healthy, amber when marginal, red when playback is at risk, grey
@@ -53,9 +53,10 @@ def dial_fraction(rtf: float) -> float:
 class GaugeCard(QWidget):
     """A rounded card with a caption at the top and a large value text."""
 
-    def __init__(self, caption: str, parent: QWidget | None = None):
+    def __init__(self, caption: str, parent: QWidget | None = None, explanation: str = ""):
         super().__init__(parent)
         self.caption = caption
+        self.explanation = explanation  # what the figure means, shown in the tooltip above its value
         self.value_text = "–"
         self.colour = IDLE
         self.setMinimumSize(QSize(120, 110))
@@ -64,7 +65,7 @@ class GaugeCard(QWidget):
 
     def set_display(self, text: str, colour: QColor) -> None:
         self.value_text, self.colour = text, colour
-        self.setToolTip(f"{self.caption}: {text}")
+        self.setToolTip(f"{self.caption}: {text}" + (f"\n{self.explanation}" if self.explanation else ""))
         self.setAccessibleDescription(text)
         self.update()
 
@@ -142,7 +143,9 @@ class GaugePanel(QWidget):
         self._underruns_total = 0  # the player's lifetime count, as last reported
         self._underruns_base = 0  # that count at the last reset, so the card shows those since Play
         self.setAccessibleName("Performance gauges")
-        self.rtf_card = DialCard("speed")
+        # "generation", not "speed": the toolbar's reading speed is another figure (how fast speech is played)
+        self.rtf_card = DialCard("generation", explanation="Seconds of speech made per second of computing "
+                                 "(×RT); above 1× it keeps ahead of playback. Not the reading speed.")
         self.first_audio_card = GaugeCard("first audio")
         self.buffer_card = BarCard("buffer")
         self.underrun_card = GaugeCard("underruns")

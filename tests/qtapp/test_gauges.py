@@ -85,6 +85,11 @@ def test_an_empty_buffer_is_neutral_while_idle_and_red_while_reading(panel):
 def test_gauges_have_accessible_names_and_values(panel):
     assert panel.accessibleName() == "Performance gauges"
     assert [c.accessibleName() for c in (panel.rtf_card, panel.first_audio_card, panel.buffer_card,
-                                         panel.underrun_card)] == ["Speed", "First audio", "Buffer", "Underruns"]
+                                         panel.underrun_card)] == ["Generation", "First audio", "Buffer", "Underruns"]
     panel.set_first_audio(0.143)
     assert panel.first_audio_card.accessibleDescription() == "143 ms"
+
+
+def test_the_generation_dial_says_it_is_not_the_reading_speed(panel):
+    panel.set_rtf(2.0)
+    assert "×RT" in panel.rtf_card.toolTip() and "Not the reading speed" in panel.rtf_card.toolTip()

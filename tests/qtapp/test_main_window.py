@@ -402,3 +402,13 @@ def test_help_lists_the_shortcuts_and_the_voice_mark_syntax(qtbot, fake_sd, make
     for keys in (SHORTCUTS["play"], "Ctrl+Shift+Down", "Ctrl+S", "Ctrl+N", "Ctrl+Shift+S"):
         assert f"<b>{keys}</b>" in text
     assert "<td>Play</td>" in text and "<td>Next chapter</td>" in text and "&Open" not in text
+
+
+def test_reading_speed_and_generation_speed_are_named_apart(qtbot, fake_sd, make_window):
+    from PySide6.QtWidgets import QLabel
+
+    window = make_window()
+    speed = window.window_actions.speed
+    label = next(w for w in window.findChildren(QLabel) if w.buddy() is speed)
+    assert label.text().strip() == "Reading speed" and speed.accessibleName() == "Reading speed"
+    assert window.gauges.rtf_card.caption == "generation"
