@@ -41,13 +41,15 @@ class ModelChoice:
     approx_gb: float  # download size, weights and speech tokenizer
 
 
+# One model per voice kind, each the settings' default for that kind (DEFAULT_CHECKPOINTS), so skipping the
+# Welcome dialog and downloading from it lead to the same models.
 RECOMMENDED_MODELS = (
     ModelChoice("preset", "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice", "0.6B CustomVoice (recommended)",
                 "Reads your documents aloud with nine preset voices. Small and fast: start with this one.", 2.5),
     ModelChoice("design", "Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign", "1.7B VoiceDesign",
                 "Creates new voices from a description (“a calm, low voice…”).", 4.5),
-    ModelChoice("clone", "Qwen/Qwen3-TTS-12Hz-1.7B-Base", "1.7B Base",
-                "Clones a voice from a few seconds of recorded speech.", 4.5),
+    ModelChoice("clone", "Qwen/Qwen3-TTS-12Hz-0.6B-Base", "0.6B Base",
+                "Clones a voice from a few seconds of recorded speech.", 2.5),
 )
 
 
