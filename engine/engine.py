@@ -25,10 +25,11 @@ from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
 from engine.errors import VoiceError
+from engine.frames.compile import cpu_compile_enabled
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
 from engine.model import Qwen3TTS
-from engine.model.int8 import quantize_layers
+from engine.model.int8 import narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
@@ -48,7 +49,8 @@ DECODER_DTYPE_NAMES = tuple(str(d).removeprefix("torch.") for d in DECODER_DTYPE
 
 class Engine:
     def __init__(self, model: Qwen3TTS, config: ModelConfig, tokenizer: TextTokenizer, decoder,
-                 model_dir: Path, defaults: Sampling, use_graphs: bool = False, cpu_int8: bool = False):
+                 model_dir: Path, defaults: Sampling, use_graphs: bool = False, cpu_int8: bool = False,
+                 cpu_compile: bool = False):
         self.model, self.config, self.tokenizer, self.decoder = model, config, tokenizer, decoder
         self.model_dir, self.defaults = model_dir, defaults
         self.device = model.talker.codec_head.weight.device
@@ -57,6 +59,7 @@ class Engine:
         self._single = None  # the single-stream streamer, built on first use
         self.use_graphs = use_graphs
         self.cpu_int8 = cpu_int8  # the decoder layers' projections are int8 (engine.model.int8)
+        self.cpu_compile = cpu_compile  # the eager loop's predictor step is compiled (engine.frames.compile)
         self._lock = threading.Lock()  # one generation at a time per engine
         self._encodings: OrderedDict[tuple, dict] = OrderedDict()  # recent clone encodings, by reference
         self._encodings_lock = threading.Lock()
@@ -89,13 +92,17 @@ class Engine:
         config = ModelConfig.from_file(model_dir / "config.json")
         with torch.device("meta"):
             net = Qwen3TTS(config)
-        load_weights(net, model_dir / "model.safetensors", device=device, dtype=dtype)
-        materialize_buffers(net, device)
-        fuse_projections(net)
         int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
         int8 = int8 and dtype == torch.float32
+        # the int8 path quantizes from the checkpoint's own tensors, then widens what stays float: no float32 copy
+        # of the layers it replaces is ever made
+        load_weights(net, model_dir / "model.safetensors", device=device, dtype=None if int8 else dtype)
+        materialize_buffers(net, device)
+        fuse_projections(net)
         if int8:
             quantize_layers(net.talker)
+            net.to(dtype)
+            narrow_text_embedding(net.talker)
         if device.type == "cpu":
             use_cpu_threads(options.current().threads)
         net.eval()
@@ -104,7 +111,7 @@ class Engine:
         decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
         use_graphs = graphs_enabled(device) if graphs is None else graphs
         return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
-                   int8)
+                   int8, not use_graphs and cpu_compile_enabled(device))
 
     # ---- facts ----------------------------------------------------------------------------------
     @property
@@ -229,9 +236,13 @@ class Engine:
                               graphs=self.use_graphs, warmup=warmup, warmup_progress=warmup_progress)
 
     def warmup(self, chunk_sizes=(1, 4)) -> float:
-        """Build the streamer now (on CUDA: capture the graphs); returns the seconds it took."""
+        """Build the streamer now (on CUDA: capture the graphs; on a CPU: compile its predictor step, when it
+        compiles); returns the seconds it took."""
         t0 = time.perf_counter()
-        self._single_streamer(chunk_sizes)
+        streamer = self._single_streamer(chunk_sizes)
+        if isinstance(streamer, EagerStreamer):
+            with self._lock:
+                streamer.warm_up()
         return time.perf_counter() - t0
 
     def check(self, text: str | Sequence[Segment], voice: Voice, non_streaming: bool | None = None) -> None:
@@ -256,7 +267,10 @@ class Engine:
 
                 self._single = GraphStreamer(self.model.talker, self.decoder, chunk_sizes)
             else:
-                self._single = EagerStreamer(self.model.talker, self.decoder)
+                from engine.frames.compile import CompiledPredictorStep
+
+                step = CompiledPredictorStep() if self.cpu_compile else None
+                self._single = EagerStreamer(self.model.talker, self.decoder, step)
         return self._single
 
     def _run(self, plan: Plan, *, first_chunk_frames: int, chunk_frames: int,

@@ -25,9 +25,8 @@ from engine.model.talker import Talker
 from engine.runtime import on_device
 from engine.text import check_text
 from engine.tokenizer import TextTokenizer
-from engine.voices.voice import Voice
+from engine.voices.voice import MODEL_TYPE_FOR_VOICE, Voice
 
-REQUIRED_MODEL = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 MODEL_NAMES = {"custom_voice": "CustomVoice", "voice_design": "VoiceDesign", "base": "Base"}
 
 
@@ -55,7 +54,7 @@ def check_voice(cfg: ModelConfig, voice: Voice) -> None:
                 check_text(getattr(voice, field), what, allow_empty=True)
             except TextError as e:
                 raise VoiceError(str(e)) from None
-    need = REQUIRED_MODEL[voice.kind]
+    need = MODEL_TYPE_FOR_VOICE[voice.kind]
     if cfg.tts_model_type != need:
         raise VoiceError(
             f"a {voice.kind} voice needs a {MODEL_NAMES[need]} model, "

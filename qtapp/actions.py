@@ -1,17 +1,20 @@
 """Menus, toolbar and keyboard shortcuts of the main window, in one place.
 
 ``build_actions(window)`` creates every QAction, puts them in the menu bar and the toolbar, and
-returns a ``WindowActions`` holding the ones the window enables and disables.
+returns a ``WindowActions`` holding the ones the window enables and disables. ``help_html(window)`` is
+the text of Help ▸ Keyboard shortcuts and voice marks, built from the actions themselves so it never
+names a shortcut that is not there.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QStyle, QToolBar
+from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QMessageBox, QStyle, QToolBar
 
 from qtapp.dialogs.settings_dialog import SettingsDialog
 from qtapp.documents import OPEN_FILTER
@@ -24,7 +27,10 @@ SHORTCUTS = {
     "next": "Alt+Right",
     "slower": "Ctrl+Alt+-",
     "faster": "Ctrl+Alt+=",
+    "next_chapter": "Ctrl+Shift+Down",
+    "previous_chapter": "Ctrl+Shift+Up",
 }
+CHAPTER_INDENT = "    "  # per level below the first, so the Chapters menu shows the book's outline
 
 
 @dataclass
@@ -36,7 +42,26 @@ class WindowActions:
     next: QAction
     speed: QDoubleSpinBox
     recent_menu: QMenu
+    chapters_menu: QMenu
+    chapter_steps: list[QAction]  # next and previous chapter, always at the top of the Chapters menu
     window: object
+
+    def rebuild_chapters_menu(self) -> None:
+        """List the open document's chapters, indented by level; choosing one goes there."""
+        self.chapters_menu.clear()
+        self.chapters_menu.addActions(self.chapter_steps)
+        self.chapters_menu.addSeparator()
+        chapters = self.window.document_chapters
+        for action in self.chapter_steps:
+            action.setEnabled(bool(chapters))
+        if not chapters:
+            self.chapters_menu.addAction("No chapters in this text").setEnabled(False)
+            return
+        for index, chapter in enumerate(chapters):
+            text = CHAPTER_INDENT * (max(chapter.level, 1) - 1) + chapter.title.replace("&", "&&")
+            action = self.chapters_menu.addAction(text)
+            action.setData(index)
+            action.triggered.connect(lambda _=False, i=index: self.window.go_to_chapter(i))
 
     def rebuild_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -68,9 +93,14 @@ def build_actions(window) -> WindowActions:
 
     # ---- File --------------------------------------------------------------------------------------
     file_menu = menu_bar.addMenu("&File")
+    file_menu.addAction(action("&New", window.new_document, QKeySequence.StandardKey.New, "SP_FileIcon"))
     file_menu.addAction(action("&Open…", lambda: _open_dialog(window), QKeySequence.StandardKey.Open,
                                "SP_DialogOpenButton"))
     recent_menu = file_menu.addMenu("Open &Recent")
+    file_menu.addSeparator()
+    file_menu.addAction(action("&Save", window.save, QKeySequence.StandardKey.Save, "SP_DialogSaveButton",
+                               "Save the text as plain text"))
+    file_menu.addAction(action("Save &As…", window.save_as, "Ctrl+Shift+S"))
     file_menu.addSeparator()
     file_menu.addAction(action("&Export audio…", window.exporter.start, "Ctrl+E", "SP_DialogSaveButton",
                                "Render the text to a WAV or FLAC file"))
@@ -121,11 +151,18 @@ def build_actions(window) -> WindowActions:
     read_menu.addActions([previous, next_])
     speed = QDoubleSpinBox(minimum=0.5, maximum=2.0, singleStep=0.1, decimals=1, suffix="×",
                            value=window.settings.speed)
+    speed.setAccessibleName("Reading speed")
     speed.setToolTip("Reading speed, same pitch (while reading, the sentence being read starts again at it)")
     speed.valueChanged.connect(lambda value: _set_speed(window, value))
     read_menu.addSeparator()
     read_menu.addAction(action("Faster", lambda: speed.stepUp(), SHORTCUTS["faster"]))
     read_menu.addAction(action("Slower", lambda: speed.stepDown(), SHORTCUTS["slower"]))
+
+    # ---- Chapters ----------------------------------------------------------------------------------
+    chapters_menu = menu_bar.addMenu("&Chapters")
+    chapter_steps = [action("Next chapter", window.next_chapter, SHORTCUTS["next_chapter"], "SP_ArrowDown"),
+                     action("Previous chapter", window.previous_chapter, SHORTCUTS["previous_chapter"],
+                            "SP_ArrowUp")]
 
     # ---- Voices and settings -----------------------------------------------------------------------
     panel = window.library_panel
@@ -139,6 +176,11 @@ def build_actions(window) -> WindowActions:
     settings_menu.addAction(action("&Models && settings…", lambda: _settings_dialog(window), "Ctrl+,",
                                    "SP_FileDialogDetailedView"))
 
+    # ---- Help --------------------------------------------------------------------------------------
+    help_menu = menu_bar.addMenu("&Help")
+    help_menu.addAction(action("Keyboard shortcuts and &voice marks", lambda: _show_help(window),
+                               QKeySequence.StandardKey.HelpContents))
+
     # ---- toolbar -----------------------------------------------------------------------------------
     toolbar = QToolBar("Reading", movable=False)
     toolbar.setIconSize(QSize(22, 22))
@@ -148,12 +190,49 @@ def build_actions(window) -> WindowActions:
     toolbar.addSeparator()
     toolbar.addActions([previous, next_])
     toolbar.addSeparator()
-    toolbar.addWidget(QLabel(" Speed "))
+    speed_label = QLabel(" Reading speed ")
+    speed_label.setBuddy(speed)
+    toolbar.addWidget(speed_label)
     toolbar.addWidget(speed)
 
-    actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, window)
+    actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, chapters_menu, chapter_steps,
+                            window)
     actions.rebuild_recent_menu()
+    actions.rebuild_chapters_menu()
     return actions
+
+
+VOICE_MARKS_HELP = (
+    "<h3>Voice marks</h3>"
+    "<p>A line (a paragraph) that starts with <code>[voice: NAME]</code> is read by the library voice NAME; "
+    "the mark itself is not read aloud. A mark holds for its own line only: every line without one is read "
+    "by the default voice (double-click a voice in the list to make it the default).</p>"
+    "<pre>[voice: Mara] I have it. Go and see to the lamp.\n"
+    "[voice: Tom] And you?</pre>"
+    "<p>Names are matched without regard to case; a name the library does not hold is read by the default "
+    "voice, with a note in the status bar.</p>"
+)
+
+
+def help_html(window) -> str:
+    """The shortcuts of every action of ``window`` that has one, then how voice marks work."""
+    rows = []
+    for act in window.actions():
+        keys = act.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+        if keys:
+            rows.append(f"<tr><td>{html.escape(_menu_text(act.text()))}</td><td><b>{keys}</b></td></tr>")
+    return ("<h3>Keyboard shortcuts</h3><table cellspacing='4'>" + "".join(rows) + "</table>"
+            "<p>Tab moves between the text, the voice list and the other controls. "
+            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP)
+
+
+def _menu_text(text: str) -> str:
+    """A menu text as shown: "&&" is a literal "&", any other "&" marks the mnemonic."""
+    return "&".join(part.replace("&", "") for part in text.split("&&"))
+
+
+def _show_help(window) -> None:
+    QMessageBox.information(window, "Keyboard shortcuts and voice marks", help_html(window))
 
 
 def _open_dialog(window) -> None:

@@ -5,6 +5,10 @@ The GUI thread only copies the editor's list of lines (``qtapp.line_mirror``); a
 encodes and writes them a batch at a time (atomically, ``engine.atomic``), so saving a 20 MB text
 never holds the GUI thread (or, through the interpreter lock, keeps it waiting) for more than a
 batch. Saves run one after another in the order they were asked for.
+
+Only unsaved text is kept: while the editor's text equals what was opened or saved (the document is
+not modified) the autosave file is emptied, so a document's content never replaces typed text there
+and a restored text is always one that no file holds.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ class Autosave(QObject):
         self._periodic.timeout.connect(self.save_now)
         self._periodic.start()
         editor.textChanged.connect(self.mark_dirty)
+        editor.document().modificationChanged.connect(self.mark_dirty)
 
     def mark_dirty(self) -> None:
         if self.editor.is_loading:
@@ -60,7 +65,9 @@ class Autosave(QObject):
         thread; returns the latest save, which ``wait`` waits for (closing)."""
         if self._dirty and not self.editor.is_loading:
             self._dirty = False
-            self._last = self._writer.submit(write_lines, self.path, self.editor.mirror.snapshot())
+            # text that a file holds is not copied here, so it can never replace unsaved text
+            lines = self.editor.mirror.snapshot() if self.editor.document().isModified() else []
+            self._last = self._writer.submit(write_lines, self.path, lines)
             self._last.add_done_callback(self._on_written)
         if wait and self._last is not None:
             self._last.exception()  # waits; a failure was logged by _on_written
@@ -85,5 +92,5 @@ class Autosave(QObject):
             return False
         if not text:
             return False
-        self.editor.load_text(text)
+        self.editor.load_text(text, modified=True)
         return True

@@ -58,6 +58,7 @@ class Editor(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None, font_size: int = 13):
         super().__init__(parent)
         self.setAcceptDrops(True)
+        self.setTabChangesFocus(True)  # Tab must lead keyboard users on to the voice list; spoken text needs no tabs
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.setPlaceholderText("Type or paste text here, or open a document (Ctrl+O) and press Play (F5).")
         font = QFont("Noto Serif")
@@ -68,6 +69,7 @@ class Editor(QPlainTextEdit):
         self._highlight: tuple[int, int] | None = None
         self._pending_pieces: list[str] = []
         self._load_total = self._load_done = 0
+        self._load_modified = False
         self.edits = 0  # changes to the text other than a load's own inserts
         self._loading_insert = False
         self.document().contentsChange.connect(self._on_contents_change)
@@ -95,8 +97,10 @@ class Editor(QPlainTextEdit):
     def is_loading(self) -> bool:
         return bool(self._pending_pieces)
 
-    def load_text(self, text: str) -> None:
-        """Replace the text; large texts go in piece by piece without blocking the event loop."""
+    def load_text(self, text: str, modified: bool = False) -> None:
+        """Replace the text; large texts go in piece by piece without blocking the event loop. ``modified``
+        is the document's modified flag once loaded (True for text that is saved in no file)."""
+        self._load_modified = modified
         self._pending_pieces = split_for_loading(text)
         self._load_total, self._load_done = len(text), 0
         self.clear_highlight()
@@ -132,7 +136,7 @@ class Editor(QPlainTextEdit):
     def _finish_loading(self) -> None:
         self.setUndoRedoEnabled(True)
         self.moveCursor(QTextCursor.MoveOperation.Start)
-        self.document().setModified(False)
+        self.document().setModified(self._load_modified)
         self.loading_finished.emit()
 
     def _on_contents_change(self, position: int, removed: int, added: int) -> None:
@@ -245,6 +249,17 @@ def _local_files(mime) -> list[str]:
     return [url.toLocalFile() for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
 
 
+NOT_FOUND_TINT = QColor("#e74c3c")
+NOT_FOUND_MIX = 0.3  # enough red to see at a glance, little enough that the base's lightness is kept
+
+
+def not_found_colour(base: QColor) -> QColor:
+    """``base`` mixed with red: light stays light and dark stays dark, so the field's text stays readable."""
+    mix = lambda a, b: round(a + (b - a) * NOT_FOUND_MIX)  # noqa: E731
+    return QColor(mix(base.red(), NOT_FOUND_TINT.red()), mix(base.green(), NOT_FOUND_TINT.green()),
+                  mix(base.blue(), NOT_FOUND_TINT.blue()))
+
+
 class FindBar(QWidget):
     """A slim bar under the editor: type to search, Enter for next, Shift+Enter for previous."""
 
@@ -286,9 +301,12 @@ class FindBar(QWidget):
 
     def find(self, backward: bool = False) -> bool:
         found = self.editor.find_text(self.field.text(), backward=backward)
-        palette = self.field.palette()
-        palette.setColor(QPalette.ColorRole.Base, QColor("white") if found else QColor("#ffd6d6"))
-        self.field.setPalette(palette)
+        if found:
+            self.field.setPalette(QPalette())  # an empty palette inherits the window's, light or dark
+        else:  # the field's own base tinted red, so its text stays readable in a dark palette too
+            palette = QPalette(self.palette())
+            palette.setColor(QPalette.ColorRole.Base, not_found_colour(self.palette().color(QPalette.ColorRole.Base)))
+            self.field.setPalette(palette)
         self.status.setText("" if found else "Not found")
         return found
 

@@ -1,7 +1,10 @@
-"""Live performance gauges: speed (×RT dial), time to first audio, buffer fill and underruns.
+"""Live performance gauges: generation speed (×RT dial), time to first audio, buffer fill and underruns.
 
 Four painted cards in a row. Each card shows one value in large type with a caption, and takes a
-colour from its state: green when healthy, amber when marginal, red when playback is at risk.
+colour from its state: green when healthy, amber when marginal, red when playback is at risk, grey
+while nothing is being read (an empty buffer is no risk then). The underrun card counts from the last
+``reset`` (Play), though the player's counter runs for its lifetime. Each card's accessible name is its
+caption and its accessible description its value, for screen readers.
 """
 
 from __future__ import annotations
@@ -50,17 +53,20 @@ def dial_fraction(rtf: float) -> float:
 class GaugeCard(QWidget):
     """A rounded card with a caption at the top and a large value text."""
 
-    def __init__(self, caption: str, parent: QWidget | None = None):
+    def __init__(self, caption: str, parent: QWidget | None = None, explanation: str = ""):
         super().__init__(parent)
         self.caption = caption
+        self.explanation = explanation  # what the figure means, shown in the tooltip above its value
         self.value_text = "–"
         self.colour = IDLE
         self.setMinimumSize(QSize(120, 110))
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.setAccessibleName(caption.capitalize())
 
     def set_display(self, text: str, colour: QColor) -> None:
         self.value_text, self.colour = text, colour
-        self.setToolTip(f"{self.caption}: {text}")
+        self.setToolTip(f"{self.caption}: {text}" + (f"\n{self.explanation}" if self.explanation else ""))
+        self.setAccessibleDescription(text)
         self.update()
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -133,7 +139,13 @@ class GaugePanel(QWidget):
     def __init__(self, parent: QWidget | None = None, buffer_capacity_s: float = 30.0):
         super().__init__(parent)
         self.buffer_capacity_s = buffer_capacity_s
-        self.rtf_card = DialCard("speed")
+        self.reading = False  # colours of the buffer follow its health only while speech is playing
+        self._underruns_total = 0  # the player's lifetime count, as last reported
+        self._underruns_base = 0  # that count at the last reset, so the card shows those since Play
+        self.setAccessibleName("Performance gauges")
+        # "generation", not "speed": the toolbar's reading speed is another figure (how fast speech is played)
+        self.rtf_card = DialCard("generation", explanation="Seconds of speech made per second of computing "
+                                 "(×RT); above 1× it keeps ahead of playback. Not the reading speed.")
         self.first_audio_card = GaugeCard("first audio")
         self.buffer_card = BarCard("buffer")
         self.underrun_card = GaugeCard("underruns")
@@ -151,7 +163,14 @@ class GaugePanel(QWidget):
         self.first_audio_card.set_display("–", IDLE)
         self.buffer_card.set_display("0.0 s", IDLE)
         self.buffer_card.set_fraction(0.0)
-        self.set_underruns(0)
+        self._underruns_base = self._underruns_total
+        self.set_underruns(self._underruns_total)
+
+    def set_reading(self, reading: bool) -> None:
+        """Whether speech is playing; while not, the buffer card stays grey whatever it holds."""
+        self.reading = reading
+        if not reading:
+            self.buffer_card.set_display(self.buffer_card.value_text, IDLE)
 
     def set_rtf(self, rtf: float) -> None:
         self.rtf_card.set_display(f"{rtf:.1f}×" if rtf < 100 else f"{rtf:.0f}×", rtf_colour(rtf))
@@ -162,10 +181,13 @@ class GaugePanel(QWidget):
         self.first_audio_card.set_display(text, first_audio_colour(seconds))
 
     def set_buffer(self, seconds: float) -> None:
-        self.buffer_card.set_display(f"{seconds:.1f} s", buffer_colour(seconds))
+        self.buffer_card.set_display(f"{seconds:.1f} s", buffer_colour(seconds) if self.reading else IDLE)
         self.buffer_card.set_fraction(seconds / self.buffer_capacity_s)
 
-    def set_underruns(self, count: int) -> None:
+    def set_underruns(self, total: int) -> None:
+        """``total`` is the player's count over its lifetime; the card shows those since the last reset."""
+        self._underruns_total = total
+        count = max(total - self._underruns_base, 0)
         self.underrun_card.set_display(str(count), GOOD if count == 0 else BAD)
 
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QSplitter,
     QStyle,
     QToolButton,
@@ -25,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from engine.voices.library import LibraryError, VoiceLibrary
 from qtapp.actions import build_actions
-from qtapp.autosave import Autosave
+from qtapp.autosave import Autosave, write_lines
 from qtapp.documents import Chapter, DocumentError, load_document
 from qtapp.editor import Editor, FindBar
 from qtapp.export_controller import ExportController
@@ -39,6 +42,8 @@ from qtapp.worker import start_worker, stop_worker
 PREVIEW_TEXT = "Hello! This is how I sound. I can read your documents aloud, one sentence at a time."
 KEEP_TEXT = ("The quick brown fox jumps over the lazy dog. I am glad to read this for you, "
              "calmly and clearly, from the first page to the last.")
+SAVE_IN_PLACE_SUFFIXES = (".txt", ".text")  # other formats lose markup or structure when written back as text
+SAVE_FILTER = "Plain text (*.txt);;All files (*)"
 PREFERRED_SPEAKER = "vivian"  # the voice of unmarked text while no library voice is the default
 
 
@@ -78,8 +83,10 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.settings = settings
         self.document_path: Path | None = None
+        self.save_path: Path | None = None  # where Save writes without asking: a plain text opened or saved
         self._heard_at: int | None = None  # start of the last sentence heard in this document
         self.document_chapters: list[Chapter] = []  # spans in the loaded text, for jumping by chapter
+        self._chapter_marks: list[QTextCursor] = []  # chapter starts; cursors, so edits before them move them
         self._injected_factory = engine_factory
         self._pending_keep: str | None = None
         self.setWindowTitle("Orator")
@@ -159,7 +166,7 @@ class MainWindow(QMainWindow):
         self.editor.counts_changed.connect(
             lambda words, chars: self.counts_label.setText(f"{words:,} words · {chars:,} characters"))
         self.editor.position_activated.connect(lambda pos: self.reader.jump_to(self.editor.text_source, pos))
-        self.editor.files_dropped.connect(lambda paths: self.open_path(Path(paths[0])))
+        self.editor.files_dropped.connect(self.open_dropped)
         self.editor.loading_progress.connect(
             lambda done, total: self.show_status(f"Loading… {100 * done // max(total, 1)} %"))
         self.editor.loading_finished.connect(self._on_loading_finished)
@@ -168,6 +175,7 @@ class MainWindow(QMainWindow):
         self.library_panel.keep_requested.connect(self.keep_design)
         self.library_panel.default_changed.connect(self._on_default_changed)
         self.library_panel.message.connect(self.show_status)
+        self._gauge_state = IDLE
         self._on_state_changed(IDLE)
 
     def _restore_session(self) -> None:
@@ -176,6 +184,8 @@ class MainWindow(QMainWindow):
         restored = self.autosave.restore()
         if restored:
             self.show_status("Restored the text you had not saved last time.")
+        else:  # the editor's setup marks its empty document modified; nothing is unsaved yet
+            self.editor.document().setModified(False)
 
     # ---- messages ----------------------------------------------------------------------------------
     def show_status(self, text: str) -> None:
@@ -300,9 +310,11 @@ class MainWindow(QMainWindow):
         self.window_actions.previous.setEnabled(state != IDLE)
         self.window_actions.next.setEnabled(state != IDLE)
         self.window_actions.play.setText("Resume" if state == PAUSED else "Play")
-        if state == PLAYING:
+        if state == PLAYING and self._gauge_state == IDLE:  # a resume keeps the counts since Play
             self.gauges.reset()
-        elif state == IDLE:
+        self._gauge_state = state
+        self.gauges.set_reading(state == PLAYING)
+        if state == IDLE:
             self._remember_position()
 
     def _on_stats(self, rtf: float, first_audio_s: float) -> None:
@@ -315,6 +327,25 @@ class MainWindow(QMainWindow):
             self.show_status("Reading stopped because the text changed.")
 
     # ---- documents ---------------------------------------------------------------------------------
+    @property
+    def is_modified(self) -> bool:
+        """True while the editor's text differs from what was opened or saved last."""
+        return self.editor.document().isModified()
+
+    def confirm_discard(self, doing: str) -> bool:
+        """Before replacing the text: True if there is nothing unsaved, or the user saved it or chose to
+        discard it; False if the user cancelled (or saving failed), and the text must stay."""
+        if not self.is_modified:
+            return True
+        buttons = (QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                   | QMessageBox.StandardButton.Cancel)
+        answer = QMessageBox.question(self, "Unsaved text",
+                                      f"The text has changes that are not saved. Save them before {doing}?",
+                                      buttons, QMessageBox.StandardButton.Save)
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save()
+        return answer == QMessageBox.StandardButton.Discard
+
     def open_path(self, path: Path) -> bool:
         if self.editor.is_loading:
             self.show_status("Still loading the previous document…")
@@ -324,9 +355,13 @@ class MainWindow(QMainWindow):
         except DocumentError as e:
             self.show_error(str(e))
             return False
+        if not self.confirm_discard(f"opening “{Path(path).name}”"):
+            self.show_status("Not opened; your text is as it was.")
+            return False
         self.reader.stop()
         self.banner.hide()
         self.document_path = Path(path)
+        self.save_path = self.document_path if self.document_path.suffix.lower() in SAVE_IN_PLACE_SUFFIXES else None
         self.document_chapters = document.chapters
         self.settings.add_recent_file(path)
         self.settings.save()
@@ -337,7 +372,131 @@ class MainWindow(QMainWindow):
             self.show_error(warning)
         return True
 
+    def open_dropped(self, paths: list[str]) -> bool:
+        """Open the first dropped file; the others are named in the status bar, since one document opens at
+        a time."""
+        if not paths:
+            return False
+        opened = self.open_path(Path(paths[0]))
+        if opened and len(paths) > 1:
+            others = len(paths) - 1
+            self.statusBar().showMessage(
+                f"Only one document opens at a time: opened “{Path(paths[0]).name}”; "
+                f"{others} other file{'s were' if others > 1 else ' was'} not opened.", 15000)
+        return opened
+
+    def new_document(self) -> bool:
+        """An empty editor for a new text, after asking about unsaved changes."""
+        if self.editor.is_loading or not self.confirm_discard("starting a new text"):
+            return False
+        self.reader.stop()
+        self._remember_position()
+        self.document_path = self.save_path = None
+        self.document_chapters = []
+        self._chapter_marks = []
+        self.setWindowTitle("Orator")
+        self.editor.load_text("")
+        self.show_status("New text.")
+        return True
+
+    def save(self) -> bool:
+        """Write the text where Save writes (a plain text opened or saved before), else ask for a path."""
+        if self.save_path is None:
+            return self.save_as()
+        return self._write_text(self.save_path)
+
+    def save_as(self) -> bool:
+        """Ask for a path and write the text there as UTF-8 plain text; an imported document is never the
+        target, since writing text over it would destroy the book."""
+        if self.document_path is not None:
+            start = str(self.document_path.with_suffix(".txt"))
+        else:
+            start = str(Path(self.settings.recent_files[0]).parent / "Untitled.txt") if self.settings.recent_files \
+                else "Untitled.txt"
+        name, _ = QFileDialog.getSaveFileName(self, "Save the text as", start, SAVE_FILTER)
+        if not name:
+            return False
+        path = Path(name)
+        if not path.suffix:
+            path = path.with_suffix(".txt")
+        imported = self.document_path is not None and self.document_path.suffix.lower() not in SAVE_IN_PLACE_SUFFIXES
+        if imported and path.resolve() == self.document_path.resolve():
+            self.show_error(f"“{path.name}” is the imported document; save the text under another name.")
+            return False
+        return self._write_text(path)
+
+    def _write_text(self, path: Path) -> bool:
+        if self.editor.is_loading:
+            self.show_status("Still loading; save again once the text is in.")
+            return False
+        try:
+            write_lines(path, self.editor.mirror.snapshot())
+        except OSError as e:
+            self.show_error(f"Could not save “{path.name}”: {e.strerror or e}")
+            return False
+        self.save_path = self.document_path = path
+        self.editor.document().setModified(False)
+        self.settings.add_recent_file(path)
+        self.settings.save()
+        self.window_actions.rebuild_recent_menu()
+        self.setWindowTitle(f"{path.stem} — Orator")
+        self.show_status(f"Saved {path.name}.")
+        return True
+
+    # ---- chapters ----------------------------------------------------------------------------------
+    def chapter_starts(self) -> list[int]:
+        """Where each of ``document_chapters`` starts in the editor now (edits before a chapter move it)."""
+        return [mark.position() for mark in self._chapter_marks]
+
+    def go_to_chapter(self, index: int) -> None:
+        """Put the cursor at the start of chapter ``index``; while reading, reading goes on from there."""
+        if not 0 <= index < len(self._chapter_marks):
+            return
+        position = self._chapter_marks[index].position()
+        cursor = self.editor.textCursor()
+        cursor.setPosition(position)
+        self.editor.setTextCursor(cursor)
+        self.editor.centerCursor()
+        self.show_status(f"Chapter: {self.document_chapters[index].title}")
+        if self.reader.state != IDLE:
+            self.reader.jump_to(self.editor.text_source, position)
+
+    def next_chapter(self) -> None:
+        self._step_chapter(+1)
+
+    def previous_chapter(self) -> None:
+        self._step_chapter(-1)
+
+    def _step_chapter(self, step: int) -> None:
+        """To the first chapter after the place in the text (the sentence being read, else the cursor) or,
+        backward, the last one before it, so Previous inside a chapter first goes back to its start."""
+        starts = self.chapter_starts()
+        if not starts:
+            self.show_status("This text has no chapters.")
+            return
+        span = self.editor.highlighted_span if self.reader.state != IDLE else None
+        here = span[0] if span is not None else self.editor.textCursor().position()
+        if step > 0:
+            index = next((i for i, start in enumerate(starts) if start > here), None)
+        else:
+            index = next((i for i in range(len(starts) - 1, -1, -1) if starts[i] < here), None)
+        if index is None:
+            self.show_status("No further chapter." if step > 0 else "No earlier chapter.")
+            return
+        self.go_to_chapter(index)
+
+    def _mark_chapters(self) -> None:
+        """Anchor the loaded document's chapters in the editor and list them in the Chapters menu."""
+        last = max(self.editor.document().characterCount() - 1, 0)
+        self._chapter_marks = []
+        for chapter in self.document_chapters:
+            mark = QTextCursor(self.editor.document())
+            mark.setPosition(min(chapter.start, last))
+            self._chapter_marks.append(mark)
+        self.window_actions.rebuild_chapters_menu()
+
     def _on_loading_finished(self) -> None:
+        self._mark_chapters()
         self.show_status(f"Opened {self.document_path.name}." if self.document_path else "Ready.")
         self.autosave.mark_dirty()
         resume = self.settings.resume_position(self.document_path) if self.document_path else None
@@ -350,6 +509,10 @@ class MainWindow(QMainWindow):
 
     # ---- closing -----------------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
+        if self.is_modified and not self.confirm_discard("quitting"):
+            event.ignore()
+            return
+        self.editor.document().setModified(False)  # saved or discarded: autosave keeps nothing for next time
         self.reader.stop()
         self.exporter.shutdown()
         self.autosave.close()

@@ -23,8 +23,8 @@ from tqdm.auto import tqdm
 from engine.checkpoint import resolve_model_dir
 from engine.config import ModelConfig
 from engine.errors import CheckpointError
+from engine.voices.voice import VOICE_FOR_MODEL_TYPE
 
-KIND_OF_MODEL_TYPE = {"custom_voice": "preset", "voice_design": "design", "base": "clone"}
 # The official CustomVoice checkpoints' speakers: offered only while no preset model is on this machine.
 FALLBACK_SPEAKERS = ("aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena")
 
@@ -41,13 +41,15 @@ class ModelChoice:
     approx_gb: float  # download size, weights and speech tokenizer
 
 
+# One model per voice kind, each the settings' default for that kind (DEFAULT_CHECKPOINTS), so skipping the
+# Welcome dialog and downloading from it lead to the same models.
 RECOMMENDED_MODELS = (
     ModelChoice("preset", "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice", "0.6B CustomVoice (recommended)",
                 "Reads your documents aloud with nine preset voices. Small and fast: start with this one.", 2.5),
     ModelChoice("design", "Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign", "1.7B VoiceDesign",
                 "Creates new voices from a description (“a calm, low voice…”).", 4.5),
-    ModelChoice("clone", "Qwen/Qwen3-TTS-12Hz-1.7B-Base", "1.7B Base",
-                "Clones a voice from a few seconds of recorded speech.", 4.5),
+    ModelChoice("clone", "Qwen/Qwen3-TTS-12Hz-0.6B-Base", "0.6B Base",
+                "Clones a voice from a few seconds of recorded speech.", 2.5),
 )
 
 
@@ -95,7 +97,7 @@ def validate_model_folder(folder: str | Path) -> tuple[Path, str]:
         raise CheckpointError(f"{path} is not a folder")
     path = resolve_model_dir(path)
     config = ModelConfig.from_file(path / "config.json")
-    return path, KIND_OF_MODEL_TYPE[config.tts_model_type]
+    return path, VOICE_FOR_MODEL_TYPE[config.tts_model_type]
 
 
 def reporting_tqdm(report: ProgressReport, cancelled: threading.Event) -> type[tqdm]:

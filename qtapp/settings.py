@@ -28,6 +28,8 @@ KNOWN_CHECKPOINTS = {
 }
 DEVICES = ("auto", "cuda", "cpu")
 PRECISIONS = ("bfloat16", "float16", "float32")
+CPU_PATHS = ("fast", "exact")  # on the processor: int8 projections (engine.model.int8), or exact float32
+MAX_THREADS = 256
 LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",
              "italian", "portuguese", "russian")
 MAX_RECENT_FILES = 10
@@ -44,7 +46,9 @@ class ModelSpec:
     kind: str  # "preset" | "design" | "clone"
     checkpoint: str  # hub id or local folder
     device: str  # "auto" | "cuda" | "cpu"
-    precision: str  # "bfloat16" | "float16" | "float32"
+    precision: str  # "bfloat16" | "float16" | "float32": on a GPU
+    cpu_path: str = "fast"  # on the processor: "fast" (int8 projections) or "exact" (float32)
+    threads: int = 0  # the processor's threads for speech; 0: chosen by the engine
 
     def resolved_device(self) -> str:
         if self.device != "auto":
@@ -60,9 +64,15 @@ class ModelSpec:
 
     def load_engine(self):
         """Load the engine this spec names (call it on the worker thread: it is slow)."""
-        from engine import Engine
+        import torch
+
+        from engine import Engine, options
 
         device = self.resolved_device()
+        if device == "cpu":  # the precision names a GPU's; the processor runs float32, fast or exact
+            options.configure(threads=self.threads or None)
+            return Engine.from_pretrained(self.checkpoint, device=device, dtype=torch.float32,
+                                          cpu_int8=self.cpu_path == "fast")
         return Engine.from_pretrained(self.checkpoint, device=device, dtype=self.torch_dtype())
 
 
@@ -71,6 +81,8 @@ class Settings:
     checkpoints: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CHECKPOINTS))
     device: str = "auto"
     precision: str = "bfloat16"
+    cpu_path: str = "fast"
+    threads: int = 0  # 0: automatic
     speed: float = 1.0  # playback speed asked for; passed to the worker
     font_size: int = 13
     default_voice: str = ""  # library name of the voice used for unmarked paragraphs
@@ -102,7 +114,7 @@ class Settings:
         if kind not in VOICE_KINDS:
             raise ValueError(f"unknown voice kind {kind!r}")
         checkpoint = self.checkpoints.get(kind) or DEFAULT_CHECKPOINTS[kind]
-        return ModelSpec(kind, checkpoint, self.device, self.precision)
+        return ModelSpec(kind, checkpoint, self.device, self.precision, self.cpu_path, self.threads)
 
     def add_recent_file(self, path: str | Path) -> None:
         path = str(Path(path).resolve())
@@ -146,6 +158,10 @@ class Settings:
             settings.device = "auto"
         if settings.precision not in PRECISIONS:
             settings.precision = "bfloat16"
+        if settings.cpu_path not in CPU_PATHS:
+            settings.cpu_path = "fast"
+        if type(settings.threads) is not int or not 0 <= settings.threads <= MAX_THREADS:
+            settings.threads = 0
         return settings
 
     def save(self) -> None:

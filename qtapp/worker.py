@@ -31,9 +31,9 @@ from engine import Engine, Voice
 from engine.audio.tempo import ChunkTempo
 from engine.runtime import settle_heap
 from engine.text import Segment
+from engine.voices.voice import MODEL_TYPE_FOR_VOICE
 from qtapp.engine_errors import StudioError, describe_error
 
-MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 BACKPRESSURE_POLL_S = 0.05
 
 
@@ -192,11 +192,14 @@ class SpeechWorker(QObject):
 
     # ---- internals -----------------------------------------------------------------------------
     def _prepare_graphs(self, engine: Engine) -> None:
-        """On a GPU, capture the engine's graphs now (tens of seconds the first time) rather than on the
-        first Read aloud; a failure leaves them to be captured then, and says why."""
-        if not engine.use_graphs:
+        """Capture the engine's graphs on a GPU, or compile its CPU step, now (tens of seconds the first time)
+        rather than on the first Read aloud; a failure leaves them to be prepared then, and says why."""
+        if engine.use_graphs:
+            self.model_status.emit("Preparing the GPU for fast speech (the first time takes up to a minute)…")
+        elif engine.cpu_compile:
+            self.model_status.emit("Preparing fast speech on the processor (the first time takes up to a minute)…")
+        else:
             return
-        self.model_status.emit("Preparing the GPU for fast speech (the first time takes up to a minute)…")
         try:
             engine.warmup((self.first_chunk_frames, self.chunk_frames))
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the GUI

@@ -16,6 +16,8 @@ import torch
 os.environ.setdefault("ORATOR_CPU_INT8", "0")
 if not torch.cuda.is_available():  # Triton kernels run in its interpreter on CPU (set before engine imports)
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    # nor do they compile on a CPU (each engine would spend seconds in the compiler) unless a test asks
+    os.environ.setdefault("ORATOR_COMPILE", "0")
 else:  # GPU tests that multiply before loading an engine repeat run to run as the engine does
     from engine.runtime import deterministic_cublas
 

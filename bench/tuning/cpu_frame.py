@@ -1,7 +1,8 @@
 """Where a CPU frame's time goes: the talker step, the 15 code-predictor steps and the codec decoder, timed apart
-on the engine's CPU path (int8 or float32), with PyTorch's op counts of one predictor pass.
+on the engine's CPU path (int8 or float32; its predictor step compiled where the engine compiles it), with
+PyTorch's op counts of one predictor pass.
 
-    taskset -c 0-7 python -m bench.tuning.cpu_frame --model DIR [--threads 8] [--float32]
+    taskset -c 0-7 python -m bench.tuning.cpu_frame --model DIR [--threads 8] [--float32] [--no-compile]
 
 Prints one JSON line: milliseconds of each part and the ops a predictor pass launches.
 """
@@ -15,8 +16,8 @@ import time
 import torch
 
 from bench.common import device_name
-from engine import Engine, Sampling, Voice
-from engine.frames.codes import predict_codes, sample_code0
+from engine import Engine, Sampling, Voice, options
+from engine.frames.codes import sample_code0
 from engine.frames.eager import FrameGenerator
 from engine.prompts import build_prompt
 
@@ -36,15 +37,22 @@ def main(argv=None) -> None:
     ap.add_argument("--model", required=True)
     ap.add_argument("--threads", type=int)
     ap.add_argument("--float32", action="store_true", help="the exact float32 path instead of int8")
+    ap.add_argument("--no-compile", action="store_true", help="the predictor step uncompiled")
     args = ap.parse_args(argv)
+    if args.no_compile:
+        options.configure(compile=False)
     eng = Engine.from_pretrained(args.model, device="cpu", dtype=torch.float32, cpu_int8=not args.float32)
     if args.threads:
         torch.set_num_threads(args.threads)
     talker, voice = eng.model.talker, Voice.preset("vivian", "english")
     sampling = Sampling(min_frames=64, seed=1)
     prompt = build_prompt(talker, eng.config, eng.tokenizer, voice, TEXT)
-    gen = FrameGenerator(talker, prompt, sampling, 256, 1)
-    report = {"device": device_name("cpu"), "path": "int8" if eng.cpu_int8 else "float32"}
+    t0 = time.perf_counter()
+    eng.warmup()
+    step = eng._single_streamer().predictor_step  # a profiler of the engine's internals
+    gen = FrameGenerator(talker, prompt, sampling, 256, 1, step)
+    report = {"device": device_name("cpu"), "path": "int8" if eng.cpu_int8 else "float32",
+              "compiled": step is not None, "warmup_s": time.perf_counter() - t0}
     with torch.inference_mode():
         length = prompt.length
         report["prefill_ms"] = timed(lambda: talker.model(prompt.embeds, torch.arange(length)[None], gen.cache,
@@ -59,7 +67,7 @@ def main(argv=None) -> None:
 
         def predictor():
             code0 = sample_code0(talker, hidden, frame, gen.processor, gen.talker_settings, gen.seeds)
-            return predict_codes(talker, hidden, code0, gen.predictor_cache, gen.predictor_settings, gen.seeds, frame)
+            return gen._codes(hidden, code0, frame)
 
         report["talker_step_ms"] = timed(talker_step, 10)
         report["predictor_ms"] = timed(predictor, 10)

@@ -25,8 +25,12 @@ CodedAudio = Iterator[tuple[np.ndarray, np.ndarray | None, bool]]
 class FrameGenerator:
     """Generates frames for one prompt (batch 1) on the eager path."""
 
-    def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0):
+    def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0,
+                 predictor_step: Callable | None = None):
+        """``predictor_step``: a compiled ``engine.frames.codes.predictor_step`` (its predictor then attends
+        over its whole 16-slot cache every step, masked, so every step has one shape)."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
+        self.predictor_step = predictor_step
         c = talker.config
         dev = talker.codec_head.weight.device
         self.device, self.dtype = dev, talker.codec_head.weight.dtype
@@ -56,8 +60,7 @@ class FrameGenerator:
             code0 = sample_code0(t, hidden, frame, self.processor, self.talker_settings, self.seeds)  # [1]
             if code0.item() == self.eos:
                 return
-            codes = predict_codes(t, hidden, code0, self.predictor_cache, self.predictor_settings,
-                                  self.seeds, frame)  # [1, 16]
+            codes = self._codes(hidden, code0, frame)  # [1, 16]
             yield codes[0]
             if step + 1 == self.max_frames:
                 return
@@ -65,16 +68,37 @@ class FrameGenerator:
             pos = torch.full((1, 1), L + step, device=self.device)
             hidden = t.model(x[:, None], pos, self.cache, kv_len=L + step + 1)[:, -1]
 
+    def _codes(self, hidden, code0, frame) -> torch.Tensor:
+        if self.predictor_step is None:
+            return predict_codes(self.talker, hidden, code0, self.predictor_cache, self.predictor_settings,
+                                 self.seeds, frame)
+        return predict_codes(self.talker, hidden, code0, self.predictor_cache, self.predictor_settings, self.seeds,
+                             frame, whole_cache=True, step=self.predictor_step)
+
     def trailing(self, step: int) -> torch.Tensor:
         tr = self.prompt.trailing
         return tr[:, step] if step < tr.shape[1] else self.prompt.pad_embed[:, 0]
 
 
 class EagerStreamer:
-    def __init__(self, talker: Talker, decoder):
-        self.talker, self.decoder = talker, decoder
+    def __init__(self, talker: Talker, decoder, predictor_step: Callable | None = None):
+        """``predictor_step``: a compiled predictor step for every frame (``FrameGenerator``), or None."""
+        self.talker, self.decoder, self.predictor_step = talker, decoder, predictor_step
         self.device = talker.codec_head.weight.device
         self.decoder_state = decoder.new_state(1, self.device)
+
+    @torch.inference_mode()
+    def warm_up(self) -> None:
+        """Run what is compiled once now (two frames of a silent prompt), so the first call does not wait for
+        the compiler."""
+        if self.predictor_step is None:
+            return
+        w = self.talker.codec_head.weight
+        zeros = torch.zeros(1, 4, w.shape[1], dtype=w.dtype, device=self.device)
+        prompt = Prompt(zeros, zeros[:, :0], zeros[:, :1])
+        for _ in FrameGenerator(self.talker, prompt, Sampling(greedy=True, min_frames=2), 2, 0,
+                                self.predictor_step).frames():
+            pass
 
     @torch.inference_mode()
     def begin(self, context_codes: np.ndarray | None, chunk_sizes=()) -> None:
@@ -90,7 +114,7 @@ class EagerStreamer:
         gives the size of each next chunk. With ``decode=False`` the audio is None (codes only). ``ends``
         is True on a chunk that reaches ``max_frames``; an utterance that stops on EOS is only known
         to have ended after its last chunk."""
-        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed)
+        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step)
         buf: list[torch.Tensor] = []
         size = chunk_size()
         done = 0

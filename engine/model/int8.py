@@ -60,6 +60,14 @@ def quantize_layers(module: nn.Module) -> int:
     return replaced
 
 
+def narrow_text_embedding(talker: nn.Module) -> None:
+    """Keep the talker's text embedding table (a third of the 0.6B model's weights, read a few rows a prompt) in
+    bfloat16, the precision official checkpoints store it in, so its values are unchanged; rows are widened
+    to float32 as they are read (``Talker.embed_text``)."""
+    table = talker.model.text_embedding
+    table.weight = nn.Parameter(table.weight.detach().to(torch.bfloat16), requires_grad=False)
+
+
 def _drop(*linears: nn.Linear) -> None:
     """Free float weights that an ``Int8Weight`` replaced (the layer reads only the int8 copy from now on)."""
     for lin in linears:

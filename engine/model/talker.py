@@ -63,8 +63,10 @@ class Talker(nn.Module):
         return self._constants[key]
 
     def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
-        """T(x): text ids [..., N] -> [..., N, H]."""
-        return self.text_projection(self.model.text_embedding(ids))
+        """T(x): text ids [..., N] -> [..., N, H] (the table may be kept in a narrower dtype than the model's:
+        rows are widened as they are read)."""
+        rows = self.model.text_embedding(ids)
+        return self.text_projection(rows.to(self.text_projection.linear_fc1.weight.dtype))
 
     def embed_codec(self, ids: torch.Tensor) -> torch.Tensor:
         """C(x): codec ids [..., N] -> [..., N, H]."""

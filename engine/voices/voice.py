@@ -15,6 +15,9 @@ import numpy as np
 from engine.errors import VoiceError
 
 VoiceKind = Literal["preset", "design", "clone"]
+# the model type (config.json's tts_model_type) that speaks each kind of voice
+MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
+VOICE_FOR_MODEL_TYPE = {model_type: kind for kind, model_type in MODEL_TYPE_FOR_VOICE.items()}
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from qtapp.gpu_check import gpu_advice
-from qtapp.settings import DEVICES, KNOWN_CHECKPOINTS, PRECISIONS, VOICE_KINDS, Settings
+from qtapp.settings import DEVICES, KNOWN_CHECKPOINTS, MAX_THREADS, PRECISIONS, VOICE_KINDS, Settings
 
 KIND_TITLES = {
     "preset": "Preset speakers (CustomVoice)",
@@ -63,13 +63,24 @@ class SettingsDialog(QDialog):
         self.precision = QComboBox()
         self.precision.addItems(PRECISIONS)
         self.precision.setCurrentText(settings.precision)
+        self.cpu_path = QComboBox()
+        self.cpu_path.addItem("Fast (int8 weights)", "fast")
+        self.cpu_path.addItem("Exact (float32)", "exact")
+        self.cpu_path.setCurrentIndex(max(0, self.cpu_path.findData(settings.cpu_path)))
+        self.cpu_path.setToolTip("On the processor: int8 weights read a quarter of the bytes; float32 is exact")
+        self.threads = QSpinBox(minimum=0, maximum=MAX_THREADS, value=settings.threads)
+        self.threads.setSpecialValueText("Automatic")  # 0: the cores Orator may use, less one for audio and the window
+        self.threads.setToolTip("Processor threads for speech; Automatic leaves one core for the audio and the window")
         self.chunk_frames = QSpinBox(minimum=1, maximum=32, value=settings.chunk_frames, suffix=" frames")
         self.chunk_frames.setToolTip("Audio is decoded this many 80 ms frames at a time while streaming")
         runtime_form.addRow("Device:", self.device)
-        runtime_form.addRow("Precision:", self.precision)
+        runtime_form.addRow("Precision (GPU):", self.precision)
+        runtime_form.addRow("Processor path:", self.cpu_path)
+        runtime_form.addRow("Processor threads:", self.threads)
         runtime_form.addRow("Streaming chunk:", self.chunk_frames)
-        runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. bfloat16 is the "
-                                   "checkpoints' own precision; float32 is safest on CPU.</small>", wordWrap=True))
+        runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. The precision applies on a "
+                                   "GPU (bfloat16 is the checkpoints' own); on the processor speech runs in "
+                                   "float32, with int8 weights on the fast path.</small>", wordWrap=True))
         self.gpu_label = QLabel(gpu_advice().text(), wordWrap=True)
         self.gpu_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         runtime_form.addRow("PyTorch:", self.gpu_label)
@@ -86,11 +97,14 @@ class SettingsDialog(QDialog):
             combo.setCurrentText(folder)
 
     def apply(self) -> bool:
-        """Write the form into the settings; True if a model, device or precision changed."""
-        before = (dict(self.settings.checkpoints), self.settings.device, self.settings.precision)
+        """Write the form into the settings; True if what loads a model changed (checkpoints, device, precision,
+        processor path or threads)."""
+        s = self.settings
+        before = (dict(s.checkpoints), s.device, s.precision, s.cpu_path, s.threads)
         for kind, combo in self.checkpoint_fields.items():
             self.settings.checkpoints[kind] = combo.currentText().strip() or self.settings.checkpoints[kind]
         self.settings.device = self.device.currentText()
         self.settings.precision = self.precision.currentText()
         self.settings.chunk_frames = self.chunk_frames.value()
-        return before != (self.settings.checkpoints, self.settings.device, self.settings.precision)
+        s.cpu_path, s.threads = self.cpu_path.currentData(), self.threads.value()
+        return before != (s.checkpoints, s.device, s.precision, s.cpu_path, s.threads)

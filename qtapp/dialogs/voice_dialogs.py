@@ -113,7 +113,8 @@ class PresetVoiceDialog(_VoiceDialog):
 class DesignVoiceDialog(_VoiceDialog):
     def __init__(self, parent: QWidget | None = None):
         super().__init__("New designed voice", parent)
-        self.description = QPlainTextEdit(placeholderText="Describe the voice: age, gender, timbre, pace, mood…")
+        self.description = QPlainTextEdit(placeholderText="Describe the voice: age, gender, timbre, pace, mood…",
+                                          tabChangesFocus=True)  # Tab moves on, so the dialog's buttons are reachable
         self.description.setFixedHeight(90)
         self.language = language_combo()
         self.form.addRow("Description:", self.description)
@@ -162,7 +163,8 @@ class CloneVoiceDialog(_VoiceDialog):
             trim.addWidget(widget)
         trim.addWidget(self.duration_label, 1)
         self.transcript = QPlainTextEdit(placeholderText="Optional: exactly what is said in the kept part. "
-                                                        "With a transcript the clone is closer to the recording.")
+                                                        "With a transcript the clone is closer to the recording.",
+                                        tabChangesFocus=True)
         self.transcript.setFixedHeight(80)
         self.language = language_combo()
         self.form.addRow("Recording:", row)

@@ -2,7 +2,8 @@
 fake ``sounddevice``.
 
 Every test runs with ``ORATOR_DATA_DIR`` pointing into its own ``tmp_path`` (autouse), so no test
-reads or writes the real home directory. ``FakeEngine`` implements the engine methods the worker
+reads or writes the real home directory; ``QMessageBox.question`` is answered by ``message_box`` (autouse),
+so no modal question blocks a test. ``FakeEngine`` implements the engine methods the worker
 and exporter call and speaks a short tone per sentence; ``FakeSoundDevice`` records the output
 stream the player opens and lets a test play audio by calling ``pump(seconds)``.
 """
@@ -42,6 +43,8 @@ class FakeEngine:
     model_size = "0b6"
     device = "cpu"
     use_graphs = False
+    cpu_compile = False
+    cpu_int8 = False
     dtype = "float32"
     sample_rate = SAMPLE_RATE
     frames_per_sentence = FRAMES_PER_SENTENCE
@@ -100,6 +103,31 @@ class FakeSoundDevice:
         out = np.zeros((block, 1), dtype=np.float32)
         for _ in range(int(seconds * SAMPLE_RATE) // block):
             stream.callback(out, block, None, None)
+
+
+class MessageBoxAnswers:
+    """Stands in for ``QMessageBox.question``: answers ``answer`` and records each question's text."""
+
+    def __init__(self):
+        from PySide6.QtWidgets import QMessageBox
+
+        self.answer = QMessageBox.StandardButton.Discard
+        self.asked: list[str] = []
+
+    def __call__(self, parent, title, text, *args, **kwargs):
+        self.asked.append(text)
+        return self.answer
+
+
+@pytest.fixture(autouse=True)
+def message_box(monkeypatch):
+    """No test blocks on a modal question (closing a window with typed text asks one): each is answered
+    Discard unless the test sets ``message_box.answer``."""
+    from PySide6.QtWidgets import QMessageBox
+
+    answers = MessageBoxAnswers()
+    monkeypatch.setattr(QMessageBox, "question", answers)
+    return answers
 
 
 @pytest.fixture

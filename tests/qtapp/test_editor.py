@@ -152,3 +152,28 @@ def test_the_document_source_reads_what_to_plain_text_gives(editor, monkeypatch)
     next(reading)
     editor.insertPlainText("x")
     assert list(reading) == []  # the offsets it would give are stale now
+
+
+def test_find_bar_colours_follow_a_dark_palette(qtbot):
+    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    window = QWidget()
+    dark = QPalette()
+    dark.setColor(QPalette.ColorRole.Base, QColor("#202020"))
+    dark.setColor(QPalette.ColorRole.Text, QColor("#eeeeee"))
+    window.setPalette(dark)
+    editor, layout = Editor(), QVBoxLayout(window)
+    bar = FindBar(editor)
+    layout.addWidget(editor)
+    layout.addWidget(bar)
+    qtbot.addWidget(window)
+    editor.setPlainText("cat dog")
+    bar.field.setText("bird")
+    assert not bar.find()
+    missing = bar.field.palette().color(QPalette.ColorRole.Base)
+    assert missing.lightness() < 100 and missing.red() > missing.green()  # dark and reddish: light text reads
+    assert bar.field.palette().color(QPalette.ColorRole.Text) == QColor("#eeeeee")
+    bar.field.setText("dog")
+    assert bar.find()
+    assert bar.field.palette().color(QPalette.ColorRole.Base) == QColor("#202020")  # the window's, not white

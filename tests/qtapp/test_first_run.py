@@ -167,3 +167,13 @@ def test_incomplete_folder_is_refused_with_the_reason(qtbot, hub_cache, settings
     assert not dialog.use_local_folder(str(tmp_path / "absent"))
     assert "not a folder" in dialog.status.text()
     assert Settings.load().checkpoints == DEFAULT_CHECKPOINTS
+
+
+def test_the_offered_models_are_the_default_models():
+    from qtapp.settings import DEFAULT_CHECKPOINTS
+
+    assert {c.kind: c.repo_id for c in RECOMMENDED_MODELS} == DEFAULT_CHECKPOINTS
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    first_run = readme.split("## First run", 1)[1].split("\n## ", 1)[0]
+    assert [line.split("`")[1] for line in first_run.splitlines() if line.startswith("| `")] == \
+        [c.repo_id for c in RECOMMENDED_MODELS]

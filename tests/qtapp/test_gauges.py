@@ -37,6 +37,7 @@ def test_first_audio_in_milliseconds_or_seconds(panel):
 
 
 def test_buffer_fill_and_underruns(panel):
+    panel.set_reading(True)
     panel.set_buffer(5.0)
     assert panel.buffer_card.value_text == "5.0 s"
     assert panel.buffer_card.fraction == pytest.approx(0.25)
@@ -61,3 +62,34 @@ def test_the_dial_paints_in_its_state_colour(panel):
 
     assert count(red, BAD) > 20 and count(red, GOOD) == 0
     assert count(green, GOOD) > count(red, BAD)  # a fuller arc
+
+
+def test_underruns_count_from_play_though_the_player_counts_for_its_lifetime(panel):
+    panel.set_underruns(4)  # the player's total after an earlier reading
+    panel.reset()  # Play
+    assert panel.underrun_card.value_text == "0" and panel.underrun_card.colour == GOOD
+    panel.set_underruns(6)
+    assert (panel.underrun_card.value_text, panel.underrun_card.colour) == ("2", BAD)
+
+
+def test_an_empty_buffer_is_neutral_while_idle_and_red_while_reading(panel):
+    panel.set_buffer(0.0)
+    assert panel.buffer_card.colour == IDLE
+    panel.set_reading(True)
+    panel.set_buffer(0.0)
+    assert panel.buffer_card.colour == BAD
+    panel.set_reading(False)  # stopped: the last level stays, no longer an alarm
+    assert panel.buffer_card.colour == IDLE and panel.buffer_card.value_text == "0.0 s"
+
+
+def test_gauges_have_accessible_names_and_values(panel):
+    assert panel.accessibleName() == "Performance gauges"
+    assert [c.accessibleName() for c in (panel.rtf_card, panel.first_audio_card, panel.buffer_card,
+                                         panel.underrun_card)] == ["Generation", "First audio", "Buffer", "Underruns"]
+    panel.set_first_audio(0.143)
+    assert panel.first_audio_card.accessibleDescription() == "143 ms"
+
+
+def test_the_generation_dial_says_it_is_not_the_reading_speed(panel):
+    panel.set_rtf(2.0)
+    assert "×RT" in panel.rtf_card.toolTip() and "Not the reading speed" in panel.rtf_card.toolTip()

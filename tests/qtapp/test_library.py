@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import soundfile
 from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from engine import Voice
@@ -221,3 +222,14 @@ def test_an_unreadable_file_is_a_row_that_can_be_deleted(qtbot, library, monkeyp
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
     widget.delete()
     assert visible_names(widget) == ["Aiden"] and not (library.folder / "Broken.voice").exists()
+
+
+def test_tab_leaves_the_design_description(qtbot):
+    dialog = DesignVoiceDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.activateWindow()
+    dialog.description.setFocus()
+    qtbot.waitUntil(dialog.description.hasFocus, timeout=2000)
+    QTest.keyClick(dialog.description, Qt.Key.Key_Tab)
+    assert dialog.description.toPlainText() == "" and not dialog.description.hasFocus()

@@ -354,3 +354,61 @@ def test_screenshot_tool_renders_the_window(tmp_path, qapp):
     image = QImage(str(shots[0]))
     assert (image.width(), image.height()) == (1280, 800)
     assert all(QImage(str(p)).width() > 300 for p in shots[1:])
+
+
+def test_gauges_count_underruns_since_play_and_rest_while_idle(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    gauges = window.gauges
+    window.player.underrun.emit(5)  # the player's lifetime total from earlier readings
+    assert not gauges.reading
+    window.editor.setPlainText(TEXT)
+    window.play()
+    assert gauges.reading and gauges.underrun_card.value_text == "0"
+    window.player.underrun.emit(6)
+    window.reader.pause()
+    assert not gauges.reading
+    window.reader.resume()  # a resume goes on counting from Play
+    assert gauges.underrun_card.value_text == "1"
+    window.reader.stop()
+    assert not gauges.reading
+
+
+def test_tab_leads_from_the_editor_to_the_voice_list(qtbot, fake_sd, make_window):
+    window = make_window()
+    window.activateWindow()
+    window.editor.setFocus()
+    qtbot.waitUntil(lambda: window.editor.hasFocus(), timeout=2000)
+    QTest.keyClick(window.editor, Qt.Key.Key_Tab)
+    assert window.editor.toPlainText() == "" and not window.editor.hasFocus()  # no tab typed, focus moved on
+    for _ in range(10):
+        if window.library_panel.view.hasFocus():
+            break
+        QTest.keyClick(window.focusWidget(), Qt.Key.Key_Tab)
+    assert window.library_panel.view.hasFocus()
+
+
+def test_help_lists_the_shortcuts_and_the_voice_mark_syntax(qtbot, fake_sd, make_window, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "information", lambda parent, title, text, *a: shown.append(text))
+    window = make_window()
+    help_action = next(a for a in window.actions() if "voice marks" in a.text())
+    help_action.trigger()
+    assert len(shown) == 1
+    text = shown[0]
+    assert "[voice: NAME]" in text and "[voice: Mara]" in text
+    for keys in (SHORTCUTS["play"], "Ctrl+Shift+Down", "Ctrl+S", "Ctrl+N", "Ctrl+Shift+S"):
+        assert f"<b>{keys}</b>" in text
+    assert "<td>Play</td>" in text and "<td>Next chapter</td>" in text and "&Open" not in text
+
+
+def test_reading_speed_and_generation_speed_are_named_apart(qtbot, fake_sd, make_window):
+    from PySide6.QtWidgets import QLabel
+
+    window = make_window()
+    speed = window.window_actions.speed
+    label = next(w for w in window.findChildren(QLabel) if w.buddy() is speed)
+    assert label.text().strip() == "Reading speed" and speed.accessibleName() == "Reading speed"
+    assert window.gauges.rtf_card.caption == "generation"

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from qtapp.settings import DEFAULT_CHECKPOINTS, MAX_RECENT_FILES, ModelSpec, Settings, data_dir
 
 
@@ -99,3 +101,38 @@ def test_main_dispatch_defaults_to_the_gui(monkeypatch):
     assert main.main(["book.epub"]) == 0
     assert main.main(["gui", "notes.txt"]) == 0
     assert calls == [None, "book.epub", "notes.txt"]
+
+
+@pytest.mark.parametrize(("stored", "expected"), [
+    ({"cpu_path": "exact", "threads": 3}, ("exact", 3)),
+    ({"cpu_path": "turbo", "threads": -2}, ("fast", 0)),
+    ({"cpu_path": 7, "threads": 10**6}, ("fast", 0)),
+    ({"threads": True}, ("fast", 0)),
+    ({"threads": 2.5}, ("fast", 0)),
+])
+def test_processor_settings_are_checked_on_load(isolated_data_dir, stored, expected):
+    isolated_data_dir.mkdir(parents=True)
+    (isolated_data_dir / "settings.json").write_text(json.dumps(stored))
+    loaded = Settings.load()
+    assert (loaded.cpu_path, loaded.threads) == expected
+
+
+@pytest.mark.parametrize(("cpu_path", "threads", "int8", "option"), [("fast", 0, True, None), ("exact", 2, False, 2)])
+def test_a_processor_model_loads_float32_on_the_chosen_path(monkeypatch, cpu_path, threads, int8, option):
+    """On the processor the GPU precision does not apply: float32, int8 projections on the fast path, and the
+    thread count handed to the engine's options."""
+    import torch
+
+    from engine import Engine, options
+
+    calls = []
+    monkeypatch.setattr(Engine, "from_pretrained", classmethod(lambda cls, *a, **kw: calls.append((a, kw))))
+    before = options.current()
+    try:
+        spec = Settings(device="cpu", precision="bfloat16", cpu_path=cpu_path, threads=threads).model_spec("preset")
+        spec.load_engine()
+        assert options.current().threads == option
+    finally:
+        options.configure(before)
+    (checkpoint,), kwargs = calls[0]
+    assert kwargs == {"device": "cpu", "dtype": torch.float32, "cpu_int8": int8}

@@ -78,6 +78,12 @@ def test_the_fast_cpu_path_quantizes_every_decoder_projection_and_drops_the_floa
             assert isinstance(weight, Int8Weight)
         assert all(lin.weight is None for lin in (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj,
                                                    mlp.gate_proj, mlp.up_proj, mlp.down_proj))
+    talker = eng.model.talker
+    assert talker.model.text_embedding.weight.dtype == torch.bfloat16  # the checkpoint's own precision
+    exact = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=False)
+    ids = torch.tensor([[1, 5, 99]])
+    assert torch.equal(talker.model.text_embedding(ids).float(), exact.model.talker.model.text_embedding(ids))
+    assert talker.embed_text(ids).dtype == torch.float32
     voice = Voice.preset("vivian", "english")
     audio = eng.synthesize("Hello there.", voice, Sampling(greedy=True, min_frames=5), max_frames=5)
     assert audio.codes.shape == (5, 16) and np.isfinite(audio.samples).all() and np.abs(audio.samples).max() > 0

@@ -1,0 +1,106 @@
+"""Jumping by chapter in a real EPUB (tests/data/documents): the Chapters menu lists the book's outline,
+choosing an entry or pressing Ctrl+Shift+Down / Up moves the cursor to a chapter's start, and while reading,
+reading goes on from there."""
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from qtapp.actions import CHAPTER_INDENT
+from qtapp.main_window import MainWindow
+from qtapp.reading import PLAYING
+from qtapp.settings import Settings
+from tests.qtapp.documents.helpers import DATA
+
+EPUB = DATA / "developers-reference.epub"
+CTRL_SHIFT = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+
+
+@pytest.fixture
+def window(qtbot, fake_sd, fake_engine_class):
+    w = MainWindow(Settings.load(), engine_factory=fake_engine_class, sd_module=fake_sd)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.model_label.text().startswith("Model:"), timeout=5000)
+    return w
+
+
+def open_book(qtbot, window):
+    with qtbot.waitSignal(window.editor.loading_finished, timeout=10_000):
+        assert window.open_path(EPUB)
+    assert len(window.document_chapters) > 10
+
+
+def chapter_entries(window):
+    return [a for a in window.window_actions.chapters_menu.actions() if a.data() is not None]
+
+
+def cursor_at(window):
+    return window.editor.textCursor().position()
+
+
+def test_menu_lists_the_chapters_and_choosing_one_moves_the_cursor(qtbot, window):
+    assert [a.text() for a in chapter_entries(window)] == []  # an empty editor has no chapters
+    open_book(qtbot, window)
+    entries = chapter_entries(window)
+    chapters = window.document_chapters
+    assert [a.text().strip() for a in entries] == [c.title.replace("&", "&&") for c in chapters]
+    sub = next(i for i, c in enumerate(chapters) if c.level == 2)
+    assert entries[sub].text().startswith(CHAPTER_INDENT)  # the outline shows nesting
+    target = chapters[sub]
+    entries[sub].trigger()
+    assert cursor_at(window) == target.start
+    text = window.editor.toPlainText()
+    assert target.title in text[target.start:].split("\n", 1)[0]  # the heading is there (numbered in the text)
+
+
+def test_keyboard_steps_through_chapters(qtbot, window):
+    open_book(qtbot, window)
+    starts = [c.start for c in window.document_chapters]
+    window.editor.setFocus()
+    assert cursor_at(window) == 0 == starts[0]
+    QTest.keyClick(window.editor, Qt.Key.Key_Down, CTRL_SHIFT)
+    assert cursor_at(window) == starts[1]
+    QTest.keyClick(window.editor, Qt.Key.Key_Down, CTRL_SHIFT)
+    assert cursor_at(window) == starts[2]
+    cursor = window.editor.textCursor()
+    cursor.setPosition(starts[2] + 5)  # inside a chapter, Previous goes back to its start first
+    window.editor.setTextCursor(cursor)
+    QTest.keyClick(window.editor, Qt.Key.Key_Up, CTRL_SHIFT)
+    assert cursor_at(window) == starts[2]
+    QTest.keyClick(window.editor, Qt.Key.Key_Up, CTRL_SHIFT)
+    assert cursor_at(window) == starts[1]
+
+
+def test_chapter_starts_follow_edits_before_them(qtbot, window):
+    open_book(qtbot, window)
+    before = window.chapter_starts()
+    cursor = window.editor.textCursor()
+    cursor.setPosition(0)
+    cursor.insertText("Note. ")
+    assert window.chapter_starts()[1:] == [s + len("Note. ") for s in before[1:]]
+    window.go_to_chapter(3)
+    heading = window.editor.toPlainText()[cursor_at(window):].split("\n", 1)[0]
+    assert window.document_chapters[3].title in heading
+
+
+def test_choosing_a_chapter_while_reading_reads_from_there(qtbot, fake_sd, window):
+    open_book(qtbot, window)
+    window.play()
+    assert window.reader.state == PLAYING
+    qtbot.waitUntil(lambda: window.editor.highlighted_span is not None, timeout=5000)
+    target = window.document_chapters[5]
+    window.go_to_chapter(5)
+    assert window.reader.state == PLAYING
+
+    def heard_target():
+        fake_sd.pump(0.05)
+        span = window.editor.highlighted_span
+        return span is not None and span[0] >= target.start
+    qtbot.waitUntil(heard_target, timeout=5000)
+    span = window.editor.highlighted_span
+    assert target.start <= span[0] < target.end
+    window.next_chapter()  # from the sentence being read, not from a stale cursor
+    qtbot.waitUntil(heard_target, timeout=5000)
+    assert window.editor.highlighted_span[0] >= window.document_chapters[6].start
+    window.reader.stop()
