@@ -157,8 +157,10 @@ def _speak(engine, text, voice, sampling, max_frames, out: Path) -> int:
     write_audio(out, samples, engine.sample_rate)
     duration = len(samples) / engine.sample_rate
     first_audio = f", first audio after {chunks[0].elapsed:.2f} s" if chunks else ""
-    rtf = f"RTF {seconds / duration:.2f}" if duration else "RTF n/a"
-    print(f"wrote {out}: {duration:.2f} s of audio in {seconds:.2f} s ({rtf}{first_audio})")
+    # seconds of audio a second, as the studio's gauge and docs/benchmarks.md count speed (higher is faster); ASCII,
+    # since a console's code page may lack the studio's "×"
+    speed = f"{duration / seconds:.2f}x real time" if seconds > 0 else "speed n/a"
+    print(f"wrote {out}: {duration:.2f} s of audio in {seconds:.2f} s ({speed}{first_audio})")
     return 0
 
 
