@@ -20,7 +20,10 @@ left, and the sentences already spoken are kept for the next run of the same com
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -228,10 +231,7 @@ def run_export_command(args: argparse.Namespace) -> int:
         return _fail(e, EXIT_ERROR)
     except _OutputError as e:
         return _fail(e, EXIT_OUTPUT)
-    except ExportCancelled:
-        print("orator export: cancelled; no partial file was left", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
+    except (ExportCancelled, KeyboardInterrupt):  # a first Ctrl-C cancels the export, a second interrupts it
         kept = "" if args.no_cache else "; finished sentences are kept: run the same command again to resume"
         print(f"orator export: interrupted; no partial file was left{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -295,7 +295,8 @@ def _export(args: argparse.Namespace) -> int:
         exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label))
         plans = exporter.plan(book, output, options, voices)
         try:
-            files = exporter.run(plans, book, options)
+            with _ctrl_c_cancels(exporter.cancel):
+                files = exporter.run(plans, book, options)
         except OSError as e:
             raise _OutputError(f"cannot write {output}: {e.strerror or e}") from None
         finally:
@@ -304,6 +305,26 @@ def _export(args: argparse.Namespace) -> int:
     for file in written:
         print(f"wrote {file}")
     return 0
+
+
+@contextlib.contextmanager
+def _ctrl_c_cancels(cancel: threading.Event):
+    """While open, a first Ctrl-C sets ``cancel`` (the exporter stops within a chunk and removes its partial
+    files) rather than raising wherever the main thread happens to be: a KeyboardInterrupt raised inside a
+    library's callback can be swallowed there, and the export would run on. A second Ctrl-C interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum, frame):
+        cancel.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _load_book(path: Path):
