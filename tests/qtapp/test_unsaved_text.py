@@ -14,11 +14,19 @@ Save, Discard, Cancel = (QMessageBox.StandardButton.Save, QMessageBox.StandardBu
 
 
 @pytest.fixture
-def window(qtbot, fake_sd, fake_engine_class):
+def window(qtbot, fake_sd, fake_engine_class, message_box):
     w = MainWindow(Settings.load(), engine_factory=fake_engine_class, sd_module=fake_sd)
     qtbot.addWidget(w)
     w.show()
-    return w
+    yield w
+    close_for_good(w, message_box)
+
+
+def close_for_good(w: MainWindow, message_box) -> None:
+    """Close ``w`` whatever the test last answered: a window left open keeps its speech thread running, and
+    Qt aborts the process when that thread's object is destroyed at exit."""
+    message_box.answer = Discard
+    assert w.close()
 
 
 @pytest.fixture
@@ -199,3 +207,4 @@ def test_restored_text_counts_as_unsaved(qtbot, fake_sd, fake_engine_class, wind
     message_box.answer = Cancel
     assert not second.open_path(book)
     assert second.editor.toPlainText() == "From last time."
+    close_for_good(second, message_box)
