@@ -131,6 +131,35 @@ def message_box(monkeypatch):
 
 
 @pytest.fixture
+def open_window(qtbot, fake_sd, fake_engine_class, message_box):
+    """``open_window(show=True, loaded=False)``: a main window over the fake engine and sound device, shown, and
+    with ``loaded`` once its model label says a model is in. Each is closed at teardown whatever the test last
+    answered: a window left open keeps its speech thread running, and Qt aborts the process when that thread's
+    object is destroyed at exit."""
+    from PySide6.QtWidgets import QMessageBox
+
+    from qtapp.main_window import MainWindow
+    from qtapp.settings import Settings
+
+    made = []
+
+    def make(show: bool = True, loaded: bool = False):
+        window = MainWindow(Settings.load(), engine_factory=fake_engine_class, sd_module=fake_sd)
+        qtbot.addWidget(window)
+        made.append(window)
+        if show:
+            window.show()
+        if loaded:
+            qtbot.waitUntil(lambda: window.model_label.text().startswith("Model:"), timeout=5000)
+        return window
+
+    yield make
+    message_box.answer = QMessageBox.StandardButton.Discard
+    for window in made:
+        assert window.close()
+
+
+@pytest.fixture
 def fake_engine():
     return FakeEngine()
 

@@ -7,9 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from qtapp.actions import CHAPTER_INDENT
-from qtapp.main_window import MainWindow
 from qtapp.reading import PLAYING
-from qtapp.settings import Settings
 from tests.qtapp.documents.helpers import DATA
 
 EPUB = DATA / "developers-reference.epub"
@@ -17,12 +15,8 @@ CTRL_SHIFT = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModi
 
 
 @pytest.fixture
-def window(qtbot, fake_sd, fake_engine_class):
-    w = MainWindow(Settings.load(), engine_factory=fake_engine_class, sd_module=fake_sd)
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitUntil(lambda: w.model_label.text().startswith("Model:"), timeout=5000)
-    return w
+def window(open_window):
+    return open_window(loaded=True)
 
 
 def open_book(qtbot, window):

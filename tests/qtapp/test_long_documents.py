@@ -20,9 +20,7 @@ from PySide6.QtTest import QTest
 
 from qtapp.editor import COUNT_DELAY_MS
 from qtapp.line_mirror import count_words
-from qtapp.main_window import MainWindow
 from qtapp.reading import IDLE
-from qtapp.settings import Settings
 
 BOOK_CHARS = 20_000_000
 FRAME_S = 0.016
@@ -139,12 +137,8 @@ def typing_stall_s(window) -> float:
 
 
 @pytest.fixture
-def window(qtbot, fake_sd, fake_engine_class):
-    window = MainWindow(Settings.load(), engine_factory=fake_engine_class, sd_module=fake_sd)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitUntil(lambda: window.model_label.text().startswith("Model:"), timeout=5000)
-    return window
+def window(open_window):
+    return open_window(loaded=True)
 
 
 def test_a_twenty_megabyte_book_reads_and_types_like_a_page(qtbot, window, tmp_path):

@@ -6,27 +6,13 @@ import pytest
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from qtapp.main_window import MainWindow
-from qtapp.settings import Settings
-
 Save, Discard, Cancel = (QMessageBox.StandardButton.Save, QMessageBox.StandardButton.Discard,
                          QMessageBox.StandardButton.Cancel)
 
 
 @pytest.fixture
-def window(qtbot, fake_sd, fake_engine_class, message_box):
-    w = MainWindow(Settings.load(), engine_factory=fake_engine_class, sd_module=fake_sd)
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    close_for_good(w, message_box)
-
-
-def close_for_good(w: MainWindow, message_box) -> None:
-    """Close ``w`` whatever the test last answered: a window left open keeps its speech thread running, and
-    Qt aborts the process when that thread's object is destroyed at exit."""
-    message_box.answer = Discard
-    assert w.close()
+def window(open_window):
+    return open_window()
 
 
 @pytest.fixture
@@ -198,13 +184,11 @@ def test_autosave_never_replaces_typed_text_with_a_document(qtbot, window, book,
     assert settings.autosave_path.read_text(encoding="utf-8") == ""
 
 
-def test_restored_text_counts_as_unsaved(qtbot, fake_sd, fake_engine_class, window, book, message_box):
+def test_restored_text_counts_as_unsaved(qtbot, open_window, window, book, message_box):
     type_text(window, "From last time.")
     window.autosave.save_now(wait=True)
-    second = MainWindow(Settings.load(), engine_factory=fake_engine_class, sd_module=fake_sd)
-    qtbot.addWidget(second)
+    second = open_window(show=False)
     assert second.editor.toPlainText() == "From last time." and second.is_modified
     message_box.answer = Cancel
     assert not second.open_path(book)
     assert second.editor.toPlainText() == "From last time."
-    close_for_good(second, message_box)
