@@ -7,13 +7,18 @@ missing, unexpected or misshapen tensor, or an unreadable file, raises ``Checkpo
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
 from engine.errors import CheckpointError
+
+_MAX_HEADER = 100_000_000  # safetensors refuses larger headers too
 
 REQUIRED_FILES = (
     "config.json",
@@ -97,6 +102,32 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
             state[name] = t.to(device)
     module.load_state_dict(state, assign=True, strict=True)
     return module
+
+
+def mapped_bf16_tensor(path: Path, name: str) -> torch.Tensor | None:
+    """Tensor ``name`` of a safetensors file as a read-only view of the file itself (a private memory map), if it
+    is stored as bfloat16; else None. Only the pages that are read become resident, so a large lookup table of
+    which a prompt reads a few rows (the talker's 151,936-row text embedding) costs almost no memory. The layout
+    is safetensors' documented one: an 8-byte little-endian header length, a JSON header giving each tensor's
+    dtype, shape and byte range, then the data."""
+    try:
+        with open(path, "rb") as f:
+            (size,) = struct.unpack("<Q", f.read(8))
+            if size > _MAX_HEADER:
+                return None
+            header = json.loads(f.read(size))
+            file_size = os.fstat(f.fileno()).st_size
+        entry = header[name]
+        begin, end = (int(v) for v in entry["data_offsets"])
+        shape = tuple(int(n) for n in entry["shape"])
+        if (entry.get("dtype") != "BF16" or min(shape, default=1) < 0 or not 0 <= begin <= end
+                or end - begin != 2 * int(np.prod(shape)) or 8 + size + end > file_size):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error):
+        return None  # load_weights reports what is wrong with the file
+    # copy-on-write ("c"): writable for torch without touching the file; an aligned 2-byte view of the data
+    rows = np.memmap(path, dtype=np.int16, mode="c", offset=8 + size + begin, shape=shape)
+    return torch.from_numpy(rows).view(torch.bfloat16)
 
 
 def materialize_buffers(module: nn.Module, device) -> None:

@@ -22,7 +22,7 @@ import torch
 
 from engine import options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
-from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
+from engine.checkpoint import load_weights, mapped_bf16_tensor, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
 from engine.errors import VoiceError
 from engine.frames.compile import cpu_compile_enabled
@@ -33,7 +33,7 @@ from engine.model.int8 import narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
-from engine.runtime import check_device, check_torch, default_dtype, use_cpu_threads
+from engine.runtime import check_device, check_torch, default_dtype, fast_cpu_decoder_dtype, use_cpu_threads
 from engine.sampling import Sampling
 from engine.text import Segment, segments_of
 from engine.tokenizer import TextTokenizer
@@ -74,8 +74,9 @@ class Engine:
         ``graphs`` (default: on for CUDA while the ``graphs`` option is on, ``engine.options``) selects the
         CUDA-graph fast path.
         ``decoder_dtype`` is the codec decoder's precision, apart from the model's ``dtype``: float32 by default
-        (float64 with a float64 model), or bfloat16 / float16, faster on a GPU when many streams are decoded at
-        once (the official package decodes in bf16 when its model is loaded in bf16); slow on a CPU. The audio
+        (float64 with a float64 model; on the fast CPU path bfloat16 where the CPU has AMX,
+        ``engine.runtime.fast_cpu_decoder_dtype``), or bfloat16 / float16, faster on a GPU when many streams are
+        decoded at once (the official package decodes in bf16 when its model is loaded in bf16). The audio
         comes out float32 whatever the decoder's dtype.
         ``cpu_int8`` (default: the ``cpu_int8`` option, on) gives a float32 model on a CPU int8 projections in its
         decoder layers (``engine.model.int8``): the fast CPU path; False keeps the exact float32 weights."""
@@ -83,8 +84,11 @@ class Engine:
         device = torch.device(device)
         check_device(device)
         dtype = dtype or default_dtype(device)
+        int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
+        int8 = int8 and dtype == torch.float32
         if decoder_dtype is None:
-            decoder_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+            decoder_dtype = (fast_cpu_decoder_dtype() if int8 else
+                             torch.float64 if dtype == torch.float64 else torch.float32)
         elif decoder_dtype not in DECODER_DTYPES:
             names = ", ".join(DECODER_DTYPE_NAMES)
             raise ValueError(f"decoder_dtype must be one of {names} (or None for the default), not {decoder_dtype!r}")
@@ -92,8 +96,6 @@ class Engine:
         config = ModelConfig.from_file(model_dir / "config.json")
         with torch.device("meta"):
             net = Qwen3TTS(config)
-        int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
-        int8 = int8 and dtype == torch.float32
         # the int8 path quantizes from the checkpoint's own tensors, then widens what stays float: no float32 copy
         # of the layers it replaces is ever made
         load_weights(net, model_dir / "model.safetensors", device=device, dtype=None if int8 else dtype)
@@ -101,8 +103,11 @@ class Engine:
         fuse_projections(net)
         if int8:
             quantize_layers(net.talker)
+            mapped = mapped_bf16_tensor(model_dir / "model.safetensors", "talker.model.text_embedding.weight")
+            if mapped is not None:
+                net.talker.model.text_embedding.weight = None  # the map replaces the loaded copy, never widened
             net.to(dtype)
-            narrow_text_embedding(net.talker)
+            narrow_text_embedding(net.talker, mapped)
         if device.type == "cpu":
             use_cpu_threads(options.current().threads)
         net.eval()

@@ -38,6 +38,22 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.float32
 
 
+def cpu_matrix_units() -> bool:
+    """Whether this CPU has AMX tiles (Intel Sapphire Rapids and later), whose bfloat16 convolutions decode
+    speech in ~58% of float32's time (docs/benchmarks.md#cpu); AVX512-BF16 alone gains little there."""
+    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    try:
+        return bool(probe and probe())
+    except RuntimeError:
+        return False
+
+
+def fast_cpu_decoder_dtype() -> torch.dtype:
+    """The codec decoder's precision on the fast CPU path: bfloat16 where the CPU has matrix units for it
+    (the precision the official package decodes in with a bf16 model), else float32."""
+    return torch.bfloat16 if cpu_matrix_units() else torch.float32
+
+
 def available_cores() -> int:
     """The logical CPUs this process may run on (its affinity mask, e.g. under ``taskset``)."""
     try:

@@ -60,12 +60,15 @@ def quantize_layers(module: nn.Module) -> int:
     return replaced
 
 
-def narrow_text_embedding(talker: nn.Module) -> None:
+def narrow_text_embedding(talker: nn.Module, mapped: torch.Tensor | None = None) -> None:
     """Keep the talker's text embedding table (a third of the 0.6B model's weights, read a few rows a prompt) in
     bfloat16, the precision official checkpoints store it in, so its values are unchanged; rows are widened
-    to float32 as they are read (``Talker.embed_text``)."""
+    to float32 as they are read (``Talker.embed_text``). ``mapped``: the same table as a memory map of the
+    checkpoint (``engine.checkpoint.mapped_bf16_tensor``), used instead of a copy so that only the rows read
+    stay resident."""
     table = talker.model.text_embedding
-    table.weight = nn.Parameter(table.weight.detach().to(torch.bfloat16), requires_grad=False)
+    weight = mapped if mapped is not None else table.weight.detach().to(torch.bfloat16)
+    table.weight = nn.Parameter(weight, requires_grad=False)
 
 
 def _drop(*linears: nn.Linear) -> None:

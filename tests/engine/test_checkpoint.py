@@ -7,10 +7,12 @@ import shutil
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
 from engine import CheckpointError, Engine
-from engine.checkpoint import REQUIRED_FILES
+from engine.checkpoint import REQUIRED_FILES, mapped_bf16_tensor
 
 
 @pytest.fixture
@@ -110,3 +112,36 @@ def test_hub_id_without_network_fails_quickly(monkeypatch):
     with pytest.raises(CheckpointError, match="could not download 'orator-tests/no-such-model'"):
         Engine.from_pretrained("orator-tests/no-such-model")
     assert time.perf_counter() - start < 10
+
+
+def test_a_bf16_table_is_read_in_place_from_the_file(tiny_model_dir, tmp_path):
+    """The text table the fast CPU path keeps as a memory map equals the tensor safetensors reads; tensors that
+    are not bf16, absent names and files that are not safetensors give None (load_weights reports those)."""
+    import torch
+
+    path = tiny_model_dir("custom_voice") / "model.safetensors"
+    name = "talker.model.text_embedding.weight"
+    mapped = mapped_bf16_tensor(path, name)
+    assert mapped is not None and mapped.dtype == torch.bfloat16
+    assert torch.equal(mapped, load_file(path)[name])
+    save_file({"t": torch.ones(4, 3), "b": torch.ones(2, 2, dtype=torch.bfloat16)}, tmp_path / "f.safetensors")
+    assert mapped_bf16_tensor(tmp_path / "f.safetensors", "t") is None  # float32
+    assert torch.equal(mapped_bf16_tensor(tmp_path / "f.safetensors", "b"), torch.ones(2, 2, dtype=torch.bfloat16))
+    assert mapped_bf16_tensor(tmp_path / "f.safetensors", "absent") is None
+    junks = (b"", b"\x05", b"\xff" * 8 + b"{}", (10).to_bytes(8, "little") + b"not json!!", b"\x02\0\0\0\0\0\0\0[]")
+    for junk in junks:
+        (tmp_path / "junk.safetensors").write_bytes(junk)
+        assert mapped_bf16_tensor(tmp_path / "junk.safetensors", name) is None
+    assert mapped_bf16_tensor(tmp_path / "missing.safetensors", name) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(entry=st.dictionaries(st.sampled_from(["dtype", "shape", "data_offsets"]),
+                             st.one_of(st.just("BF16"), st.integers(-5, 10**12), st.text(max_size=3),
+                                       st.lists(st.integers(-3, 10**9), max_size=3), st.none())))
+def test_a_hostile_header_never_maps_outside_the_file(entry, tmp_path_factory):
+    path = tmp_path_factory.mktemp("hdr") / "h.safetensors"
+    header = json.dumps({"x": entry}).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 64)
+    got = mapped_bf16_tensor(path, "x")
+    assert got is None or got.numel() * 2 <= 64

@@ -11,6 +11,8 @@ errors may be larger; the accuracy of real weights is measured on the device (do
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -152,3 +154,38 @@ def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_di
         assert max(errors) < 0.05, max(errors)
         same_pick = (g.argmax(-1) == e.argmax(-1)).double().mean()
         assert same_pick > 0.8, float(same_pick)
+
+
+@pytest.mark.parametrize("amx", [True, False])
+def test_the_fast_path_decodes_in_bf16_only_where_the_cpu_has_amx(amx, tiny_model_dir, monkeypatch):
+    from engine import runtime
+
+    monkeypatch.setattr(runtime, "cpu_matrix_units", lambda: amx)
+    path = tiny_model_dir("custom_voice")
+    fast = Engine.from_pretrained(path, device="cpu", cpu_int8=True)
+    assert fast.decoder.pre_conv.conv.weight.dtype == (torch.bfloat16 if amx else torch.float32)
+    exact = Engine.from_pretrained(path, device="cpu", cpu_int8=False)
+    assert exact.decoder.pre_conv.conv.weight.dtype == torch.float32
+    chosen = Engine.from_pretrained(path, device="cpu", cpu_int8=True, decoder_dtype=torch.float32)
+    assert chosen.decoder.pre_conv.conv.weight.dtype == torch.float32
+    audio = fast.synthesize("Hello there.", Voice.preset("vivian"), Sampling(greedy=True, min_frames=3), max_frames=3)
+    assert audio.samples.dtype == np.float32 and np.isfinite(audio.samples).all()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's map of the process's memory")
+def test_the_fast_path_reads_the_text_table_from_the_checkpoint_file(tiny_model_dir):
+    """The table is the checkpoint's bytes in place (its memory lies in a mapping of model.safetensors), so only
+    the rows a prompt reads become resident; its values are the stored ones."""
+    from safetensors.torch import load_file
+
+    path = tiny_model_dir("custom_voice") / "model.safetensors"
+    table = Engine.from_pretrained(path.parent, device="cpu", cpu_int8=True).model.talker.model.text_embedding.weight
+    assert table.dtype == torch.bfloat16 and torch.equal(table, load_file(path)["talker.model.text_embedding.weight"])
+    address = table.data_ptr()
+    mapped = []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        span, *_, name = line.split(maxsplit=5) if len(line.split()) > 5 else (line.split()[0], "")
+        low, high = (int(v, 16) for v in span.split("-"))
+        if low <= address < high:
+            mapped.append(name.strip())
+    assert mapped == [str(path.resolve())]
