@@ -6,14 +6,16 @@
 | `compile` | `ORATOR_COMPILE=0`  | on      | ``torch.compile`` of what the graphs run                       |
 | `triton`  | `ORATOR_TRITON=0`   | on      | the Triton kernels (their PyTorch references run instead)      |
 | `cpu_int8`| `ORATOR_CPU_INT8=0` | on      | int8 weights on a CPU (``engine.model.int8``): float32 instead |
+| `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU predictor step     |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |
 
 Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
-weights and threads on a CPU. Nothing else reads these variables. ``current()`` is what the engine uses: the
-environment's values, read at its first call, then whatever ``configure`` set. ``Engine.from_pretrained`` takes
+weights, threads and the predictor's compilation on a CPU (off by default: slower than the plain step after a long
+compile, docs/benchmarks.md#cpu-frame). Nothing else reads these variables. ``current()`` is what the engine uses:
+the environment's values, read at its first call, then whatever ``configure`` set. ``Engine.from_pretrained`` takes
 ``graphs`` and ``cpu_int8`` for one engine; ``compile`` and ``triton`` choose kernels inside shared modules and
-``threads`` sets PyTorch's process-wide thread pool, so they are process-wide: ``configure`` them before loading
-an engine (a graph captured earlier keeps the kernels it was captured with).
+``threads`` sets PyTorch's process-wide thread pool, so they are process-wide: ``configure`` them before loading an
+engine (a graph captured earlier keeps the kernels it was captured with).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Options:
     compile: bool = True
     triton: bool = True
     cpu_int8: bool = True
+    cpu_compile: bool = False
     threads: int | None = None  # None: chosen from the cores this process may use
 
     def __post_init__(self):
@@ -52,6 +55,7 @@ class Options:
                    compile=env.get("ORATOR_COMPILE", "").strip().lower() not in _OFF,
                    triton=env.get("ORATOR_TRITON", "").strip().lower() not in _OFF,
                    cpu_int8=env.get("ORATOR_CPU_INT8", "").strip().lower() not in _OFF,
+                   cpu_compile=env.get("ORATOR_CPU_COMPILE", "").strip().lower() in _ON,
                    threads=int(threads) if threads else None)
 
 

@@ -1,7 +1,7 @@
 """CPU matrix-vector kernels for one row of activations: which one reads decoder-layer weights fastest.
 
 A CPU frame is one talker step and fifteen code-predictor steps, each a chain of projections applied to a
-single row (docs/benchmarks.md#cpu). This times every candidate PyTorch offers for that product on the
+single row (docs/benchmarks.md#cpu-gemv). This times every candidate PyTorch offers for that product on the
 fused projection shapes of a model, cycling through as many distinct weights as the model's layers hold
 (so the working set is the model's, not one weight hot in L2):
 

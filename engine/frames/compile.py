@@ -39,10 +39,11 @@ def compile_enabled(device: torch.device) -> bool:
 
 
 def cpu_compile_enabled(device: torch.device) -> bool:
-    """On a CPU while the ``compile`` option is on and a C++ compiler is installed (Inductor writes the CPU's
-    kernels in C++; without one the plain functions run), and not in a frozen app (a PyInstaller bundle ships no
-    Python headers for that build)."""
-    return (device.type == "cpu" and options.current().compile and cpp_compiler() is not None
+    """On a CPU while the ``cpu_compile`` option is on (off by default, ``engine.options``) and a C++ compiler is
+    installed (Inductor writes the CPU's kernels in C++; without one the plain functions run), and not in a
+    frozen app (a PyInstaller bundle ships no Python headers for that build)."""
+    opts = options.current()
+    return (device.type == "cpu" and opts.cpu_compile and opts.compile and cpp_compiler() is not None
             and not getattr(sys, "frozen", False))
 
 
@@ -58,11 +59,11 @@ def cpp_compiler() -> str | None:
 
 
 class CompiledPredictorStep:
-    """``predictor_step`` compiled for the eager frame loop on a CPU: the step's ~80 small operations a layer
-    fused into a few loops, which is most of a CPU predictor step's time besides its products
-    (docs/benchmarks.md#cpu). Callers pass ``whole_cache=True`` to ``predict_codes`` so every step has one
-    shape (one compile serves all 14). A compile that fails logs why and leaves the plain step for good; both
-    give the same codes."""
+    """``predictor_step`` compiled for the eager frame loop on a CPU (``cpu_compile`` option): the step's ~80 small
+    operations a layer fused into a few loops. Fewer ops, yet slower on an 8-core Xeon, whose int8 products ran
+    slower inside the compiled graph (docs/benchmarks.md#cpu-frame); kept as an option for CPUs where it wins.
+    Callers pass ``whole_cache=True`` to ``predict_codes`` so every step has one shape (one compile serves all 14).
+    A compile that fails logs why and leaves the plain step for good; both give the same codes."""
 
     def __init__(self):
         self.compiled = torch.compile(predictor_step, dynamic=False)

@@ -19,6 +19,8 @@ from engine.options import Options
     ({"ORATOR_EAGER": " TRUE ", "ORATOR_COMPILE": "No", "ORATOR_TRITON": "off"}, Options(False, False, False)),
     ({"ORATOR_EAGER": "0", "ORATOR_COMPILE": "1", "ORATOR_TRITON": "yes"}, Options()),
     ({"ORATOR_EAGER": "", "ORATOR_COMPILE": "", "ORATOR_TRITON": ""}, Options()),
+    ({"ORATOR_CPU_COMPILE": "1"}, Options(cpu_compile=True)),
+    ({"ORATOR_CPU_COMPILE": "0"}, Options()),
 ])
 def test_environment_values(environ, expected):
     assert Options.from_environment(environ) == expected

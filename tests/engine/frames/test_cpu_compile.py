@@ -18,7 +18,7 @@ def test_compiled_predictor_gives_the_plain_loops_codes(tiny_model_dir, engine_o
     path = tiny_model_dir("custom_voice")
     engine_options(compile=False)
     plain = Engine.from_pretrained(path, device="cpu")
-    engine_options(compile=True)
+    engine_options(compile=True, cpu_compile=True)
     fast = Engine.from_pretrained(path, device="cpu")
     fast.warmup()
     step = fast._single_streamer().predictor_step
@@ -54,7 +54,10 @@ def test_a_failed_compile_falls_back_to_the_plain_step_for_good(tiny_model_dir, 
 def test_no_compiler_means_no_compile(monkeypatch, engine_options):
     import torch
 
-    engine_options(compile=True)
+    engine_options(compile=True, cpu_compile=False)
+    monkeypatch.setattr(compile_module, "cpp_compiler", lambda: "/usr/bin/c++")
+    assert not compile_module.cpu_compile_enabled(torch.device("cpu"))  # opt-in: slower on a CPU by default
+    engine_options(cpu_compile=True)
     monkeypatch.setattr(compile_module, "cpp_compiler", lambda: None)
     assert not compile_module.cpu_compile_enabled(torch.device("cpu"))
     monkeypatch.setattr(compile_module, "cpp_compiler", lambda: "/usr/bin/c++")
