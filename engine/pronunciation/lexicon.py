@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import regex
+
 from engine.errors import PronunciationError
 from engine.pronunciation.rule import Rule
 from engine.text import Segment
@@ -82,6 +84,9 @@ class Lexicon:
                 changed = rule.substitute(spoken, min(remaining, RULE_TIMEOUT_S))
             except TimeoutError:
                 skipped.append((index, "its search took too long"))
+                continue
+            except (regex.error, IndexError, RecursionError) as e:  # what a rule's check could not foresee
+                skipped.append((index, f"it cannot be used here ({e})"))
                 continue
             if len(changed) > limit:
                 skipped.append((index, "it made the sentence too long"))

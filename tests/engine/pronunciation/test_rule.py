@@ -66,6 +66,11 @@ def test_regex_groups_in_the_replacement():
     assert said(named, "At 9:30.") == "At 9 hours 30."
 
 
+def test_a_verbose_pattern_with_a_comment():
+    assert said(Rule("(?x) (\\d+) \\s* kg  # weights", r"\1 kilograms", regex=True), "It is 5 kg.") == \
+        "It is 5 kilograms."
+
+
 def test_regex_case_flag():
     assert said(Rule("abc", "x", regex=True), "ABC abc") == "x x"
     assert said(Rule("abc", "x", regex=True, case_sensitive=True), "ABC abc") == "ABC x"
@@ -92,6 +97,7 @@ def test_pattern_is_normalized_to_nfc():
     (dict(pattern="a", replacement=r"\1", regex=True), "replacement", "cannot be used"),
     (dict(pattern="(a)", replacement=r"\g<nope>", regex=True), "replacement", "cannot be used"),
     (dict(pattern="a", replacement="\\", regex=True), "replacement", "cannot be used"),
+    (dict(pattern="(?x) (a) # a comment", replacement=r"\2", regex=True), "replacement", "cannot be used"),
     (dict(pattern="x*", replacement="y", regex=True), "pattern", "matches empty text"),
     (dict(pattern="a{5000}", replacement="y", regex=True), "pattern", "at most 1000"),
     (dict(pattern="(?:(?:a{60000}){60000}){60000}", replacement="", regex=True), "pattern", "at most 1000"),
