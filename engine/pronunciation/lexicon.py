@@ -1,6 +1,8 @@
 """A lexicon: ordered pronunciation rules, and what a sentence becomes when they are applied to it.
 
-Rules apply in order, each to the text the rules before it left, so a later rule can refine an earlier one. What
+Rules apply in order, each to the text the rules before it left, so a later rule can refine an earlier one. They
+match the sentence in Unicode's composed form (NFC), as their patterns are kept, so "café" typed either way is found
+in text written either way; a sentence no rule changes is said exactly as written. What
 a lexicon does to a sentence is bounded whatever its rules: all its searches together get ``APPLY_BUDGET_S`` (a
 rule still searching then is skipped for that sentence), a rule that would make the sentence longer than
 ``max_spoken_chars`` is skipped for it, and a sentence the rules would leave with nothing to say is said as
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -72,7 +75,8 @@ class Lexicon:
         key = None if voice_name is None else name_key(voice_name)
         limit = max_spoken_chars(len(text))
         deadline = time.monotonic() + APPLY_BUDGET_S
-        spoken, skipped = text, []
+        composed = unicodedata.normalize("NFC", text)
+        spoken, skipped = composed, []
         for index, rule in enumerate(self.rules):
             if not rule.applies_to(key):
                 continue
@@ -94,7 +98,7 @@ class Lexicon:
             spoken = changed
         if not spoken.strip() and text.strip():
             return Explained(text, (*skipped, (-1, "the rules left nothing to say, so it is said as written")))
-        return Explained(spoken, tuple(skipped))
+        return Explained(text if spoken == composed else spoken, tuple(skipped))
 
     def apply(self, text: str, voice_name: str | None = None) -> str:
         return self.explain(text, voice_name).spoken

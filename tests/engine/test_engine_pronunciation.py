@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine import Sampling, TextError, Voice
 from engine.pronunciation import Lexicon, Rule, default_lexicon
@@ -83,3 +85,18 @@ def test_the_batched_path_says_the_same(tiny_engine):
     np.testing.assert_allclose(audio(batched), audio(single), atol=1e-5)
     assert [c.span for c in batched] == [c.span for c in single]
     assert audio(plain).shape != audio(batched).shape or not np.allclose(audio(plain), audio(batched))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(st.sampled_from(list("ab .!?\n,") + ["e.g.", "vs.", "café", "cafe\u0301"]), min_size=1,
+                     max_size=60).map("".join).filter(str.strip),
+       patterns=st.lists(st.sampled_from(["a", "b", "e.g.", "café", "a b", "."]), max_size=4),
+       replacement=st.sampled_from(["", "x", "a much longer thing", "."]))
+def test_plan_spans_always_index_the_written_text(tiny_engine, text, patterns, replacement):
+    eng = tiny_engine("custom_voice")
+    lexicon = Lexicon(tuple(Rule(p, replacement) for p in patterns) + default_lexicon().rules)
+    plan = eng.plan(text, VOICE, pronunciation=lexicon)
+    assert [(s.start, s.end, s.text) for s in plan.segments] == [
+        (s.start, s.end, s.text) for s in eng.plan(text, VOICE).segments]
+    for seg in plan.segments:
+        assert text[seg.start:seg.end] == seg.text and seg.speech.strip()

@@ -76,10 +76,13 @@ def test_regex_case_flag():
     assert said(Rule("abc", "x", regex=True, case_sensitive=True), "ABC abc") == "ABC x"
 
 
-def test_pattern_is_normalized_to_nfc():
+def test_patterns_and_text_meet_in_composed_form():
     decomposed = "cafe\u0301"
     assert Rule(decomposed, "coffee").pattern == "café"
     assert said(Rule(decomposed, "coffee"), "un café.") == "un coffee."
+    assert said(Rule("café", "coffee"), f"un {decomposed}.") == "un coffee."
+    assert said(Rule("cafe", "coffee"), f"un {decomposed}.") == f"un {decomposed}."  # "café" is another word
+    assert said(Rule("zzz", "y"), f"un {decomposed}.") == f"un {decomposed}."  # unchanged: exactly as written
 
 
 @pytest.mark.parametrize(("spec", "field", "words"), [
