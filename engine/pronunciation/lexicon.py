@@ -2,11 +2,12 @@
 
 Rules apply in order, each to the text the rules before it left, so a later rule can refine an earlier one. They
 match the sentence in Unicode's composed form (NFC), as their patterns are kept, so "café" typed either way is found
-in text written either way; a sentence no rule changes is said exactly as written. What
-a lexicon does to a sentence is bounded whatever its rules: all its searches together get ``APPLY_BUDGET_S`` (a
-rule still searching then is skipped for that sentence), a rule that would make the sentence longer than
-``max_spoken_chars`` is skipped for it, and a sentence the rules would leave with nothing to say is said as
-written. ``apply`` never raises on any text for a lexicon that was made; ``explain`` also says what it skipped.
+in text written either way; a sentence no rule changes is said exactly as written. What a lexicon does to a sentence
+is bounded whatever its rules: all its regular expressions' searches together get ``APPLY_BUDGET_S`` (a rule still
+searching then is skipped for that sentence; a whole word is a literal search, linear in the sentence, so it is
+never timed and a busy machine cannot change what it says), a rule that would make the sentence longer than
+``max_spoken_chars`` is skipped for it, and a sentence the rules would leave with nothing to say is said as written.
+``apply`` never raises on any text for a lexicon that was made; ``explain`` also says what it skipped.
 
 ``pronounce`` is how the engine uses a lexicon: on the segments of a plan, each keeping the span it has in the
 original text (what highlighting, jumps and subtitles use) and gaining the text that is spoken.
@@ -28,8 +29,8 @@ from engine.text import Segment
 from engine.voices.library import name_key
 
 MAX_RULES = 1000
-APPLY_BUDGET_S = 0.25  # for all of one sentence's searches; a sentence takes well under a millisecond a rule
-RULE_TIMEOUT_S = 0.05  # for one rule's search of one sentence
+APPLY_BUDGET_S = 0.25  # for all of one sentence's regex searches; a sentence takes well under a millisecond a rule
+RULE_TIMEOUT_S = 0.05  # for one regex rule's search of one sentence
 
 
 def max_spoken_chars(written_chars: int) -> int:
@@ -80,12 +81,15 @@ class Lexicon:
         for index, rule in enumerate(self.rules):
             if not rule.applies_to(key):
                 continue
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                skipped.append((index, "there was no time left for it"))
-                continue
+            timeout = None
+            if rule.regex:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    skipped.append((index, "there was no time left for it"))
+                    continue
+                timeout = min(remaining, RULE_TIMEOUT_S)
             try:
-                changed = rule.substitute(spoken, min(remaining, RULE_TIMEOUT_S))
+                changed = rule.substitute(spoken, timeout)
             except TimeoutError:
                 skipped.append((index, "its search took too long"))
                 continue

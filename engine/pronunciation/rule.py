@@ -59,8 +59,9 @@ class Rule:
         """Whether the rule is on for the voice whose ``name_key`` is ``voice_key`` (None: a voice without a name)."""
         return self.enabled and (self._voice_key is None or self._voice_key == voice_key)
 
-    def substitute(self, text: str, timeout: float) -> str:
-        """``text`` with every match replaced; ``TimeoutError`` when the search takes longer than ``timeout`` s."""
+    def substitute(self, text: str, timeout: float | None) -> str:
+        """``text`` with every match replaced; ``TimeoutError`` when the search takes longer than ``timeout`` s
+        (None: no limit, for a whole word, whose search is linear in the text)."""
         if self.regex:
             return self._compiled.sub(self.replacement, text, timeout=timeout)
         replacement = self.replacement  # a whole word's replacement is said as written: no group references
