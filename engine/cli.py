@@ -8,7 +8,9 @@
     python main.py export a.txt b.md --model DIR --voice-file narrator.voice --format mp3 --per-chapter -o out/
 
 A ``say`` voice is one of ``--voice`` (preset speaker), ``--design``, ``--clone`` or ``--voice-file``; the
-model type decides which apply. Errors the engine raises on purpose (``OratorError``) are printed as
+model type decides which apply. Both commands speak with the studio's pronunciation rules (its
+``pronunciation.json`` in the data folder, else the shipped rules), another file's (``--pronunciation FILE``) or
+none (``--no-pronunciation``). Errors the engine raises on purpose (``OratorError``) are printed as
 one line and exit with status 2.
 
 ``export`` reads every input first (a bad one stops it before any speech), then speaks them with
@@ -59,6 +61,24 @@ def add_say_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-frames", type=_positive_int, metavar="N",
                         help="at most N frames (12.5 per second) per sentence")
     parser.add_argument("--list-voices", action="store_true", help="print the model's speakers and languages")
+    add_pronunciation_arguments(parser)
+
+
+def add_pronunciation_arguments(parser: argparse.ArgumentParser) -> None:
+    rules = parser.add_mutually_exclusive_group()
+    rules.add_argument("--pronunciation", metavar="FILE",
+                       help="the pronunciation rules to speak with (default: the studio's, else the shipped ones)")
+    rules.add_argument("--no-pronunciation", action="store_true", help="speak the text as written, without rules")
+
+
+def pronunciation_of(args: argparse.Namespace):
+    """The lexicon a command speaks with (``engine.pronunciation.lexicon_or_default``), or None for
+    ``--no-pronunciation``; a file that cannot be read raises its ``LexiconFileError``."""
+    if args.no_pronunciation:
+        return None
+    from engine.pronunciation import lexicon_or_default
+
+    return lexicon_or_default(args.pronunciation)
 
 
 def run_say_command(args: argparse.Namespace) -> int:
@@ -87,6 +107,7 @@ def _say(args: argparse.Namespace) -> int:
     if args.instruct and not args.voice:
         raise VoiceError("--instruct styles a preset speaker: give --voice too (for VoiceDesign use --design)")
 
+    pronunciation = None if args.list_voices else pronunciation_of(args)  # a bad file stops it before the model
     engine = _load(args.model, args.device)
     if args.list_voices:
         _print_voices(engine)
@@ -94,7 +115,7 @@ def _say(args: argparse.Namespace) -> int:
     voice = _voice(args, engine)
     sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy,
                        seed=args.seed if args.seed is not None else engine.defaults.seed)
-    return _speak(engine, text, voice, sampling, args.max_frames, out)
+    return _speak(engine, text, voice, sampling, args.max_frames, out, pronunciation)
 
 
 def _read_text(text: str | None) -> str:
@@ -148,13 +169,13 @@ def _voice(args: argparse.Namespace, engine):
     raise VoiceError(f"choose a voice with {VOICE_OPTIONS[engine.model_type]}{hint}")
 
 
-def _speak(engine, text, voice, sampling, max_frames, out: Path) -> int:
+def _speak(engine, text, voice, sampling, max_frames, out: Path, pronunciation=None) -> int:
     import numpy as np
 
     from engine.audio.files import write_audio
 
     start = time.perf_counter()
-    chunks = list(engine.stream(text, voice, sampling=sampling, max_frames=max_frames))
+    chunks = list(engine.stream(text, voice, sampling=sampling, max_frames=max_frames, pronunciation=pronunciation))
     seconds = time.perf_counter() - start
     samples = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, dtype=np.float32)
     write_audio(out, samples, engine.sample_rate)
@@ -220,6 +241,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     parser.add_argument("--max-frames", type=_positive_int, metavar="N",
                         help="at most N frames (12.5 per second) per sentence")
+    add_pronunciation_arguments(parser)
 
 
 def run_export_command(args: argparse.Namespace) -> int:
@@ -280,6 +302,7 @@ def _export(args: argparse.Namespace) -> int:
             print(f"orator export: {path.name}: {warning}", file=sys.stderr)
     if not args.model:
         raise UnsupportedError("give the model to speak with: --model DIR_OR_HUB_ID")
+    pronunciation = pronunciation_of(args)
 
     engine = _load(args.model, args.device, out=sys.stderr)
     sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy,
@@ -292,7 +315,8 @@ def _export(args: argparse.Namespace) -> int:
                                 subtitles=args.subtitles, max_frames=args.max_frames, cover=cover,
                                 bitrate=args.bitrate * 1000 if args.bitrate else None)
         label = f"[{number}/{len(books)}] {path.name}" if len(books) > 1 else path.name
-        exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label))
+        exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label),
+                                pronunciation=pronunciation)
         plans = exporter.plan(book, output, options, voices)
         try:
             with _ctrl_c_cancels(exporter.cancel):

@@ -33,6 +33,7 @@ from engine.model.int8 import narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
+from engine.pronunciation import Lexicon, pronounce
 from engine.runtime import check_device, check_torch, default_dtype, fast_cpu_decoder_dtype, use_cpu_threads
 from engine.sampling import Sampling
 from engine.text import Segment, segments_of
@@ -183,27 +184,32 @@ class Engine:
 
     # ---- generation -----------------------------------------------------------------------------
     def plan(self, text: str | Sequence[Segment], voice: Voice, sampling: Sampling | None = None,
-             max_frames: int | None = None, non_streaming: bool | None = None) -> Plan:
+             max_frames: int | None = None, non_streaming: bool | None = None,
+             pronunciation: Lexicon | None = None) -> Plan:
         """What a call with these arguments will speak: the text checked and cut into segments (the spans that
         chunks, highlighting and subtitles refer to; ``text`` may be those segments already cut, see
-        ``engine.text.segments_of``), the voice checked and prepared (a clone encoded), the sampling (the
-        model's defaults when None) and the call's seed. Raises the error the call would."""
-        segments = segments_of(text)
+        ``engine.text.segments_of``), each with what it is spoken as under ``pronunciation``'s rules for this
+        voice (``Segment.speech``; the spans stay those of the written text), the voice checked and prepared (a
+        clone encoded), the sampling (the model's defaults when None) and the call's seed. Raises the error the
+        call would."""
+        segments = pronounce(segments_of(text), pronunciation, voice.name)
         voice = self.prepare_voice(voice)
         check_voice(self.config, voice)
         sampling = sampling or self.defaults
         return Plan(voice, segments, sampling, draw_seed(sampling.seed), max_frames, non_streaming)
 
     def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
-                       max_frames: int | None = None, non_streaming: bool | None = None) -> np.ndarray:
+                       max_frames: int | None = None, non_streaming: bool | None = None,
+                       pronunciation: Lexicon | None = None) -> np.ndarray:
         """All frames for ``text`` (segments concatenated): int64 [T, 16]."""
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation)
         codes = [c for _, c in self._run(plan, first_chunk_frames=25, chunk_frames=25, decode=False)]
         return np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
 
     def synthesize(self, text: str, voice: Voice, sampling: Sampling | None = None,
-                   max_frames: int | None = None, non_streaming: bool | None = None) -> Audio:
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
+                   max_frames: int | None = None, non_streaming: bool | None = None,
+                   pronunciation: Lexicon | None = None) -> Audio:
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation)
         chunks, codes = [], []
         for chunk, chunk_codes in self._run(plan, first_chunk_frames=25, chunk_frames=25):
             chunks.append(chunk.samples)
@@ -214,14 +220,16 @@ class Engine:
 
     def stream(self, text: str | Sequence[Segment], voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
-               max_frames: int | None = None, non_streaming: bool | None = None) -> Iterator[Chunk]:
+               max_frames: int | None = None, non_streaming: bool | None = None,
+               pronunciation: Lexicon | None = None) -> Iterator[Chunk]:
         """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set. ``text`` may
-        be segments already cut (``plan``): the chunks then carry their spans and index them.
+        be segments already cut (``plan``): the chunks then carry their spans and index them. ``pronunciation``
+        rules change what is said, not the spans (``plan``).
         The last chunk of the call has ``final=True``; when the end is only known after a chunk was
         sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call."""
         if chunk_frames < 1 or first_chunk_frames < 1:
             raise ValueError("chunk sizes must be at least one frame")
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation)
         last = None
         for last, _ in self._run(plan, first_chunk_frames=first_chunk_frames, chunk_frames=chunk_frames,
                                  cancel=cancel):
@@ -250,14 +258,17 @@ class Engine:
                 streamer.warm_up()
         return time.perf_counter() - t0
 
-    def check(self, text: str | Sequence[Segment], voice: Voice, non_streaming: bool | None = None) -> None:
+    def check(self, text: str | Sequence[Segment], voice: Voice, non_streaming: bool | None = None,
+              pronunciation: Lexicon | None = None) -> None:
         """Raise the error a generation of ``text`` in ``voice`` would fail with at its start (``TextError``,
         ``VoiceError``, ``UnsupportedError``), without generating: cheap host work, for a server to refuse a
-        request before it waits for a slot. A clone not encoded yet is checked once it is, by the generation."""
-        segments = segments_of(text)  # so the text has segments, each of which check_prompts checks with the voice
+        request before it waits for a slot. What is checked is what would be spoken: the segments as
+        ``pronunciation``'s rules change them. A clone not encoded yet is checked once it is, by the generation."""
+        # so the text has segments, each of which check_prompts checks with the voice
+        segments = pronounce(segments_of(text), pronunciation, voice.name)
         if voice.kind == "clone" and not voice.is_encoded:
             return
-        check_prompts(self.config, self.tokenizer, voice, [s.text for s in segments], non_streaming)
+        check_prompts(self.config, self.tokenizer, voice, [s.speech for s in segments], non_streaming)
 
     # ---- internals ------------------------------------------------------------------------------
     def _prompt_builder(self) -> Callable[[list[tuple[Voice, str]]], list]:
@@ -297,7 +308,7 @@ class Engine:
             streamer = self._single_streamer((first_chunk_frames, chunk_frames))
             streamer.begin(voice.ref_codes if voice.in_context else None, (first_chunk_frames, chunk_frames))
             for index, seg in enumerate(segments):
-                prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text,
+                prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.speech,
                                       plan.non_streaming)
                 frame = 0
                 for codes, audio, ends in streamer.segment(prompt, plan.sampling, plan.segment_seed(index),

@@ -27,3 +27,12 @@ class SamplingError(OratorError, ValueError):
     def __init__(self, field: str, message: str):
         super().__init__(f"{field} {message}")
         self.field = field
+
+
+class PronunciationError(OratorError, ValueError):
+    """A pronunciation rule, a lexicon or a lexicon file that cannot be used. ``index`` is the rule's place in its
+    lexicon (0-based) and ``field`` the rule's field at fault ("pattern", "replacement", "voice"), where known."""
+
+    def __init__(self, message: str, field: str | None = None, index: int | None = None):
+        super().__init__(message)
+        self.field, self.index = field, index

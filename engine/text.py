@@ -43,6 +43,12 @@ class Segment:
     start: int  # character offset in the original text
     end: int  # exclusive
     text: str  # stripped text of the span
+    spoken: str | None = None  # what is said instead of ``text`` (pronunciation rules); None: ``text`` as written
+
+    @property
+    def speech(self) -> str:
+        """What the model is given for this segment: ``spoken`` where the rules changed it, else ``text``."""
+        return self.text if self.spoken is None else self.spoken
 
 
 def check_text(text, what: str = "text", allow_empty: bool = False) -> None:
@@ -77,6 +83,8 @@ def segments_of(text: str | Sequence[Segment]) -> list[Segment]:
         if not (isinstance(seg.start, int) and isinstance(seg.end, int) and 0 <= seg.start <= seg.end):
             raise TextError(f"segment {index} has no valid span ({seg.start!r}, {seg.end!r})")
         check_text(seg.text, what=f"segment {index}")
+        if seg.spoken is not None:
+            check_text(seg.spoken, what=f"spoken form of segment {index}")
     return segments
 
 

@@ -16,6 +16,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QMessageBox, QStyle, QToolBar
 
+from qtapp.dialogs.pronunciation_dialog import PronunciationDialog
 from qtapp.dialogs.settings_dialog import SettingsDialog
 from qtapp.documents import OPEN_FILTER
 
@@ -172,6 +173,9 @@ def build_actions(window) -> WindowActions:
     voices_menu.addAction(panel.add_clone_action)
     voices_menu.addSeparator()
     voices_menu.addAction(action("Import voice file…", panel.import_voice))
+    tools_menu = menu_bar.addMenu("&Tools")
+    tools_menu.addAction(action("&Pronunciation…", lambda: pronunciation_dialog(window), "Ctrl+Shift+P",
+                                tip="Rules for how words are said"))
     settings_menu = menu_bar.addMenu("&Settings")
     settings_menu.addAction(action("&Models && settings…", lambda: _settings_dialog(window), "Ctrl+,",
                                    "SP_FileDialogDetailedView"))
@@ -214,8 +218,19 @@ VOICE_MARKS_HELP = (
 )
 
 
+PRONUNCIATION_HELP = (
+    "<h3>Pronunciation</h3>"
+    "<p><i>Tools ▸ Pronunciation…</i> holds rules for how words are said: find a whole word (or a regular "
+    "expression, whose groups the replacement may use as <code>\\1</code>), say something else instead, with or "
+    "without matching case, for every voice or one voice. Rules apply from the top down, to what is spoken only: "
+    "the text, its highlighting and subtitles stay as written. Orator starts with a few (e.g., i.e., etc., vs.); "
+    "edit, switch off or remove them. <i>Try</i> shows what a sentence is said as. The rules are kept in "
+    "<code>pronunciation.json</code> in the data folder, and exports and the command line use them too.</p>"
+)
+
+
 def help_html(window) -> str:
-    """The shortcuts of every action of ``window`` that has one, then how voice marks work."""
+    """The shortcuts of every action of ``window`` that has one, then how voice marks and pronunciation work."""
     rows = []
     for act in window.actions():
         keys = act.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
@@ -223,7 +238,7 @@ def help_html(window) -> str:
             rows.append(f"<tr><td>{html.escape(_menu_text(act.text()))}</td><td><b>{keys}</b></td></tr>")
     return ("<h3>Keyboard shortcuts</h3><table cellspacing='4'>" + "".join(rows) + "</table>"
             "<p>Tab moves between the text, the voice list and the other controls. "
-            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP)
+            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP + PRONUNCIATION_HELP)
 
 
 def _menu_text(text: str) -> str:
@@ -247,6 +262,14 @@ def _set_speed(window, value: float) -> None:
     window.settings.save()
     window.worker.speed = window.settings.speed
     window.reader.restart_sentence()  # what the player holds was made at the old speed
+
+
+def pronunciation_dialog(window) -> None:
+    """Edit the rules; saved and used at once when the dialog is saved."""
+    names = list(dict.fromkeys([*window.library.names(), *window.preset_speakers()]))
+    dialog = PronunciationDialog(window.pronunciation, names, window)
+    if dialog.exec():
+        window.set_pronunciation(dialog.lexicon())
 
 
 def _settings_dialog(window) -> None:

@@ -57,9 +57,10 @@ class ExportJob(QObject):
     def __init__(self, text: str, voices: dict[str | None, Voice], path: str | os.PathLike,
                  engine_for: Callable[[Voice], Engine | None], start: int = 0, end: int | None = None,
                  subtitles: bool = True, sampling=None, paragraph_pause_s: float = 0.6,
-                 max_frames: int | None = None):
+                 max_frames: int | None = None, pronunciation=None):
         """Render ``text[start:end]``; ``voices`` maps each voice-mark name in it, and None (unmarked
-        lines), to its Voice (``qtapp.voice_marks.mark_names`` lists the names)."""
+        lines), to its Voice (``qtapp.voice_marks.mark_names`` lists the names). ``pronunciation`` (an
+        ``engine.pronunciation.Lexicon``) changes what is said; the subtitles keep the written text."""
         super().__init__()
         self.path = Path(path)
         if self.path.suffix.lower() not in FORMATS:
@@ -71,6 +72,7 @@ class ExportJob(QObject):
         self._sampling = sampling
         self._pause_s = paragraph_pause_s
         self._max_frames = max_frames  # per sentence; None: the engine's budget
+        self._pronunciation = pronunciation
         self._cancel = threading.Event()
 
     def cancel(self) -> None:
@@ -162,7 +164,7 @@ class ExportJob(QObject):
         cap = {} if self._max_frames is None else {"max_frames": self._max_frames}
         stream = engine.stream([s.segment for s in call], voice, chunk_frames=EXPORT_CHUNK_FRAMES,
                                first_chunk_frames=EXPORT_CHUNK_FRAMES, sampling=self._sampling,
-                               cancel=self._cancel, **cap)
+                               cancel=self._cancel, pronunciation=self._pronunciation, **cap)
         current, cue_start = None, written
         try:
             for chunk in stream:

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.pronunciation import save_lexicon
 from engine.voices.library import LibraryError, VoiceLibrary
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave, write_lines
@@ -36,7 +37,7 @@ from qtapp.gauges import GaugePanel
 from qtapp.library_panel import LibraryPanel
 from qtapp.model_download import preset_speakers
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
-from qtapp.settings import Settings
+from qtapp.settings import Settings, load_pronunciation
 from qtapp.worker import start_worker, stop_worker
 
 PREVIEW_TEXT = "Hello! This is how I sound. I can read your documents aloud, one sentence at a time."
@@ -129,15 +130,19 @@ class MainWindow(QMainWindow):
         self._requested_kinds = {initial_spec.kind}
         buffered = self.player.buffered_seconds if self.player is not None else None
         # the first model starts loading once the event loop runs, after _connect below
+        self.pronunciation, pronunciation_problem = load_pronunciation(settings.pronunciation_path)
         self.worker_thread, self.worker = start_worker(engine_factory or initial_spec.load_engine,
                                                        buffered_seconds=buffered,
-                                                       chunk_frames=settings.chunk_frames, speed=settings.speed)
+                                                       chunk_frames=settings.chunk_frames, speed=settings.speed,
+                                                       pronunciation=self.pronunciation)
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
         self.exporter = ExportController(self)
         self.window_actions = build_actions(self)
         self.autosave = Autosave(self.editor, settings)
         self._connect()
         self._restore_session()
+        if pronunciation_problem:
+            self.show_error(pronunciation_problem)
 
     # ---- construction helpers ----------------------------------------------------------------------
     def _make_player(self, sd_module):
@@ -194,6 +199,21 @@ class MainWindow(QMainWindow):
     def show_error(self, text: str) -> None:
         self.banner.show_message(text)
         self.statusBar().showMessage(text, 8000)
+
+    # ---- pronunciation -----------------------------------------------------------------------------
+    def set_pronunciation(self, lexicon) -> bool:
+        """Save ``lexicon`` as the studio's rules and use it from the next sentence on (the one being heard is
+        read again with them, as a speed change does) and in exports; False, with the reason shown, when the file
+        cannot be written."""
+        try:
+            save_lexicon(lexicon, self.settings.pronunciation_path)
+        except OSError as e:
+            self.show_error(f"Could not save the pronunciation rules: {e.strerror or e}")
+            return False
+        self.pronunciation = self.worker.pronunciation = lexicon
+        self.reader.restart_sentence()
+        self.show_status(f"Pronunciation: {len(lexicon.rules)} rules saved.")
+        return True
 
     # ---- voices and models -------------------------------------------------------------------------
     def _default_voice_kind(self) -> str:

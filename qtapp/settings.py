@@ -1,9 +1,10 @@
 """Studio settings and where the studio keeps its files (Qt-free).
 
 Everything the studio writes lives under one data directory: ``settings.json``, the voice
-library folder, and the autosaved editor text. The directory comes from ``platformdirs`` and can
-be redirected with the ``ORATOR_DATA_DIR`` environment variable (tests point it at ``tmp_path``); the
-server finds the same folders through ``engine.voices.library.data_dir``.
+library folder, the pronunciation rules (``pronunciation.json``) and the autosaved editor text. The
+directory comes from ``platformdirs`` and can be redirected with the ``ORATOR_DATA_DIR`` environment
+variable (tests point it at ``tmp_path``); the server finds the same folders through
+``engine.voices.library.data_dir``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from engine.atomic import atomic_write_text
+from engine.pronunciation import Lexicon, LexiconFileError, default_lexicon, default_lexicon_path, load_lexicon
 from engine.voices.library import data_dir, default_library_dir
 
 VOICE_KINDS = ("preset", "design", "clone")
@@ -109,6 +111,10 @@ class Settings:
     def autosave_path(self) -> Path:
         return data_dir() / "autosave.txt"
 
+    @property
+    def pronunciation_path(self) -> Path:
+        return default_lexicon_path()
+
     # ---- model choices --------------------------------------------------------------------------
     def model_spec(self, kind: str) -> ModelSpec:
         if kind not in VOICE_KINDS:
@@ -166,3 +172,16 @@ class Settings:
 
     def save(self) -> None:
         atomic_write_text(self.path, json.dumps(asdict(self), indent=2))
+
+
+def load_pronunciation(path: Path) -> tuple[Lexicon, str | None]:
+    """The studio's pronunciation rules: the file at ``path``, or the shipped rules while there is none. A file
+    that cannot be read does not stop the studio: the shipped rules are used, the file is left as it is, and the
+    second value says so (for the user)."""
+    if not path.exists():
+        return default_lexicon(), None
+    try:
+        return load_lexicon(path), None
+    except LexiconFileError as e:
+        return default_lexicon(), (f"The pronunciation rules could not be read ({e}). The shipped rules are used "
+                                   "for now; saving rules in Tools ▸ Pronunciation… replaces the file.")

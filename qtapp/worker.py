@@ -14,6 +14,9 @@ A job speaks a text, or a list of ``engine.text.Segment``s already planned (``qt
 engine speaks those as given and each chunk carries its segment's index in the list and its span (document
 offsets), so what is highlighted is what is heard.
 
+``pronunciation`` (an ``engine.pronunciation.Lexicon``, read when a job starts; None: as written) is handed to the
+engine, which speaks each segment as its rules say while the chunks keep the written text's spans.
+
 ``speed`` (read when a job starts) changes the tempo of the emitted chunks without changing their
 pitch (``engine.audio.tempo.ChunkTempo``); at 1.0 chunks go out as the engine made them.
 """
@@ -74,7 +77,7 @@ class SpeechWorker(QObject):
     def __init__(self, engine_factory: Callable[[], Engine],
                  buffered_seconds: Callable[[], float] | None = None, max_ahead_s: float = 30.0,
                  chunk_frames: int = 4, first_chunk_frames: int = 1, sampling=None,
-                 max_frames: int | None = None, speed: float = 1.0):
+                 max_frames: int | None = None, speed: float = 1.0, pronunciation=None):
         super().__init__()
         self._engine_factory = engine_factory
         self._buffered_seconds = buffered_seconds
@@ -84,6 +87,7 @@ class SpeechWorker(QObject):
         self.sampling = sampling
         self.max_frames = max_frames  # per segment; None: the engine's budget
         self.speed = speed  # playback tempo of the next job (same pitch)
+        self.pronunciation = pronunciation  # the rules of the next job; an immutable Lexicon, swapped whole
         self._engines: dict[str, Engine] = {}
         self._current: Engine | None = None
         self._cancel = threading.Event()
@@ -214,7 +218,7 @@ class SpeechWorker(QObject):
         cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
         stream = engine.stream(text, voice, chunk_frames=self.chunk_frames,
                                first_chunk_frames=self.first_chunk_frames, sampling=self.sampling,
-                               cancel=self._cancel, **cap)
+                               cancel=self._cancel, pronunciation=self.pronunciation, **cap)
         tempo = ChunkTempo(self.speed)
         generating_s, audio_s, first_audio_s = 0.0, 0.0, None
         current = [None]  # segment of the latest emitted chunk

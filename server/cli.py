@@ -30,6 +30,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the codec decoder's precision (default float32); bfloat16 is faster on a GPU under "
                              "many streams (--batch), and is what the official package decodes in with a bf16 model")
     parser.add_argument("--library", default=None, help="voice library folder (default: the studio's)")
+    rules = parser.add_mutually_exclusive_group()
+    rules.add_argument("--pronunciation", metavar="FILE",
+                       help="the pronunciation rules a request asking for them (\"pronunciation\": true) is spoken "
+                            "with (default: the studio's, else the shipped ones)")
+    rules.add_argument("--no-pronunciation", action="store_true",
+                       help="no pronunciation rules: a request asking for them is refused")
     parser.add_argument("--max-queue", type=int, default=64, help="requests allowed to wait (more get 429)")
     parser.add_argument("--batch", type=int, default=1,
                         help="streams generated together in one batched frame loop (default 1: one at a time)")
@@ -62,6 +68,14 @@ def run_serve_command(args: argparse.Namespace) -> int:
         print(f"refusing to listen on {args.host} without an API key: pass --api-key KEY "
               "(or --insecure to accept anyone on the network)", file=sys.stderr)
         return 2
+    from engine.errors import PronunciationError
+    from engine.pronunciation import lexicon_or_default
+
+    try:
+        pronunciation = None if args.no_pronunciation else lexicon_or_default(args.pronunciation)
+    except PronunciationError as e:
+        print(f"serve: {e}", file=sys.stderr)
+        return 2
     try:
         settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
                                   allowed_hosts=tuple(args.allow_host),
@@ -70,7 +84,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
                                   max_connections=args.max_connections, limit_concurrency=args.limit_concurrency,
                                   max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s,
                                   send_timeout_s=args.send_timeout,
-                                  max_voices=args.max_voices)
+                                  max_voices=args.max_voices, pronunciation=pronunciation)
     except ValueError as e:
         print(f"serve: {e}", file=sys.stderr)
         return 2

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine import Chunk, Engine, Sampling, Voice
+from engine.pronunciation import Lexicon
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class SpeechJob:
     chunk_frames: int = 4
     first_chunk_frames: int = 1
     max_frames: int | None = None
+    pronunciation: Lexicon | None = None  # the rules applied to what is said (the server's, when asked for)
 
 
 WarmupProgress = Callable[[int, int, str], None]  # (pieces done, pieces in all, the piece starting now)
@@ -66,7 +68,7 @@ class EngineBackend:
     def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
         return self.engine.stream(job.text, job.voice, chunk_frames=job.chunk_frames,
                                   first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
-                                  cancel=cancel, max_frames=job.max_frames)
+                                  cancel=cancel, max_frames=job.max_frames, pronunciation=job.pronunciation)
 
 
 class BatchedBackend:
@@ -83,7 +85,8 @@ class BatchedBackend:
     def run_async(self, job: SpeechJob, cancel: threading.Event) -> AsyncIterator[Chunk]:
         return self.streams.stream_async(job.text, job.voice, chunk_frames=job.chunk_frames,
                                          first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
-                                         cancel=cancel, max_frames=job.max_frames)
+                                         cancel=cancel, max_frames=job.max_frames,
+                                         pronunciation=job.pronunciation)
 
 
 def backend_factory(batch: int):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from engine.pronunciation import Lexicon
 from server.errors import APIError
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -33,6 +34,7 @@ class ServerSettings:
     keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this long (uvicorn's)
     max_connections: int = 512  # open connections; a connection beyond them is closed at once
     limit_concurrency: int = 256  # open connections or requests in progress beyond which a request answers 503
+    pronunciation: Lexicon | None = None  # the rules a request asking for ``"pronunciation": true`` is spoken with
 
     def __post_init__(self):
         for name in ("max_input_chars", "max_instructions_chars", "max_upload_bytes", "max_queue",

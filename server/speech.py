@@ -7,7 +7,9 @@ pcm: ``server.formats``), ``speed`` (0.25-4.0, tempo changed without changing pi
 encoded audio as chunked transfer, frames sent as they are ready; ``sse``: server-sent events).
 Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``repetition_penalty``,
 ``greedy``, ``seed``; streaming ``chunk_frames``, ``first_chunk_frames``; ``max_frames`` (frame budget
-per sentence); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths).
+per sentence); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths);
+``pronunciation`` (true: the server's pronunciation rules change what is said; default false, the input as
+written).
 
 SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
 ``speech.audio.delta`` ``{audio: base64}``, ``speech.audio.done`` ``{usage, timing}``, or ``error``.
@@ -77,6 +79,7 @@ class SpeechRequest(BaseModel):
     first_chunk_frames: int | None = Field(None, ge=1, le=64, strict=True)
     max_frames: int | None = Field(None, ge=1, le=MAX_FRAMES_CAP, strict=True)
     min_frames: int | None = _range("min_frames", strict=True)
+    pronunciation: bool = Field(False, strict=True)
 
     @field_validator("model", "input", "instructions", "response_format", "language")
     @classmethod
@@ -137,8 +140,15 @@ def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
     if body.instructions and len(body.instructions) > settings.max_instructions_chars:
         raise APIError(400, f"instructions have {len(body.instructions)} characters; the limit is "
                             f"{settings.max_instructions_chars}", param="instructions", code="input_too_long")
+    pronunciation = None
+    if body.pronunciation:
+        pronunciation = settings.pronunciation
+        if pronunciation is None:
+            raise APIError(400, "this server speaks without pronunciation rules (it was started with "
+                                "--no-pronunciation)", param="pronunciation", code="invalid_value")
     voice = resolve_voice(engine, store, body.voice, body.instructions, body.language)
-    engine.check(text, voice)  # refused now, while the client can still be answered with an error status
+    # refused now, while the client can still be answered with an error status; what is checked is what is said
+    engine.check(text, voice, pronunciation=pronunciation)
     overrides = {name: getattr(body, name) for name in _SAMPLING_FIELDS if getattr(body, name) is not None}
     if body.greedy is not None:
         overrides["greedy"] = body.greedy
@@ -148,7 +158,8 @@ def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
         raise APIError(400, str(e), param=e.field, code="invalid_value") from None
     chunk_frames = body.chunk_frames or settings.default_chunk_frames
     return SpeechJob(text, voice, sampling, chunk_frames=chunk_frames,
-                     first_chunk_frames=body.first_chunk_frames or 1, max_frames=body.max_frames)
+                     first_chunk_frames=body.first_chunk_frames or 1, max_frames=body.max_frames,
+                     pronunciation=pronunciation)
 
 
 class _Output:

@@ -83,9 +83,14 @@ class Progress:
 
 @dataclass(frozen=True)
 class Speech:
-    text: str
+    text: str  # as written: what its subtitle cue shows
     voice: object  # engine Voice
     key: str
+    spoken: str = ""  # what is said (the pronunciation rules applied); what its key and seed come from
+
+    def __post_init__(self):
+        if not self.spoken:
+            object.__setattr__(self, "spoken", self.text)
 
 
 @dataclass(frozen=True)
@@ -129,11 +134,15 @@ def segment_seed(seed: int, text: str) -> int:
 
 class BookExporter:
     """``engine_for(voice)`` gives the engine that speaks a voice; ``progress(Progress)`` hears of each segment;
-    ``cancel`` stops within one engine chunk (``ExportCancelled``)."""
+    ``cancel`` stops within one engine chunk (``ExportCancelled``); ``pronunciation`` (an
+    ``engine.pronunciation.Lexicon``) changes what is said, not the subtitles, and a sentence's cache key is made
+    from what is said, so editing a rule regenerates only the sentences it changes."""
 
     def __init__(self, engine_for: Callable, sampling=None, cache: SegmentCache | None = None,
-                 progress: Callable[[Progress], None] | None = None, cancel: threading.Event | None = None):
+                 progress: Callable[[Progress], None] | None = None, cancel: threading.Event | None = None,
+                 pronunciation=None):
         self.engine_for = engine_for
+        self.pronunciation = pronunciation
         self.sampling = sampling
         self.cache = cache
         self.progress = progress
@@ -190,7 +199,10 @@ class BookExporter:
                 for i, text in enumerate(segments):
                     if i and pauses.sentence:
                         items.append(Pause(pauses.sentence))
-                    items.append(Speech(" ".join(text.split()), voice, self._key(text, voice, options)))
+                    text = " ".join(text.split())
+                    spoken = (text if self.pronunciation is None
+                              else self.pronunciation.apply(text, getattr(voice, "name", None)))
+                    items.append(Speech(text, voice, self._key(spoken, voice, options), spoken))
                 previous = passage
         return items
 
@@ -284,11 +296,12 @@ class BookExporter:
                 return cached
         engine = self.engine_for(speech.voice)
         sampling = self.sampling or engine.defaults
-        seed = random.getrandbits(62) if sampling.seed is None else segment_seed(sampling.seed, speech.text)
+        seed = random.getrandbits(62) if sampling.seed is None else segment_seed(sampling.seed, speech.spoken)
         started = time.perf_counter()
         stream = engine.stream(speech.text, speech.voice, chunk_frames=EXPORT_CHUNK_FRAMES,
                                first_chunk_frames=EXPORT_CHUNK_FRAMES, cancel=self.cancel,
-                               sampling=dataclasses.replace(sampling, seed=seed), max_frames=options.max_frames)
+                               sampling=dataclasses.replace(sampling, seed=seed), max_frames=options.max_frames,
+                               pronunciation=self.pronunciation)
         try:
             parts = [chunk.samples for chunk in stream]
         finally:

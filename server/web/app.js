@@ -137,6 +137,7 @@ async function speak() {
   };
   if ($("language").value) body.language = $("language").value;
   if ($("instructions").value.trim()) body.instructions = $("instructions").value.trim();
+  if ($("pronunciation").checked) body.pronunciation = true;
   const row = addHistoryRow(voice);
   const started = performance.now();
   controller = new AbortController();

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk  # noqa: E402
+from engine.pronunciation import pronounce  # noqa: E402
 from engine.text import segments_of  # noqa: E402
 
 FRAMES_PER_SENTENCE = 3
@@ -37,7 +38,7 @@ def isolated_data_dir(tmp_path, monkeypatch):
 
 class FakeEngine:
     """Speaks every sentence as a short tone; remembers what it was asked to say (a text, or the texts of the
-    segments it was given)."""
+    segments it was given), as said: after the pronunciation rules, as the engine applies them."""
 
     model_type = "custom_voice"
     model_size = "0b6"
@@ -58,10 +59,12 @@ class FakeEngine:
     def prepare_voice(self, voice):
         return voice
 
-    def stream(self, text, voice, chunk_frames=4, first_chunk_frames=1, sampling=None, cancel=None):
-        segments = segments_of(text)
+    def stream(self, text, voice, chunk_frames=4, first_chunk_frames=1, sampling=None, cancel=None,
+               pronunciation=None):
+        segments = pronounce(segments_of(text), pronunciation, voice.name)
+        said = pronunciation.apply(text, voice.name) if isinstance(text, str) and pronunciation else text
         with self.lock:
-            self.spoken.append((text if isinstance(text, str) else " ".join(s.text for s in segments), voice))
+            self.spoken.append((said if isinstance(text, str) else " ".join(s.speech for s in segments), voice))
         t0 = time.perf_counter()
         for index, seg in enumerate(segments):
             for frame in range(self.frames_per_sentence):

@@ -1,7 +1,7 @@
 """A small stand-in for ``engine.Engine`` that follows its streaming contract without a model.
 
-Each segment is a tone whose pitch depends on the segment's text and whose length is
-``frames_per_char`` frames per character, so the expected audio of any text is known exactly.
+Each segment is a tone whose pitch depends on the segment's spoken text (pronunciation rules applied) and whose
+length is ``frames_per_char`` frames per character, so the expected audio of any text is known exactly.
 ``frame_delay_s`` makes generation slow enough to test cancelling and backpressure.
 """
 
@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk
+from engine.pronunciation import pronounce
 from engine.text import segments_of, split_segments
 
 
@@ -54,15 +55,15 @@ class FakeEngine:
         return voice
 
     def stream(self, text, voice, chunk_frames=4, first_chunk_frames=1, sampling=None,
-               cancel: threading.Event | None = None, max_frames=None):
+               cancel: threading.Event | None = None, max_frames=None, pronunciation=None):
         self.stream_threads.append(threading.get_ident())
         t0 = time.perf_counter()
-        segments = segments_of(text)
+        segments = pronounce(segments_of(text), pronunciation, voice.name)  # as the engine's plan does
         for index, seg in enumerate(segments):
-            n_frames = self.segment_frames(seg.text)
+            n_frames = self.segment_frames(seg.speech)
             if max_frames is not None:
                 n_frames = min(n_frames, max_frames)
-            audio = segment_tone(seg.text, n_frames)
+            audio = segment_tone(seg.speech, n_frames)
             first, size = 0, first_chunk_frames
             while first < n_frames:
                 count = min(size, n_frames - first)

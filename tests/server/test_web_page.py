@@ -70,6 +70,29 @@ def test_an_error_is_shown_not_swallowed(browser, live_server):
     page.close()
 
 
+def test_the_pronunciation_box_asks_for_the_servers_rules(browser, live_server):
+    page = browser.new_page()
+    sent = []
+
+    def record(route):
+        sent.append(json.loads(route.request.post_data))
+        short_speech(route)
+
+    page.route("**/v1/audio/speech", record)
+    page.goto(live_server.url)
+    page.wait_for_function("document.querySelectorAll('#voice option').length > 0")
+    page.fill("#text", "Hello.")
+    page.click("#speak")
+    page.wait_for_function("window.oratorStats.done || window.oratorStats.error", timeout=60_000)
+    assert "pronunciation" not in sent[-1]
+    page.check("#pronunciation")
+    page.click("#speak")
+    page.wait_for_selector("#message.error")  # this server was started without rules: it says so
+    assert sent[-1]["pronunciation"] is True
+    assert "without pronunciation rules" in page.text_content("#message")
+    page.close()
+
+
 def test_the_page_shows_the_warm_up_then_loads_the_model_and_voices(browser, start_server, tiny_engine):
     """Opened while the server warms up, the page shows how far it is, then, once ready, the model and voices
     without a reload."""

@@ -127,9 +127,10 @@ class BatchedStreams:
                  build_prompts: Callable[[list[tuple[Voice, str]]], list[Prompt | Exception]], slots: int,
                  graphs: bool | None = None, warmup: bool | None = None,
                  warmup_progress: Callable[[int, int, str], None] | None = None):
-        """Made by ``Engine.batched``: ``plan(text, voice, sampling, max_frames)`` checks and plans a call as the
-        engine does; ``build_prompts`` turns [(voice, text)] into a prompt or an error each. ``warmup`` (default:
-        with graphs): capture every batch size before serving, minutes for a large model the first time;
+        """Made by ``Engine.batched``: ``plan(text, voice, sampling, max_frames, pronunciation=...)`` checks and plans
+        a call as the engine does; ``build_prompts`` turns [(voice, text)] into a prompt or an error each.
+        ``warmup`` (default: with graphs): capture every batch size before serving, minutes for a large model the
+        first time;
         ``warmup_progress(done, total, what)`` hears of each piece as it starts."""
         self.slots, self.decoder, self._plan, self._build_prompts = slots, decoder, plan, build_prompts
         self.device = talker.codec_head.weight.device
@@ -153,11 +154,11 @@ class BatchedStreams:
     # ---- caller side ------------------------------------------------------------------------------
     def stream(self, text: str, voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
-               max_frames: int | None = None) -> Iterator[Chunk]:
+               max_frames: int | None = None, pronunciation=None) -> Iterator[Chunk]:
         t0 = time.perf_counter()
         stop = threading.Event()  # set when this generator is closed early, so the slot frees at once
         try:
-            call = self._begin(text, voice, sampling, cancel or stop, max_frames)
+            call = self._begin(text, voice, sampling, cancel or stop, max_frames, pronunciation)
             chunker = Chunker(t0, first_chunk_frames, chunk_frames)
             for outbox in self._segments(call, chunker, queue.Queue):
                 while not chunker.segment_ended:
@@ -169,7 +170,7 @@ class BatchedStreams:
 
     async def stream_async(self, text: str, voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                            sampling: Sampling | None = None, cancel: threading.Event | None = None,
-                           max_frames: int | None = None) -> AsyncIterator[Chunk]:
+                           max_frames: int | None = None, pronunciation=None) -> AsyncIterator[Chunk]:
         """``stream`` for a caller on an asyncio event loop (a server's request), without a thread of its own: the
         request goes to the loop thread at once, and what the loop thread hands out comes back through the event
         loop (a worker thread per stream would contend for the GIL with the event loop in a burst of requests, and
@@ -180,9 +181,10 @@ class BatchedStreams:
         loop = asyncio.get_running_loop()
         try:
             if getattr(voice, "kind", None) == "clone":
-                call = await asyncio.to_thread(self._begin, text, voice, sampling, cancel or stop, max_frames)
+                call = await asyncio.to_thread(self._begin, text, voice, sampling, cancel or stop, max_frames,
+                                               pronunciation)
             else:
-                call = self._begin(text, voice, sampling, cancel or stop, max_frames)
+                call = self._begin(text, voice, sampling, cancel or stop, max_frames, pronunciation)
             chunker = Chunker(t0, first_chunk_frames, chunk_frames)
             for outbox in self._segments(call, chunker, lambda: LoopOutbox(loop)):
                 while not chunker.segment_ended:
@@ -195,10 +197,11 @@ class BatchedStreams:
             stop.set()
 
     def _begin(self, text: str, voice, sampling: Sampling | None, cancel: threading.Event,
-               max_frames: int | None) -> _Call:
-        """A caller's stream planned (checked, cut into segments, its seed drawn), with the 1-row decoder state its
-        audio runs on from when it needs one (several segments, or a reference's codes, decoded into it now)."""
-        plan = self._plan(text, voice, sampling, max_frames)
+               max_frames: int | None, pronunciation=None) -> _Call:
+        """A caller's stream planned (checked, cut into segments, the pronunciation rules applied, its seed
+        drawn), with the 1-row decoder state its audio runs on from when it needs one (several segments, or a
+        reference's codes, decoded into it now)."""
+        plan = self._plan(text, voice, sampling, max_frames, pronunciation=pronunciation)
         decoder_state = None  # only a stream whose audio runs on from earlier codes needs a state between segments
         if plan.keeps_decoder_state:
             decoder_state = self.decoder.new_state(1, self.device)
@@ -217,7 +220,7 @@ class BatchedStreams:
         for index, segment in enumerate(plan.segments):
             outbox = new_outbox()
             last = index == len(plan.segments) - 1
-            self._requests.put(_Request(plan.voice, segment.text, plan.sampling, plan.segment_seed(index),
+            self._requests.put(_Request(plan.voice, segment.speech, plan.sampling, plan.segment_seed(index),
                                         plan.frame_budget(segment), call.decoder_state, not last, outbox,
                                         call.cancel))
             chunker.start(index, segment, last=last)

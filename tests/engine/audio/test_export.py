@@ -233,3 +233,30 @@ def test_planning_refuses_a_selection_outside_the_book(engine, tmp_path):
         exporter.plan(book, tmp_path / "x.m4b", replace(OPTIONS, chapters=()), voices())
     with pytest.raises(ValueError, match="no voice is given for 'ryan'"):
         exporter.plan(book, tmp_path / "x.m4b", OPTIONS, {None: Voice.preset("vivian")})
+
+
+def test_pronunciation_changes_what_is_said_not_the_subtitles_and_keys_the_cache(engine, tmp_path):
+    from engine.pronunciation import Lexicon, Rule
+
+    text = "Chapter 1\n\nCats vs. dogs. The night was cold.\n"
+    options = replace(OPTIONS, format="wav", subtitles="srt")
+    cache = SegmentCache(tmp_path / "cache")
+    book = book_from_text(text, "B")
+
+    def run(lexicon, name):
+        exporter = BookExporter(lambda voice: engine, sampling=replace(engine.defaults, seed=5), cache=cache,
+                                pronunciation=lexicon)
+        plans = exporter.plan(book, tmp_path / name, options, voices())
+        return exporter.run(plans, book, options)[0], [s.spoken for s in plans[0].speeches]
+
+    versus = Lexicon((Rule("vs.", "versus"),))
+    path, spoken = run(versus, "a.wav")
+    assert spoken == ["Chapter 1", "Cats versus dogs.", "The night was cold."]
+    assert [t for _, _, t in cues(path.with_suffix(".srt"))] == ["Chapter 1", "Cats vs. dogs.", "The night was cold."]
+    engine.calls.clear()
+    run(Lexicon((Rule("vs.", "against"),)), "b.wav")  # one rule edited: only the sentence it changes is spoken
+    assert engine.calls == ["Cats vs. dogs."]
+    engine.calls.clear()
+    run(versus, "c.wav")  # back to the first rule: all from the cache, the same file
+    assert engine.calls == []
+    assert (tmp_path / "c.wav").read_bytes() == path.read_bytes()
