@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QMessa
 
 from qtapp.dialogs.settings_dialog import SettingsDialog
 from qtapp.documents import OPEN_FILTER
+from qtapp.export_requests import open_export_dialog
 
 SHORTCUTS = {
     "play": "F5",
@@ -102,8 +103,13 @@ def build_actions(window) -> WindowActions:
                                "Save the text as plain text"))
     file_menu.addAction(action("Save &As…", window.save_as, "Ctrl+Shift+S"))
     file_menu.addSeparator()
-    file_menu.addAction(action("&Export audio…", window.exporter.start, "Ctrl+E", "SP_DialogSaveButton",
-                               "Render the text to a WAV or FLAC file"))
+    file_menu.addAction(action("&Export audio…", lambda: open_export_dialog(window), "Ctrl+E",
+                               "SP_DialogSaveButton", "Queue the text for export to an audio file; it is made "
+                               "in the background"))
+    queue_view = window.export_dock.toggleViewAction()
+    queue_view.setText("Export &queue")
+    queue_view.setShortcut("Ctrl+Shift+E")
+    file_menu.addAction(queue_view)
     file_menu.addSeparator()
     file_menu.addAction(action("&Quit", window.close, QKeySequence.StandardKey.Quit))
 

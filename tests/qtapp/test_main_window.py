@@ -298,20 +298,23 @@ def test_unsaved_text_survives_a_restart(qtbot, fake_sd, make_window):
     qtbot.waitUntil(lambda: second.editor.toPlainText() == "Words I typed.", timeout=2000)
 
 
-def test_export_writes_audio_and_subtitles(qtbot, fake_sd, make_window, tmp_path):
+def test_export_writes_audio_and_subtitles_with_the_marked_voices(qtbot, fake_sd, make_window, tmp_path):
+    from engine.audio.queue import DONE, Job, Snapshot
+
     window = make_window()
     wait_ready(qtbot, window)
-    window.library_panel.add_voice(Voice.preset("ryan"), "Bob")
+    window.library_panel.add_voice(Voice.preset("aiden"), "Bob")
     text = "One. Two.\n[voice: Bob] Three."
     out = tmp_path / "book.flac"
-    window.exporter.export_to(out, text, 0, len(text), subtitles=True)
-    qtbot.waitUntil(lambda: not window.exporter.running, timeout=10_000)
+    job = window.exports.add(Job(title="Book", output=str(out), format="flac", voice="ryan", subtitles="srt",
+                                 source=None, snapshot="0" * 32), Snapshot(text, "Book"))
+    qtbot.waitUntil(lambda: window.exports.queue.get(job.id).state == DONE, timeout=10_000)
     audio, rate = soundfile.read(out)
     assert rate == 24000 and len(audio) > 0
     assert "Three." in out.with_suffix(".srt").read_text()
     assert "Exported" in window.statusBar().currentMessage()
-    assert [(text, voice.speaker) for text, voice in engine_of(window).spoken] == [("One. Two.", "ryan"),
-                                                                                    ("Three.", "ryan")]
+    assert [(text, voice.speaker) for text, voice in engine_of(window).spoken] == [("One.", "ryan"), ("Two.", "ryan"),
+                                                                                    ("Three.", "aiden")]
 
 
 def test_keep_this_voice_adds_a_clone(qtbot, fake_sd, make_window, fake_engine_class):
