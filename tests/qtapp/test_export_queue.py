@@ -252,3 +252,17 @@ def test_controller_without_a_window_resumes_a_job_left_running(qtbot, tmp_path)
     qtbot.waitUntil(lambda: second.queue.get(job.id).state == DONE, timeout=10_000)
     second.shutdown()
     assert decoded(tmp_path / "t.flac").size > 0
+
+
+def test_open_folder_opens_where_the_job_writes(qtbot, open_window, monkeypatch):
+    opened = []
+    monkeypatch.setattr("qtapp.export_queue.QDesktopServices.openUrl", lambda url: opened.append(url) or True)
+    window = open_window(loaded=True)
+    job = queue_text(window, "Folder", "Short.")
+    qtbot.waitUntil(lambda: state(window, job) == DONE, timeout=10_000)
+    window.export_panel.select(job.id)
+    QTest.mouseClick(window.export_panel.folder_button, Qt.MouseButton.LeftButton)
+    assert [url.toLocalFile() for url in opened] == [str(window.settings.root().parent / "out")]
+    for button in (window.export_panel.pause_button, window.export_panel.cancel_button,
+                   window.export_panel.up_button, window.export_panel.folder_button):
+        assert button.accessibleName()
