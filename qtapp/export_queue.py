@@ -53,7 +53,7 @@ class ExportRunner(QObject):
         super().__init__()
         self.max_frames = max_frames  # per sentence; None: the engine's budget
         self.queue = queue  # only its read-only ``book`` is called from this thread
-        self.engine_for = engine_for  # voice -> engine; may block while a model loads
+        self.engine_for = engine_for  # (voice, cancel=event) -> engine; may block while a model loads
         self.cache_folder = cache_folder
         self.pause = threading.Event()
         self.cancel = threading.Event()
@@ -83,7 +83,9 @@ class ExportRunner(QObject):
         self.ended.emit(job.id, outcome, message)
 
     def _engine(self, voice):
-        engine = self.engine_for(voice)
+        engine = self.engine_for(voice, cancel=self.cancel)
+        if self.cancel.is_set():
+            raise ExportCancelled
         if engine is None:
             raise StudioError("No model is loaded yet: wait for it to load, or pick one in Settings.")
         return engine

@@ -241,13 +241,13 @@ def test_default_output_beside_an_opened_document(qtbot, open_window, tmp_path):
 def test_controller_without_a_window_resumes_a_job_left_running(qtbot, tmp_path):
     folder = tmp_path / "data"
     engine = SlowEngine()
-    first = ExportQueueController(folder, lambda v: engine, lambda name: Voice.preset("ryan"),
+    first = ExportQueueController(folder, lambda v, cancel=None: engine, lambda name: Voice.preset("ryan"),
                                   cache_folder=tmp_path / "cache")
     job = first.add(Job(title="T", output=str(tmp_path / "t.flac"), format="flac", source=None,
                         snapshot="0" * 32), Snapshot("One. Two. Three.", "T"))
     qtbot.waitUntil(lambda: first.queue.get(job.id).done_segments >= 1, timeout=10_000)
     first.shutdown()
-    second = ExportQueueController(folder, lambda v: engine, lambda name: Voice.preset("ryan"),
+    second = ExportQueueController(folder, lambda v, cancel=None: engine, lambda name: Voice.preset("ryan"),
                                    cache_folder=tmp_path / "cache")
     qtbot.waitUntil(lambda: second.queue.get(job.id).state == DONE, timeout=10_000)
     second.shutdown()
