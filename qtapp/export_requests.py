@@ -100,8 +100,11 @@ class ExportRequest:
 
 
 def open_export_dialog(window) -> ExportRequest:
-    """Show the Export dialog; it returns at once, and accepting it queues the job."""
+    """Show the Export dialog, not modal; it returns at once, and accepting it queues the job (the text as it was
+    when the dialog opened)."""
     request = ExportRequest(window)
     window.export_request = request
-    request.dialog.open()
+    request.dialog.setModal(False)  # reading and editing go on while it is open
+    request.dialog.show()
+    request.dialog.format.setFocus()
     return request

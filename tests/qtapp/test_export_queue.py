@@ -188,7 +188,7 @@ def test_export_dialog_queues_a_job_and_returns_at_once(qtbot, open_window, tmp_
     QTest.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     request = window.export_request
     dialog = request.dialog
-    assert dialog.isVisible()
+    assert dialog.isVisible() and not dialog.isModal()
     output = dialog.output()
     assert output.parent == (tmp_path / "Music" / "Orator").resolve()  # no document: the Music folder
     assert not output.resolve().is_relative_to(data_dir().resolve())
@@ -266,3 +266,46 @@ def test_open_folder_opens_where_the_job_writes(qtbot, open_window, monkeypatch)
     for button in (window.export_panel.pause_button, window.export_panel.cancel_button,
                    window.export_panel.up_button, window.export_panel.folder_button):
         assert button.accessibleName()
+
+
+def test_cancelling_a_job_a_kill_interrupted_removes_its_temporary_files(qtbot, tmp_path):
+    """A killed run leaves its temporary files, recorded in the cache; cancelling the job removes those and
+    nothing else in the folder."""
+    import json
+
+    from engine.audio.encode import create_temp_beside
+    from engine.audio.export import _pending_record
+    from engine.audio.segment_cache import SegmentCache
+
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "Killed.m4b"
+    temp = create_temp_beside(target)
+    keep = out / "mine.txt"
+    keep.write_text("not the export's")
+    record = _pending_record(SegmentCache(tmp_path / "cache"), target)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps([str(temp)]))
+    queue = ExportQueueController(tmp_path / "data", lambda v, cancel=None: None, lambda name: None,
+                                  cache_folder=tmp_path / "cache")
+    try:
+        job = Job(title="Killed", output=str(target), source=str(tmp_path / "gone.txt"), state=PAUSED,
+                  targets=[str(target)])
+        queue.queue.add(job)
+        queue.cancel(job.id)
+        assert queue.queue.get(job.id).state == CANCELLED
+        assert sorted(p.name for p in out.iterdir()) == ["mine.txt"] and not record.exists()
+    finally:
+        queue.shutdown()
+
+
+def test_a_job_whose_document_is_gone_fails_with_its_name_and_the_next_runs(qtbot, open_window, tmp_path):
+    window = open_window(loaded=True)
+    gone = Job(title="Lost book", output=str(tmp_path / "out" / "lost.m4b"), source=str(tmp_path / "lost.txt"))
+    window.exports.add(gone)
+    after = queue_text(window, "After", "Still exported.")
+    qtbot.waitUntil(lambda: state(window, after) == DONE, timeout=10_000)
+    failed = window.exports.queue.get(gone.id)
+    assert failed.state == "failed" and "lost.txt" in failed.error
+    assert "Lost book" in window.banner.label.text()
+    assert window.export_panel.list.topLevelItem(0).text(1) == "Failed"
