@@ -18,22 +18,10 @@ from PySide6.QtWidgets import (
 )
 
 from engine.audio.queue import CANCELLED, DONE, FAILED, PAUSED, QUEUED, RUNNING, Job
+from engine.cli import format_time_left  # the words orator export prints
 
 STATE_WORDS = {QUEUED: "Queued", RUNNING: "Exporting", PAUSED: "Paused", DONE: "Done", FAILED: "Failed",
                CANCELLED: "Cancelled"}
-
-
-def format_time_left(seconds: float | None) -> str:
-    if seconds is None:
-        return "estimating time left…"
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"about {hours} h {minutes:02d} min left"
-    if minutes:
-        return f"about {minutes} min {secs:02d} s left"
-    return f"about {secs} s left"
 
 
 def describe_progress(job: Job, time_left: float | None) -> str:
