@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QMessa
 from qtapp.dialogs.pronunciation_dialog import PronunciationDialog
 from qtapp.dialogs.settings_dialog import SettingsDialog
 from qtapp.documents import OPEN_FILTER
+from qtapp.export_requests import open_export_dialog
 
 SHORTCUTS = {
     "play": "F5",
@@ -103,8 +104,13 @@ def build_actions(window) -> WindowActions:
                                "Save the text as plain text"))
     file_menu.addAction(action("Save &As…", window.save_as, "Ctrl+Shift+S"))
     file_menu.addSeparator()
-    file_menu.addAction(action("&Export audio…", window.exporter.start, "Ctrl+E", "SP_DialogSaveButton",
-                               "Render the text to a WAV or FLAC file"))
+    file_menu.addAction(action("&Export audio…", lambda: open_export_dialog(window), "Ctrl+E",
+                               "SP_DialogSaveButton", "Queue the text for export to an audio file; it is made "
+                               "in the background"))
+    queue_view = window.export_dock.toggleViewAction()
+    queue_view.setText("Export &queue")
+    queue_view.setShortcut("Ctrl+Shift+E")
+    file_menu.addAction(queue_view)
     file_menu.addSeparator()
     file_menu.addAction(action("&Quit", window.close, QKeySequence.StandardKey.Quit))
 
@@ -208,13 +214,22 @@ def build_actions(window) -> WindowActions:
 
 VOICE_MARKS_HELP = (
     "<h3>Voice marks</h3>"
-    "<p>A line (a paragraph) that starts with <code>[voice: NAME]</code> is read by the library voice NAME; "
-    "the mark itself is not read aloud. A mark holds for its own line only: every line without one is read "
-    "by the default voice (double-click a voice in the list to make it the default).</p>"
-    "<pre>[voice: Mara] I have it. Go and see to the lamp.\n"
-    "[voice: Tom] And you?</pre>"
-    "<p>Names are matched without regard to case; a name the library does not hold is read by the default "
-    "voice, with a note in the status bar.</p>"
+    "<p>A line that starts with <code>[voice: NAME]</code> is read by the voice NAME, and so is every line after "
+    "it up to the next blank line or the next mark; the mark itself is not read aloud. Text after a blank line "
+    "is read by the default voice again (double-click a voice in the list to make it the default). Export "
+    "follows the same rule, so a book sounds as it reads.</p>"
+    "<pre>[voice: Mara] I have it. Go and see to the lamp,\n"
+    "and take the dog with you.\n"
+    "[voice: Tom] And you?\n\n"
+    "The narrator goes on here.</pre>"
+    "<p>Why to the blank line and not the mark's line alone: books and text files wrap a paragraph over several "
+    "lines, and a mark on its first line must voice all of it. Names are matched without regard to case; a "
+    "name the library does not hold is read by the default voice, with a note in the status bar.</p>"
+    "<h3>Export queue</h3>"
+    "<p>File ▸ Export audio… queues the text (or the selection, or some of its chapters) for export and returns "
+    "at once; the Export queue panel shows each job's progress and the time left, and pauses, resumes, "
+    "cancels, reorders and removes jobs. Exports run in the background while you read and edit, and go on "
+    "where they stopped after Orator is closed or crashes.</p>"
 )
 
 

@@ -228,6 +228,17 @@ class DocumentText:
         before = plain(block.text()[:max(0, position - block.position())])
         return block.position() + before.rfind("\n") + 1
 
+    def lines_above(self, line_start: int) -> Iterator[str]:
+        block = self.editor.document().findBlock(line_start)
+        if not block.isValid():
+            return
+        head = plain(block.text()[:max(0, line_start - block.position())])
+        yield from reversed(head.split("\n")[:-1])  # the block's lines above (a block may hold line separators)
+        block = block.previous()
+        while block.isValid():
+            yield from reversed(plain(block.text()).split("\n"))
+            block = block.previous()
+
     def pieces(self, start: int, end: int | None = None) -> Iterator[tuple[int, str]]:
         editor, document = self.editor, self.editor.document()
         edits = editor.edits

@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
+    QDockWidget,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -32,7 +33,8 @@ from qtapp.actions import build_actions
 from qtapp.autosave import Autosave, write_lines
 from qtapp.documents import Chapter, DocumentError, load_document
 from qtapp.editor import Editor, FindBar
-from qtapp.export_controller import ExportController
+from qtapp.export_panel import ExportPanel
+from qtapp.export_queue import ExportQueueController
 from qtapp.gauges import GaugePanel
 from qtapp.library_panel import LibraryPanel
 from qtapp.model_download import preset_speakers
@@ -136,7 +138,18 @@ class MainWindow(QMainWindow):
                                                        chunk_frames=settings.chunk_frames, speed=settings.speed,
                                                        pronunciation=self.pronunciation)
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
-        self.exporter = ExportController(self)
+        self.exports = ExportQueueController(settings.root(), self.worker.engine_when_ready,
+                                             self.resolve_export_voice, self.ensure_model,
+                                             pronunciation=self.pronunciation, parent=self)
+        self.export_request = None  # the open Export dialog's request (qtapp.export_requests)
+        self.export_panel = ExportPanel(self.exports)
+        self.export_dock = QDockWidget("Export queue", self)
+        self.export_dock.setObjectName("export-queue")
+        self.export_dock.setAccessibleName("Export queue")
+        self.export_dock.setWidget(self.export_panel)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.export_dock)
+        if not self.exports.jobs:
+            self.export_dock.hide()
         self.window_actions = build_actions(self)
         self.autosave = Autosave(self.editor, settings)
         self._connect()
@@ -180,6 +193,11 @@ class MainWindow(QMainWindow):
         self.library_panel.keep_requested.connect(self.keep_design)
         self.library_panel.default_changed.connect(self._on_default_changed)
         self.library_panel.message.connect(self.show_status)
+        self.exports.message.connect(self.show_status)
+        self.exports.failed.connect(self.show_error)
+        self.exports.added.connect(lambda _: self.export_dock.show())
+        for warning in self.exports.warnings:
+            self.show_error(warning)
         self._gauge_state = IDLE
         self._on_state_changed(IDLE)
 
@@ -210,7 +228,7 @@ class MainWindow(QMainWindow):
         except OSError as e:
             self.show_error(f"Could not save the pronunciation rules: {e.strerror or e}")
             return False
-        self.pronunciation = self.worker.pronunciation = lexicon
+        self.pronunciation = self.worker.pronunciation = self.exports.runner.pronunciation = lexicon
         self.reader.restart_sentence()
         self.show_status(f"Pronunciation: {len(lexicon.rules)} rules saved.")
         return True
@@ -237,6 +255,22 @@ class MainWindow(QMainWindow):
                 self.show_status(f"{e} Using the default voice instead.")
         speakers = self.preset_speakers()
         return Voice.preset(PREFERRED_SPEAKER if PREFERRED_SPEAKER in speakers else speakers[0])
+
+    def resolve_export_voice(self, name: str | None):
+        """The Voice an export job names: a library voice, a speaker of the preset model, else as
+        ``resolve_voice``."""
+        from engine import Voice
+
+        if name and self.library.find(name) is None:
+            speakers = {s.lower(): s for s in self.preset_speakers()}
+            if name.strip().lower() in speakers:
+                return Voice.preset(speakers[name.strip().lower()])
+        return self.resolve_voice(name)
+
+    def default_speaker(self) -> str:
+        """The preset speaker of unmarked text while no library voice is the default."""
+        speakers = self.preset_speakers()
+        return PREFERRED_SPEAKER if PREFERRED_SPEAKER in speakers or not speakers else speakers[0]
 
     def preset_speakers(self) -> list[str]:
         """The speakers of the preset model in use (loaded, else the configured model's folder)."""
@@ -534,7 +568,7 @@ class MainWindow(QMainWindow):
             return
         self.editor.document().setModified(False)  # saved or discarded: autosave keeps nothing for next time
         self.reader.stop()
-        self.exporter.shutdown()
+        self.exports.shutdown()
         self.autosave.close()
         self.settings.font_size = self.editor.font_size
         self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from qtapp.reading_plan import JUMP_REACH, ReadingPlan, TextSource
+from qtapp.reading_plan import JUMP_REACH, ReadingPlan, TextSource, voice_at
 
 IDLE, PLAYING, PAUSED = "idle", "playing", "paused"
 JOB_SENTENCES = 16  # sentences per engine call: a job's planning stays well under a millisecond
@@ -59,7 +59,7 @@ class ReadingController(QObject):
     def read(self, source: TextSource, start: int = 0, end: int | None = None,
              from_position: int | None = None) -> None:
         """Read ``source``'s text [start, end), beginning at the sentence holding ``from_position``."""
-        plan = ReadingPlan(source.pieces(start, end))
+        plan = ReadingPlan(source.pieces(start, end), voice_at(source, start))
         index = plan.index_at(start if from_position is None else from_position)
         if index is None:
             self.message.emit("There is nothing to read here.")

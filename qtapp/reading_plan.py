@@ -3,8 +3,9 @@
 A text source (``StrText`` for a string, ``qtapp.editor.DocumentText`` for the editor) hands out the text
 from a position as line pieces: ``(offset, text)``, contiguous, each ending at a line end ("\\n" included)
 or cut from a longer line. ``iter_sentences`` turns those pieces into ``Sentence``s: a line that starts
-with ``[voice: NAME]`` (``qtapp.voice_marks``) is a passage of its own in that voice, every run of other
-lines a passage in the default voice, and each passage is cut by ``engine.text.Segmenter``, so the
+with ``[voice: NAME]`` starts a passage in that voice that holds to the next blank line or the next mark
+(``engine.voice_marks``, the rule export follows too), every other run of lines is a passage in the default
+voice, and each passage is cut by ``engine.text.Segmenter``, so the
 sentences are exactly the segments the engine would cut from each passage and their spans are document
 offsets. ``ReadingPlan`` keeps the sentences read so far and pulls more only when asked, so starting
 to read a 20 MB book costs what its first sentences cost.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.text import Segment, Segmenter
-from qtapp.voice_marks import parse_mark
+from engine.voice_marks import ends_marks, parse_mark, voice_above
 
 # Characters per piece: a source cuts longer lines, so no one step reads a whole book; a voice mark is read
 # from its line's first piece, so one longer than this is text.
@@ -47,6 +48,9 @@ class TextSource(Protocol):
     def line_start(self, position: int) -> int:
         """Where the line holding ``position`` starts."""
 
+    def lines_above(self, line_start: int) -> Iterator[str]:
+        """The lines before the one starting at ``line_start``, nearest first, without their line ends."""
+
     def pieces(self, start: int, end: int | None = None) -> Iterator[tuple[int, str]]:
         """The text of [start, end) as line pieces, read lazily."""
 
@@ -59,6 +63,13 @@ class StrText:
 
     def line_start(self, position: int) -> int:
         return self.text.rfind("\n", 0, position) + 1
+
+    def lines_above(self, line_start: int) -> Iterator[str]:
+        end = line_start - 1  # the line end of the line above
+        while end >= 0:
+            begin = self.text.rfind("\n", 0, end) + 1
+            yield self.text[begin:end]
+            end = begin - 1
 
     def pieces(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, str]]:
         text = self.text
@@ -87,27 +98,40 @@ def line_pieces(offset: int, text: str) -> Iterator[tuple[int, str]]:
         position = line_end
 
 
-def iter_sentences(pieces: Iterable[tuple[int, str]]) -> Iterator[Sentence]:
-    """The sentences of the text the line pieces hold, in order (see the module docstring)."""
+def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None) -> Iterator[Sentence]:
+    """The sentences of the text the line pieces hold, in order (see the module docstring); ``voice``: the mark in
+    effect where the pieces start (``voice_at``)."""
     segmenter: Segmenter | None = None
-    voice: str | None = None
-    marked = False  # the passage being cut is a marked line, which ends with its line
     at_line_start = True
     for offset, piece in pieces:
         if at_line_start:
             name, mark_len = parse_mark(piece.rstrip("\n"))
-            if name is not None or marked or segmenter is None:
+            blank = voice is not None and ends_marks(piece.rstrip("\n")) and piece.endswith("\n")
+            if name is not None or blank or segmenter is None:
                 if segmenter is not None:
                     yield from _sentences(segmenter.finish(), voice)
-                marked, voice = name is not None, name
+                if name is not None:
+                    voice = name
+                elif blank:
+                    voice = None
                 segmenter = Segmenter(offset + mark_len)
                 piece = piece[mark_len:]
         at_line_start = piece.endswith("\n")
-        if marked and at_line_start:
-            piece = piece[:-1]  # a marked passage is its line, without the line end
         yield from _sentences(segmenter.feed(piece), voice)
     if segmenter is not None:
         yield from _sentences(segmenter.finish(), voice)
+
+
+def voice_at(source: TextSource, position: int) -> str | None:
+    """The voice mark in effect at ``position``: its own line's, when that starts with one before ``position``,
+    else the nearest one above with no blank line between."""
+    line_start = source.line_start(position)
+    if position > line_start:
+        head = "".join(piece for _, piece in source.pieces(line_start, position))
+        name, mark_len = parse_mark(head)
+        if name is not None and mark_len <= position - line_start:
+            return name
+    return voice_above(source.lines_above(line_start))
 
 
 def _sentences(segments: list[Segment], voice: str | None) -> Iterator[Sentence]:
@@ -118,8 +142,8 @@ def _sentences(segments: list[Segment], voice: str | None) -> Iterator[Sentence]
 class ReadingPlan:
     """The sentences of one reading, numbered from 0, planned from ``pieces`` as they are asked for."""
 
-    def __init__(self, pieces: Iterable[tuple[int, str]]):
-        self._source = iter_sentences(pieces)
+    def __init__(self, pieces: Iterable[tuple[int, str]], voice: str | None = None):
+        self._source = iter_sentences(pieces, voice)
         self.sentences: list[Sentence] = []  # planned so far
         self._ends: list[int] = []  # sentence ends, for lookups by position
         self.complete = False  # every sentence is planned

@@ -135,11 +135,19 @@ class SpeechWorker(QObject):
         """The loaded engine of ``model_type`` ("custom_voice", "voice_design", "base"), if any."""
         return self._engines.get(model_type)
 
-    def engine_when_ready(self, voice: Voice, timeout_s: float = 600.0) -> Engine | None:
-        """``engine_for`` once every requested model load has finished. Blocks: for other threads
-        (give it to ``ExportJob``), never for the GUI thread or the worker itself."""
+    def engine_when_ready(self, voice: Voice, timeout_s: float = 600.0,
+                          cancel: threading.Event | None = None) -> Engine | None:
+        """``engine_for`` once every requested model load has finished (or ``cancel`` is set: then None). Blocks:
+        for other threads (the export queue's), never for the GUI thread or the worker itself."""
+        deadline = time.monotonic() + timeout_s
         with self._loads:
-            self._loads.wait_for(lambda: self._pending_loads == 0, timeout=timeout_s)
+            while self._pending_loads and not (cancel is not None and cancel.is_set()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._loads.wait(min(left, 0.1))  # a cancel is seen within a tenth of a second
+        if cancel is not None and cancel.is_set():
+            return None
         return self.engine_for(voice)
 
     # ---- slots (worker thread) -----------------------------------------------------------------

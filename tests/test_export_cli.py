@@ -203,7 +203,7 @@ def _epub(path: Path, chapters: list[tuple[str, str]], cover: bytes) -> Path:
 
 
 def test_an_epub_with_chapters_becomes_an_m4b_with_the_same_chapters(capsys, tiny_model_dir, tmp_path):
-    from engine.cli import _structured_documents
+    from engine.audio.sources import _structured_documents
     from tests.engine.audio.test_encode import png
 
     if not _structured_documents():

@@ -15,9 +15,9 @@ plain text). The rules, each so that pauses follow the text's structure and neve
   if there is one ("CHAPTER I." then "Down the Rabbit-Hole" is one heading).
 - Chapters: at the highest heading level that occurs at least twice (a lone top heading names the book); text
   before the first chapter is a chapter of its own, named after the book.
-- Voice marks: a paragraph that starts with ``[voice: NAME]`` is spoken by the library voice NAME (the mark is not
-  spoken), to the next blank line or the next mark; the others by the default voice. The same mark as the
-  studio's (``qtapp.voice_marks``), whose paragraphs are the editor's lines.
+- Voice marks (``engine.voice_marks``, the studio's rule too): a line that starts with ``[voice: NAME]`` is spoken
+  by the voice NAME (the mark is not spoken), to the next blank line or the next mark; the rest by the default
+  voice.
 - Markdown markup is not read: emphasis and code marks, link targets, images, HTML tags, rules and fenced code
   are dropped; a YAML front matter gives the title and author.
 """
@@ -31,8 +31,8 @@ from pathlib import Path, PurePosixPath
 from xml.etree import ElementTree
 
 from engine.errors import TextError
+from engine.voice_marks import parse_mark
 
-VOICE_MARK = re.compile(r"[ \t]*\[voice:\s*([^\]\n]*?)\s*\][ \t]*", re.IGNORECASE)
 MAX_HEADING_CHARS = 120  # a longer paragraph is prose, whatever it starts with
 MAX_TITLE_LINE_CHARS = 80  # the title line that may follow a chapter label
 _SENTENCE_END = re.compile(r"""[.!?…:;]["'”’)\]]*$""")
@@ -273,7 +273,7 @@ def _split_paragraph(paragraph: str, width: int) -> list[_Block]:
     voice = None  # a mark holds to the end of its blank-line paragraph, or to the next mark
     for group in groups:
         text = _join_lines(group)
-        marked, length = _mark(text)
+        marked, length = parse_mark(text)
         voice = marked if marked is not None else voice
         text = text[length:].strip()
         if _HAS_WORD.search(text):
@@ -283,7 +283,7 @@ def _split_paragraph(paragraph: str, width: int) -> list[_Block]:
 
 def _breaks(line: str, following: str, width: int) -> bool:
     """Whether the line break between ``line`` and ``following`` ends a paragraph (see the module doc)."""
-    if VOICE_MARK.match(following) and _mark(following)[0] is not None:
+    if parse_mark(following)[0] is not None:
         return True
     # a list item starts a paragraph after a line that ends a sentence or clause, or another item: "under section
     # 7. This requirement" wraps one sentence around a number
@@ -302,13 +302,6 @@ def _join_lines(lines: list[str]) -> str:
         else:
             out += " " + line
     return " ".join(out.split())  # runs of spaces (justified or indented text) are one space
-
-
-def _mark(text: str) -> tuple[str | None, int]:
-    match = VOICE_MARK.match(text)
-    if not match or not match.group(1):
-        return None, 0
-    return match.group(1), match.end()
 
 
 def _text_blocks(text: str) -> list[_Block]:
@@ -333,7 +326,7 @@ def _text_blocks(text: str) -> list[_Block]:
 
 
 def _is_label(line: str) -> bool:
-    return len(line) <= MAX_HEADING_CHARS and bool(_CHAPTER_LABEL.match(line)) and not _mark(line)[0]
+    return len(line) <= MAX_HEADING_CHARS and bool(_CHAPTER_LABEL.match(line)) and not parse_mark(line)[0]
 
 
 def _is_bare_label(text: str) -> bool:

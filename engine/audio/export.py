@@ -75,6 +75,7 @@ class Progress:
     elapsed_s: float
     eta_s: float | None  # None while unknown (nothing generated yet)
     output: Path  # the file being written
+    audio_s: float = 0.0  # seconds of audio written so far, pauses included, over every file
 
     @property
     def fraction(self) -> float:
@@ -230,6 +231,7 @@ class BookExporter:
         self._total_chars = sum(len(s.text) for s in speeches)
         self._uncached_chars = sum(len(s.text) for s in speeches if self.cache is None or s.key not in self.cache)
         self._done_segments = self._done_chars = self._generated_chars = 0
+        self._written_samples = 0  # of the files finished before the one being written
         self._generating_s = 0.0
         self._start = time.perf_counter()
         written = []
@@ -266,7 +268,7 @@ class BookExporter:
                     if subtitles is not None and audio.size:
                         subtitles.write(Cue(position / SAMPLE_RATE, (position + audio.size) / SAMPLE_RATE, item.text))
                     position += audio.size
-                    self._report(plan.path, len(item.text))
+                    self._report(plan.path, len(item.text), self._written_samples + position)
             encoder.finish(marks)
             if subtitle_file is not None:
                 subtitle_file.flush()
@@ -285,6 +287,7 @@ class BookExporter:
             for temp in temps:
                 temp.unlink(missing_ok=True)
             self._clear_pending(plan.path)
+        self._written_samples += position
         return plan.path
 
     def _audio(self, speech: Speech, options: ExportOptions) -> np.ndarray:
@@ -315,7 +318,7 @@ class BookExporter:
         self._generated_chars += len(speech.text)
         return audio
 
-    def _report(self, output: Path, chars: int) -> None:
+    def _report(self, output: Path, chars: int, samples: int) -> None:
         self._done_segments += 1
         self._done_chars += chars
         if self.progress is None:
@@ -328,14 +331,11 @@ class BookExporter:
         elif self._uncached_chars == 0:
             eta = 0.0
         self.progress(Progress(self._done_segments, self._total_segments, self._done_chars, self._total_chars,
-                               time.perf_counter() - self._start, eta, output))
+                               time.perf_counter() - self._start, eta, output, samples / SAMPLE_RATE))
 
     # ---- what a kill leaves behind --------------------------------------------------------------------------
     def _pending_file(self, target: Path) -> Path | None:
-        if self.cache is None:
-            return None
-        name = hashlib.sha256(str(target.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        return self.cache.folder / "pending" / f"{name}.json"
+        return None if self.cache is None else _pending_record(self.cache, target)
 
     def _record_pending(self, target: Path, temps: list[Path]) -> None:
         record = self._pending_file(target)
@@ -349,19 +349,30 @@ class BookExporter:
             record.unlink(missing_ok=True)
 
     def _remove_leftovers(self, target: Path) -> None:
-        """Remove the temporary files a killed export to ``target`` recorded (only those: never a guess)."""
-        record = self._pending_file(target)
-        if record is None or not record.exists():
-            return
-        try:
-            names = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            names = []
-        for name in names if isinstance(names, list) else []:
-            path = Path(str(name))
-            if path.parent == target.parent and path.name.startswith(".orator-"):
-                path.unlink(missing_ok=True)
-        record.unlink(missing_ok=True)
+        if self.cache is not None:
+            remove_leftovers(self.cache, target)
+
+
+def remove_leftovers(cache: SegmentCache, target: str | os.PathLike) -> None:
+    """Remove the temporary files a killed export to ``target`` recorded in ``cache`` (only those: never a guess)."""
+    target = Path(target)
+    record = _pending_record(cache, target)
+    if not record.exists():
+        return
+    try:
+        names = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        names = []
+    for name in names if isinstance(names, list) else []:
+        path = Path(str(name))
+        if path.parent == target.parent and path.name.startswith(".orator-"):
+            path.unlink(missing_ok=True)
+    record.unlink(missing_ok=True)
+
+
+def _pending_record(cache: SegmentCache, target: Path) -> Path:
+    name = hashlib.sha256(str(target.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return cache.folder / "pending" / f"{name}.json"
 
 
 def _voice_name(voice) -> str:

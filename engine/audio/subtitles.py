@@ -49,7 +49,7 @@ def vtt_timestamp(seconds: float) -> str:
     return "{:02d}:{:02d}:{:02d}.{:03d}".format(*_parts(seconds))
 
 
-format_timestamp = srt_timestamp  # the name qtapp.subtitles gives it
+format_timestamp = srt_timestamp
 
 
 def wrap_cue_text(text: str, width: int = LINE_WIDTH) -> str:

@@ -1,9 +1,13 @@
-"""The Export audio dialog: where to write, WAV or FLAC, whether to add subtitles (.srt)."""
+"""The Export dialog: what a new export-queue job writes (format, voice, where, per chapter or one file, which
+chapters, subtitles, the whole text or the selection). It only describes the job: accepting it queues the job
+and returns at once (``qtapp.export_queue``), and the export runs in the background."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -12,57 +16,158 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QLabel,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QPushButton,
     QWidget,
 )
 
-FORMATS = {"WAV (lossless, large)": ".wav", "FLAC (lossless, compressed)": ".flac"}
+from engine.audio.encode import audio_format
+
+FORMAT_CHOICES = {
+    "m4b": "M4B audiobook (AAC, chapters)",
+    "mp3": "MP3",
+    "m4a": "M4A (AAC)",
+    "opus": "Opus",
+    "flac": "FLAC (lossless)",
+    "wav": "WAV (lossless, large)",
+}
+SUBTITLE_CHOICES = {None: "No subtitles", "srt": "SRT subtitles", "vtt": "WebVTT subtitles"}
 
 
 class ExportDialog(QDialog):
-    def __init__(self, suggested: Path, has_selection: bool, parent: QWidget | None = None):
+    """``suggest(format, per_chapter, selection_only) -> Path`` gives the default output; ``chapters`` the titles
+    of the book's chapters (the whole text's), ``voices`` the names to offer, ``voice`` the default one."""
+
+    def __init__(self, title: str, chapters: list[str], voices: list[str], voice: str,
+                 suggest: Callable[[str, bool, bool], Path], has_selection: bool, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Export audio")
-        self.setMinimumWidth(520)
+        self.setMinimumWidth(560)
+        self._suggest = suggest
+        self._path_edited = False
         form = QFormLayout(self)
+        self.title_field = QLineEdit(title)
+        self.title_field.setAccessibleName("Title of the export")
         self.format = QComboBox()
-        self.format.addItems(FORMATS)
-        self.format.currentTextChanged.connect(self._fix_suffix)
-        self.path_field = QLineEdit(str(suggested.with_suffix(".wav")))
-        browse = QPushButton("Browse…")
+        self.format.setAccessibleName("Audio format")
+        for key, label in FORMAT_CHOICES.items():
+            self.format.addItem(label, key)
+        self.voice = QComboBox(editable=True)
+        self.voice.setAccessibleName("Voice for unmarked text")
+        self.voice.addItems(voices)
+        self.voice.setCurrentText(voice)
+        self.path_field = QLineEdit()
+        self.path_field.setAccessibleName("Output file or folder")
+        self.path_field.textEdited.connect(lambda _: setattr(self, "_path_edited", True))
+        browse = QPushButton("&Browse…")
+        browse.setAccessibleName("Choose where to write")
         browse.clicked.connect(self._browse)
         row = QHBoxLayout()
         row.addWidget(self.path_field, 1)
         row.addWidget(browse)
-        self.subtitles = QCheckBox("Also write subtitles (.srt) next to the audio", checked=True)
-        self.selection_only = QCheckBox("Only the selected text", checked=has_selection, enabled=has_selection)
-        form.addRow("Format:", self.format)
-        form.addRow("File:", row)
-        form.addRow(self.subtitles)
+        self.per_chapter = QCheckBox("One &file per chapter, numbered, in a folder")
+        self.subtitles = QComboBox()
+        self.subtitles.setAccessibleName("Subtitles")
+        for key, label in SUBTITLE_CHOICES.items():
+            self.subtitles.addItem(label, key)
+        self.selection_only = QCheckBox("Only the &selected text", checked=has_selection, enabled=has_selection)
+        self.chapters = QListWidget()
+        self.chapters.setAccessibleName("Chapters to export")
+        self.chapters.setAccessibleDescription("Check the chapters to export; Space checks or unchecks one.")
+        for number, name in enumerate(chapters, 1):
+            item = QListWidgetItem(f"{number}. {name}")
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked)
+            self.chapters.addItem(item)
+        self.chapters.setMaximumHeight(160)
+        self.chapters_label = QLabel("&Chapters:")
+        self.chapters_label.setBuddy(self.chapters)
+        form.addRow("&Title:", self.title_field)
+        form.addRow("F&ormat:", self.format)
+        form.addRow("&Voice:", self.voice)
+        form.addRow("&Write to:", row)
+        form.addRow(self.per_chapter)
+        form.addRow("Su&btitles:", self.subtitles)
         form.addRow(self.selection_only)
+        form.addRow(self.chapters_label, self.chapters)
+        self.error_label = QLabel(wordWrap=True)
+        self.error_label.setStyleSheet("color: #a12622;")
+        self.error_label.hide()
+        form.addRow(self.error_label)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Export")
-        buttons.accepted.connect(self.accept)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("&Add to queue")
+        buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+        for signal in (self.format.currentIndexChanged, self.per_chapter.toggled, self.selection_only.toggled):
+            signal.connect(self._refresh)
+        self._refresh()
+
+    # ---- what the job is ----------------------------------------------------------------------------------
+    @property
+    def format_key(self) -> str:
+        return self.format.currentData()
 
     @property
-    def suffix(self) -> str:
-        return FORMATS[self.format.currentText()]
+    def subtitles_key(self) -> str | None:
+        return self.subtitles.currentData()
 
-    def path(self) -> Path:
-        return Path(self.path_field.text()).expanduser().with_suffix(self.suffix)
+    def output(self) -> Path:
+        return Path(self.path_field.text().strip()).expanduser()
 
-    def srt_path(self) -> Path | None:
-        return self.path().with_suffix(".srt") if self.subtitles.isChecked() else None
+    def chosen_chapters(self) -> list[int] | None:
+        """0-based chapters checked; None when all are (or when the selection is exported)."""
+        if self.selection_only.isChecked() or self.chapters.count() == 0:
+            return None
+        checked = [i for i in range(self.chapters.count())
+                   if self.chapters.item(i).checkState() == Qt.CheckState.Checked]
+        return None if len(checked) == self.chapters.count() else checked
 
-    def _fix_suffix(self) -> None:
-        if self.path_field.text():
-            self.path_field.setText(str(self.path()))
+    def problem(self) -> str | None:
+        """Why the job cannot be queued as filled in, or None."""
+        if not self.path_field.text().strip():
+            return "Choose where to write the export."
+        if not self.output().is_absolute():
+            return "Give the full path of the file or folder to write."
+        if self.chosen_chapters() == []:
+            return "Check at least one chapter."
+        if not self.voice.currentText().strip():
+            return "Choose a voice."
+        return None
+
+    # ---- internals --------------------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        chaptered = not self.selection_only.isChecked() and self.chapters.count() > 0
+        self.chapters.setEnabled(chaptered)
+        self.chapters_label.setEnabled(chaptered)
+        suffix = audio_format(self.format_key).suffix
+        if not self._path_edited or not self.path_field.text().strip():
+            self.path_field.setText(str(self._suggest(self.format_key, self.per_chapter.isChecked(),
+                                                      self.selection_only.isChecked())))
+            self._path_edited = False
+        elif not self.per_chapter.isChecked():
+            self.path_field.setText(str(self.output().with_suffix(suffix)))
+
+    def _accept(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            self.error_label.setText(problem)
+            self.error_label.show()
+            return
+        if not self.per_chapter.isChecked():
+            self.path_field.setText(str(self.output().with_suffix(audio_format(self.format_key).suffix)))
+        self.accept()
 
     def _browse(self) -> None:
-        name, _ = QFileDialog.getSaveFileName(self, "Export audio to", str(self.path()),
-                                              f"Audio (*{self.suffix})")
+        if self.per_chapter.isChecked():
+            name = QFileDialog.getExistingDirectory(self, "Write the chapter files into", str(self.output().parent))
+        else:
+            suffix = audio_format(self.format_key).suffix
+            name, _ = QFileDialog.getSaveFileName(self, "Export audio to", str(self.output()), f"Audio (*{suffix})")
         if name:
-            self.path_field.setText(str(Path(name).with_suffix(self.suffix)))
+            self.path_field.setText(name)
+            self._path_edited = True
+            self._refresh()

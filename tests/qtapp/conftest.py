@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from pathlib import Path
 
 from tests.qtapp.fake_stream import FakeStream
 
@@ -23,6 +24,7 @@ import pytest  # noqa: E402
 
 from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk  # noqa: E402
 from engine.pronunciation import pronounce  # noqa: E402
+from engine.sampling import Sampling  # noqa: E402
 from engine.text import segments_of  # noqa: E402
 
 FRAMES_PER_SENTENCE = 3
@@ -33,6 +35,7 @@ def isolated_data_dir(tmp_path, monkeypatch):
     """Settings, voice library and autosave of this test live in ``tmp_path/data``."""
     data = tmp_path / "data"
     monkeypatch.setenv("ORATOR_DATA_DIR", str(data))
+    monkeypatch.setenv("ORATOR_CACHE_DIR", str(tmp_path / "cache"))  # the export queue's segment cache
     return data
 
 
@@ -50,6 +53,8 @@ class FakeEngine:
     sample_rate = SAMPLE_RATE
     frames_per_sentence = FRAMES_PER_SENTENCE
     speakers = ["aiden", "ryan", "vivian"]
+    defaults = Sampling()
+    model_dir = Path(__file__).parent / "no-model"  # holds no weights: the segment cache keys it by its name
 
     def __init__(self, frame_delay_s: float = 0.0):
         self.frame_delay_s = frame_delay_s
@@ -60,7 +65,7 @@ class FakeEngine:
         return voice
 
     def stream(self, text, voice, chunk_frames=4, first_chunk_frames=1, sampling=None, cancel=None,
-               pronunciation=None):
+               pronunciation=None, max_frames=None):
         segments = pronounce(segments_of(text), pronunciation, voice.name)
         said = pronunciation.apply(text, voice.name) if isinstance(text, str) and pronunciation else text
         with self.lock:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
 from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk
 from engine.pronunciation import pronounce
+from engine.sampling import Sampling
 from engine.text import segments_of, split_segments
 
 
@@ -33,6 +35,8 @@ class FakeEngine:
     cpu_int8 = False
     dtype = "float32"
     speakers = ["aiden", "ryan", "vivian"]
+    defaults = Sampling()
+    model_dir = Path(__file__).parent / "no-model"  # holds no weights: the segment cache keys it by its name
 
     def __init__(self, model_type: str = "custom_voice", frames_per_char: float = 0.25,
                  frame_delay_s: float = 0.0):

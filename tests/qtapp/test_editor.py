@@ -148,6 +148,11 @@ def test_the_document_source_reads_what_to_plain_text_gives(editor, monkeypatch)
         assert list(iter_sentences(source.pieces(start, end))) == list(iter_sentences(StrText(text).pieces(start, end)))
     assert [source.line_start(p) for p in (0, 12, text.index("Hi"), len(text))] == [
         StrText(text).line_start(p) for p in (0, 12, text.index("Hi"), len(text))]
+    for p in (0, 12, text.index("Hi"), text.index("Bye"), text.index("Last"), len(text)):
+        start = source.line_start(p)
+        assert list(source.lines_above(start)) == list(StrText(text).lines_above(start))
+        assert reading_plan.voice_at(source, p) == reading_plan.voice_at(StrText(text), p)
+    assert reading_plan.voice_at(source, text.index("Bye")) == "Ann"
     reading = source.pieces(0)
     next(reading)
     editor.insertPlainText("x")

@@ -14,7 +14,7 @@ from qtapp.main_window import MainWindow
 from qtapp.reading import IDLE, PAUSED, PLAYING
 from qtapp.settings import Settings
 
-TEXT = "The first sentence. The second one! A third?\n[voice: Bob] Bob speaks here. Bob again.\nThe end."
+TEXT = "The first sentence. The second one! A third?\n[voice: Bob] Bob speaks here. Bob again.\n\nThe end."
 
 
 @pytest.fixture
@@ -82,6 +82,22 @@ def test_voice_marks_use_library_voices(qtbot, fake_sd, make_window):
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     speakers = [voice.speaker for _, voice in engine_of(window).spoken]
     assert speakers == ["aiden", "ryan", "aiden"]
+
+
+def test_play_below_a_mark_reads_in_the_marked_voice_to_the_blank_line(qtbot, fake_sd, make_window):
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.library_panel.add_voice(Voice.preset("aiden"), "Narrator")
+    window.library_panel.add_voice(Voice.preset("ryan"), "Bob")
+    text = "[voice: Bob] Bob starts.\nHe goes on.\n\nThe narrator ends."
+    window.editor.setPlainText(text)
+    cursor = window.editor.textCursor()
+    cursor.setPosition(text.index("goes"))  # a line below the mark, in its paragraph
+    window.editor.setTextCursor(cursor)
+    window.play()
+    play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
+    assert [(said, voice.speaker) for said, voice in engine_of(window).spoken] == [("He goes on.", "ryan"),
+                                                                                 ("The narrator ends.", "aiden")]
 
 
 def test_presets_come_from_the_loaded_model(qtbot, fake_sd, make_window, fake_engine_class):
@@ -298,20 +314,23 @@ def test_unsaved_text_survives_a_restart(qtbot, fake_sd, make_window):
     qtbot.waitUntil(lambda: second.editor.toPlainText() == "Words I typed.", timeout=2000)
 
 
-def test_export_writes_audio_and_subtitles(qtbot, fake_sd, make_window, tmp_path):
+def test_export_writes_audio_and_subtitles_with_the_marked_voices(qtbot, fake_sd, make_window, tmp_path):
+    from engine.audio.queue import DONE, Job, Snapshot
+
     window = make_window()
     wait_ready(qtbot, window)
-    window.library_panel.add_voice(Voice.preset("ryan"), "Bob")
+    window.library_panel.add_voice(Voice.preset("aiden"), "Bob")
     text = "One. Two.\n[voice: Bob] Three."
     out = tmp_path / "book.flac"
-    window.exporter.export_to(out, text, 0, len(text), subtitles=True)
-    qtbot.waitUntil(lambda: not window.exporter.running, timeout=10_000)
+    job = window.exports.add(Job(title="Book", output=str(out), format="flac", voice="ryan", subtitles="srt",
+                                 source=None, snapshot="0" * 32), Snapshot(text, "Book"))
+    qtbot.waitUntil(lambda: window.exports.queue.get(job.id).state == DONE, timeout=10_000)
     audio, rate = soundfile.read(out)
     assert rate == 24000 and len(audio) > 0
     assert "Three." in out.with_suffix(".srt").read_text()
     assert "Exported" in window.statusBar().currentMessage()
-    assert [(text, voice.speaker) for text, voice in engine_of(window).spoken] == [("One. Two.", "ryan"),
-                                                                                    ("Three.", "ryan")]
+    assert [(text, voice.speaker) for text, voice in engine_of(window).spoken] == [("One.", "ryan"), ("Two.", "ryan"),
+                                                                                    ("Three.", "aiden")]
 
 
 def test_keep_this_voice_adds_a_clone(qtbot, fake_sd, make_window, fake_engine_class):

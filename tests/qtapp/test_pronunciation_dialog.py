@@ -11,6 +11,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from engine import Voice
+from engine.audio.queue import DONE, Job, Snapshot
 from engine.pronunciation import Lexicon, Rule, default_lexicon, load_lexicon, save_lexicon
 from qtapp.dialogs.pronunciation_dialog import ALL_VOICES, FIND, ON, REGEX, SAY, VOICE, PronunciationDialog
 from qtapp.reading import IDLE
@@ -129,8 +130,9 @@ def test_saved_rules_are_used_by_the_worker_and_by_exports(open_window, qtbot, f
     assert [text.strip() for text, _ in engine.spoken] == ["Two pears. Three pears."]
     engine.spoken.clear()
     out = tmp_path / "out.wav"
-    window.exporter.export_to(out, "Two apples.", 0, 11, subtitles=True)
-    qtbot.waitUntil(lambda: not window.exporter.running, timeout=10_000)
+    job = window.exports.add(Job(title="T", output=str(out), format="wav", voice="ryan", source=None,
+                                 snapshot="0" * 32, subtitles="srt"), Snapshot("Two apples.", "T"))
+    qtbot.waitUntil(lambda: window.exports.queue.get(job.id).state == DONE, timeout=10_000)
     assert [text for text, _ in engine.spoken] == ["Two pears."]
     assert "Two apples." in out.with_suffix(".srt").read_text(encoding="utf-8")  # subtitles as written
 

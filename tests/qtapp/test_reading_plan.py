@@ -8,31 +8,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.text import split_segments
+from engine.voice_marks import parse_mark
 from qtapp import reading_plan
 from qtapp.reading_plan import ReadingPlan, StrText, iter_sentences
-from qtapp.voice_marks import parse_mark
 
 
 def reference_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str | None]]:
-    """Passages as the studio cut them before the plan was lazy (a marked line alone, runs of other lines
-    together), each split whole by ``split_segments``."""
+    """Passages cut from the whole range at once (a marked passage from its mark to the next blank line or mark,
+    runs of other lines together), each split whole by ``split_segments``."""
     end = len(text) if end is None else end
-    passages, run_start, position = [], None, start
+    passages, run_start, voice, position = [], None, None, start
     while position < end:
         line_end = text.find("\n", position, end)
         line_end = end if line_end < 0 else line_end
-        at_line_start = position == 0 or text[position - 1] == "\n" or position == start
-        voice, mark_len = parse_mark(text[position:line_end]) if at_line_start else (None, 0)
-        if voice is not None:
+        name, mark_len = parse_mark(text[position:line_end])
+        blank = voice is not None and not text[position:line_end].strip() and line_end < end
+        if name is not None or blank or run_start is None:
             if run_start is not None:
-                passages.append((run_start, position, None))
-            run_start = None
-            passages.append((position + mark_len, line_end, voice))
-        elif run_start is None:
-            run_start = position
+                passages.append((run_start, position, voice))
+            voice = name if name is not None else (None if blank else voice)
+            run_start = position + mark_len
         position = line_end + 1
     if run_start is not None:
-        passages.append((run_start, end, None))
+        passages.append((run_start, end, voice))
     return [(a + s.start, a + s.end, voice) for a, b, voice in passages for s in split_segments(text[a:b])]
 
 
@@ -64,7 +62,7 @@ def test_sentences_map_to_document_spans():
     assert plan.index_at(0) == 0
     assert plan.get(10) is None and plan.complete
     assert [(text[s.start:s.end], s.voice) for s in plan.sentences] == [
-        ("Intro line.", None), ("Second sentence!", None), ("Hi there.", "Ann"), ("Bye.", "Ann"), ("Last one?", None)]
+        ("Intro line.", None), ("Second sentence!", None), ("Hi there.", "Ann"), ("Bye.", "Ann"), ("Last one?", "Ann")]
     assert [s.segment.text for s in plan.run(1, 10)] == ["Second sentence!"]  # a run keeps one voice
     assert [s.segment.text for s in plan.run(2, 1)] == ["Hi there."]
     assert plan.run(5, 3) == []

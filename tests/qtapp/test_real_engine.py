@@ -12,8 +12,9 @@ import soundfile as sf
 
 from engine import Engine, Voice
 from engine.audio.chunks import SAMPLES_PER_FRAME
+from engine.audio.queue import DONE, Job, Snapshot
 from engine.text import split_segments
-from qtapp.export_job import ExportJob, start_export, subtitle_path
+from qtapp.export_queue import ExportQueueController
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker
 
@@ -76,15 +77,18 @@ def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worke
 def test_real_engine_exports_wav_with_subtitles(qtbot, real_worker, tmp_path):
     worker, voice = real_worker(max_frames=1)
     target = tmp_path / "tiny.wav"
-    job = ExportJob(TEXT, {None: voice}, target, worker.engine_for, max_frames=1)
-    errors = []
-    job.error.connect(errors.append)
-    with qtbot.waitSignal(job.finished, timeout=120000):
-        thread = start_export(job)
-    assert thread.wait(5000)
-    assert errors == []
+    queue = ExportQueueController(tmp_path / "data", worker.engine_when_ready, lambda name: voice,
+                                  cache_folder=tmp_path / "cache", max_frames=1)
+    job = queue.add(Job(title="Tiny", output=str(target), format="wav", subtitles="srt", source=None,
+                        snapshot="0" * 32), Snapshot(TEXT, "Tiny"))
+    try:
+        qtbot.waitUntil(lambda: queue.queue.get(job.id).state != "running", timeout=120000)
+    finally:
+        queue.shutdown()
+    assert queue.queue.get(job.id).state == DONE, queue.queue.get(job.id).error
     audio, sr = sf.read(target, dtype="float32")
-    assert sr == 24000 and len(audio) == 2 * SAMPLES_PER_FRAME  # one frame per sentence
-    cues = subtitle_path(target).read_text(encoding="utf-8").strip().split("\n\n")
+    pause = round(0.25 * sr)  # between the two sentences of the paragraph
+    assert sr == 24000 and len(audio) == 2 * SAMPLES_PER_FRAME + pause  # one frame per sentence
+    cues = target.with_suffix(".srt").read_text(encoding="utf-8").strip().split("\n\n")
     assert [c.split("\n")[2] for c in cues] == [seg.text for seg in split_segments(TEXT)]
-    assert cues[1].split("\n")[1] == "00:00:00,080 --> 00:00:00,160"
+    assert cues[1].split("\n")[1] == "00:00:00,330 --> 00:00:00,410"

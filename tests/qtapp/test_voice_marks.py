@@ -1,7 +1,12 @@
-"""``[voice: NAME]`` line marks: parsing, the names a text uses, and the voices its sentences get."""
+"""``[voice: NAME]`` marks: parsing, the names a text uses, the voices its sentences get when read aloud, and the
+same voices for the same words when it is exported (``engine.voice_marks``: one rule for both)."""
 
-from qtapp.reading_plan import StrText, iter_sentences
-from qtapp.voice_marks import mark_names, parse_mark
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.audio.book import book_from_text
+from engine.voice_marks import mark_names, parse_mark, voice_above
+from qtapp.reading_plan import StrText, iter_sentences, voice_at
 
 
 def spoken(text, start=0, end=None):
@@ -21,10 +26,16 @@ def test_marked_lines_get_their_voice_and_unmarked_runs_the_default():
                             ("The end.", None)]
 
 
-def test_a_marked_line_ends_its_sentence_and_an_unmarked_run_does_not_end_at_lines():
-    text = "A sentence that goes\non after a line break\n[voice: B] and a marked line\nthat is not continued."
-    assert spoken(text) == [("A sentence that goes\non after a line break", None), ("and a marked line", "B"),
-                            ("that is not continued.", None)]
+def test_a_mark_holds_to_the_next_blank_line_and_ends_the_sentence_before_it():
+    text = ("A sentence that goes\non after a line break\n[voice: B] and a marked passage\nthat goes on here.\n\n"
+            "Narrated again.")
+    assert spoken(text) == [("A sentence that goes\non after a line break", None),
+                            ("and a marked passage\nthat goes on here.", "B"), ("Narrated again.", None)]
+
+
+def test_a_mark_holds_until_the_next_mark():
+    text = "[voice: A] One.\nTwo.\n[voice: B] Three.\nFour.\n   \nFive."
+    assert spoken(text) == [("One.", "A"), ("Two.", "A"), ("Three.", "B"), ("Four.", "B"), ("Five.", None)]
 
 
 def test_mark_inside_a_line_is_text():
@@ -33,13 +44,43 @@ def test_mark_inside_a_line_is_text():
     assert mark_names(text) == set()
 
 
-def test_empty_marked_line_is_dropped_and_range_is_respected():
-    text = "[voice: A]\nFirst.\n[voice: B] Second.\nThird."
-    assert spoken(text) == [("First.", None), ("Second.", "B"), ("Third.", None)]
+def test_a_mark_alone_on_its_line_voices_the_lines_after_it_and_a_range_is_respected():
+    text = "[voice: A]\nFirst.\n[voice: B] Second.\nThird.\n\nFourth."
+    assert spoken(text) == [("First.", "A"), ("Second.", "B"), ("Third.", "B"), ("Fourth.", None)]
     start = text.index("Second")
-    assert spoken(text, start, text.index("Third")) == [("Second.", None)]
+    assert spoken(text, start, text.index("Third")) == [("Second.", None)]  # no voice given: the default
     b_line = text.index("[voice: B]")
-    assert spoken(text, b_line) == [("Second.", "B"), ("Third.", None)]
+    assert spoken(text, b_line) == [("Second.", "B"), ("Third.", "B"), ("Fourth.", None)]
+
+
+def test_reading_from_any_place_finds_the_mark_in_effect_there():
+    text = "[voice: A] One.\nTwo.\nThree. Four.\n\nFive.\n[voice: B] Six."
+    source = StrText(text)
+    assert voice_at(source, text.index("Three")) == "A"  # two lines below its mark
+    assert voice_at(source, text.index("Four")) == "A"
+    assert voice_at(source, text.index("One")) == "A"  # on its line, after the mark
+    assert voice_at(source, 0) is None  # before the mark
+    assert voice_at(source, text.index("Five")) is None  # after the blank line
+    assert voice_at(source, text.index("Six")) == "B"
+    assert voice_above(["Two.", "[voice: A] One."]) == "A" and voice_above(["x", "", "[voice: A] y"]) is None
+
+
+_PIECES = st.sampled_from(["Hello", "world.", "Yes!", "so", " ", " ", "\n", "\n", "\n\n", "\n  \n",
+                           "[voice: Ann] ", "[voice: Bob]", "\n[voice: Cy] "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=60))
+def test_reading_and_export_give_every_word_the_same_voice(pieces):
+    text = "".join(pieces)
+    read = [(word, s.voice) for s in iter_sentences(StrText(text).pieces()) for word in s.segment.text.split()]
+    try:
+        book = book_from_text(text, "t")
+    except Exception:  # noqa: BLE001 - nothing to speak: then nothing is read either
+        assert read == []
+        return
+    exported = [(word, p.voice) for c in book.chapters for p in c.passages for word in p.text.split()]
+    assert read == exported
 
 
 def test_mark_names_lists_the_voices_of_a_range():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -251,6 +252,30 @@ def test_engine_when_ready_waits_for_requested_models(running_worker, qtbot):
     waiter.start()
     waiter.join(timeout=5)
     assert result == [design_engine]
+
+
+def test_engine_when_ready_gives_up_at_once_when_cancelled(qtbot):
+    loading = threading.Event()
+
+    def stuck_model():
+        loading.wait(5)  # a load that would take long
+        return FakeEngine()
+
+    thread, worker = start_worker(stuck_model)
+    try:
+        cancel, result = threading.Event(), []
+        waiter = threading.Thread(target=lambda: result.append(worker.engine_when_ready(Voice.preset("a"),
+                                                                                        cancel=cancel)))
+        waiter.start()
+        threading.Event().wait(0.2)
+        assert waiter.is_alive()  # waiting for the load
+        started = time.monotonic()
+        cancel.set()
+        waiter.join(timeout=2)
+        assert not waiter.is_alive() and time.monotonic() - started < 0.5 and result == [None]
+    finally:
+        loading.set()
+        assert stop_worker(thread, worker)
 
 
 def test_engine_when_ready_waits_for_the_first_model(qtbot):

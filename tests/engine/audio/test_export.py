@@ -156,6 +156,9 @@ def test_an_interrupted_export_resumes_with_only_what_is_missing_and_gives_the_s
     assert len(engine.calls) == total - 4
     assert resumed.read_bytes() == whole.read_bytes()
     assert seen[-1].done_segments == seen[-1].total_segments == total and seen[-1].eta_s == 0.0
+    audio_s = [p.audio_s for p in seen]  # the audio written so far, pauses included
+    assert audio_s == sorted(audio_s) and audio_s[0] > 0
+    assert abs(audio_s[-1] - decoded_samples(resumed) / RATE) < 0.1  # the encoder's padding aside
     engine.calls.clear()
 
     edited = BOOK.replace("The end came soon.", "The end came at last.")
