@@ -35,6 +35,7 @@ from qtapp.export_controller import ExportController
 from qtapp.gauges import GaugePanel
 from qtapp.library_panel import LibraryPanel
 from qtapp.model_download import preset_speakers
+from qtapp.model_status import ModelStatus
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
 from qtapp.settings import Settings
 from qtapp.worker import start_worker, stop_worker
@@ -119,9 +120,10 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([880, 400])
         self.setCentralWidget(self.splitter)
         self.counts_label = QLabel("0 words · 0 characters")
-        self.model_label = QLabel("Loading model…")
+        self.model_status = ModelStatus()
+        self.model_label = self.model_status.label
         self.statusBar().addPermanentWidget(self.counts_label)
-        self.statusBar().addPermanentWidget(self.model_label)
+        self.statusBar().addPermanentWidget(self.model_status)
 
         # ---- engine, player, reading ---------------------------------------------------------------
         self.player = self._make_player(sd_module)
@@ -129,9 +131,11 @@ class MainWindow(QMainWindow):
         self._requested_kinds = {initial_spec.kind}
         buffered = self.player.buffered_seconds if self.player is not None else None
         # the first model starts loading once the event loop runs, after _connect below
-        self.worker_thread, self.worker = start_worker(engine_factory or initial_spec.load_engine,
-                                                       buffered_seconds=buffered,
-                                                       chunk_frames=settings.chunk_frames, speed=settings.speed)
+        self.worker_thread, self.worker = start_worker(engine_factory or initial_spec, buffered_seconds=buffered,
+                                                       chunk_frames=settings.chunk_frames, speed=settings.speed,
+                                                       any_kind=engine_factory is not None)
+        if engine_factory is None:
+            self.model_status.loading(f"the model for {initial_spec.kind} voices ({initial_spec.checkpoint})")
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
         self.exporter = ExportController(self)
         self.window_actions = build_actions(self)
@@ -156,8 +160,11 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.worker.error.connect(self.show_error)
-        self.worker.model_loaded.connect(lambda info: self.model_label.setText(f"Model: {info}"))
-        self.worker.model_status.connect(self.model_label.setText)
+        self.worker.model_loaded.connect(self.model_status.loaded)
+        self.worker.model_status.connect(self.model_status.status)
+        self.worker.model_failed.connect(self.model_status.failed)
+        self.worker.download_progress.connect(self.model_status.download_progress)
+        self.model_status.stop_requested.connect(self.worker.cancel_download)
         self.worker.stats.connect(self._on_stats)
         self.worker.voice_kept.connect(self._on_voice_kept)
         self.reader.sentence_changed.connect(self._on_sentence_changed)
@@ -228,21 +235,27 @@ class MainWindow(QMainWindow):
         if self._injected_factory is not None or voice.kind in self._requested_kinds:
             return
         self._requested_kinds.add(voice.kind)
-        self.model_label.setText(f"Loading the {voice.kind} model…")
-        self.worker.request_load_model(self.settings.model_spec(voice.kind).load_engine)
+        spec = self.settings.model_spec(voice.kind)
+        self.model_status.loading(f"the model for {voice.kind} voices ({spec.checkpoint})")
+        self.worker.request_load_model(spec)
 
     def reload_models(self) -> None:
-        """After the settings changed: reload what is in use with the new checkpoint/device/precision."""
-        kinds = {self._default_voice_kind()}
+        """After the settings changed: reload what is in use with the new checkpoint/device/precision. Reading
+        stops first, so the model the settings no longer name does not read on."""
+        if self.reader.state != IDLE:
+            self.reader.stop()
+            self.show_status("Reading stopped: the settings name another model.")
+        kind = self._default_voice_kind()
         self._requested_kinds = set()
         self.worker.chunk_frames = self.settings.chunk_frames
-        self.model_label.setText("Loading model…")
         if self._injected_factory is not None:
+            self.model_status.loading("the model")
             self.worker.request_load_model(self._injected_factory)
             return
-        for kind in kinds:
-            self._requested_kinds.add(kind)
-            self.worker.request_load_model(self.settings.model_spec(kind).load_engine)
+        self._requested_kinds.add(kind)
+        spec = self.settings.model_spec(kind)
+        self.model_status.loading(f"the model for {kind} voices ({spec.checkpoint})")
+        self.worker.request_load_model(spec)
 
     def preview_voice(self, name: str) -> None:
         try:
