@@ -16,6 +16,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QMessageBox, QStyle, QToolBar
 
+from qtapp.dialogs.first_run import FirstRunDialog
 from qtapp.dialogs.settings_dialog import SettingsDialog
 from qtapp.documents import OPEN_FILTER
 
@@ -180,6 +181,8 @@ def build_actions(window) -> WindowActions:
     help_menu = menu_bar.addMenu("&Help")
     help_menu.addAction(action("Keyboard shortcuts and &voice marks", lambda: _show_help(window),
                                QKeySequence.StandardKey.HelpContents))
+    help_menu.addAction(action("&Download models…", lambda: _welcome_dialog(window),
+                               tip="The Welcome dialog: download the models, or use a model folder you have"))
 
     # ---- toolbar -----------------------------------------------------------------------------------
     toolbar = QToolBar("Reading", movable=False)
@@ -256,3 +259,11 @@ def _settings_dialog(window) -> None:
         window.settings.save()
         if changed:
             window.reload_models()
+
+
+def _welcome_dialog(window) -> None:
+    """The first-run dialog again; models it downloaded or took from a folder are loaded at once."""
+    before = dict(window.settings.checkpoints)
+    FirstRunDialog(window.settings, parent=window).exec()
+    if window.settings.checkpoints != before:
+        window.reload_models()

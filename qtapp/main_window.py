@@ -164,9 +164,12 @@ class MainWindow(QMainWindow):
         self.worker.model_status.connect(self.model_status.status)
         self.worker.model_failed.connect(self.model_status.failed)
         self.worker.download_progress.connect(self.model_status.download_progress)
-        self.model_status.stop_requested.connect(self.worker.cancel_download)
+        # a lambda runs on the GUI thread at once; the worker thread is busy downloading and would never get to it
+        self.model_status.stop_requested.connect(lambda: self.worker.cancel_download())
         self.worker.stats.connect(self._on_stats)
         self.worker.voice_kept.connect(self._on_voice_kept)
+        self.worker.keep_progress.connect(
+            lambda seconds: self.show_status(f"Generating a sample of “{self._pending_keep}”: {seconds:.0f} s…"))
         self.reader.sentence_changed.connect(self._on_sentence_changed)
         self.reader.state_changed.connect(self._on_state_changed)
         self.reader.message.connect(self.show_status)

@@ -161,6 +161,11 @@ def describe_download_error(repo_id: str, exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return f"Could not download {repo_id}: the disk is full. Free some space and try again."
     if isinstance(exc, HfHubHTTPError):
-        return f"Hugging Face refused the download of {repo_id}: {str(exc).splitlines()[0]}"
-    first_line = (str(exc).splitlines() or [""])[0]
-    return f"Could not download {repo_id} ({type(exc).__name__}: {first_line})"
+        return f"Hugging Face refused the download of {repo_id}: {_first_line(exc)}"
+    return f"Could not download {repo_id} ({type(exc).__name__}: {_first_line(exc)})"
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    """The start of an error's message: its first line, at most ``limit`` characters."""
+    line = (str(exc).splitlines() or [""])[0]
+    return line if len(line) <= limit else line[:limit - 1] + "…"

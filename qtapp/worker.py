@@ -40,6 +40,7 @@ from engine.prompts import MODEL_NAMES
 from engine.runtime import settle_heap
 from engine.text import Segment
 from engine.voices.voice import MODEL_TYPE_FOR_VOICE
+from qtapp.design_sample import speak_sample
 from qtapp.engine_errors import StudioError, describe_error
 from qtapp.model_download import (
     Downloader,
@@ -87,6 +88,7 @@ class SpeechWorker(QObject):
     error = Signal(str)
     stats = Signal(float, float)  # real-time factor (audio s per generation s), first audio s
     voice_kept = Signal(object)  # a clone Voice made from a design voice
+    keep_progress = Signal(float)  # seconds of the design sample generated so far
 
     _speak_requested = Signal(int, object, object)
     _load_requested = Signal(object)
@@ -96,11 +98,11 @@ class SpeechWorker(QObject):
                  buffered_seconds: Callable[[], float] | None = None, max_ahead_s: float = 30.0,
                  chunk_frames: int = 4, first_chunk_frames: int = 1, sampling=None,
                  max_frames: int | None = None, speed: float = 1.0, any_kind: bool = False,
-                 downloader: Downloader = hub_download):
+                 downloader: Downloader | None = None):
         super().__init__()
         self._engine_factory = engine_factory
         self.any_kind = any_kind
-        self.downloader = downloader
+        self.downloader = downloader or hub_download
         self._download_cancel = threading.Event()
         self._failures: dict[str, str] = {}  # voice kind -> why its last load failed
         self._buffered_seconds = buffered_seconds
@@ -212,14 +214,16 @@ class SpeechWorker(QObject):
 
     @Slot(object, str)
     def keep_design(self, voice: Voice, text: str) -> None:
-        """Speak ``text`` with a design voice and turn the result into a reusable clone voice."""
+        """Speak ``text`` with a design voice (within the clone limit, ``qtapp.design_sample``) and turn the
+        result into a reusable clone voice."""
         try:
             designer = self._engines.get("voice_design")
             if designer is None:
                 raise StudioError("Keeping a designed voice needs a VoiceDesign model: load one first.")
             cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
-            audio = designer.synthesize(text, voice, sampling=self.sampling, **cap)
-            kept = Voice.clone((audio.samples, audio.sample_rate), ref_text=text, language=voice.language,
+            samples, transcript = speak_sample(designer, text, voice, self.keep_progress.emit,
+                                               sampling=self.sampling, **cap)
+            kept = Voice.clone((samples, designer.sample_rate), ref_text=transcript, language=voice.language,
                                name=voice.name)
             kept = kept.with_(meta=dict(kept.meta, design=voice.instruct))
             base = self._engines.get("base")
