@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from engine.voices.library import LibraryError, VoiceLibrary
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave, write_lines
+from qtapp.document_loader import DocumentLoader, LoadingIndicator, in_background
 from qtapp.documents import Chapter, DocumentError, load_document
 from qtapp.editor import Editor, FindBar
 from qtapp.export_controller import ExportController
@@ -122,6 +123,9 @@ class MainWindow(QMainWindow):
         self.counts_label = QLabel("0 words · 0 characters")
         self.model_status = ModelStatus()
         self.model_label = self.model_status.label
+        self.loader = DocumentLoader(self)
+        self.loading_indicator = LoadingIndicator()
+        self.statusBar().addPermanentWidget(self.loading_indicator)
         self.statusBar().addPermanentWidget(self.counts_label)
         self.statusBar().addPermanentWidget(self.model_status)
 
@@ -180,6 +184,9 @@ class MainWindow(QMainWindow):
         self.editor.loading_progress.connect(
             lambda done, total: self.show_status(f"Loading… {100 * done // max(total, 1)} %"))
         self.editor.loading_finished.connect(self._on_loading_finished)
+        self.loader.loaded.connect(self._on_document_read)
+        self.loader.failed.connect(self._on_document_failed)
+        self.loading_indicator.cancel_requested.connect(self.cancel_opening)
         self.editor.document().contentsChange.connect(self._on_contents_change)
         self.library_panel.preview_requested.connect(self.preview_voice)
         self.library_panel.keep_requested.connect(self.keep_design)
@@ -363,14 +370,39 @@ class MainWindow(QMainWindow):
         return answer == QMessageBox.StandardButton.Discard
 
     def open_path(self, path: Path) -> bool:
-        if self.editor.is_loading:
+        """Open ``path``: a small file at once (True if it is shown), a large one on ``self.loader``'s thread
+        (True: it is loading; the window stays usable and the text comes in when read)."""
+        path = Path(path)
+        if self.editor.is_loading or self.loader.busy:
             self.show_status("Still loading the previous document…")
             return False
+        if in_background(path):
+            self.loader.start(path)
+            self.loading_indicator.opening(path)
+            return True
         try:
             document = load_document(path)
         except DocumentError as e:
             self.show_error(str(e))
             return False
+        return self._show_document(path, document)
+
+    def cancel_opening(self) -> None:
+        if self.loader.busy:
+            self.loader.cancel()
+            self.loading_indicator.hide()
+            self.show_status("Not opened; your text is as it was.")
+
+    def _on_document_read(self, path: Path, document) -> None:
+        self.loading_indicator.hide()
+        self._show_document(path, document)
+
+    def _on_document_failed(self, path: Path, message: str) -> None:
+        self.loading_indicator.hide()
+        self.show_error(message)
+
+    def _show_document(self, path: Path, document) -> bool:
+        """Put a read ``document`` in the editor, once unsaved changes are saved or discarded."""
         if not self.confirm_discard(f"opening “{Path(path).name}”"):
             self.show_status("Not opened; your text is as it was.")
             return False
@@ -403,7 +435,7 @@ class MainWindow(QMainWindow):
 
     def new_document(self) -> bool:
         """An empty editor for a new text, after asking about unsaved changes."""
-        if self.editor.is_loading or not self.confirm_discard("starting a new text"):
+        if self.editor.is_loading or self.loader.busy or not self.confirm_discard("starting a new text"):
             return False
         self.reader.stop()
         self._remember_position()
@@ -530,6 +562,7 @@ class MainWindow(QMainWindow):
             return
         self.editor.document().setModified(False)  # saved or discarded: autosave keeps nothing for next time
         self.reader.stop()
+        self.loader.cancel()
         self.exporter.shutdown()
         self.autosave.close()
         self.settings.font_size = self.editor.font_size
