@@ -217,6 +217,14 @@ VOICE_MARKS_HELP = (
 )
 
 
+MODELS_HELP = (
+    "<h3>Models</h3>"
+    "<p><i>Help ▸ Download models…</i> opens the Welcome dialog again: download a model, or use a model folder "
+    "you have. A model that is not on this computer is downloaded when first needed; the status bar shows its "
+    "progress, with <i>Stop download</i>, and says so when a load fails.</p>"
+)
+
+
 def help_html(window) -> str:
     """The shortcuts of every action of ``window`` that has one, then how voice marks work."""
     rows = []
@@ -226,7 +234,7 @@ def help_html(window) -> str:
             rows.append(f"<tr><td>{html.escape(_menu_text(act.text()))}</td><td><b>{keys}</b></td></tr>")
     return ("<h3>Keyboard shortcuts</h3><table cellspacing='4'>" + "".join(rows) + "</table>"
             "<p>Tab moves between the text, the voice list and the other controls. "
-            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP)
+            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP + MODELS_HELP)
 
 
 def _menu_text(text: str) -> str:

@@ -230,3 +230,6 @@ def test_help_menu_reopens_the_welcome_dialog_and_loads_its_choice(qtbot, open_w
     assert shown == ["Welcome to Orator"]
     assert window.settings.checkpoints["preset"] == str(tiny_model_dir("custom_voice"))
     assert requests, "the model picked in the dialog is loaded"
+    from qtapp.actions import help_html
+
+    assert "Help ▸ Download models…" in help_html(window)  # F1 tells where the dialog is
