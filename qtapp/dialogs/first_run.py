@@ -151,7 +151,10 @@ class FirstRunDialog(QDialog):
                 box.setText(f"{choice.title}: downloaded ✓")
             box.setEnabled(not here and not self.downloading)
         ready = not needs_first_run(self.settings)
-        self.start_button.setText("Start Orator" if ready else "Skip for now")
+        if self.parent() is not None:  # opened again from the studio's Help menu: the studio runs already
+            self.start_button.setText("Close")
+        else:
+            self.start_button.setText("Start Orator" if ready else "Skip for now")
 
     def _set_status(self, text: str, error: bool = False) -> None:
         self.status.setStyleSheet("color: #b3261e;" if error else "")

@@ -218,6 +218,7 @@ def test_help_menu_reopens_the_welcome_dialog_and_loads_its_choice(qtbot, open_w
 
     def exec_(dialog):  # the user picks a model folder they have, then closes the dialog
         shown.append(dialog.windowTitle())
+        assert dialog.start_button.text() == "Close"
         assert dialog.use_local_folder(str(tiny_model_dir("custom_voice")))
         return 1
 
