@@ -55,6 +55,12 @@ RECOMMENDED_MODELS = (
 )
 
 
+# snapshot_download keeps two byte bars over the same total: bytes written to disk, and (for Xet storage) bytes
+# received, fewer when chunks are deduplicated. The first is the progress a user understands; the second, named
+# by this description, would make the figure jump back and forth.
+TRANSFER_BAR = "Downloading bytes"
+
+
 class DownloadCancelled(Exception):
     """The user stopped the download."""
 
@@ -118,7 +124,7 @@ def reporting_tqdm(report: ProgressReport, cancelled: threading.Event) -> type[t
             if cancelled.is_set():
                 raise DownloadCancelled("download cancelled")
             shown = super().update(n)
-            if self.unit == "B":
+            if self.unit == "B" and self.desc != TRANSFER_BAR:
                 report(int(self.n), int(self.total or 0))
             return shown
 
