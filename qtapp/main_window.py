@@ -163,17 +163,18 @@ class MainWindow(QMainWindow):
         return player
 
     def _connect(self) -> None:
+        # the worker's signals go to methods of objects on the GUI thread, which Qt queues onto that thread; a
+        # lambda would run on the worker thread and touch widgets from there
         self.worker.error.connect(self.show_error)
         self.worker.model_loaded.connect(self.model_status.loaded)
         self.worker.model_status.connect(self.model_status.status)
-        self.worker.model_failed.connect(self.model_status.failed)
+        self.worker.model_failed.connect(self._on_model_failed)
         self.worker.download_progress.connect(self.model_status.download_progress)
         # a lambda runs on the GUI thread at once; the worker thread is busy downloading and would never get to it
         self.model_status.stop_requested.connect(lambda: self.worker.cancel_download())
         self.worker.stats.connect(self._on_stats)
         self.worker.voice_kept.connect(self._on_voice_kept)
-        self.worker.keep_progress.connect(
-            lambda seconds: self.show_status(f"Generating a sample of “{self._pending_keep}”: {seconds:.0f} s…"))
+        self.worker.keep_progress.connect(self._on_keep_progress)
         self.reader.sentence_changed.connect(self._on_sentence_changed)
         self.reader.state_changed.connect(self._on_state_changed)
         self.reader.message.connect(self.show_status)
@@ -286,6 +287,12 @@ class MainWindow(QMainWindow):
         self._pending_keep = name
         self.show_status(f"Generating a sample of “{name}” to keep as a clone…")
         self.worker.request_keep_design(voice, KEEP_TEXT)
+
+    def _on_model_failed(self, kind: str, message: str) -> None:
+        self.model_status.failed(kind, message, self.worker.engine_in_use())
+
+    def _on_keep_progress(self, seconds: float) -> None:
+        self.show_status(f"Generating a sample of “{self._pending_keep}”: {seconds:.0f} s…")
 
     def _on_voice_kept(self, voice) -> None:
         base = self._pending_keep or voice.name or "Kept voice"

@@ -65,9 +65,13 @@ class ModelStatus(QWidget):
         self._downloading(False)
         self.label.setText(f"Model: {info}")
 
-    def failed(self, kind: str, message: str) -> None:
-        """A load failed: say so in place of "Loading…" (the message itself goes to the banner)."""
+    def failed(self, kind: str, message: str, in_use: str = "") -> None:
+        """A load failed: say so in place of "Loading…", and which model still reads (``in_use``, "" for none);
+        the message itself goes to the banner and the tooltip."""
         self._downloading(False)
         what = f"for {kind} voices " if kind else ""
-        self.label.setText(f"No model {what}loaded: the load failed")
+        if in_use:
+            self.label.setText(f"Model: {in_use} · none {what}(the load failed)")
+        else:
+            self.label.setText(f"No model {what}loaded: the load failed")
         self.label.setToolTip(message)

@@ -163,6 +163,11 @@ class SpeechWorker(QObject):
         """The loaded engine of ``model_type`` ("custom_voice", "voice_design", "base"), if any."""
         return self._engines.get(model_type)
 
+    def engine_in_use(self) -> str:
+        """What the latest loaded engine is (``describe_engine``), or "" while none is loaded."""
+        current = self._current
+        return describe_engine(current) if current is not None else ""
+
     def engine_when_ready(self, voice: Voice, timeout_s: float = 600.0) -> Engine | None:
         """``engine_for`` once every requested model load has finished. Blocks: for other threads
         (give it to ``ExportJob``), never for the GUI thread or the worker itself."""

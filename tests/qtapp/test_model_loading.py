@@ -91,6 +91,32 @@ def test_a_failed_load_is_shown_and_loading_is_not_left_on_screen(qtbot, window_
                     timeout=5000)
 
 
+def test_a_failed_load_beside_a_loaded_model_says_which_one_reads(qtbot, window_on, spec_engines, monkeypatch):
+    from types import SimpleNamespace
+
+    threads = []
+    handler = MainWindow._on_model_failed
+
+    def recorded(window, *args):
+        threads.append(threading.get_ident())
+        handler(window, *args)
+
+    monkeypatch.setattr(MainWindow, "_on_model_failed", recorded)
+
+    spec_engines["/preset"] = FakeEngine("custom_voice")
+    spec_engines["/clone"] = FileNotFoundError("no such folder: /clone")
+    window = window_on("/preset")
+    qtbot.waitUntil(lambda: window.model_label.text().startswith("Model:"), timeout=5000)
+    window.settings.checkpoints["clone"] = "/clone"
+    window.ensure_model(SimpleNamespace(kind="clone"))
+    assert window.model_label.text() == "Loading the model for clone voices (/clone)…"
+    qtbot.waitUntil(lambda: "the load failed" in window.model_label.text(), timeout=5000)
+    assert window.model_label.text() == "Model: custom_voice 0b6 on cpu (float32) · none for clone voices " \
+                                        "(the load failed)"
+    assert "/clone" in window.model_label.toolTip()
+    assert threads == [threading.get_ident()]  # on the GUI thread, not the worker's
+
+
 class SlowDownloader:
     """Reports 1000 MB in steps until stopped; the cancel event ends it as the hub client's tqdm hook does."""
 
