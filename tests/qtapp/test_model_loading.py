@@ -94,14 +94,16 @@ def test_a_failed_load_is_shown_and_loading_is_not_left_on_screen(qtbot, window_
 def test_a_failed_load_beside_a_loaded_model_says_which_one_reads(qtbot, window_on, spec_engines, monkeypatch):
     from types import SimpleNamespace
 
+    from qtapp.model_status import ModelStatus
+
     threads = []
-    handler = MainWindow._on_model_failed
+    shown = ModelStatus.failed
 
-    def recorded(window, *args):
+    def recorded(status, *args):
         threads.append(threading.get_ident())
-        handler(window, *args)
+        shown(status, *args)
 
-    monkeypatch.setattr(MainWindow, "_on_model_failed", recorded)
+    monkeypatch.setattr(ModelStatus, "failed", recorded)
 
     spec_engines["/preset"] = FakeEngine("custom_voice")
     spec_engines["/clone"] = FileNotFoundError("no such folder: /clone")
