@@ -45,10 +45,8 @@ class ModelStatus(QWidget):
         self.label.setText(f"Loading {what}…")
 
     def status(self, text: str) -> None:
-        """A step of a load ("Downloading …", "Preparing …"); a download shows its bar from its first report."""
-        self._downloading(text.startswith("Downloading"))
-        if self.downloading:
-            self.progress.setRange(0, 0)  # busy until the size is known
+        """A step of a load after its download ("Loading …", "Preparing …")."""
+        self._downloading(False)
         self.label.setText(text)
 
     def download_progress(self, repo_id: str, done: int, total: int) -> None:
@@ -57,9 +55,9 @@ class ModelStatus(QWidget):
             self.progress.setRange(0, 100)
             self.progress.setValue(min(100, round(100 * done / total)))
             self.label.setText(f"Downloading {repo_id}: {done / MB:,.0f} of {total / MB:,.0f} MB")
-        else:
+        else:  # busy until the size is known
             self.progress.setRange(0, 0)
-            self.label.setText(f"Downloading {repo_id}: {done / MB:,.0f} MB")
+            self.label.setText(f"Downloading {repo_id}: {done / MB:,.0f} MB" if done else f"Downloading {repo_id}…")
 
     def loaded(self, info: str) -> None:
         self._downloading(False)

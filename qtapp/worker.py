@@ -251,7 +251,7 @@ class SpeechWorker(QObject):
         if not looks_like_hub_id(checkpoint) or local_model_dir(checkpoint) is not None:
             return
         self._download_cancel.clear()
-        self.model_status.emit(f"Downloading {checkpoint}…")
+        self.download_progress.emit(checkpoint, 0, 0)  # started: nothing known yet
         last = [0.0]
 
         def report(done: int, total: int) -> None:

@@ -166,10 +166,29 @@ def test_a_downloaded_model_is_loaded(qtbot, offline_hub, tiny_model_dir, engine
         with qtbot.waitSignal(worker.model_loaded, timeout=30_000) as loaded:
             pass
         assert loaded.args[0].startswith("custom_voice")
-        assert reports[-1] == (HUB_ID, 1000, 1000)
+        assert reports[0] == (HUB_ID, 0, 0) and reports[-1] == (HUB_ID, 1000, 1000)  # Stop shows from the start
         assert worker.engine_for(Voice.preset("vivian")) is not None
     finally:
         assert stop_worker(thread, worker)
+
+
+def test_the_model_corner_shows_a_download_from_its_start_to_its_end(qtbot):
+    from qtapp.model_status import ModelStatus
+
+    status = ModelStatus()
+    qtbot.addWidget(status)
+    status.show()
+    status.download_progress(HUB_ID, 0, 0)
+    assert status.label.text() == f"Downloading {HUB_ID}…" and status.stop_button.isVisible()
+    assert status.progress.maximum() == 0  # busy: the size is not known yet
+    status.download_progress(HUB_ID, 300 * MB, 0)
+    assert status.label.text() == f"Downloading {HUB_ID}: 300 MB"
+    status.download_progress(HUB_ID, 1200 * MB, 2400 * MB)
+    assert status.label.text() == f"Downloading {HUB_ID}: 1,200 of 2,400 MB" and status.progress.value() == 50
+    status.status(f"Loading {HUB_ID}…")
+    assert not status.stop_button.isVisible() and not status.progress.isVisible()
+    status.loaded("custom_voice 0b6 on cpu (float32)")
+    assert status.label.text() == "Model: custom_voice 0b6 on cpu (float32)"
 
 
 @pytest.fixture
