@@ -27,6 +27,7 @@ pitch (``engine.audio.tempo.ChunkTempo``); at 1.0 chunks go out as the engine ma
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -182,8 +183,8 @@ class SpeechWorker(QObject):
         if kind:
             self._forget(kind)
         try:
-            if isinstance(spec, ModelSpec):
-                self._download(spec.checkpoint)
+            if isinstance(spec, ModelSpec):  # loaded from its folder: no second look-up on the hub
+                spec = dataclasses.replace(spec, checkpoint=self._download(spec.checkpoint))
             engine = load_engine(spec)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the GUI
             message = describe_error(exc)
@@ -246,10 +247,14 @@ class SpeechWorker(QObject):
         if engine is not None and engine is self._current:
             self._current = next(reversed(self._engines.values()), None)
 
-    def _download(self, checkpoint: str) -> None:
-        """Download a hub id the cache does not hold, reporting progress; a failure as a ``StudioError``."""
-        if not looks_like_hub_id(checkpoint) or local_model_dir(checkpoint) is not None:
-            return
+    def _download(self, checkpoint: str) -> str:
+        """The folder of a hub id (downloaded, with progress, when the cache does not hold it), else ``checkpoint``
+        as it is; a failed download as a ``StudioError``."""
+        if not looks_like_hub_id(checkpoint):
+            return checkpoint
+        cached = local_model_dir(checkpoint)
+        if cached is not None:
+            return str(cached)
         self._download_cancel.clear()
         self.download_progress.emit(checkpoint, 0, 0)  # started: nothing known yet
         last = [0.0]
@@ -261,10 +266,11 @@ class SpeechWorker(QObject):
                 self.download_progress.emit(checkpoint, done, total)
 
         try:
-            self.downloader(checkpoint, report, self._download_cancel)
+            folder = self.downloader(checkpoint, report, self._download_cancel)
         except Exception as exc:  # noqa: BLE001 - offline, 404, gated, disk full, cancelled: worded once
             raise StudioError(describe_download_error(checkpoint, exc)) from None
         self.model_status.emit(f"Loading {checkpoint}…")
+        return str(folder)
 
     def _prepare_graphs(self, engine: Engine) -> None:
         """Capture the engine's graphs on a GPU, or compile its CPU step, now (tens of seconds the first time)

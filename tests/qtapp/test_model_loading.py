@@ -10,6 +10,7 @@ import shutil
 import threading
 
 import httpx
+import huggingface_hub
 import pytest
 from huggingface_hub import constants
 from huggingface_hub.errors import LocalEntryNotFoundError
@@ -189,6 +190,31 @@ def test_the_model_corner_shows_a_download_from_its_start_to_its_end(qtbot):
     assert not status.stop_button.isVisible() and not status.progress.isVisible()
     status.loaded("custom_voice 0b6 on cpu (float32)")
     assert status.label.text() == "Model: custom_voice 0b6 on cpu (float32)"
+
+
+def test_a_cached_model_loads_without_asking_the_hub(qtbot, offline_hub, tiny_model_dir, engine_options,
+                                                    monkeypatch):
+    """Offline with the model in the cache, nothing may wait on the network: every hub call is cache-only."""
+    engine_options(compile=False)
+    snapshot = place_in_cache(offline_hub, HUB_ID, tiny_model_dir("custom_voice"))
+    calls = []
+    real = huggingface_hub.snapshot_download
+
+    def watched(repo_id, **kwargs):
+        calls.append(kwargs.get("local_files_only", False))
+        return real(repo_id, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", watched)
+    thread, worker = start_worker(ModelSpec("preset", HUB_ID, "cpu", "float32", "exact"),
+                                  downloader=lambda *args: pytest.fail("a cached model was downloaded"))
+    try:
+        with qtbot.waitSignal(worker.model_loaded, timeout=30_000):
+            pass
+        assert calls and all(calls)
+        assert worker.engine_for(Voice.preset("vivian")) is not None
+    finally:
+        assert stop_worker(thread, worker)
+    assert snapshot.exists()
 
 
 @pytest.fixture
