@@ -16,6 +16,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QMessageBox, QStyle, QToolBar
 
+from qtapp.dialogs.first_run import FirstRunDialog
 from qtapp.dialogs.pronunciation_dialog import PronunciationDialog
 from qtapp.dialogs.settings_dialog import SettingsDialog
 from qtapp.documents import OPEN_FILTER
@@ -190,6 +191,8 @@ def build_actions(window) -> WindowActions:
     help_menu = menu_bar.addMenu("&Help")
     help_menu.addAction(action("Keyboard shortcuts and &voice marks", lambda: _show_help(window),
                                QKeySequence.StandardKey.HelpContents))
+    help_menu.addAction(action("&Download models…", lambda: _welcome_dialog(window),
+                               tip="The Welcome dialog: download the models, or use a model folder you have"))
 
     # ---- toolbar -----------------------------------------------------------------------------------
     toolbar = QToolBar("Reading", movable=False)
@@ -244,6 +247,14 @@ PRONUNCIATION_HELP = (
 )
 
 
+MODELS_HELP = (
+    "<h3>Models</h3>"
+    "<p><i>Help ▸ Download models…</i> opens the Welcome dialog again: download a model, or use a model folder "
+    "you have. A model that is not on this computer is downloaded when first needed; the status bar shows its "
+    "progress, with <i>Stop download</i>, and says so when a load fails.</p>"
+)
+
+
 def help_html(window) -> str:
     """The shortcuts of every action of ``window`` that has one, then how voice marks and pronunciation work."""
     rows = []
@@ -253,7 +264,7 @@ def help_html(window) -> str:
             rows.append(f"<tr><td>{html.escape(_menu_text(act.text()))}</td><td><b>{keys}</b></td></tr>")
     return ("<h3>Keyboard shortcuts</h3><table cellspacing='4'>" + "".join(rows) + "</table>"
             "<p>Tab moves between the text, the voice list and the other controls. "
-            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP + PRONUNCIATION_HELP)
+            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP + PRONUNCIATION_HELP + MODELS_HELP)
 
 
 def _menu_text(text: str) -> str:
@@ -294,3 +305,11 @@ def _settings_dialog(window) -> None:
         window.settings.save()
         if changed:
             window.reload_models()
+
+
+def _welcome_dialog(window) -> None:
+    """The first-run dialog again; models it downloaded or took from a folder are loaded at once."""
+    before = dict(window.settings.checkpoints)
+    FirstRunDialog(window.settings, parent=window).exec()
+    if window.settings.checkpoints != before:
+        window.reload_models()

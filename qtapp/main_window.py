@@ -31,6 +31,7 @@ from engine.pronunciation import save_lexicon
 from engine.voices.library import LibraryError, VoiceLibrary
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave, write_lines
+from qtapp.document_loader import DocumentLoader, LoadingIndicator, in_background
 from qtapp.documents import Chapter, DocumentError, load_document
 from qtapp.editor import Editor, FindBar
 from qtapp.export_panel import ExportPanel
@@ -38,6 +39,7 @@ from qtapp.export_queue import ExportQueueController
 from qtapp.gauges import GaugePanel
 from qtapp.library_panel import LibraryPanel
 from qtapp.model_download import preset_speakers
+from qtapp.model_status import ModelStatus
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
 from qtapp.settings import Settings, load_pronunciation
 from qtapp.worker import start_worker, stop_worker
@@ -122,9 +124,13 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([880, 400])
         self.setCentralWidget(self.splitter)
         self.counts_label = QLabel("0 words · 0 characters")
-        self.model_label = QLabel("Loading model…")
+        self.model_status = ModelStatus()
+        self.model_label = self.model_status.label
+        self.loader = DocumentLoader(self)
+        self.loading_indicator = LoadingIndicator()
+        self.statusBar().addPermanentWidget(self.loading_indicator)
         self.statusBar().addPermanentWidget(self.counts_label)
-        self.statusBar().addPermanentWidget(self.model_label)
+        self.statusBar().addPermanentWidget(self.model_status)
 
         # ---- engine, player, reading ---------------------------------------------------------------
         self.player = self._make_player(sd_module)
@@ -133,10 +139,12 @@ class MainWindow(QMainWindow):
         buffered = self.player.buffered_seconds if self.player is not None else None
         # the first model starts loading once the event loop runs, after _connect below
         self.pronunciation, pronunciation_problem = load_pronunciation(settings.pronunciation_path)
-        self.worker_thread, self.worker = start_worker(engine_factory or initial_spec.load_engine,
-                                                       buffered_seconds=buffered,
+        self.worker_thread, self.worker = start_worker(engine_factory or initial_spec, buffered_seconds=buffered,
                                                        chunk_frames=settings.chunk_frames, speed=settings.speed,
+                                                       any_kind=engine_factory is not None,
                                                        pronunciation=self.pronunciation)
+        if engine_factory is None:
+            self.model_status.loading(f"the model for {initial_spec.kind} voices ({initial_spec.checkpoint})")
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
         self.exports = ExportQueueController(settings.root(), self.worker.engine_when_ready,
                                              self.resolve_export_voice, self.ensure_model,
@@ -173,11 +181,18 @@ class MainWindow(QMainWindow):
         return player
 
     def _connect(self) -> None:
+        # the worker's signals go to methods of objects on the GUI thread, which Qt queues onto that thread; a
+        # lambda would run on the worker thread and touch widgets from there
         self.worker.error.connect(self.show_error)
-        self.worker.model_loaded.connect(lambda info: self.model_label.setText(f"Model: {info}"))
-        self.worker.model_status.connect(self.model_label.setText)
+        self.worker.model_loaded.connect(self.model_status.loaded)
+        self.worker.model_status.connect(self.model_status.status)
+        self.worker.model_failed.connect(self._on_model_failed)
+        self.worker.download_progress.connect(self.model_status.download_progress)
+        # a lambda runs on the GUI thread at once; the worker thread is busy downloading and would never get to it
+        self.model_status.stop_requested.connect(lambda: self.worker.cancel_download())
         self.worker.stats.connect(self._on_stats)
         self.worker.voice_kept.connect(self._on_voice_kept)
+        self.worker.keep_progress.connect(self._on_keep_progress)
         self.reader.sentence_changed.connect(self._on_sentence_changed)
         self.reader.state_changed.connect(self._on_state_changed)
         self.reader.message.connect(self.show_status)
@@ -188,6 +203,9 @@ class MainWindow(QMainWindow):
         self.editor.loading_progress.connect(
             lambda done, total: self.show_status(f"Loading… {100 * done // max(total, 1)} %"))
         self.editor.loading_finished.connect(self._on_loading_finished)
+        self.loader.loaded.connect(self._on_document_read)
+        self.loader.failed.connect(self._on_document_failed)
+        self.loading_indicator.cancel_requested.connect(self.cancel_opening)
         self.editor.document().contentsChange.connect(self._on_contents_change)
         self.library_panel.preview_requested.connect(self.preview_voice)
         self.library_panel.keep_requested.connect(self.keep_design)
@@ -282,21 +300,27 @@ class MainWindow(QMainWindow):
         if self._injected_factory is not None or voice.kind in self._requested_kinds:
             return
         self._requested_kinds.add(voice.kind)
-        self.model_label.setText(f"Loading the {voice.kind} model…")
-        self.worker.request_load_model(self.settings.model_spec(voice.kind).load_engine)
+        spec = self.settings.model_spec(voice.kind)
+        self.model_status.loading(f"the model for {voice.kind} voices ({spec.checkpoint})")
+        self.worker.request_load_model(spec)
 
     def reload_models(self) -> None:
-        """After the settings changed: reload what is in use with the new checkpoint/device/precision."""
-        kinds = {self._default_voice_kind()}
+        """After the settings changed: reload what is in use with the new checkpoint/device/precision. Reading
+        stops first, so the model the settings no longer name does not read on."""
+        if self.reader.state != IDLE:
+            self.reader.stop()
+            self.show_status("Reading stopped: the settings name another model.")
+        kind = self._default_voice_kind()
         self._requested_kinds = set()
         self.worker.chunk_frames = self.settings.chunk_frames
-        self.model_label.setText("Loading model…")
         if self._injected_factory is not None:
+            self.model_status.loading("the model")
             self.worker.request_load_model(self._injected_factory)
             return
-        for kind in kinds:
-            self._requested_kinds.add(kind)
-            self.worker.request_load_model(self.settings.model_spec(kind).load_engine)
+        self._requested_kinds.add(kind)
+        spec = self.settings.model_spec(kind)
+        self.model_status.loading(f"the model for {kind} voices ({spec.checkpoint})")
+        self.worker.request_load_model(spec)
 
     def preview_voice(self, name: str) -> None:
         try:
@@ -317,6 +341,12 @@ class MainWindow(QMainWindow):
         self._pending_keep = name
         self.show_status(f"Generating a sample of “{name}” to keep as a clone…")
         self.worker.request_keep_design(voice, KEEP_TEXT)
+
+    def _on_model_failed(self, kind: str, message: str) -> None:
+        self.model_status.failed(kind, message, self.worker.engine_in_use())
+
+    def _on_keep_progress(self, seconds: float) -> None:
+        self.show_status(f"Generating a sample of “{self._pending_keep}”: {seconds:.0f} s…")
 
     def _on_voice_kept(self, voice) -> None:
         base = self._pending_keep or voice.name or "Kept voice"
@@ -401,14 +431,39 @@ class MainWindow(QMainWindow):
         return answer == QMessageBox.StandardButton.Discard
 
     def open_path(self, path: Path) -> bool:
-        if self.editor.is_loading:
+        """Open ``path``: a small file at once (True if it is shown), a large one on ``self.loader``'s thread
+        (True: it is loading; the window stays usable and the text comes in when read)."""
+        path = Path(path)
+        if self.editor.is_loading or self.loader.busy:
             self.show_status("Still loading the previous document…")
             return False
+        if in_background(path):
+            self.loader.start(path)
+            self.loading_indicator.opening(path)
+            return True
         try:
             document = load_document(path)
         except DocumentError as e:
             self.show_error(str(e))
             return False
+        return self._show_document(path, document)
+
+    def cancel_opening(self) -> None:
+        if self.loader.busy:
+            self.loader.cancel()
+            self.loading_indicator.hide()
+            self.show_status("Not opened; your text is as it was.")
+
+    def _on_document_read(self, path: Path, document) -> None:
+        self.loading_indicator.hide()
+        self._show_document(path, document)
+
+    def _on_document_failed(self, path: Path, message: str) -> None:
+        self.loading_indicator.hide()
+        self.show_error(message)
+
+    def _show_document(self, path: Path, document) -> bool:
+        """Put a read ``document`` in the editor, once unsaved changes are saved or discarded."""
         if not self.confirm_discard(f"opening “{Path(path).name}”"):
             self.show_status("Not opened; your text is as it was.")
             return False
@@ -441,7 +496,7 @@ class MainWindow(QMainWindow):
 
     def new_document(self) -> bool:
         """An empty editor for a new text, after asking about unsaved changes."""
-        if self.editor.is_loading or not self.confirm_discard("starting a new text"):
+        if self.editor.is_loading or self.loader.busy or not self.confirm_discard("starting a new text"):
             return False
         self.reader.stop()
         self._remember_position()
@@ -568,6 +623,7 @@ class MainWindow(QMainWindow):
             return
         self.editor.document().setModified(False)  # saved or discarded: autosave keeps nothing for next time
         self.reader.stop()
+        self.loader.cancel()
         self.exports.shutdown()
         self.autosave.close()
         self.settings.font_size = self.editor.font_size

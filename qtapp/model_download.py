@@ -6,12 +6,14 @@ machine, without touching the network; ``preset_speakers`` is the speaker list o
 use (the loaded engine's, else the local model folder's config.json); ``validate_model_folder`` checks
 a folder the user picked and says which voice kind it serves; ``hub_download`` downloads a hub id with
 ``huggingface_hub.snapshot_download``, reporting bytes through a tqdm class hook and stopping when
-its ``cancelled`` event is set. A downloader is any callable ``(repo_id, report, cancelled) -> Path``
-with ``report(done, total)``, so tests inject a fake one.
+its ``cancelled`` event is set; ``describe_download_error`` words why a download failed for people (no
+network, no such model, a login needed, a full disk) instead of the hub client's traceback. A downloader is
+any callable ``(repo_id, report, cancelled) -> Path`` with ``report(done, total)``, so tests inject a fake one.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import threading
 from collections.abc import Callable
@@ -53,11 +55,18 @@ RECOMMENDED_MODELS = (
 )
 
 
+# snapshot_download keeps two byte bars over the same total: bytes written to disk, and (for Xet storage) bytes
+# received, fewer when chunks are deduplicated. The first is the progress a user understands; the second, named
+# by this description, would make the figure jump back and forth.
+TRANSFER_BAR = "Downloading bytes"
+
+
 class DownloadCancelled(Exception):
     """The user stopped the download."""
 
 
-def _looks_like_hub_id(text: str) -> bool:
+def looks_like_hub_id(text: str) -> bool:
+    """True for "Org/Name" that is not a path on this machine: a model to find in the cache or download."""
     return text.count("/") == 1 and not text.startswith((".", "/", "~")) and not Path(text).expanduser().exists()
 
 
@@ -65,7 +74,7 @@ def local_model_dir(checkpoint: str) -> Path | None:
     """The complete model folder ``checkpoint`` names on this machine (a folder, or a hub id whose
     download is in the Hugging Face cache), else None. Never downloads."""
     try:
-        if _looks_like_hub_id(checkpoint):
+        if looks_like_hub_id(checkpoint):
             from huggingface_hub import snapshot_download
 
             return resolve_model_dir(snapshot_download(checkpoint, local_files_only=True))
@@ -115,7 +124,7 @@ def reporting_tqdm(report: ProgressReport, cancelled: threading.Event) -> type[t
             if cancelled.is_set():
                 raise DownloadCancelled("download cancelled")
             shown = super().update(n)
-            if self.unit == "B":
+            if self.unit == "B" and self.desc != TRANSFER_BAR:
                 report(int(self.n), int(self.total or 0))
             return shown
 
@@ -130,3 +139,39 @@ def hub_download(repo_id: str, report: ProgressReport, cancelled: threading.Even
     if cancelled.is_set():
         raise DownloadCancelled("download cancelled")
     return resolve_model_dir(folder)
+
+
+def describe_download_error(repo_id: str, exc: BaseException) -> str:
+    """Why downloading ``repo_id`` failed, in one or two sentences for the studio (dialogs, status bar)."""
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+    )
+
+    if isinstance(exc, DownloadCancelled):
+        return f"The download of {repo_id} was stopped; starting it again goes on where it stopped."
+    # gated is a kind of not-found to the hub client, and not-found (404) a kind of HTTP error: most specific first
+    if isinstance(exc, GatedRepoError):
+        return (f"{repo_id} needs a Hugging Face account that has accepted its terms: log in with "
+                "`hf auth login`, or use a model folder you already have.")
+    if isinstance(exc, RepositoryNotFoundError):
+        return (f"Hugging Face has no model called {repo_id}: check its name in Settings ▸ Models & settings, "
+                "or use a model folder you already have.")
+    if isinstance(exc, LocalEntryNotFoundError | OfflineModeIsEnabled | ConnectionError | TimeoutError) \
+            or type(exc).__module__.split(".")[0].startswith(("httpx", "requests", "urllib3")):
+        return (f"Could not download {repo_id}: this computer cannot reach Hugging Face (no network "
+                "connection, or offline mode is on). Connect and try again, or use a model folder you already have.")
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return f"Could not download {repo_id}: the disk is full. Free some space and try again."
+    if isinstance(exc, HfHubHTTPError):
+        return f"Hugging Face refused the download of {repo_id}: {_first_line(exc)}"
+    return f"Could not download {repo_id} ({type(exc).__name__}: {_first_line(exc)})"
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    """The start of an error's message: its first line, at most ``limit`` characters."""
+    line = (str(exc).splitlines() or [""])[0]
+    return line if len(line) <= limit else line[:limit - 1] + "…"

@@ -3,7 +3,14 @@
 The GUI never calls the engine. It asks the worker (``request_speak``, ``request_load_model``,
 ``request_keep_design``: thread-safe, return at once) and listens to its signals. Engines are
 created inside the worker thread, so the model loads there. One engine per model type is kept
-(``custom_voice`` speaks presets, ``voice_design`` speaks descriptions, ``base`` speaks clones).
+(``custom_voice`` speaks presets, ``voice_design`` speaks descriptions, ``base`` speaks clones), and a voice
+goes only to an engine of its type (``any_kind=True``: to the latest engine when its own is missing, for an
+injected engine that serves every kind).
+
+Loading a ``qtapp.settings.ModelSpec`` first downloads a hub id that is not in the Hugging Face cache, with
+``download_progress`` and a ``cancel_download()``; loading one for a voice kind first drops the engine that
+served that kind, so a model the settings no longer name never reads on. Every failed load emits
+``model_failed`` (the kind, the reason in plain words) as well as ``error``.
 
 Speaking generates ahead of playback, but not without bound: after each chunk the worker waits
 while the player holds more than ``max_ahead_s`` seconds (``buffered_seconds`` is the player's
@@ -23,6 +30,7 @@ pitch (``engine.audio.tempo.ChunkTempo``); at 1.0 chunks go out as the engine ma
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -32,12 +40,23 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine import Engine, Voice
 from engine.audio.tempo import ChunkTempo
+from engine.prompts import MODEL_NAMES
 from engine.runtime import settle_heap
 from engine.text import Segment
 from engine.voices.voice import MODEL_TYPE_FOR_VOICE
+from qtapp.design_sample import speak_sample
 from qtapp.engine_errors import StudioError, describe_error
+from qtapp.model_download import (
+    Downloader,
+    describe_download_error,
+    hub_download,
+    local_model_dir,
+    looks_like_hub_id,
+)
+from qtapp.settings import ModelSpec
 
 BACKPRESSURE_POLL_S = 0.05
+PROGRESS_INTERVAL_S = 0.25  # download progress reaches the GUI at most this often
 
 
 def default_device() -> str:
@@ -47,7 +66,9 @@ def default_device() -> str:
 
 
 def load_engine(spec) -> Engine:
-    """``spec`` is a model directory / hub id (str or Path) or a callable returning an Engine."""
+    """``spec`` is a ``ModelSpec``, a model directory / hub id (str or Path) or a callable returning an Engine."""
+    if isinstance(spec, ModelSpec):
+        return spec.load_engine()
     if callable(spec):
         return spec()
     if isinstance(spec, str | Path):
@@ -62,6 +83,8 @@ def describe_engine(engine: Engine) -> str:
 class SpeechWorker(QObject):
     model_loaded = Signal(str)
     model_status = Signal(str)  # what a model load is doing now, for the status bar
+    model_failed = Signal(str, str)  # voice kind ("" for a spec of no kind), why, in plain words
+    download_progress = Signal(str, int, int)  # hub id, bytes done, bytes total (0: not known yet)
     segment_started = Signal(int, int, int, int)  # job, segment, start, end (the segment's span)
     chunk_ready = Signal(int, object)  # job, engine.Chunk (segment and span refer to the job's text or segments)
     job_failed = Signal(int)  # the job stopped on an error (``error`` says which); job_finished follows
@@ -69,6 +92,7 @@ class SpeechWorker(QObject):
     error = Signal(str)
     stats = Signal(float, float)  # real-time factor (audio s per generation s), first audio s
     voice_kept = Signal(object)  # a clone Voice made from a design voice
+    keep_progress = Signal(float)  # seconds of the design sample generated so far
 
     _speak_requested = Signal(int, object, object)
     _load_requested = Signal(object)
@@ -77,9 +101,14 @@ class SpeechWorker(QObject):
     def __init__(self, engine_factory: Callable[[], Engine],
                  buffered_seconds: Callable[[], float] | None = None, max_ahead_s: float = 30.0,
                  chunk_frames: int = 4, first_chunk_frames: int = 1, sampling=None,
-                 max_frames: int | None = None, speed: float = 1.0, pronunciation=None):
+                 max_frames: int | None = None, speed: float = 1.0, pronunciation=None, any_kind: bool = False,
+                 downloader: Downloader | None = None):
         super().__init__()
         self._engine_factory = engine_factory
+        self.any_kind = any_kind
+        self.downloader = downloader or hub_download
+        self._download_cancel = threading.Event()
+        self._failures: dict[str, str] = {}  # voice kind -> why its last load failed
         self._buffered_seconds = buffered_seconds
         self.max_ahead_s = max_ahead_s
         self.chunk_frames = chunk_frames
@@ -121,6 +150,10 @@ class SpeechWorker(QObject):
     def request_keep_design(self, voice: Voice, text: str) -> None:
         self._keep_requested.emit(voice, text)
 
+    def cancel_download(self) -> None:
+        """Stop a running model download at its next progress report (thread-safe); the load fails."""
+        self._download_cancel.set()
+
     def cancel(self) -> None:
         """Stop the running job within one chunk and drop every job requested before this call."""
         with self._jobs_lock:
@@ -128,12 +161,17 @@ class SpeechWorker(QObject):
             self._cancel.set()
 
     def engine_for(self, voice: Voice) -> Engine | None:
-        """The loaded engine that speaks ``voice`` best."""
-        return self._engines.get(MODEL_TYPE_FOR_VOICE[voice.kind], self._current)
+        """The loaded engine of ``voice``'s model type (with ``any_kind``, else the latest engine)."""
+        return self._engines.get(MODEL_TYPE_FOR_VOICE[voice.kind], self._current if self.any_kind else None)
 
     def engine_of_type(self, model_type: str) -> Engine | None:
         """The loaded engine of ``model_type`` ("custom_voice", "voice_design", "base"), if any."""
         return self._engines.get(model_type)
+
+    def engine_in_use(self) -> str:
+        """What the latest loaded engine is (``describe_engine``), or "" while none is loaded."""
+        current = self._current
+        return describe_engine(current) if current is not None else ""
 
     def engine_when_ready(self, voice: Voice, timeout_s: float = 600.0,
                           cancel: threading.Event | None = None) -> Engine | None:
@@ -153,11 +191,21 @@ class SpeechWorker(QObject):
     # ---- slots (worker thread) -----------------------------------------------------------------
     @Slot(object)
     def load_model(self, spec) -> None:
+        kind = spec.kind if isinstance(spec, ModelSpec) else ""
+        if kind:
+            self._forget(kind)
         try:
+            if isinstance(spec, ModelSpec):  # loaded from its folder: no second look-up on the hub
+                spec = dataclasses.replace(spec, checkpoint=self._download(spec.checkpoint))
             engine = load_engine(spec)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the GUI
-            self.error.emit(describe_error(exc))
+            message = describe_error(exc)
+            if kind:
+                self._failures[kind] = message
+            self.error.emit(message)
+            self.model_failed.emit(kind, message)
         else:
+            self._failures.pop(kind, None)
             self._prepare_graphs(engine)
             settle_heap()  # a full garbage collection over the loaded model would pause the speech
             self._engines[engine.model_type] = engine
@@ -184,14 +232,16 @@ class SpeechWorker(QObject):
 
     @Slot(object, str)
     def keep_design(self, voice: Voice, text: str) -> None:
-        """Speak ``text`` with a design voice and turn the result into a reusable clone voice."""
+        """Speak ``text`` with a design voice (within the clone limit, ``qtapp.design_sample``) and turn the
+        result into a reusable clone voice."""
         try:
             designer = self._engines.get("voice_design")
             if designer is None:
                 raise StudioError("Keeping a designed voice needs a VoiceDesign model: load one first.")
             cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
-            audio = designer.synthesize(text, voice, sampling=self.sampling, **cap)
-            kept = Voice.clone((audio.samples, audio.sample_rate), ref_text=text, language=voice.language,
+            samples, transcript = speak_sample(designer, text, voice, self.keep_progress.emit,
+                                               sampling=self.sampling, **cap)
+            kept = Voice.clone((samples, designer.sample_rate), ref_text=transcript, language=voice.language,
                                name=voice.name)
             kept = kept.with_(meta=dict(kept.meta, design=voice.instruct))
             base = self._engines.get("base")
@@ -203,6 +253,37 @@ class SpeechWorker(QObject):
         self.voice_kept.emit(kept)
 
     # ---- internals -----------------------------------------------------------------------------
+    def _forget(self, kind: str) -> None:
+        """Drop the engine that served ``kind``: the settings now name another model for it."""
+        engine = self._engines.pop(MODEL_TYPE_FOR_VOICE[kind], None)
+        if engine is not None and engine is self._current:
+            self._current = next(reversed(self._engines.values()), None)
+
+    def _download(self, checkpoint: str) -> str:
+        """The folder of a hub id (downloaded, with progress, when the cache does not hold it), else ``checkpoint``
+        as it is; a failed download as a ``StudioError``."""
+        if not looks_like_hub_id(checkpoint):
+            return checkpoint
+        cached = local_model_dir(checkpoint)
+        if cached is not None:
+            return str(cached)
+        self._download_cancel.clear()
+        self.download_progress.emit(checkpoint, 0, 0)  # started: nothing known yet
+        last = [0.0]
+
+        def report(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_INTERVAL_S or (total and done >= total):
+                last[0] = now
+                self.download_progress.emit(checkpoint, done, total)
+
+        try:
+            folder = self.downloader(checkpoint, report, self._download_cancel)
+        except Exception as exc:  # noqa: BLE001 - offline, 404, gated, disk full, cancelled: worded once
+            raise StudioError(describe_download_error(checkpoint, exc)) from None
+        self.model_status.emit(f"Loading {checkpoint}…")
+        return str(folder)
+
     def _prepare_graphs(self, engine: Engine) -> None:
         """Capture the engine's graphs on a GPU, or compile its CPU step, now (tens of seconds the first time)
         rather than on the first Read aloud; a failure leaves them to be prepared then, and says why."""
@@ -220,7 +301,7 @@ class SpeechWorker(QObject):
     def _speak(self, job_id: int, text: str | list[Segment], voice: Voice) -> None:
         engine = self.engine_for(voice)
         if engine is None:
-            raise StudioError("No model is loaded yet: wait for it to load, or pick one in Settings.")
+            raise StudioError(self._missing_engine(voice.kind))
         voice = engine.prepare_voice(voice)
         t0 = time.perf_counter()
         cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
@@ -246,6 +327,14 @@ class SpeechWorker(QObject):
                 self._wait_for_room()
         finally:
             stream.close()  # releases the engine's generation lock at once
+
+    def _missing_engine(self, kind: str) -> str:
+        """Why no engine speaks ``kind``: the failure of its last load, or that none is loaded yet."""
+        model = MODEL_NAMES[MODEL_TYPE_FOR_VOICE[kind]]
+        if kind in self._failures:
+            return f"No {model} model for {kind} voices is loaded: {self._failures[kind]}"
+        return (f"No model is loaded yet for {kind} voices (they need a {model} model): wait for it to load, "
+                "or pick one in Settings ▸ Models & settings.")
 
     def _emit_chunks(self, job_id: int, chunks: list, current: list) -> None:
         """Emit ``chunks``, each new segment announced first."""
@@ -277,7 +366,8 @@ def start_worker(engine_factory: Callable[[], Engine], **options) -> tuple[QThre
 
 
 def stop_worker(thread: QThread, worker: SpeechWorker, timeout_ms: int = 10000) -> bool:
-    """Cancel what runs, stop the thread's event loop and wait for it; True if it ended in time."""
+    """Cancel what runs (a download too), stop the thread's event loop and wait for it; True if it ended in time."""
     worker.cancel()
+    worker.cancel_download()
     thread.quit()
     return thread.wait(timeout_ms)

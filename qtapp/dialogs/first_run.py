@@ -5,6 +5,7 @@ clone voices), downloads the ticked ones one after another on a worker thread wi
 or takes a model folder the user already has (checked with ``engine.checkpoint.resolve_model_dir``).
 It also shows what the installed PyTorch can do (``qtapp.gpu_check``). Every choice is written to
 the settings at once. The downloader is injectable (``qtapp.model_download.Downloader``) for tests.
+Help ▸ Download models… opens it again from the studio.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from qtapp.model_download import (
     DownloadCancelled,
     Downloader,
     ModelChoice,
+    describe_download_error,
     hub_download,
     local_model_dir,
     validate_model_folder,
@@ -68,7 +70,7 @@ class DownloadWorker(QObject):
         except DownloadCancelled:
             self.failed.emit("Download stopped.")
         except Exception as exc:  # noqa: BLE001 - offline, 404, disk full: show it, let the user retry
-            self.failed.emit(f"Could not download {self.repo_id}: {exc}")
+            self.failed.emit(describe_download_error(self.repo_id, exc))
         else:
             self.finished.emit(str(folder))
 
@@ -149,11 +151,24 @@ class FirstRunDialog(QDialog):
                 box.setText(f"{choice.title}: downloaded ✓")
             box.setEnabled(not here and not self.downloading)
         ready = not needs_first_run(self.settings)
-        self.start_button.setText("Start Orator" if ready else "Skip for now")
+        if self.parent() is not None:  # opened again from the studio's Help menu: the studio runs already
+            self.start_button.setText("Close")
+        else:
+            self.start_button.setText("Start Orator" if ready else "Skip for now")
 
     def _set_status(self, text: str, error: bool = False) -> None:
         self.status.setStyleSheet("color: #b3261e;" if error else "")
         self.status.setText(text)
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """Grow to the height the wrapped labels need at this width: Qt sizes a dialog from its hint once, so a
+        long message (or the progress bar appearing) would otherwise squash the model list onto itself."""
+        layout = self.layout()
+        layout.activate()
+        needed = layout.totalHeightForWidth(self.width())
+        if needed > self.height():
+            self.resize(self.width(), needed)
 
     # ---- local folder ------------------------------------------------------------------------------
     def choose_folder(self) -> None:
@@ -205,6 +220,7 @@ class FirstRunDialog(QDialog):
         self.folder_button.setEnabled(False)
         self.progress.setValue(0)
         self.progress.show()
+        self._fit_height()
         self._set_status(f"Downloading {self._current.title}…")
         self._refresh_models()
         self._thread = QThread(self)

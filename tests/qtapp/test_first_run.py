@@ -177,3 +177,60 @@ def test_the_offered_models_are_the_default_models():
     first_run = readme.split("## First run", 1)[1].split("\n## ", 1)[0]
     assert [line.split("`")[1] for line in first_run.splitlines() if line.startswith("| `")] == \
         [c.repo_id for c in RECOMMENDED_MODELS]
+
+
+def overlapping_or_squashed(dialog) -> list[str]:
+    """The visible labels and check boxes that overlap another, or are shorter than their wrapped text needs."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QCheckBox, QLabel
+
+    widgets = [w for w in dialog.findChildren(QLabel) + dialog.findChildren(QCheckBox) if w.isVisible()]
+    where = {w: QRect(w.mapTo(dialog, w.rect().topLeft()), w.size()) for w in widgets}
+    found = []
+    for i, a in enumerate(widgets):
+        if isinstance(a, QLabel) and a.wordWrap() and a.height() < a.heightForWidth(a.width()):
+            found.append(f"squashed: {a.text()[:40]}")
+        found += [f"overlap: {a.text()[:40]} / {b.text()[:40]}" for b in widgets[i + 1:]
+                  if where[a].intersects(where[b])]
+    return found
+
+
+def test_an_offline_download_is_explained_and_the_layout_holds(qtbot, hub_cache, settings, monkeypatch):
+    from qtapp.model_download import hub_download
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # a machine without a network, with the real client
+    dialog = FirstRunDialog(settings, downloader=hub_download, advice=ADVICE)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert overlapping_or_squashed(dialog) == []
+    dialog.start_downloads()
+    qtbot.waitUntil(lambda: not dialog.downloading, timeout=10_000)
+    qtbot.wait(50)  # the layout settles
+    assert "cannot reach Hugging Face" in dialog.status.text() and PRESET_REPO in dialog.status.text()
+    assert "Error" not in dialog.status.text() and "HF_HUB_OFFLINE" not in dialog.status.text()
+    assert overlapping_or_squashed(dialog) == []
+
+
+def test_help_menu_reopens_the_welcome_dialog_and_loads_its_choice(qtbot, open_window, tiny_model_dir,
+                                                                   monkeypatch):
+    window = open_window(loaded=True)
+    shown = []
+
+    def exec_(dialog):  # the user picks a model folder they have, then closes the dialog
+        shown.append(dialog.windowTitle())
+        assert dialog.start_button.text() == "Close"
+        assert dialog.use_local_folder(str(tiny_model_dir("custom_voice")))
+        return 1
+
+    monkeypatch.setattr(FirstRunDialog, "exec", exec_)
+    requests = []
+    monkeypatch.setattr(window.worker, "request_load_model", requests.append)
+    help_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
+    item = next(a for a in help_menu.actions() if a.text() == "&Download models…")
+    item.trigger()
+    assert shown == ["Welcome to Orator"]
+    assert window.settings.checkpoints["preset"] == str(tiny_model_dir("custom_voice"))
+    assert requests, "the model picked in the dialog is loaded"
+    from qtapp.actions import help_html
+
+    assert "Help ▸ Download models…" in help_html(window)  # F1 tells where the dialog is

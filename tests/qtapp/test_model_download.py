@@ -33,6 +33,18 @@ def test_byte_bars_report_progress_and_file_bars_do_not():
     assert reports == [(500, 2000), (2000, 2000)]
 
 
+def test_only_the_bytes_written_bar_reports(monkeypatch):
+    """snapshot_download's two byte bars over one total: bytes written, and Xet's bytes received."""
+    reports = []
+    bar_class = reporting_tqdm(lambda done, total: reports.append((done, total)), threading.Event())
+    received = bar_class(total=1000, unit="B", desc="Downloading bytes")
+    written = bar_class(total=1000, unit="B", desc="Reconstructing (incomplete total...)")
+    received.update(100)
+    written.update(400)
+    received.update(50)
+    assert reports == [(400, 1000)]
+
+
 def test_a_set_cancel_event_stops_at_the_next_update():
     cancelled = threading.Event()
     bar = reporting_tqdm(lambda done, total: None, cancelled)(total=10, unit="B")

@@ -246,7 +246,7 @@ def test_engine_when_ready_waits_for_requested_models(running_worker, qtbot):
 
     design = Voice.design("a bright voice")
     worker.request_load_model(slow_design_model)
-    assert worker.engine_for(design) is preset_engine  # not loaded yet: the fallback
+    assert worker.engine_for(design) is None  # not loaded yet, and a preset engine never speaks a design voice
     result = []
     waiter = threading.Thread(target=lambda: result.append(worker.engine_when_ready(design)))
     waiter.start()
