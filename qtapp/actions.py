@@ -299,7 +299,7 @@ def pronunciation_dialog(window) -> None:
 
 
 def _settings_dialog(window) -> None:
-    dialog = SettingsDialog(window.settings, window)
+    dialog = SettingsDialog(window.settings, window, in_use=window.worker.engine_in_use())
     if dialog.exec():
         changed = dialog.apply()
         window.settings.save()

@@ -93,6 +93,7 @@ class Settings:
     chunk_frames: int = 4
     autosave_interval_s: float = 5.0
     window_geometry: str = ""  # hex of QMainWindow.saveGeometry()
+    cpu_speed: dict[str, float] = field(default_factory=dict)  # model size -> ×RT measured on this processor
 
     # ---- paths ----------------------------------------------------------------------------------
     @staticmethod
@@ -168,6 +169,8 @@ class Settings:
             settings.cpu_path = "fast"
         if type(settings.threads) is not int or not 0 <= settings.threads <= MAX_THREADS:
             settings.threads = 0
+        settings.cpu_speed = {k: float(v) for k, v in settings.cpu_speed.items()
+                              if k in ("0.6b", "1.7b") and type(v) in (int, float) and 0 < v < 1e6}
         return settings
 
     def save(self) -> None:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine import Engine, Voice
@@ -77,6 +78,11 @@ def load_engine(spec) -> Engine:
 
 
 def describe_engine(engine: Engine) -> str:
+    """The model and the path it runs on: "custom_voice 0.6B on cpu (int8 weights, 7 threads)"."""
+    device = torch.device(engine.device)
+    if device.type == "cpu":
+        path = "int8 weights" if getattr(engine, "cpu_int8", False) else "exact float32"
+        return f"{engine.model_type} {engine.model_size} on cpu ({path}, {torch.get_num_threads()} threads)"
     return f"{engine.model_type} {engine.model_size} on {engine.device} ({engine.dtype})"
 
 

@@ -59,6 +59,14 @@ def tiny_model_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def full_size_0_6b(tmp_path_factory):
+    """A full-size 0.6B CustomVoice checkpoint (random weights, ~1.8 GB), built once for the slow tests."""
+    from engine.synthetic.checkpoint import build_checkpoint
+
+    return build_checkpoint(tmp_path_factory.mktemp("full") / "0.6b", size="0.6b", model_type="custom_voice")
+
+
+@pytest.fixture(scope="session")
 def tiny_engine(tiny_model_dir):
     """A CPU engine per model type on the tiny checkpoints, loaded once (float32, eager)."""
     from engine import Engine

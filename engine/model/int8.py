@@ -32,6 +32,16 @@ class Int8Weight:
         self.scale = scale.to(torch.bfloat16)
         self.shape = weight.shape
 
+    @classmethod
+    def placeholder(cls, shape: tuple[int, int]) -> Int8Weight:
+        """A weight of ``shape`` [N, K] whose values are all one level, for timing the product without a model
+        (``engine.cpu_probe``)."""
+        w = cls.__new__(cls)
+        w.q = torch.ones(shape, dtype=torch.int8)
+        w.scale = torch.full((shape[0],), 1e-3, dtype=torch.bfloat16)
+        w.shape = torch.Size(shape)
+        return w
+
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [M, K]
         y = torch.ops.aten._weight_int8pack_mm(flat, self.q, self.scale)  # [M, N] bfloat16

@@ -3,8 +3,10 @@
 It explains which models exist (0.6B CustomVoice to read; 1.7B VoiceDesign and Base to design and
 clone voices), downloads the ticked ones one after another on a worker thread with a progress bar,
 or takes a model folder the user already has (checked with ``engine.checkpoint.resolve_model_dir``).
-It also shows what the installed PyTorch can do (``qtapp.gpu_check``). Every choice is written to
-the settings at once. The downloader is injectable (``qtapp.model_download.Downloader``) for tests.
+It also shows what the installed PyTorch can do (``qtapp.gpu_check``) and, where speech will run on the
+processor, what speed to expect from each model size, measured on this machine in the background
+(``qtapp.cpu_speed``). Every choice is written to the settings at once. The downloader is injectable
+(``qtapp.model_download.Downloader``) for tests.
 Help ▸ Download models… opens it again from the studio.
 """
 
@@ -28,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.errors import CheckpointError
+from qtapp.cpu_speed import SpeedProbe, speed_advice
 from qtapp.gpu_check import GpuAdvice, gpu_advice
 from qtapp.model_download import (
     RECOMMENDED_MODELS,
@@ -79,7 +82,8 @@ class FirstRunDialog(QDialog):
     """See the module docstring. ``downloading`` tells whether a download runs."""
 
     def __init__(self, settings: Settings, downloader: Downloader = hub_download,
-                 advice: GpuAdvice | None = None, parent: QWidget | None = None):
+                 advice: GpuAdvice | None = None, parent: QWidget | None = None, measure_speed=None):
+        """``measure_speed(size) -> engine.cpu_probe.CpuSpeed`` replaces the real measurement in tests."""
         super().__init__(parent)
         self.settings = settings
         self.downloader = downloader
@@ -123,12 +127,27 @@ class FirstRunDialog(QDialog):
         self.status = QLabel(wordWrap=True)
         layout.addWidget(self.status)
 
+        advice = advice or gpu_advice()
         gpu = QGroupBox("Graphics card")
         gpu_layout = QVBoxLayout(gpu)
-        self.gpu_label = QLabel((advice or gpu_advice()).text(), wordWrap=True)
+        self.gpu_label = QLabel(advice.text(), wordWrap=True)
         self.gpu_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         gpu_layout.addWidget(self.gpu_label)
+        self.speed_label = QLabel(wordWrap=True)
+        self.speed_label.setAccessibleName("Speed on this processor")
+        self.speed_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.speed_label.hide()
+        gpu_layout.addWidget(self.speed_label)
         layout.addWidget(gpu)
+        self._speeds: dict[str, float] = {}
+        self._probe: SpeedProbe | None = None
+        if advice.device == "cpu" and advice.runnable:
+            self.speed_label.setText("Measuring how fast this processor speaks…")
+            self.speed_label.show()
+            self._probe = SpeedProbe(measure_speed)
+            self._probe.measured.connect(self._on_speed)
+            self._probe.failed.connect(self.speed_label.setText)
+            self._probe.start()
 
         self.buttons = QDialogButtonBox()
         self.start_button = self.buttons.addButton("Start Orator", QDialogButtonBox.ButtonRole.AcceptRole)
@@ -257,9 +276,20 @@ class FirstRunDialog(QDialog):
         self._set_status(message, error=True)
         self._next_download()
 
+    # ---- speed on the processor ---------------------------------------------------------------------
+    def _on_speed(self, size: str, xrt: float) -> None:
+        self._speeds[size] = xrt
+        self.settings.cpu_speed = dict(self._speeds)
+        self.settings.save()
+        self.speed_label.setText(speed_advice(self._speeds))
+        self._fit_height()
+
     # ---- closing -----------------------------------------------------------------------------------
     def done(self, result: int) -> None:
-        """Closing stops a running download (the Hugging Face cache resumes it next time)."""
+        """Closing stops a running download (the Hugging Face cache resumes it next time) and the speed
+        measurement (after the size being measured)."""
         self.cancel_download()
         self._end_thread()
+        if self._probe is not None:
+            self._probe.stop()
         super().done(result)

@@ -29,8 +29,20 @@ KIND_TITLES = {
 }
 
 
+def speed_summary(cpu_speed: dict[str, float], in_use: str) -> str:
+    """The Settings dialog's speed line: the path in use, and this processor's measured speed per model size."""
+    parts = [f"In use: {in_use}." if in_use else "No model is loaded yet."]
+    if cpu_speed:
+        figures = ", ".join(f"{size.upper()} {xrt:.2f}×" for size, xrt in sorted(cpu_speed.items()))
+        parts.append(f"Measured on this processor: {figures} real time (1× reads aloud without pauses; "
+                     "Help ▸ Download models… measures again). While reading, the generation gauge shows the "
+                     "speed of the model in use.")
+    return " ".join(parts)
+
+
 class SettingsDialog(QDialog):
-    def __init__(self, settings: Settings, parent: QWidget | None = None):
+    def __init__(self, settings: Settings, parent: QWidget | None = None, in_use: str = ""):
+        """``in_use``: the loaded model and the path it runs on (``qtapp.worker.describe_engine``)."""
         super().__init__(parent)
         self.settings = settings
         self.setWindowTitle("Models & settings")
@@ -81,6 +93,10 @@ class SettingsDialog(QDialog):
         runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. The precision applies on a "
                                    "GPU (bfloat16 is the checkpoints' own); on the processor speech runs in "
                                    "float32, with int8 weights on the fast path.</small>", wordWrap=True))
+        self.speed_label = QLabel(speed_summary(settings.cpu_speed, in_use), wordWrap=True)
+        self.speed_label.setAccessibleName("Speed")
+        self.speed_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        runtime_form.addRow("Speed:", self.speed_label)
         self.gpu_label = QLabel(gpu_advice().text(), wordWrap=True)
         self.gpu_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         runtime_form.addRow("PyTorch:", self.gpu_label)

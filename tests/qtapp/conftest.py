@@ -31,6 +31,16 @@ FRAMES_PER_SENTENCE = 3
 
 
 @pytest.fixture(autouse=True)
+def quick_speed_probe(monkeypatch):
+    """The first-run dialog measures the processor on full-size shapes (seconds, a GB or two); tests that are
+    about something else get a fixed figure instead (tests/qtapp/test_cpu_speed.py uses the real one)."""
+    from engine import cpu_probe
+
+    monkeypatch.setattr(cpu_probe, "measure_cpu_speed",
+                        lambda size, seconds=1.0, threads=None: cpu_probe.CpuSpeed(size, 100.0, 20.0, 1))
+
+
+@pytest.fixture(autouse=True)
 def isolated_data_dir(tmp_path, monkeypatch):
     """Settings, voice library and autosave of this test live in ``tmp_path/data``."""
     data = tmp_path / "data"

@@ -131,16 +131,13 @@ def teacher_forced_logits(eng: Engine, text: str, voice: Voice, codes: np.ndarra
 
 
 @pytest.mark.parametrize("size", ["tiny", pytest.param("0.6b", marks=pytest.mark.slow)])
-def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_dir, tmp_path_factory):
+def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_dir, request):
     """The same codes fed to both paths: every frame's talker and predictor logits within 5% relative RMS of the
     float32 path's, over 120 frames at full size, and the greedy pick of most steps the same."""
     if size == "tiny":
         path = tiny_model_dir("custom_voice")
     else:
-        from engine.synthetic.checkpoint import build_checkpoint
-
-        path = tmp_path_factory.mktemp("full") / "0.6b"
-        build_checkpoint(path, size="0.6b", model_type="custom_voice")
+        path = request.getfixturevalue("full_size_0_6b")
     exact = Engine.from_pretrained(path, device="cpu", cpu_int8=False)
     text, voice = "A sentence long enough to speak for a while, and then a little longer.", Voice.preset("ryan")
     frames = 120 if size != "tiny" else 40

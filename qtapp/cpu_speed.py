@@ -1,0 +1,77 @@
+"""What speed a user without a GPU can expect: this processor measured on each model size, in plain words.
+
+``SpeedProbe`` runs ``engine.cpu_probe.measure_cpu_speed`` for the 0.6B and then the 1.7B on its own QThread
+(a second or two each), emitting each result; ``speed_advice`` turns the results into the sentence the
+first-run dialog shows, which says whether reading aloud keeps up and suggests the 0.6B models where the 1.7B
+cannot. The results are kept in the settings (``cpu_speed``) so the Settings dialog can show them later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+SIZES = ("0.6b", "1.7b")
+KEEPS_UP = 1.0  # seconds of audio per second: below it, reading aloud pauses while speech is made
+
+
+def speed_advice(xrt: dict[str, float]) -> str:
+    """The first-run dialog's sentence for the measured real-time factors (``{"0.6b": 0.8, "1.7b": 0.4}``)."""
+    if not xrt:
+        return ""
+    figures = ", ".join(f"the {size.upper()} model {xrt[size]:.2f}× real time" for size in SIZES if size in xrt)
+    small, large = xrt.get("0.6b"), xrt.get("1.7b")
+    said = f"Measured on this processor: {figures} (1× reads aloud without pauses)."
+    if large is not None and large >= KEEPS_UP:
+        return said + " Every model keeps up here."
+    if small is not None and small >= KEEPS_UP:
+        return (said + " Choose the 0.6B models (0.6B CustomVoice to read, 0.6B Base to clone): the 1.7B ones "
+                "cannot keep up with a listener here, though they export at their own pace.")
+    if small is not None:
+        return (said + " Reading aloud will pause between sentences on this processor, even with the faster 0.6B "
+                "models; exporting to audio files works at its own pace. A CUDA graphics card reads many times "
+                "faster.")
+    return said
+
+
+class SpeedProbe(QObject):
+    """Measures each size on a thread of its own; ``measured(size, xrt)`` per size, then ``finished``.
+    ``measure(size) -> engine.cpu_probe.CpuSpeed`` is injectable for tests."""
+
+    measured = Signal(str, float)
+    failed = Signal(str)
+    finished = Signal()
+
+    def __init__(self, measure: Callable | None = None, sizes=SIZES):
+        super().__init__()
+        if measure is None:
+            from engine.cpu_probe import measure_cpu_speed as measure
+        self._measure = measure
+        self._sizes = tuple(sizes)
+        self.thread = QThread()
+        self.thread.setObjectName("cpu-speed")
+        self.moveToThread(self.thread)
+        self.thread.started.connect(self.run)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            for size in self._sizes:
+                if self.thread.isInterruptionRequested():
+                    break
+                self.measured.emit(size, float(self._measure(size).realtime_factor))
+        except Exception as exc:  # noqa: BLE001 - out of memory, an odd build: say so, the dialog still works
+            self.failed.emit(f"The speed of this processor could not be measured ({type(exc).__name__}: {exc}).")
+        finally:
+            self.finished.emit()
+            self.thread.quit()
+
+    def stop(self) -> None:
+        """Ask to stop after the size being measured, and wait for the thread."""
+        self.thread.requestInterruption()
+        self.thread.quit()
+        self.thread.wait()

@@ -1,0 +1,117 @@
+"""What a user without a GPU is told about speed: the first-run dialog measures this processor per model size
+and says which keeps up; Settings shows the path in use and the figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine import cpu_probe
+from qtapp.cpu_speed import SpeedProbe, speed_advice
+from qtapp.dialogs.first_run import FirstRunDialog
+from qtapp.dialogs.settings_dialog import SettingsDialog, speed_summary
+from qtapp.gpu_check import GpuAdvice
+from qtapp.settings import Settings
+
+CPU = GpuAdvice("cpu", True, "This PyTorch has no CUDA support: Orator runs on the processor.", "", None)
+GPU = GpuAdvice("cuda", True, "Ready on the graphics card.", "", None)
+
+
+def fixed(rates):
+    """A measurement giving ``rates[size]`` × real time (80 ms of audio a frame)."""
+    return lambda size: cpu_probe.CpuSpeed(size, 80.0 / rates[size], 0.0, 2)
+
+
+@pytest.mark.parametrize(("rates", "says"), [
+    ({"0.6b": 2.5, "1.7b": 1.3}, "Every model keeps up here."),
+    ({"0.6b": 1.4, "1.7b": 0.6}, "Choose the 0.6B models"),
+    ({"0.6b": 0.5, "1.7b": 0.3}, "Reading aloud will pause between sentences"),
+])
+def test_the_advice_follows_the_measured_speeds(rates, says):
+    text = speed_advice(rates)
+    assert says in text
+    assert f"the 0.6B model {rates['0.6b']:.2f}× real time" in text and f"{rates['1.7b']:.2f}×" in text
+
+
+def test_the_first_run_dialog_measures_a_processor_and_keeps_the_figures(qtbot):
+    settings = Settings()
+    dialog = FirstRunDialog(settings, advice=CPU, measure_speed=fixed({"0.6b": 1.4, "1.7b": 0.6}))
+    qtbot.addWidget(dialog)
+    assert dialog.speed_label.isVisibleTo(dialog)
+    qtbot.waitUntil(lambda: "1.7B model 0.60×" in dialog.speed_label.text(), timeout=10_000)
+    assert "Choose the 0.6B models" in dialog.speed_label.text()
+    assert json.loads(settings.path.read_text())["cpu_speed"] == pytest.approx({"0.6b": 1.4, "1.7b": 0.6})
+    assert Settings.load().cpu_speed == pytest.approx({"0.6b": 1.4, "1.7b": 0.6})
+    dialog.done(0)
+
+
+def test_with_a_gpu_nothing_is_measured(qtbot):
+    calls = []
+    dialog = FirstRunDialog(Settings(), advice=GPU, measure_speed=lambda size: calls.append(size))
+    qtbot.addWidget(dialog)
+    qtbot.wait(100)
+    assert not dialog.speed_label.isVisibleTo(dialog) and calls == []
+    dialog.done(0)
+
+
+def test_a_failed_measurement_is_said_and_the_dialog_works(qtbot):
+    def broken(size):
+        raise MemoryError("no room")
+
+    dialog = FirstRunDialog(Settings(), advice=CPU, measure_speed=broken)
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: "could not be measured" in dialog.speed_label.text(), timeout=10_000)
+    assert "MemoryError" in dialog.speed_label.text()
+    assert dialog.start_button.isEnabled()
+    dialog.done(0)
+
+
+def test_closing_during_a_measurement_waits_for_its_thread(qtbot):
+    import threading
+
+    release = threading.Event()
+
+    def slow(size):
+        release.wait(5)
+        return cpu_probe.CpuSpeed(size, 80.0, 0.0, 1)
+
+    dialog = FirstRunDialog(Settings(), advice=CPU, measure_speed=slow)
+    qtbot.addWidget(dialog)
+    probe = dialog._probe
+    release.set()
+    dialog.done(0)
+    assert probe.thread.isFinished()
+
+
+def test_the_real_measurement_runs_on_its_thread(qtbot, monkeypatch):
+    """The studio's own probe (engine.cpu_probe, not the tests' fixed figure) on the 0.6B shapes only."""
+    monkeypatch.undo()
+    got = []
+    probe = SpeedProbe(lambda size: cpu_probe.measure_cpu_speed(size, seconds=0.1), sizes=("0.6b",))
+    probe.measured.connect(lambda size, xrt: got.append((size, xrt)))
+    with qtbot.waitSignal(probe.finished, timeout=60_000):
+        probe.start()
+    probe.stop()
+    assert len(got) == 1 and got[0][0] == "0.6b" and got[0][1] > 0
+
+
+def test_settings_show_the_path_in_use_and_the_measured_speeds(qtbot):
+    settings = Settings()
+    settings.cpu_speed = {"0.6b": 0.47, "1.7b": 0.25}
+    dialog = SettingsDialog(settings, in_use="custom_voice 0.6B on cpu (int8 weights, 7 threads)")
+    qtbot.addWidget(dialog)
+    text = dialog.speed_label.text()
+    assert "In use: custom_voice 0.6B on cpu (int8 weights, 7 threads)." in text
+    assert "0.6B 0.47×, 1.7B 0.25× real time" in text
+    assert speed_summary({}, "") == "No model is loaded yet."
+
+
+@pytest.mark.parametrize("stored", [{"0.6b": "fast"}, {"9b": 1.0}, {"0.6b": -1}, {"0.6b": float("inf")}, [1, 2],
+                                    {"0.6b": True}, "x"])
+def test_hostile_stored_speeds_are_dropped(stored):
+    settings = Settings()
+    settings.path.parent.mkdir(parents=True, exist_ok=True)
+    settings.path.write_text(json.dumps({"cpu_speed": stored, "font_size": 15}))
+    loaded = Settings.load()
+    assert loaded.cpu_speed == {} and loaded.font_size == 15
