@@ -1,4 +1,4 @@
-"""What a reading will say, sentence by sentence, planned only as far as reading has got. Qt-free.
+"""What a reading will say, segment by segment, planned only as far as reading has got. Qt-free.
 
 A text source (``StrText`` for a string, ``qtapp.editor.DocumentText`` for the editor) hands out the text
 from a position as line pieces: ``(offset, text)``, contiguous, each ending at a line end ("\\n" included)
@@ -6,7 +6,8 @@ or cut from a longer line. ``iter_sentences`` turns those pieces into ``Sentence
 with ``[voice: NAME]`` (``qtapp.voice_marks``) is a passage of its own in that voice, every run of other
 lines a passage in the default voice, and each passage is cut by ``engine.text.Segmenter``, so the
 sentences are exactly the segments the engine would cut from each passage and their spans are document
-offsets. ``ReadingPlan`` keeps the sentences read so far and pulls more only when asked, so starting
+offsets. A "sentence" here is one such segment: short sentences of a passage merged into one (``engine.text``).
+``ReadingPlan`` keeps the sentences read so far and pulls more only when asked, so starting
 to read a 20 MB book costs what its first sentences cost.
 
 The same sentences are what the worker speaks (given to the engine as they are), what the editor
@@ -87,8 +88,9 @@ def line_pieces(offset: int, text: str) -> Iterator[tuple[int, str]]:
         position = line_end
 
 
-def iter_sentences(pieces: Iterable[tuple[int, str]]) -> Iterator[Sentence]:
-    """The sentences of the text the line pieces hold, in order (see the module docstring)."""
+def iter_sentences(pieces: Iterable[tuple[int, str]], target_chars: int | None = None) -> Iterator[Sentence]:
+    """The sentences of the text the line pieces hold, in order (see the module docstring); ``target_chars``:
+    the segments' target length (``engine.text.Segmenter``)."""
     segmenter: Segmenter | None = None
     voice: str | None = None
     marked = False  # the passage being cut is a marked line, which ends with its line
@@ -100,7 +102,7 @@ def iter_sentences(pieces: Iterable[tuple[int, str]]) -> Iterator[Sentence]:
                 if segmenter is not None:
                     yield from _sentences(segmenter.finish(), voice)
                 marked, voice = name is not None, name
-                segmenter = Segmenter(offset + mark_len)
+                segmenter = Segmenter(offset + mark_len, target_chars=target_chars)
                 piece = piece[mark_len:]
         at_line_start = piece.endswith("\n")
         if marked and at_line_start:
@@ -118,8 +120,8 @@ def _sentences(segments: list[Segment], voice: str | None) -> Iterator[Sentence]
 class ReadingPlan:
     """The sentences of one reading, numbered from 0, planned from ``pieces`` as they are asked for."""
 
-    def __init__(self, pieces: Iterable[tuple[int, str]]):
-        self._source = iter_sentences(pieces)
+    def __init__(self, pieces: Iterable[tuple[int, str]], target_chars: int | None = None):
+        self._source = iter_sentences(pieces, target_chars)
         self.sentences: list[Sentence] = []  # planned so far
         self._ends: list[int] = []  # sentence ends, for lookups by position
         self.complete = False  # every sentence is planned

@@ -17,7 +17,8 @@ from qtapp.export_job import ExportJob, start_export, subtitle_path
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker
 
-TEXT = "Hello there. How are you today?"
+# two paragraphs, so two segments (short sentences of one paragraph would be one)
+TEXT = "Hello there.\n\nHow are you today?"
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worke
 def test_real_engine_exports_wav_with_subtitles(qtbot, real_worker, tmp_path):
     worker, voice = real_worker(max_frames=1)
     target = tmp_path / "tiny.wav"
-    job = ExportJob(TEXT, {None: voice}, target, worker.engine_for, max_frames=1)
+    job = ExportJob(TEXT, {None: voice}, target, worker.engine_for, max_frames=1, paragraph_pause_s=0.0)
     errors = []
     job.error.connect(errors.append)
     with qtbot.waitSignal(job.finished, timeout=120000):
