@@ -25,9 +25,11 @@ from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
 from engine.errors import VoiceError
+from engine.frames.capacity import fitted_budget
 from engine.frames.compile import cpu_compile_enabled
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
+from engine.frames.guard import FrameGuard
 from engine.model import Qwen3TTS
 from engine.model.int8 import narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
@@ -294,12 +296,14 @@ class Engine:
             for index, seg in enumerate(segments):
                 prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text,
                                       plan.non_streaming)
+                budget = fitted_budget(plan.frame_budget(seg), prompt.length)
+                guard = FrameGuard(budget, f"segment {index} ({seg.start}-{seg.end})")
                 frame = 0
                 for codes, audio, ends in streamer.segment(prompt, plan.sampling, plan.segment_seed(index),
-                                                           plan.frame_budget(seg), chunk_size, cancel, decode):
+                                                           budget, chunk_size, cancel, decode, guard):
                     final = ends and index == len(segments) - 1
                     chunk = Chunk(audio, SAMPLE_RATE, frame, len(codes), index, (seg.start, seg.end),
-                                  time.perf_counter() - t0, final)
+                                  time.perf_counter() - t0, final, guard.warning if ends else None)
                     frame += len(codes)
                     yield chunk, codes
                 if cancel is not None and cancel.is_set():

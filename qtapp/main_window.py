@@ -159,6 +159,7 @@ class MainWindow(QMainWindow):
         self.worker.model_loaded.connect(lambda info: self.model_label.setText(f"Model: {info}"))
         self.worker.model_status.connect(self.model_label.setText)
         self.worker.stats.connect(self._on_stats)
+        self.worker.segment_cut.connect(lambda _job, _segment, why: self.show_status(f"Speech was {why}."))
         self.worker.voice_kept.connect(self._on_voice_kept)
         self.reader.sentence_changed.connect(self._on_sentence_changed)
         self.reader.state_changed.connect(self._on_state_changed)

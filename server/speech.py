@@ -10,7 +10,10 @@ Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``re
 per sentence); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths).
 
 SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
-``speech.audio.delta`` ``{audio: base64}``, ``speech.audio.done`` ``{usage, timing}``, or ``error``.
+``speech.audio.delta`` ``{audio: base64}``, ``speech.warning`` ``{segment, message}`` when the engine cut a segment
+that did not end by its frame budget or looped (``engine.frames.guard``), ``speech.audio.done`` ``{usage, timing}``,
+or ``error``. An audio response cannot say so once it has started: its cuts are logged and listed under
+``warnings`` in the request's status.
 Audio responses carry ``X-Request-Id`` and ``X-Queue-Position``; ``GET /v1/audio/speech/{id}``
 reports a request's state, queue position and timing while it runs and a while after.
 """
@@ -222,6 +225,9 @@ async def _sse(ticket: Ticket, body: SpeechRequest, input_tokens: int):
             data = output.add(event)
             if data:
                 yield _event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
+            if event.warning is not None:  # after the segment's last audio
+                yield _event({"type": "speech.warning", "id": ticket.id, "segment": event.segment,
+                              "message": event.warning})
         if ticket.state != "done":
             return
         data = output.finish()

@@ -50,6 +50,8 @@ def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worke
     worker.chunk_ready.connect(lambda job, chunk: chunks.append(chunk))
     worker.segment_started.connect(lambda *args: segments.append(args))
     worker.error.connect(errors.append)
+    cuts = []
+    worker.segment_cut.connect(lambda *args: cuts.append(args))
     worker.chunk_ready.connect(lambda job, chunk: player.write(chunk.samples, chunk.segment))
     player.position_changed.connect(heard.append)
 
@@ -63,6 +65,10 @@ def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worke
         assert len(chunk.samples) == chunk.n_frames * SAMPLES_PER_FRAME
         assert np.isfinite(chunk.samples).all()
     assert sum(c.n_frames for c in chunks) == 2 * len(expected)
+    # the tiny random model does not end by itself: every segment is cut at its 2-frame budget, and the studio
+    # hears why
+    assert [(job, segment) for job, segment, _ in cuts] == [(5, 0), (5, 1)]
+    assert all("frame budget (2 frames" in why for _, _, why in cuts)
 
     total = sum(len(c.samples) for c in chunks)
     assert player.buffered_seconds() == pytest.approx(total / 24000)

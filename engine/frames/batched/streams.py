@@ -51,8 +51,8 @@ class _Request:
     # silence (a stream of one segment without reference audio: its caller allocates no state of its own)
     decoder_state: DecoderState | None
     keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
-    outbox: queue.Queue | LoopOutbox  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or
-    # an error
+    outbox: queue.Queue | LoopOutbox  # (codes int64 [k, 16], audio float32 [k * 1920], ended, warning) per
+    # iteration, or an error
     cancel: threading.Event
 
 
@@ -62,7 +62,8 @@ class _Decoded:
 
     pieces: list[torch.Tensor]  # audio float32 [bucket, k * 1920] per cut, in host memory once ``done`` is
     done: torch.cuda.Event | None  # recorded after the copies to the host (None: already there, on a CPU)
-    handouts: list[tuple[int, _Request, np.ndarray, bool]]  # (slot, request, new codes [k, 16], ended)
+    # (slot, request, new codes [k, 16], ended, why the segment was cut or None)
+    handouts: list[tuple[int, _Request, np.ndarray, bool, str | None]]
 
 
 @dataclass(slots=True)
@@ -300,7 +301,8 @@ class BatchedStreams:
         self._phase("decode")
         s.decoded = self._decode(codes, {slot: (len(collected[slot][0]), s.running[slot].decoder_state)
                                          for slot, end in ends.items() if end and s.running[slot].keep})
-        s.decoded.handouts = [(slot, s.running[slot], new, ends[slot]) for slot, (new, _) in collected.items()]
+        s.decoded.handouts = [(slot, s.running[slot], new, ends[slot], self.frames.warning(slot))
+                              for slot, (new, _) in collected.items()]
         for slot, end in ends.items():
             if end:
                 self.frames.release(slot)
@@ -314,7 +316,7 @@ class BatchedStreams:
             with contextlib.suppress(Exception):
                 self._decode_stream.synchronize()
         owed = {id(r): r for r in s.running.values()}
-        owed.update((id(r), r) for _, r, _, _ in (s.decoded.handouts if s.decoded else []))
+        owed.update((id(r), r) for _, r, *_ in (s.decoded.handouts if s.decoded else []))
         for request in owed.values():
             request.outbox.put(error)
         for slot in list(s.running):
@@ -486,8 +488,8 @@ class BatchedStreams:
         if decoded.done is not None:
             decoded.done.synchronize()
         audio = np.concatenate([piece.numpy() for piece in decoded.pieces], axis=1)
-        for slot, request, new, ended in decoded.handouts:
-            request.outbox.put((new, audio[slot, :len(new) * SAMPLES_PER_FRAME], ended))
+        for slot, request, new, ended, warning in decoded.handouts:
+            request.outbox.put((new, audio[slot, :len(new) * SAMPLES_PER_FRAME], ended, warning))
 
     def _decoder(self, bucket: int, n: int) -> DecodeGraph:
         """The decode of n frames over rows [0, bucket), captured on first use."""
