@@ -180,27 +180,31 @@ class Engine:
 
     # ---- generation -----------------------------------------------------------------------------
     def plan(self, text: str | Sequence[Segment], voice: Voice, sampling: Sampling | None = None,
-             max_frames: int | None = None, non_streaming: bool | None = None) -> Plan:
+             max_frames: int | None = None, non_streaming: bool | None = None,
+             segment_chars: int | None = None) -> Plan:
         """What a call with these arguments will speak: the text checked and cut into segments (the spans that
-        chunks, highlighting and subtitles refer to; ``text`` may be those segments already cut, see
-        ``engine.text.segments_of``), the voice checked and prepared (a clone encoded), the sampling (the
+        chunks, highlighting and subtitles refer to; short sentences merged up to ``segment_chars``, default
+        ``engine.text.DEFAULT_TARGET_CHARS``, 0 for one sentence a segment; ``text`` may be those segments already
+        cut, see ``engine.text.segments_of``), the voice checked and prepared (a clone encoded), the sampling (the
         model's defaults when None) and the call's seed. Raises the error the call would."""
-        segments = segments_of(text)
+        segments = segments_of(text, segment_chars)
         voice = self.prepare_voice(voice)
         check_voice(self.config, voice)
         sampling = sampling or self.defaults
         return Plan(voice, segments, sampling, draw_seed(sampling.seed), max_frames, non_streaming)
 
     def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
-                       max_frames: int | None = None, non_streaming: bool | None = None) -> np.ndarray:
+                       max_frames: int | None = None, non_streaming: bool | None = None,
+                       segment_chars: int | None = None) -> np.ndarray:
         """All frames for ``text`` (segments concatenated): int64 [T, 16]."""
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, segment_chars)
         codes = [c for _, c in self._run(plan, first_chunk_frames=25, chunk_frames=25, decode=False)]
         return np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
 
     def synthesize(self, text: str, voice: Voice, sampling: Sampling | None = None,
-                   max_frames: int | None = None, non_streaming: bool | None = None) -> Audio:
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
+                   max_frames: int | None = None, non_streaming: bool | None = None,
+                   segment_chars: int | None = None) -> Audio:
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, segment_chars)
         chunks, codes = [], []
         for chunk, chunk_codes in self._run(plan, first_chunk_frames=25, chunk_frames=25):
             chunks.append(chunk.samples)
@@ -211,14 +215,16 @@ class Engine:
 
     def stream(self, text: str | Sequence[Segment], voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
-               max_frames: int | None = None, non_streaming: bool | None = None) -> Iterator[Chunk]:
+               max_frames: int | None = None, non_streaming: bool | None = None,
+               segment_chars: int | None = None) -> Iterator[Chunk]:
         """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set. ``text`` may
         be segments already cut (``plan``): the chunks then carry their spans and index them.
         The last chunk of the call has ``final=True``; when the end is only known after a chunk was
-        sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call."""
+        sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call. A segment
+        cut by the runaway guard (``engine.frames.guard``) says why in its last chunk's ``warning``."""
         if chunk_frames < 1 or first_chunk_frames < 1:
             raise ValueError("chunk sizes must be at least one frame")
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming)
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, segment_chars)
         last = None
         for last, _ in self._run(plan, first_chunk_frames=first_chunk_frames, chunk_frames=chunk_frames,
                                  cancel=cancel):

@@ -74,13 +74,16 @@ def check_text(text, what: str = "text", allow_empty: bool = False) -> None:
                         "Unicode character") from None
 
 
-def segments_of(text: str | Sequence[Segment]) -> list[Segment]:
-    """What a call speaks: the segments of ``text``, or ``text`` itself when it is a sequence of segments already
-    cut (a reader that plans a document passes them; their spans are its own offsets). ``TextError`` unless
-    there is something to speak and every segment is a ``Segment`` with a span and speakable text."""
+def segments_of(text: str | Sequence[Segment], target_chars: int | None = None) -> list[Segment]:
+    """What a call speaks: the segments of ``text`` (merged up to ``target_chars``, see ``Segmenter``), or ``text``
+    itself when it is a sequence of segments already cut (a reader that plans a document passes them; their spans
+    are its own offsets). ``TextError`` unless there is something to speak and every segment is a ``Segment``
+    with a span and speakable text; ``ValueError`` for a target that is none (``check_target_chars``)."""
+    if target_chars is not None:
+        check_target_chars(target_chars)
     if isinstance(text, str) or text is None:
         check_text(text)
-        return split_segments(text)
+        return split_segments(text, target_chars=target_chars)
     if not isinstance(text, Sequence):
         raise TextError(f"the text must be a string or a sequence of segments, not {type(text).__name__}")
     segments = list(text)
