@@ -24,6 +24,7 @@ from engine import options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
+from engine.context import VoiceContext
 from engine.errors import VoiceError
 from engine.frames.capacity import fitted_budget
 from engine.frames.compile import cpu_compile_enabled
@@ -34,7 +35,7 @@ from engine.model import Qwen3TTS
 from engine.model.int8 import narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
-from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
+from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice, prompt_positions
 from engine.runtime import check_device, check_torch, default_dtype, use_cpu_threads
 from engine.sampling import Sampling
 from engine.text import Segment, segments_of
@@ -241,7 +242,8 @@ class Engine:
         from engine.frames.batched.streams import BatchedStreams
 
         return BatchedStreams(self.model.talker, self.decoder, self.plan, self._prompt_builder(), slots,
-                              graphs=self.use_graphs, warmup=warmup, warmup_progress=warmup_progress)
+                              graphs=self.use_graphs, warmup=warmup, warmup_progress=warmup_progress,
+                              prompt_positions=self._prompt_positions)
 
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs; on a CPU: compile its predictor step, when it
@@ -266,6 +268,10 @@ class Engine:
     def _prompt_builder(self) -> Callable[[list[tuple[Voice, str]]], list]:
         """``build_prompts`` over this engine's model: [(voice, text)] -> a prompt or an error each."""
         return functools.partial(build_prompts, self.model.talker, self.config, self.tokenizer)
+
+    def _prompt_positions(self, plan: Plan) -> Callable[[Voice, str], int | None]:
+        """(voice, text) -> the prompt positions of ``plan``'s layout (``engine.context``)."""
+        return functools.partial(prompt_positions, self.config, self.tokenizer, non_streaming=plan.non_streaming)
 
     def _single_streamer(self, chunk_sizes=(1, 4)):
         """The engine's single-stream streamer (graph-captured on CUDA), built on first use."""
@@ -296,24 +302,28 @@ class Engine:
             return next(sizes)
 
         voice, segments = plan.voice, plan.segments
+        context = VoiceContext(voice, self._prompt_positions(plan))
         with self._lock:
             streamer = self._single_streamer((first_chunk_frames, chunk_frames))
             streamer.begin(voice.ref_codes if voice.in_context else None, (first_chunk_frames, chunk_frames))
             for index, seg in enumerate(segments):
-                prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.text,
+                prompt = build_prompt(self.model.talker, self.config, self.tokenizer,
+                                      context.voice_for(seg.text, plan.frame_budget(seg)), seg.text,
                                       plan.non_streaming)
                 budget = fitted_budget(plan.frame_budget(seg), prompt.length)
                 guard = FrameGuard(budget, f"segment {index} ({seg.start}-{seg.end})")
-                frame = 0
+                frame, spoken = 0, []
                 for codes, audio, ends in streamer.segment(prompt, plan.sampling, plan.segment_seed(index),
                                                            budget, chunk_size, cancel, decode, guard):
                     final = ends and index == len(segments) - 1
                     chunk = Chunk(audio, SAMPLE_RATE, frame, len(codes), index, (seg.start, seg.end),
                                   time.perf_counter() - t0, final, guard.warning if ends else None)
                     frame += len(codes)
+                    spoken.append(codes)
                     yield chunk, codes
                 if cancel is not None and cancel.is_set():
                     return
+                context.offer(seg.text, spoken, guard.warning)
 
 
 def _read_defaults(model_dir: Path) -> Sampling:

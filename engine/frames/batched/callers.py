@@ -27,12 +27,16 @@ class Chunker:
         self.index, self.segment, self.last_segment = index, segment, last
         self.pending, self.held, self.frame = [], 0, 0  # audio received but not yet given out, and its frames
         self.segment_ended = False
+        self.codes: list[np.ndarray] = []  # the segment's frames so far (engine.context takes them)
+        self.warning: str | None = None  # why the segment was cut, once it was
 
     def take(self, item) -> list[Chunk]:
         """The chunks that one handout completes."""
         if isinstance(item, BaseException):
             raise item
         codes, audio, ended, warning = item
+        self.codes.append(codes)
+        self.warning = self.warning or warning
         self.pending.append(audio)
         self.held += len(codes)
         self.segment_ended = ended

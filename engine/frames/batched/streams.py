@@ -22,6 +22,7 @@ import torch
 
 from engine.audio.chunks import SAMPLES_PER_FRAME, Chunk
 from engine.codec.decoder import DecoderState, SpeechDecoder
+from engine.context import VoiceContext
 from engine.frames.batched.callers import Chunker, LoopOutbox
 from engine.frames.batched.frames import BatchedFrames
 from engine.frames.graphs.capture import separate_capture_stream
@@ -127,12 +128,16 @@ class BatchedStreams:
     def __init__(self, talker: Talker, decoder: SpeechDecoder, plan: Callable[..., Plan],
                  build_prompts: Callable[[list[tuple[Voice, str]]], list[Prompt | Exception]], slots: int,
                  graphs: bool | None = None, warmup: bool | None = None,
-                 warmup_progress: Callable[[int, int, str], None] | None = None):
+                 warmup_progress: Callable[[int, int, str], None] | None = None,
+                 prompt_positions: Callable[[Plan], Callable[[Voice, str], int | None]] | None = None):
         """Made by ``Engine.batched``: ``plan(text, voice, sampling, max_frames)`` checks and plans a call as the
         engine does; ``build_prompts`` turns [(voice, text)] into a prompt or an error each. ``warmup`` (default:
         with graphs): capture every batch size before serving, minutes for a large model the first time;
-        ``warmup_progress(done, total, what)`` hears of each piece as it starts."""
+        ``warmup_progress(done, total, what)`` hears of each piece as it starts. ``prompt_positions(plan)``: how
+        a call's later segments measure their prompts, to carry its voice as the engine does (``engine.context``;
+        None: they carry none)."""
         self.slots, self.decoder, self._plan, self._build_prompts = slots, decoder, plan, build_prompts
+        self._prompt_positions = prompt_positions
         self.device = talker.codec_head.weight.device
         self.frames = BatchedFrames(talker, slots, graphs=graphs)
         self.decoder_state = decoder.new_state(slots, self.device)
@@ -215,16 +220,19 @@ class BatchedStreams:
         outbox (``new_outbox()``) the loop thread answers that segment into, for the caller to read until
         ``chunker.segment_ended``; no further segment once the call is cancelled."""
         plan = call.plan
+        context = VoiceContext(plan.voice, self._prompt_positions(plan) if self._prompt_positions else None)
         for index, segment in enumerate(plan.segments):
             outbox = new_outbox()
             last = index == len(plan.segments) - 1
-            self._requests.put(_Request(plan.voice, segment.text, plan.sampling, plan.segment_seed(index),
+            voice = context.voice_for(segment.text, plan.frame_budget(segment))
+            self._requests.put(_Request(voice, segment.text, plan.sampling, plan.segment_seed(index),
                                         plan.frame_budget(segment), call.decoder_state, not last, outbox,
                                         call.cancel))
             chunker.start(index, segment, last=last)
             yield outbox
             if call.cancel.is_set():
                 return
+            context.offer(segment.text, chunker.codes, chunker.warning)
 
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:
