@@ -1,8 +1,10 @@
 """``Engine``: the one entry point. Loads a model and turns (text, voice) into codes, audio and chunks.
 
-Long text is split into sentence-level segments (engine.text) spoken one after another in the same
-voice; the codec decoder's streaming state runs across segment boundaries, so the audio of a whole
-call is one continuous signal and ``stream`` concatenated equals ``synthesize`` for the same seed.
+Long text is planned as segments (engine.text: a line's short sentences merged) spoken one after another in
+the same voice (a designed voice carries its first segment as reference, engine.context); the codec decoder's
+streaming state runs across segment boundaries, so the audio of a whole call is one continuous signal and
+``stream`` concatenated equals ``synthesize`` for the same seed. A segment that does not end is cut by the
+runaway guard (engine.frames.guard) and the call goes on.
 """
 
 from __future__ import annotations

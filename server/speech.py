@@ -7,7 +7,7 @@ pcm: ``server.formats``), ``speed`` (0.25-4.0, tempo changed without changing pi
 encoded audio as chunked transfer, frames sent as they are ready; ``sse``: server-sent events).
 Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``repetition_penalty``,
 ``greedy``, ``seed``; streaming ``chunk_frames``, ``first_chunk_frames``; ``max_frames`` (frame budget
-per sentence); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths).
+per segment); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths).
 
 SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
 ``speech.audio.delta`` ``{audio: base64}``, ``speech.warning`` ``{segment, message}`` when the engine cut a segment
