@@ -201,18 +201,22 @@ class Segmenter:
             if group[-1].end - group[0].start >= self.target_chars and not _is_label(group[-1].text):
                 out.append(self._merged(group))  # nothing more can join: out now, not when the next sentence is
                 group.clear()
-        if group and (final or self._break_follows(group[-1])):
+        if group and (final or self._closed(group)):
             out.append(self._merged(group))
             group.clear()
         return out
 
-    def _break_follows(self, sentence: Segment) -> bool:
-        """Whether the text after ``sentence`` (not a label) starts with a line break: no later sentence can join
-        it, so its segment is final now rather than when the next sentence is."""
-        if _is_label(sentence.text):
-            return False
-        rest = self._text[sentence.end - self._origin:]
-        return "\n" in rest[:len(rest) - len(rest.lstrip())]
+    def _closed(self, group: list[Segment]) -> bool:
+        """Whether no later sentence can join ``group``, judged from the whitespace after it: a line break (after
+        a sentence that is no label), or more of it than the segment has room for. Its segment is then final now
+        rather than when the next sentence is."""
+        rest = self._text[group[-1].end - self._origin:]
+        gap = len(rest) - len(rest.lstrip())
+        label = _is_label(group[-1].text)
+        if not label and "\n" in rest[:gap]:
+            return True
+        room = self.max_chars if label else self.target_chars
+        return group[-1].end + gap + 1 - group[0].start > room
 
     def _joins(self, group: list[Segment], sentence: Segment) -> bool:
         """Whether ``sentence`` joins the segment of ``group``: after a label it always does (within

@@ -113,6 +113,15 @@ def test_merging_keeps_memory_bounded():
     assert len(segmenter._text) < 5000 and len(out) > 100
 
 
+def test_a_label_with_more_space_after_it_than_a_segment_holds_is_final_at_once():
+    segmenter = Segmenter()
+    out = segmenter.feed("6.1.")
+    for _ in range(4):
+        out += segmenter.feed(" " * 100)
+    assert [s.text for s in out] == ["6.1."]  # no sentence after it could join it now
+    assert [s.text for s in segmenter.feed("Heading text") + segmenter.finish()] == ["Heading text"]
+
+
 @pytest.mark.parametrize("bad", [-1, 5, 19, DEFAULT_MAX_CHARS + 1, 10**9, 2.5, "200", True])
 def test_a_target_that_is_no_number_of_characters_is_refused(bad):
     with pytest.raises(ValueError, match="segment target"):
