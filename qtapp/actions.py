@@ -263,5 +263,6 @@ def _settings_dialog(window) -> None:
     if dialog.exec():
         changed = dialog.apply()
         window.settings.save()
+        window.reader.segment_chars = window.settings.segment_chars  # from the next reading on
         if changed:
             window.reload_models()

@@ -60,7 +60,7 @@ class ExportController(QObject):
             window.ensure_model(voice)
         try:
             self.job = ExportJob(text, voices, path, window.worker.engine_when_ready, start, end,
-                                 subtitles=subtitles)
+                                 subtitles=subtitles, segment_chars=window.settings.segment_chars)
         except ValueError as e:
             window.show_error(str(e))
             return

@@ -57,7 +57,7 @@ class ExportJob(QObject):
     def __init__(self, text: str, voices: dict[str | None, Voice], path: str | os.PathLike,
                  engine_for: Callable[[Voice], Engine | None], start: int = 0, end: int | None = None,
                  subtitles: bool = True, sampling=None, paragraph_pause_s: float = 0.6,
-                 max_frames: int | None = None):
+                 max_frames: int | None = None, segment_chars: int | None = None):
         """Render ``text[start:end]``; ``voices`` maps each voice-mark name in it, and None (unmarked
         lines), to its Voice (``qtapp.voice_marks.mark_names`` lists the names)."""
         super().__init__()
@@ -70,7 +70,8 @@ class ExportJob(QObject):
         self._engine_for = engine_for
         self._sampling = sampling
         self._pause_s = paragraph_pause_s
-        self._max_frames = max_frames  # per sentence; None: the engine's budget
+        self._max_frames = max_frames  # per segment; None: the engine's budget
+        self._segment_chars = segment_chars  # the segments' target (engine.text); None: the default
         self._cancel = threading.Event()
 
     def cancel(self) -> None:
@@ -103,7 +104,7 @@ class ExportJob(QObject):
 
     # ---- internals -----------------------------------------------------------------------------
     def _sentences(self):
-        return iter_sentences(StrText(self.text).pieces(self.start, self.end))
+        return iter_sentences(StrText(self.text).pieces(self.start, self.end), self._segment_chars)
 
     def _calls(self):
         """(sentences of one engine call, whether a line break comes before them), in order."""

@@ -133,6 +133,7 @@ class MainWindow(QMainWindow):
                                                        buffered_seconds=buffered,
                                                        chunk_frames=settings.chunk_frames, speed=settings.speed)
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
+        self.reader.segment_chars = settings.segment_chars
         self.exporter = ExportController(self)
         self.window_actions = build_actions(self)
         self.autosave = Autosave(self.editor, settings)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from engine.atomic import atomic_write_text
+from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 from engine.voices.library import data_dir, default_library_dir
 
 VOICE_KINDS = ("preset", "design", "clone")
@@ -89,6 +90,8 @@ class Settings:
     recent_files: list[str] = field(default_factory=list)
     resume_positions: dict[str, int] = field(default_factory=dict)  # document path -> where reading stopped
     chunk_frames: int = 4
+    # a line's short sentences are spoken together up to this many characters (engine.text); 0: one at a time
+    segment_chars: int = DEFAULT_TARGET_CHARS
     autosave_interval_s: float = 5.0
     window_geometry: str = ""  # hex of QMainWindow.saveGeometry()
 
@@ -162,6 +165,10 @@ class Settings:
             settings.cpu_path = "fast"
         if type(settings.threads) is not int or not 0 <= settings.threads <= MAX_THREADS:
             settings.threads = 0
+        try:
+            check_target_chars(settings.segment_chars)
+        except ValueError:
+            settings.segment_chars = DEFAULT_TARGET_CHARS
         return settings
 
     def save(self) -> None:

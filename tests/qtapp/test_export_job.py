@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 
 from engine import Voice
-from engine.text import split_segments
+from engine.text import split_segments, split_sentences
 from qtapp.export_job import ExportJob, start_export, subtitle_path
 from tests.qtapp.fake_engine import FakeEngine
 
@@ -76,6 +76,25 @@ def test_exports_audio_and_sentence_timed_subtitles(qtbot, tmp_path, suffix):
     assert done == list(range(len(sentences) + 1)) + [len(sentences)]
     assert all(total == len(sentences) for _, total, _ in events["progress"])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, subtitle_path(target).name])
+
+
+def test_the_segment_target_decides_the_engine_calls_and_cues(qtbot, tmp_path):
+    engine = FakeEngine()
+    calls = []
+
+    class Recording(FakeEngine):
+        def stream(self, segments, voice, **kwargs):
+            calls.append([s.text for s in segments])
+            return super().stream(segments, voice, **kwargs)
+
+    engine = Recording()
+    target = tmp_path / "sentences.wav"
+    events = run_job(qtbot, ExportJob(TEXT, {None: Voice.preset("vivian")}, target, lambda v: engine,
+                                      paragraph_pause_s=0.0, segment_chars=0))
+    assert events["error"] == []
+    assert [text for call in calls for text in call] == [s.text for p in PARAGRAPHS for s in split_sentences(p)]
+    cues = parse_srt(subtitle_path(target).read_text(encoding="utf-8"))
+    assert len(cues) == 5  # one a sentence
 
 
 def test_without_subtitles_no_srt_is_written(qtbot, tmp_path):
