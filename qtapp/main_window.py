@@ -160,7 +160,7 @@ class MainWindow(QMainWindow):
         self.worker.model_loaded.connect(lambda info: self.model_label.setText(f"Model: {info}"))
         self.worker.model_status.connect(self.model_label.setText)
         self.worker.stats.connect(self._on_stats)
-        self.worker.segment_cut.connect(lambda _job, _segment, why: self.show_status(f"Speech was {why}."))
+        self.worker.segment_cut.connect(self._on_segment_cut)  # a method: delivered on the window's thread
         self.worker.voice_kept.connect(self._on_voice_kept)
         self.reader.sentence_changed.connect(self._on_sentence_changed)
         self.reader.state_changed.connect(self._on_state_changed)
@@ -192,6 +192,9 @@ class MainWindow(QMainWindow):
     # ---- messages ----------------------------------------------------------------------------------
     def show_status(self, text: str) -> None:
         self.statusBar().showMessage(text, 8000)
+
+    def _on_segment_cut(self, _job: int, _segment: int, why: str) -> None:
+        self.show_status(f"Speech was {why}.")
 
     def show_error(self, text: str) -> None:
         self.banner.show_message(text)

@@ -427,8 +427,8 @@ def test_help_lists_the_shortcuts_and_the_voice_mark_syntax(qtbot, fake_sd, make
 def test_a_segment_the_engine_cut_is_told_in_the_status_bar(qtbot, fake_sd, make_window):
     window = make_window()
     window.worker.segment_cut.emit(1, 3, "cut at its frame budget (40 frames, 3.2 s) before the model ended it")
-    assert window.statusBar().currentMessage() == (
-        "Speech was cut at its frame budget (40 frames, 3.2 s) before the model ended it.")
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == (
+        "Speech was cut at its frame budget (40 frames, 3.2 s) before the model ended it."), timeout=2000)
 
 
 def test_reading_speed_and_generation_speed_are_named_apart(qtbot, fake_sd, make_window):
