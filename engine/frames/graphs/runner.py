@@ -1,9 +1,11 @@
 """``GraphStreamer``: the fast path for one stream, same interface as ``engine.frames.eager.EagerStreamer``.
 
 Per chunk of n frames: n replays of the captured frame step, one read-back of the EOS marker (the
-only host synchronisation of the chunk), then one replay of the decoder graph captured for n frames
-on the codes still on the device, and the copy of the audio to the host. Frames sampled after
-EOS are never decoded, so the decoder state stays exact across segments.
+only wait for the device in the chunk) and of the chunk's code 0 for the runaway guard
+(``engine.frames.guard``, a copy of n numbers once the device is idle), then one replay of the decoder
+graph captured for n frames on the codes still on the device, and the copy of the audio to the host.
+Frames sampled after EOS, or after the guard's cut, are never decoded, so the decoder state stays exact
+across segments.
 """
 
 from __future__ import annotations
