@@ -105,3 +105,19 @@ def test_a_normal_model_is_not_cut_before_its_budget(tiny_engine):
     assert [c.warning for c in chunks if c.warning] == [chunks[-1].warning]
     assert "frame budget" in chunks[-1].warning
     assert np.isfinite(np.concatenate([c.samples for c in chunks])).all()
+
+
+@pytest.mark.parametrize("head", ["never_ends", "stuck"])
+def test_the_static_step_path_cuts_the_same_frames_with_the_same_warnings(misbehaving, head):
+    """The single-stream graphs path, run eagerly on a CPU, consults the same guard at its chunk read-backs."""
+    from engine.frames.graphs.runner import GraphStreamer
+
+    eng = misbehaving(head)
+    alone = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=4, sampling=GREEDY, max_frames=70))
+    eng._single = GraphStreamer(eng.model.talker, eng.decoder, (1, 4), enabled=False)
+    try:
+        static = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=4, sampling=GREEDY, max_frames=70))
+    finally:
+        eng._single = None
+    assert_same_chunks(static, alone, atol=1e-5)
+    assert [c.warning for c in static] == [c.warning for c in alone] and sum(1 for c in alone if c.warning) == 2
