@@ -204,7 +204,8 @@ def build_actions(window) -> WindowActions:
 
 READING_HELP = (
     "<h3>How text is read</h3>"
-    "<p>The short sentences of one line are spoken together, up to about 200 characters, so "
+    "<p>The short sentences of one line are spoken together, up to 200 characters (Models &amp; settings, "
+    "Speak together), so "
     "\"Quick! Close the door!\" keeps the voice of one thought; they are highlighted together too. A line "
     "break always starts anew, and a section number such as 6.1 is read with its heading. A designed voice "
     "keeps the voice of its first sentence for the rest of the reading. If the model ever fails to end a "
