@@ -31,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.errors import OratorError, TextError, UnsupportedError, VoiceError
+from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -59,7 +60,8 @@ def add_say_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--greedy", action="store_true", help="always take the most likely code (no sampling)")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     parser.add_argument("--max-frames", type=_positive_int, metavar="N",
-                        help="at most N frames (12.5 per second) per sentence")
+                        help="at most N frames (12.5 per second) per segment (default: more, the longer its text)")
+    add_segment_chars_argument(parser)
     parser.add_argument("--list-voices", action="store_true", help="print the model's speakers and languages")
     add_pronunciation_arguments(parser)
 
@@ -115,7 +117,7 @@ def _say(args: argparse.Namespace) -> int:
     voice = _voice(args, engine)
     sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy,
                        seed=args.seed if args.seed is not None else engine.defaults.seed)
-    return _speak(engine, text, voice, sampling, args.max_frames, out, pronunciation)
+    return _speak(engine, text, voice, sampling, args.max_frames, out, pronunciation, args.segment_chars)
 
 
 def _read_text(text: str | None) -> str:
@@ -169,13 +171,15 @@ def _voice(args: argparse.Namespace, engine):
     raise VoiceError(f"choose a voice with {VOICE_OPTIONS[engine.model_type]}{hint}")
 
 
-def _speak(engine, text, voice, sampling, max_frames, out: Path, pronunciation=None) -> int:
+def _speak(engine, text, voice, sampling, max_frames, out: Path, pronunciation=None,
+           segment_chars: int | None = None) -> int:
     import numpy as np
 
     from engine.audio.files import write_audio
 
     start = time.perf_counter()
-    chunks = list(engine.stream(text, voice, sampling=sampling, max_frames=max_frames, pronunciation=pronunciation))
+    chunks = list(engine.stream(text, voice, sampling=sampling, max_frames=max_frames, pronunciation=pronunciation,
+                                segment_chars=segment_chars))
     seconds = time.perf_counter() - start
     samples = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, dtype=np.float32)
     write_audio(out, samples, engine.sample_rate)
@@ -186,6 +190,20 @@ def _speak(engine, text, voice, sampling, max_frames, out: Path, pronunciation=N
     speed = f"{duration / seconds:.2f}x real time" if seconds > 0 else "speed n/a"
     print(f"wrote {out}: {duration:.2f} s of audio in {seconds:.2f} s ({speed}{first_audio})")
     return 0
+
+
+def add_segment_chars_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--segment-chars", type=_segment_chars, metavar="N",
+                        help=f"merge short sentences of a line into segments of up to N characters, each spoken in "
+                             f"one go (default {DEFAULT_TARGET_CHARS}; 0: one sentence at a time)")
+
+
+def _segment_chars(value: str) -> int:
+    try:
+        return check_target_chars(int(value))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e) if "segment target" in str(e) else f"{value!r} is not a whole "
+                                         "number") from None
 
 
 def _positive_int(value: str) -> int:
@@ -236,7 +254,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--greedy", action="store_true", help="always take the most likely code (no sampling)")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     parser.add_argument("--max-frames", type=_positive_int, metavar="N",
-                        help="at most N frames (12.5 per second) per sentence")
+                        help="at most N frames (12.5 per second) per segment (default: more, the longer its text)")
+    add_segment_chars_argument(parser)
     add_pronunciation_arguments(parser)
 
 
@@ -310,6 +329,7 @@ def _export(args: argparse.Namespace) -> int:
         voices = _export_voices(args, engine, book)
         options = ExportOptions(format=fmt, pauses=pauses, per_chapter=args.per_chapter, chapters=chapters,
                                 subtitles=args.subtitles, max_frames=args.max_frames, cover=cover,
+                                segment_chars=args.segment_chars,
                                 bitrate=args.bitrate * 1000 if args.bitrate else None)
         label = f"[{number}/{len(books)}] {path.name}" if len(books) > 1 else path.name
         exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label),

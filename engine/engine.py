@@ -1,8 +1,10 @@
 """``Engine``: the one entry point. Loads a model and turns (text, voice) into codes, audio and chunks.
 
-Long text is split into sentence-level segments (engine.text) spoken one after another in the same
-voice; the codec decoder's streaming state runs across segment boundaries, so the audio of a whole
-call is one continuous signal and ``stream`` concatenated equals ``synthesize`` for the same seed.
+Long text is planned as segments (engine.text: a line's short sentences merged) spoken one after another in
+the same voice (a designed voice carries its first segment as reference, engine.context); the codec decoder's
+streaming state runs across segment boundaries, so the audio of a whole call is one continuous signal and
+``stream`` concatenated equals ``synthesize`` for the same seed. A segment that does not end is cut by the
+runaway guard (engine.frames.guard) and the call goes on.
 """
 
 from __future__ import annotations
@@ -24,15 +26,18 @@ from engine import options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, mapped_bf16_tensor, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
+from engine.context import VoiceContext
 from engine.errors import VoiceError
+from engine.frames.capacity import fitted_budget
 from engine.frames.compile import cpu_compile_enabled
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
+from engine.frames.guard import FrameGuard
 from engine.model import Qwen3TTS
 from engine.model.int8 import narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
-from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice
+from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice, prompt_positions
 from engine.pronunciation import Lexicon, pronounce
 from engine.runtime import check_device, check_torch, default_dtype, fast_cpu_decoder_dtype, use_cpu_threads
 from engine.sampling import Sampling
@@ -185,14 +190,15 @@ class Engine:
     # ---- generation -----------------------------------------------------------------------------
     def plan(self, text: str | Sequence[Segment], voice: Voice, sampling: Sampling | None = None,
              max_frames: int | None = None, non_streaming: bool | None = None,
-             pronunciation: Lexicon | None = None) -> Plan:
+             pronunciation: Lexicon | None = None, segment_chars: int | None = None) -> Plan:
         """What a call with these arguments will speak: the text checked and cut into segments (the spans that
-        chunks, highlighting and subtitles refer to; ``text`` may be those segments already cut, see
-        ``engine.text.segments_of``), each with what it is spoken as under ``pronunciation``'s rules for this
-        voice (``Segment.speech``; the spans stay those of the written text), the voice checked and prepared (a
-        clone encoded), the sampling (the model's defaults when None) and the call's seed. Raises the error the
+        chunks, highlighting and subtitles refer to; short sentences merged up to ``segment_chars``, default
+        ``engine.text.DEFAULT_TARGET_CHARS``, 0 for one sentence a segment; ``text`` may be those segments already
+        cut, see ``engine.text.segments_of``), each with what it is spoken as under ``pronunciation``'s rules for
+        this voice (``Segment.speech``; the spans stay those of the written text), the voice checked and prepared
+        (a clone encoded), the sampling (the model's defaults when None) and the call's seed. Raises the error the
         call would."""
-        segments = pronounce(segments_of(text), pronunciation, voice.name)
+        segments = pronounce(segments_of(text, segment_chars), pronunciation, voice.name)
         voice = self.prepare_voice(voice)
         check_voice(self.config, voice)
         sampling = sampling or self.defaults
@@ -200,16 +206,16 @@ class Engine:
 
     def generate_codes(self, text: str, voice: Voice, sampling: Sampling | None = None,
                        max_frames: int | None = None, non_streaming: bool | None = None,
-                       pronunciation: Lexicon | None = None) -> np.ndarray:
+                       pronunciation: Lexicon | None = None, segment_chars: int | None = None) -> np.ndarray:
         """All frames for ``text`` (segments concatenated): int64 [T, 16]."""
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation)
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation, segment_chars)
         codes = [c for _, c in self._run(plan, first_chunk_frames=25, chunk_frames=25, decode=False)]
         return np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
 
     def synthesize(self, text: str, voice: Voice, sampling: Sampling | None = None,
                    max_frames: int | None = None, non_streaming: bool | None = None,
-                   pronunciation: Lexicon | None = None) -> Audio:
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation)
+                   pronunciation: Lexicon | None = None, segment_chars: int | None = None) -> Audio:
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation, segment_chars)
         chunks, codes = [], []
         for chunk, chunk_codes in self._run(plan, first_chunk_frames=25, chunk_frames=25):
             chunks.append(chunk.samples)
@@ -221,15 +227,16 @@ class Engine:
     def stream(self, text: str | Sequence[Segment], voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
                max_frames: int | None = None, non_streaming: bool | None = None,
-               pronunciation: Lexicon | None = None) -> Iterator[Chunk]:
+               pronunciation: Lexicon | None = None, segment_chars: int | None = None) -> Iterator[Chunk]:
         """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set. ``text`` may
         be segments already cut (``plan``): the chunks then carry their spans and index them. ``pronunciation``
         rules change what is said, not the spans (``plan``).
         The last chunk of the call has ``final=True``; when the end is only known after a chunk was
-        sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call."""
+        sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call. A segment
+        cut by the runaway guard (``engine.frames.guard``) says why in its last chunk's ``warning``."""
         if chunk_frames < 1 or first_chunk_frames < 1:
             raise ValueError("chunk sizes must be at least one frame")
-        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation)
+        plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation, segment_chars)
         last = None
         for last, _ in self._run(plan, first_chunk_frames=first_chunk_frames, chunk_frames=chunk_frames,
                                  cancel=cancel):
@@ -246,7 +253,8 @@ class Engine:
         from engine.frames.batched.streams import BatchedStreams
 
         return BatchedStreams(self.model.talker, self.decoder, self.plan, self._prompt_builder(), slots,
-                              graphs=self.use_graphs, warmup=warmup, warmup_progress=warmup_progress)
+                              graphs=self.use_graphs, warmup=warmup, warmup_progress=warmup_progress,
+                              prompt_positions=self._prompt_positions)
 
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs; on a CPU: compile its predictor step, when it
@@ -274,6 +282,10 @@ class Engine:
     def _prompt_builder(self) -> Callable[[list[tuple[Voice, str]]], list]:
         """``build_prompts`` over this engine's model: [(voice, text)] -> a prompt or an error each."""
         return functools.partial(build_prompts, self.model.talker, self.config, self.tokenizer)
+
+    def _prompt_positions(self, plan: Plan) -> Callable[[Voice, str], int | None]:
+        """(voice, text) -> the prompt positions of ``plan``'s layout (``engine.context``)."""
+        return functools.partial(prompt_positions, self.config, self.tokenizer, non_streaming=plan.non_streaming)
 
     def _single_streamer(self, chunk_sizes=(1, 4)):
         """The engine's single-stream streamer (graph-captured on CUDA), built on first use."""
@@ -304,22 +316,28 @@ class Engine:
             return next(sizes)
 
         voice, segments = plan.voice, plan.segments
+        context = VoiceContext(voice, self._prompt_positions(plan))
         with self._lock:
             streamer = self._single_streamer((first_chunk_frames, chunk_frames))
             streamer.begin(voice.ref_codes if voice.in_context else None, (first_chunk_frames, chunk_frames))
             for index, seg in enumerate(segments):
-                prompt = build_prompt(self.model.talker, self.config, self.tokenizer, voice, seg.speech,
+                prompt = build_prompt(self.model.talker, self.config, self.tokenizer,
+                                      context.voice_for(seg.speech, plan.frame_budget(seg)), seg.speech,
                                       plan.non_streaming)
-                frame = 0
+                budget = fitted_budget(plan.frame_budget(seg), prompt.length)
+                guard = FrameGuard(budget, f"segment {index} ({seg.start}-{seg.end})")
+                frame, spoken = 0, []
                 for codes, audio, ends in streamer.segment(prompt, plan.sampling, plan.segment_seed(index),
-                                                           plan.frame_budget(seg), chunk_size, cancel, decode):
+                                                           budget, chunk_size, cancel, decode, guard):
                     final = ends and index == len(segments) - 1
                     chunk = Chunk(audio, SAMPLE_RATE, frame, len(codes), index, (seg.start, seg.end),
-                                  time.perf_counter() - t0, final)
+                                  time.perf_counter() - t0, final, guard.warning if ends else None)
                     frame += len(codes)
+                    spoken.append(codes)
                     yield chunk, codes
                 if cancel is not None and cancel.is_set():
                     return
+                context.offer(seg.speech, spoken, guard.warning)
 
 
 def _read_defaults(model_dir: Path) -> Sampling:

@@ -7,8 +7,9 @@ Every prompt position is the sum of a text-track embedding T(x) and a codec-trac
   3. codec control ids ([think, think_bos, lang, think_eos] or [nothink, think_bos, think_eos]),
      the speaker vector if any, then [pad, bos]; summed with [tts_pad ... tts_pad, tts_bos];
   4. the tail: the text (all of it up front in non-streaming mode, else one token per decode step
-     through the "trailing" track) or, for in-context cloning, transcript + target text against
-     the reference codes.
+     through the "trailing" track) or, with a reference (an in-context clone's, or the earlier speech a
+     call's later segments continue, ``engine.context``), its transcript + target text against the
+     reference codes.
 """
 
 from __future__ import annotations
@@ -231,11 +232,25 @@ def _fitting_plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: 
     positions, trailing = prompt_size(plan)
     if positions + MIN_ROOM_FRAMES > MAX_SEQ or trailing > MAX_TRAILING:
         parts = " and ".join(name for name, present in (("instructions", voice.instruct),
-                                                        ("reference transcript", voice.in_context)) if present)
+                                                        ("reference transcript", has_reference(voice)))
+                         if present)
         return TextError(f"this request's prompt is too long: {positions} positions and {trailing} trailing text "
                          f"tokens, where at most {MAX_SEQ - MIN_ROOM_FRAMES} and {MAX_TRAILING} fit"
                          + (f"; shorten the {parts}" if parts else ""))
     return plan
+
+
+def has_reference(voice: Voice) -> bool:
+    """Whether ``voice``'s prompts hold reference speech (transcript and codes) that the target text continues:
+    an in-context clone's reference, or a voice a call carries from its first segment on (``engine.context``)."""
+    return voice.in_context or (voice.kind != "clone" and voice.ref_text is not None and voice.ref_codes is not None)
+
+
+def prompt_positions(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text: str,
+                     non_streaming: bool | None = None) -> int | None:
+    """The prefill positions of (voice, text)'s prompt, or None when it would be refused (host work only)."""
+    [plan] = _plans(cfg, tok, [(voice, text)], non_streaming)
+    return None if isinstance(plan, Exception) else prompt_size(plan)[0]
 
 
 def prompt_size(plan: _PromptPlan) -> tuple[int, int]:
@@ -245,7 +260,7 @@ def prompt_size(plan: _PromptPlan) -> tuple[int, int]:
     *instruct, tail = plan.texts
     speaker = 1 if voice.kind in ("preset", "clone") else 0
     head = sum(map(len, instruct)) + len(plan.role) + len(plan.control) + speaker + 1
-    if voice.in_context:
+    if has_reference(voice):
         text, codec = len(tail) + 1, 1 + len(voice.ref_codes)
         if plan.non_streaming:
             return head + text + codec, 1
@@ -265,7 +280,7 @@ def _plan(cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int
         control = (tc.codec_nothink_id, tc.codec_think_bos_id, tc.codec_think_eos_id)
     else:
         control = (tc.codec_think_id, tc.codec_think_bos_id, language_id, tc.codec_think_eos_id)
-    tail = tok.reference_text_ids(voice.ref_text) + body if voice.in_context else body
+    tail = tok.reference_text_ids(voice.ref_text) + body if has_reference(voice) else body
     texts = ([tok.instruct_ids(voice.instruct)] if voice.instruct else []) + [tail]
     return _PromptPlan(voice, default_non_streaming(voice) if non_streaming is None else non_streaming,
                  tuple(text_ids[:3]), control, texts)
@@ -285,7 +300,7 @@ def _layout(cfg: ModelConfig, plan: _PromptPlan, texts: list[list[int]], rows: _
     text += [pad] * len(control) + [bos]
     codec += control + [codec_pad]
 
-    if voice.in_context:
+    if has_reference(voice):
         tail_text, tail_codec, trailing = _icl_tail(rows, voice, tail + [eos], codec_bos, codec_pad, pad,
                                                     plan.non_streaming)
         text += tail_text

@@ -1,4 +1,4 @@
-"""Split long text into sentence-level segments that are spoken one after another.
+"""Plan long text as segments for speech: sentences merged into segments spoken one generation each.
 
 Each segment keeps its character span in the original text so a reader can highlight what is being
 spoken. Sentences end at Western (. ! ? …) and CJK (。！？；) punctuation and at blank lines, except
@@ -6,6 +6,13 @@ where Western punctuation is followed by a lowercase word (``e.g. this``, ``"Why
 period ends a title, a Latin abbreviation or an initial (``Dr. Smith``, ``J. R. R. Tolkien``);
 a sentence longer than ``max_chars`` is cut at the last clause mark (, ; : 、，) or space before
 the limit, so no segment is unbounded and no model context is exceeded.
+
+Segments are planned for speech, not for grammar: consecutive sentences are merged while the merged span stays
+within ``target_chars`` ("Quick! Close the door!" is one generation, with the prosody of the whole), never across
+a line break (paragraphs, headings, list items and chapters are lines apart in every text the readers make, hard
+wraps are joined before, and the studio pauses between lines), and
+a section label ("6.1.", "IV.", "3)") always goes with the sentence after it (its heading), so it is never spoken
+on its own. ``split_sentences`` is the plan without merging.
 
 ``Segmenter`` does the same over text that arrives in pieces (a document read a window at a time): each
 ``feed`` returns the segments no later text can change, so a reader plans only what it is about to read,
@@ -21,6 +28,10 @@ from dataclasses import dataclass
 from engine.errors import TextError
 
 DEFAULT_MAX_CHARS = 300
+# Merged segments aim at this many characters: about 12 s of English speech (150 frames), the length of the
+# utterances the model speaks best; far below what a prompt holds (engine.frames.capacity: 2048 positions, 1024
+# trailing tokens) and a frame budget (engine.plan.default_max_frames) that leaves room for slow speech.
+DEFAULT_TARGET_CHARS = 200
 
 # A sentence end: terminal punctuation (with closing quotes/brackets) followed by space or end,
 # CJK terminal punctuation anywhere, or a paragraph break. A match starts only where a run of
@@ -34,6 +45,10 @@ _CLAUSE_MARK = re.compile(r"[,;:、，；：]\s*|\s+")
 # Words that a period follows without ending the sentence (compared in lowercase, without the period).
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "mt", "jr", "sr", "vs", "e.g", "i.e", "cf"})
 _LAST_WORD = re.compile(r"[\w.]+$")
+# A section label: a number, roman numeral or letter list mark, dotted ("6.1.", "IV.", "3)", "(a)", "A.2"), or
+# text with no letter at all ("§ 4.", "***").
+_NUMBER = r"(?:\d+|[IVXLC]+|[ivxlc]+|[A-Za-z])"
+_LABEL = re.compile(rf"[(\[]?{_NUMBER}(?:[.)\]]+{_NUMBER})*[.)\]]*")
 _LOOK_AHEAD = 9  # characters after a sentence end that decide it: 8 for the next word, 1 for the match itself
 _LOOK_BEHIND = 12  # characters before a period that hold the abbreviation or initial it may end
 
@@ -65,13 +80,16 @@ def check_text(text, what: str = "text", allow_empty: bool = False) -> None:
                         "Unicode character") from None
 
 
-def segments_of(text: str | Sequence[Segment]) -> list[Segment]:
-    """What a call speaks: the segments of ``text``, or ``text`` itself when it is a sequence of segments already
-    cut (a reader that plans a document passes them; their spans are its own offsets). ``TextError`` unless
-    there is something to speak and every segment is a ``Segment`` with a span and speakable text."""
+def segments_of(text: str | Sequence[Segment], target_chars: int | None = None) -> list[Segment]:
+    """What a call speaks: the segments of ``text`` (merged up to ``target_chars``, see ``Segmenter``), or ``text``
+    itself when it is a sequence of segments already cut (a reader that plans a document passes them; their spans
+    are its own offsets). ``TextError`` unless there is something to speak and every segment is a ``Segment``
+    with a span and speakable text; ``ValueError`` for a target that is none (``check_target_chars``)."""
+    if target_chars is not None:
+        check_target_chars(target_chars)
     if isinstance(text, str) or text is None:
         check_text(text)
-        return split_segments(text)
+        return split_segments(text, target_chars=target_chars)
     if not isinstance(text, Sequence):
         raise TextError(f"the text must be a string or a sequence of segments, not {type(text).__name__}")
     segments = list(text)
@@ -88,33 +106,59 @@ def segments_of(text: str | Sequence[Segment]) -> list[Segment]:
     return segments
 
 
-def split_segments(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Segment]:
-    """Sentence-level segments of ``text`` with their spans; whitespace-only pieces are dropped."""
-    segmenter = Segmenter(max_chars=max_chars)
+def split_segments(text: str, max_chars: int = DEFAULT_MAX_CHARS, target_chars: int | None = None) -> list[Segment]:
+    """The speech segments of ``text`` with their spans (see the module docstring); whitespace-only pieces are
+    dropped. ``target_chars``: see ``Segmenter``; 0 gives sentences (``split_sentences``)."""
+    segmenter = Segmenter(max_chars=max_chars, target_chars=target_chars)
     return segmenter.feed(text) + segmenter.finish()
 
 
-def iter_segments(pieces: Iterable[str], start: int = 0, max_chars: int = DEFAULT_MAX_CHARS):
+def split_sentences(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Segment]:
+    """The sentences of ``text`` (overlong ones cut), unmerged."""
+    return split_segments(text, max_chars, target_chars=0)
+
+
+def iter_segments(pieces: Iterable[str], start: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
+                  target_chars: int | None = None):
     """``split_segments`` of the concatenated ``pieces``, offsets from ``start``, produced as the pieces are read."""
-    segmenter = Segmenter(start, max_chars)
+    segmenter = Segmenter(start, max_chars, target_chars)
     for piece in pieces:
         yield from segmenter.feed(piece)
     yield from segmenter.finish()
 
 
+def check_target_chars(target_chars, max_chars: int = DEFAULT_MAX_CHARS) -> int:
+    """``target_chars`` as a segment target, or a ``ValueError`` saying why it is none: 0 (sentences) or a whole
+    number of characters from 20 to ``max_chars``."""
+    if isinstance(target_chars, bool) or not isinstance(target_chars, int):
+        raise ValueError(f"the segment target must be a whole number of characters, not {target_chars!r}")
+    if target_chars != 0 and not 20 <= target_chars <= max_chars:
+        raise ValueError(f"the segment target must be 0 (one sentence a segment) or from 20 to {max_chars} "
+                         f"characters, not {target_chars}")
+    return target_chars
+
+
 class Segmenter:
     """``split_segments`` over text fed piece by piece, offsets counted from ``start``.
 
-    ``feed(piece)`` returns the segments that are final: their sentence end is followed by enough text to
-    decide it (``_LOOK_AHEAD``), or they are the cut pieces of a sentence already known to be longer than
-    ``max_chars``. ``finish()`` returns the rest. Only the current sentence and a few characters before it
-    are kept, so the memory is bounded by the longest sentence, not by the text.
+    ``feed(piece)`` returns the segments that are final. A sentence is final when its end is followed by enough
+    text to decide it (``_LOOK_AHEAD``), or it is a cut piece of a sentence already known to be longer than
+    ``max_chars``; a merged segment is final when the sentence after it is, and does not join it (too long, or
+    a line break between), or when it has reached ``target_chars``. ``finish()`` returns the rest. Only
+    the current sentence, the segment being merged and a few characters before them are kept, so the memory is
+    bounded by the longest sentence, not by the text.
     """
 
-    def __init__(self, start: int = 0, max_chars: int = DEFAULT_MAX_CHARS):
+    def __init__(self, start: int = 0, max_chars: int = DEFAULT_MAX_CHARS, target_chars: int | None = None):
+        """``target_chars``: None for ``DEFAULT_TARGET_CHARS`` (or ``max_chars`` when that is less), 0 for
+        sentences, else from 20 to ``max_chars`` (``check_target_chars``)."""
         if max_chars < 20:
             raise ValueError("max_chars must be at least 20")
         self.max_chars = max_chars
+        if target_chars is None:
+            target_chars = min(DEFAULT_TARGET_CHARS, max_chars)
+        self.target_chars = check_target_chars(target_chars, max_chars)
+        self._group: list[Segment] = []  # the sentences of the segment being merged, absolute offsets
         self._text = ""  # the text from ``_origin`` on that may still be needed
         self._origin = start  # offset of ``_text[0]``
         self._pos = 0  # start of the current sentence in ``_text``
@@ -145,11 +189,55 @@ class Segmenter:
             if m is None:  # no match can start before trailing whitespace (a paragraph break may end there)
                 self._scan = max(self._scan, _trailing_space_start(text, self._scan, len(text)))
             self._cut_known_long(out, m.start() if m is not None else len(text))
-        keep = max(0, min(self._pos, self._scan) - _LOOK_BEHIND)
+        sentences = [Segment(origin + seg.start, origin + seg.end, seg.text) for seg in out] if origin else out
+        merged = self._merge(sentences, final) if self.target_chars else sentences
+        held = self._group[0].start - origin if self._group else len(text)
+        keep = max(0, min(self._pos, self._scan, held) - _LOOK_BEHIND)
         if keep > 4096 or final:  # drop what no later match can look at, in large steps
             self._text, self._origin = text[keep:], self._origin + keep
             self._pos, self._scan = self._pos - keep, self._scan - keep
-        return [Segment(origin + seg.start, origin + seg.end, seg.text) for seg in out] if origin else out
+        return merged
+
+    def _merge(self, sentences: list[Segment], final: bool) -> list[Segment]:
+        """The segments that ``sentences`` (final, in order, after those already merged) complete."""
+        out, group = [], self._group
+        for sentence in sentences:
+            if group and not self._joins(group, sentence):
+                out.append(self._merged(group))
+                group.clear()
+            group.append(sentence)
+            if group[-1].end - group[0].start >= self.target_chars and not _is_label(group[-1].text):
+                out.append(self._merged(group))  # nothing more can join: out now, not when the next sentence is
+                group.clear()
+        if group and (final or self._closed(group)):
+            out.append(self._merged(group))
+            group.clear()
+        return out
+
+    def _closed(self, group: list[Segment]) -> bool:
+        """Whether no later sentence can join ``group``, judged from the whitespace after it: a line break (after
+        a sentence that is no label), or more of it than the segment has room for. Its segment is then final now
+        rather than when the next sentence is."""
+        rest = self._text[group[-1].end - self._origin:]
+        gap = len(rest) - len(rest.lstrip())
+        label = _is_label(group[-1].text)
+        if not label and "\n" in rest[:gap]:
+            return True
+        room = self.max_chars if label else self.target_chars
+        return group[-1].end + gap + 1 - group[0].start > room
+
+    def _joins(self, group: list[Segment], sentence: Segment) -> bool:
+        """Whether ``sentence`` joins the segment of ``group``: after a label it always does (within
+        ``max_chars``); else when the merged span is within ``target_chars`` and no line break is between."""
+        length = sentence.end - group[0].start
+        if _is_label(group[-1].text):
+            return length <= self.max_chars
+        gap = self._text[group[-1].end - self._origin:sentence.start - self._origin]
+        return length <= self.target_chars and "\n" not in gap
+
+    def _merged(self, group: list[Segment]) -> Segment:
+        start, end = group[0].start, group[-1].end
+        return group[0] if len(group) == 1 else Segment(start, end, self._text[start - self._origin:end - self._origin])
 
     def _cut_known_long(self, out: list[Segment], safe: int) -> None:
         """Emit the cut pieces of the current sentence while it is certainly longer than ``max_chars``: its end
@@ -165,6 +253,11 @@ class Segmenter:
             cut = _cut_point(text, start, start + self.max_chars)
             _add(out, text, start, cut, self.max_chars)
             self._pos = cut
+
+
+def _is_label(text: str) -> bool:
+    """Whether ``text`` (one sentence) is a section label that must not be spoken on its own."""
+    return _LABEL.fullmatch(text) is not None or not any(ch.isalpha() for ch in text)
 
 
 def _trailing_space_start(text: str, low: int, high: int) -> int:

@@ -215,6 +215,16 @@ def build_actions(window) -> WindowActions:
     return actions
 
 
+READING_HELP = (
+    "<h3>How text is read</h3>"
+    "<p>The short sentences of one line are spoken together, up to 200 characters (Models &amp; settings, "
+    "Speak together), so "
+    "\"Quick! Close the door!\" keeps the voice of one thought; they are highlighted together too. A line "
+    "break always starts anew, and a section number such as 6.1 is read with its heading. A designed voice "
+    "keeps the voice of its first sentence for the rest of the reading. If the model ever fails to end a "
+    "passage (it runs on, or repeats itself), the passage is cut and the status bar says so.</p>"
+)
+
 VOICE_MARKS_HELP = (
     "<h3>Voice marks</h3>"
     "<p>A line that starts with <code>[voice: NAME]</code> is read by the voice NAME, and so is every line after "
@@ -264,7 +274,8 @@ def help_html(window) -> str:
             rows.append(f"<tr><td>{html.escape(_menu_text(act.text()))}</td><td><b>{keys}</b></td></tr>")
     return ("<h3>Keyboard shortcuts</h3><table cellspacing='4'>" + "".join(rows) + "</table>"
             "<p>Tab moves between the text, the voice list and the other controls. "
-            "Double-click a sentence to read from there.</p>" + VOICE_MARKS_HELP + PRONUNCIATION_HELP + MODELS_HELP)
+            "Double-click a sentence to read from there.</p>" + READING_HELP + VOICE_MARKS_HELP + PRONUNCIATION_HELP
+            + MODELS_HELP)
 
 
 def _menu_text(text: str) -> str:
@@ -303,6 +314,8 @@ def _settings_dialog(window) -> None:
     if dialog.exec():
         changed = dialog.apply()
         window.settings.save()
+        # from the next reading and the next export job on
+        window.reader.segment_chars = window.exports.runner.segment_chars = window.settings.segment_chars
         if changed:
             window.reload_models()
 

@@ -50,12 +50,13 @@ class ExportRunner(QObject):
     _export_requested = Signal(object, object, object)
 
     def __init__(self, queue: ExportQueue, engine_for, cache_folder: Path, max_frames: int | None = None,
-                 pronunciation=None):
+                 pronunciation=None, segment_chars: int | None = None):
         super().__init__()
         self.max_frames = max_frames  # per sentence; None: the engine's budget
         # the studio's rules (engine.pronunciation.Lexicon, or None); the window replaces it when rules are saved,
         # and each job reads it when it starts
         self.pronunciation = pronunciation
+        self.segment_chars = segment_chars  # the segments' target (engine.text); None: the default
         self.queue = queue  # only its read-only ``book`` is called from this thread
         self.engine_for = engine_for  # (voice, cancel=event) -> engine; may block while a model loads
         self.cache_folder = cache_folder
@@ -97,7 +98,7 @@ class ExportRunner(QObject):
     def _export(self, job: Job, book, voices: dict) -> None:
         options = ExportOptions(format=job.format, per_chapter=job.per_chapter, subtitles=job.subtitles,
                                 chapters=None if job.chapters is None else tuple(job.chapters),
-                                max_frames=self.max_frames)
+                                max_frames=self.max_frames, segment_chars=self.segment_chars)
         sampling = dataclasses.replace(self._engine(voices[None]).defaults, seed=job.seed)
         current = [None]
 
@@ -132,7 +133,8 @@ class ExportQueueController(QObject):
     failed = Signal(str)
 
     def __init__(self, data_folder: Path, engine_for, resolve_voice, ensure_model=None, cache_folder=None,
-                 max_frames: int | None = None, pronunciation=None, parent: QObject | None = None):
+                 max_frames: int | None = None, pronunciation=None, segment_chars: int | None = None,
+                 parent: QObject | None = None):
         super().__init__(parent)
         self.queue = ExportQueue(data_folder)
         self.resolve_voice = resolve_voice  # name or None -> Voice, on this thread
@@ -145,7 +147,7 @@ class ExportQueueController(QObject):
         self._closed = False
         self._thread = QThread()
         self._thread.setObjectName("export")
-        self.runner = ExportRunner(self.queue, engine_for, self.cache_folder, max_frames, pronunciation)
+        self.runner = ExportRunner(self.queue, engine_for, self.cache_folder, max_frames, pronunciation, segment_chars)
         self.runner.moveToThread(self._thread)
         self.runner.book_ready.connect(self._on_book)
         self.runner.planned.connect(self._on_planned)

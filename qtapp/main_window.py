@@ -146,9 +146,11 @@ class MainWindow(QMainWindow):
         if engine_factory is None:
             self.model_status.loading(f"the model for {initial_spec.kind} voices ({initial_spec.checkpoint})")
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
+        self.reader.segment_chars = settings.segment_chars
         self.exports = ExportQueueController(settings.root(), self.worker.engine_when_ready,
                                              self.resolve_export_voice, self.ensure_model,
-                                             pronunciation=self.pronunciation, parent=self)
+                                             pronunciation=self.pronunciation,
+                                             segment_chars=settings.segment_chars, parent=self)
         self.export_request = None  # the open Export dialog's request (qtapp.export_requests)
         self.export_panel = ExportPanel(self.exports)
         self.export_dock = QDockWidget("Export queue", self)
@@ -191,6 +193,7 @@ class MainWindow(QMainWindow):
         # a lambda runs on the GUI thread at once; the worker thread is busy downloading and would never get to it
         self.model_status.stop_requested.connect(lambda: self.worker.cancel_download())
         self.worker.stats.connect(self._on_stats)
+        self.worker.segment_cut.connect(self._on_segment_cut)  # a method: delivered on the window's thread
         self.worker.voice_kept.connect(self._on_voice_kept)
         self.worker.keep_progress.connect(self._on_keep_progress)
         self.reader.sentence_changed.connect(self._on_sentence_changed)
@@ -231,6 +234,9 @@ class MainWindow(QMainWindow):
     # ---- messages ----------------------------------------------------------------------------------
     def show_status(self, text: str) -> None:
         self.statusBar().showMessage(text, 8000)
+
+    def _on_segment_cut(self, _job: int, _segment: int, why: str) -> None:
+        self.show_status(f"Speech was {why}.")
 
     def show_error(self, text: str) -> None:
         self.banner.show_message(text)

@@ -40,6 +40,7 @@ class ReadingController(QObject):
         self.resolve_voice = resolve_voice
         self.ensure_model = ensure_model
         self.plan: ReadingPlan | None = None
+        self.segment_chars: int | None = None  # the plans' segment target (engine.text); None: the default
         self.state = IDLE
         self.current_sentence = -1
         self._next_job_id = 0
@@ -59,7 +60,7 @@ class ReadingController(QObject):
     def read(self, source: TextSource, start: int = 0, end: int | None = None,
              from_position: int | None = None) -> None:
         """Read ``source``'s text [start, end), beginning at the sentence holding ``from_position``."""
-        plan = ReadingPlan(source.pieces(start, end), voice_at(source, start))
+        plan = ReadingPlan(source.pieces(start, end), voice_at(source, start), self.segment_chars)
         index = plan.index_at(start if from_position is None else from_position)
         if index is None:
             self.message.emit("There is nothing to read here.")

@@ -1,4 +1,4 @@
-"""What a reading will say, sentence by sentence, planned only as far as reading has got. Qt-free.
+"""What a reading will say, segment by segment, planned only as far as reading has got. Qt-free.
 
 A text source (``StrText`` for a string, ``qtapp.editor.DocumentText`` for the editor) hands out the text
 from a position as line pieces: ``(offset, text)``, contiguous, each ending at a line end ("\\n" included)
@@ -7,7 +7,8 @@ with ``[voice: NAME]`` starts a passage in that voice that holds to the next bla
 (``engine.voice_marks``, the rule export follows too), every other run of lines is a passage in the default
 voice, and each passage is cut by ``engine.text.Segmenter``, so the
 sentences are exactly the segments the engine would cut from each passage and their spans are document
-offsets. ``ReadingPlan`` keeps the sentences read so far and pulls more only when asked, so starting
+offsets. A "sentence" here is one such segment: short sentences of a passage merged into one (``engine.text``).
+``ReadingPlan`` keeps the sentences read so far and pulls more only when asked, so starting
 to read a 20 MB book costs what its first sentences cost.
 
 The same sentences are what the worker speaks (given to the engine as they are), what the editor
@@ -98,9 +99,11 @@ def line_pieces(offset: int, text: str) -> Iterator[tuple[int, str]]:
         position = line_end
 
 
-def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None) -> Iterator[Sentence]:
+def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
+                   target_chars: int | None = None) -> Iterator[Sentence]:
     """The sentences of the text the line pieces hold, in order (see the module docstring); ``voice``: the mark in
-    effect where the pieces start (``voice_at``)."""
+    effect where the pieces start (``voice_at``); ``target_chars``: the segments' target length
+    (``engine.text.Segmenter``)."""
     segmenter: Segmenter | None = None
     at_line_start = True
     for offset, piece in pieces:
@@ -114,7 +117,7 @@ def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None) 
                     voice = name
                 elif blank:
                     voice = None
-                segmenter = Segmenter(offset + mark_len)
+                segmenter = Segmenter(offset + mark_len, target_chars=target_chars)
                 piece = piece[mark_len:]
         at_line_start = piece.endswith("\n")
         yield from _sentences(segmenter.feed(piece), voice)
@@ -142,8 +145,9 @@ def _sentences(segments: list[Segment], voice: str | None) -> Iterator[Sentence]
 class ReadingPlan:
     """The sentences of one reading, numbered from 0, planned from ``pieces`` as they are asked for."""
 
-    def __init__(self, pieces: Iterable[tuple[int, str]], voice: str | None = None):
-        self._source = iter_sentences(pieces, voice)
+    def __init__(self, pieces: Iterable[tuple[int, str]], voice: str | None = None,
+                 target_chars: int | None = None):
+        self._source = iter_sentences(pieces, voice, target_chars)
         self.sentences: list[Sentence] = []  # planned so far
         self._ends: list[int] = []  # sentence ends, for lookups by position
         self.complete = False  # every sentence is planned

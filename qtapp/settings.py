@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine.atomic import atomic_write_text
 from engine.pronunciation import Lexicon, LexiconFileError, default_lexicon, default_lexicon_path, load_lexicon
+from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 from engine.voices.library import data_dir, default_library_dir
 
 VOICE_KINDS = ("preset", "design", "clone")
@@ -91,6 +92,8 @@ class Settings:
     recent_files: list[str] = field(default_factory=list)
     resume_positions: dict[str, int] = field(default_factory=dict)  # document path -> where reading stopped
     chunk_frames: int = 4
+    # a line's short sentences are spoken together up to this many characters (engine.text); 0: one at a time
+    segment_chars: int = DEFAULT_TARGET_CHARS
     autosave_interval_s: float = 5.0
     window_geometry: str = ""  # hex of QMainWindow.saveGeometry()
     cpu_speed: dict[str, float] = field(default_factory=dict)  # model size -> ×RT measured on this processor
@@ -171,6 +174,10 @@ class Settings:
             settings.threads = 0
         settings.cpu_speed = {k: float(v) for k, v in settings.cpu_speed.items()
                               if k in ("0.6b", "1.7b") and type(v) in (int, float) and 0 < v < 1e6}
+        try:
+            check_target_chars(settings.segment_chars)
+        except ValueError:
+            settings.segment_chars = DEFAULT_TARGET_CHARS
         return settings
 
     def save(self) -> None:

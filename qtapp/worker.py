@@ -93,6 +93,7 @@ class SpeechWorker(QObject):
     download_progress = Signal(str, int, int)  # hub id, bytes done, bytes total (0: not known yet)
     segment_started = Signal(int, int, int, int)  # job, segment, start, end (the segment's span)
     chunk_ready = Signal(int, object)  # job, engine.Chunk (segment and span refer to the job's text or segments)
+    segment_cut = Signal(int, int, str)  # job, segment, why the engine cut it short (engine.frames.guard)
     job_failed = Signal(int)  # the job stopped on an error (``error`` says which); job_finished follows
     job_finished = Signal(int)  # also after a cancel or an error
     error = Signal(str)
@@ -327,6 +328,8 @@ class SpeechWorker(QObject):
                 generating_s += time.perf_counter() - step_start
                 if first_audio_s is None:
                     first_audio_s = time.perf_counter() - t0
+                if chunk.warning is not None:
+                    self.segment_cut.emit(job_id, chunk.segment, chunk.warning)
                 self._emit_chunks(job_id, tempo.feed(chunk), current)
                 audio_s += chunk.duration
                 self.stats.emit(audio_s / max(generating_s, 1e-9), first_audio_s)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import math
 import threading
 import time
@@ -28,6 +29,8 @@ from typing import Protocol
 
 from engine import Chunk, Engine, Sampling, Voice
 from engine.pronunciation import Lexicon
+
+log = logging.getLogger("orator.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +143,7 @@ class Ticket:
         self.audio_seconds = 0.0
         self.unread_seconds = 0.0  # audio handed to the ticket and not yet taken by its reader
         self.frames = 0
+        self.warnings: list[dict] = []  # segments cut by the engine's runaway guard: {segment, message}
         self.state = "queued"  # queued | running | done | cancelled | failed
         self.announced_position = 0  # the last Queued position sent
         self._events: asyncio.Queue = asyncio.Queue()
@@ -169,7 +173,7 @@ class Ticket:
         ttfa = None if self.first_audio is None else round(self.first_audio - self.submitted, 4)
         return {"id": self.id, "state": self.state, "queue_position": self.position,
                 "queued_seconds": round((self.started or now) - self.submitted, 4), "time_to_first_audio": ttfa,
-                "audio_seconds": round(self.audio_seconds, 4), "frames": self.frames}
+                "audio_seconds": round(self.audio_seconds, 4), "frames": self.frames, "warnings": list(self.warnings)}
 
     # ---- called on the event loop by the scheduler ----------------------------------------------
     def _put(self, event) -> None:
@@ -178,6 +182,9 @@ class Ticket:
             self.audio_seconds += event.duration
             self.unread_seconds += event.duration
             self.frames += event.n_frames
+            if event.warning is not None:
+                self.warnings.append({"segment": event.segment, "message": event.warning})
+                log.warning("speech %s: segment %d %s", self.id, event.segment, event.warning)
         self._events.put_nowait(event)
 
     def _drop_unread(self) -> None:

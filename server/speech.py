@@ -7,12 +7,15 @@ pcm: ``server.formats``), ``speed`` (0.25-4.0, tempo changed without changing pi
 encoded audio as chunked transfer, frames sent as they are ready; ``sse``: server-sent events).
 Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``repetition_penalty``,
 ``greedy``, ``seed``; streaming ``chunk_frames``, ``first_chunk_frames``; ``max_frames`` (frame budget
-per sentence); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths);
+per segment); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths);
 ``pronunciation`` (true: the server's pronunciation rules change what is said; default false, the input as
 written).
 
 SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
-``speech.audio.delta`` ``{audio: base64}``, ``speech.audio.done`` ``{usage, timing}``, or ``error``.
+``speech.audio.delta`` ``{audio: base64}``, ``speech.warning`` ``{segment, message}`` when the engine cut a segment
+that did not end by its frame budget or looped (``engine.frames.guard``), ``speech.audio.done`` ``{usage, timing}``,
+or ``error``. An audio response cannot say so once it has started: its cuts are logged and listed under
+``warnings`` in the request's status.
 Audio responses carry ``X-Request-Id`` and ``X-Queue-Position``; ``GET /v1/audio/speech/{id}``
 reports a request's state, queue position and timing while it runs and a while after.
 """
@@ -233,6 +236,9 @@ async def _sse(ticket: Ticket, body: SpeechRequest, input_tokens: int):
             data = output.add(event)
             if data:
                 yield _event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
+            if event.warning is not None:  # after the segment's last audio
+                yield _event({"type": "speech.warning", "id": ticket.id, "segment": event.segment,
+                              "message": event.warning})
         if ticket.state != "done":
             return
         data = output.finish()

@@ -21,7 +21,7 @@ from engine import Voice
 from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
-TEXT = "Good morning. Shall we go?"  # two sentences
+TEXT = "Good morning. Shall we go?"  # two sentences, one segment (engine.text)
 PCM16_STEP = 1 / 32768
 
 
@@ -41,7 +41,7 @@ def test_preset_voice_to_wav_matches_the_engine(tiny_model_dir, tiny_engine, tmp
 
     eng = tiny_engine("custom_voice")
     expected = eng.synthesize(TEXT, Voice.preset("vivian", "english"), replace(eng.defaults, seed=7), max_frames=4)
-    assert len(expected.codes) <= 8  # two sentences, at most 4 frames each
+    assert len(expected.codes) <= 4  # one segment of two sentences, at most 4 frames
     assert samples.shape == (len(expected.codes) * SAMPLES_PER_FRAME,)
     np.testing.assert_allclose(samples, np.clip(expected.samples, -1, 1), atol=1.5 * PCM16_STEP)
 
@@ -131,3 +131,22 @@ def test_bad_frame_count_is_an_argument_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main.main(["say", "Hi.", "--model", "m", "--max-frames", "0"])
     assert exit_info.value.code == 2 and "at least 1" in capsys.readouterr().err
+
+
+def test_segment_chars_chooses_how_many_generations_a_text_is(tiny_model_dir, tmp_path, capsys):
+    """TEXT's two sentences are one segment by default (4 frames at most), two with ``--segment-chars 0``."""
+    lengths = []
+    for extra in ([], ["--segment-chars", "0"]):
+        out = tmp_path / f"seg{len(extra)}.wav"
+        assert main.main(["say", TEXT, "--model", str(tiny_model_dir("custom_voice")), "--voice", "aiden",
+                          "--greedy", "--max-frames", "4", "--out", str(out), *extra]) == 0
+        lengths.append(len(sf.read(out, dtype="float32")[0]))
+    assert lengths == [4 * SAMPLES_PER_FRAME, 8 * SAMPLES_PER_FRAME]
+
+
+@pytest.mark.parametrize("value", ["5", "-1", "100000", "ten", "2.5"])
+def test_a_segment_target_that_is_no_length_is_an_argument_error(capsys, value):
+    with pytest.raises(SystemExit) as exit_info:
+        main.main(["say", "Hi.", "--model", "m", "--segment-chars", value])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--segment-chars" in err and ("segment target" in err or "number" in err)

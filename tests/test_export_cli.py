@@ -57,8 +57,9 @@ def test_a_text_book_to_m4b_with_subtitles(tiny_model_dir, tmp_path):
     assert progress and "100%" in progress[-1] and all("left" in line for line in progress)
     assert [c.title for c in mutagen.File(tmp_path / "book.m4b").chapters] == ["Chapter 1", "Chapter 2"]
     vtt = (tmp_path / "book.vtt").read_text(encoding="utf-8")
-    # a cue per heading and per sentence, the first sentence (over two lines' worth) in two
-    assert vtt.startswith("WEBVTT") and vtt.count(" --> ") == 2 + 2 * (3 + 1)
+    # a cue per heading; each paragraph is one segment (its three sentences merged), over three cues' worth of
+    # text (engine.audio.subtitles.split_cue), so three cues
+    assert vtt.startswith("WEBVTT") and vtt.count(" --> ") == 2 + 2 * 3
     assert (tmp_path / "book.chapters.vtt").exists() and leftovers(tmp_path) == []
 
 
@@ -66,8 +67,9 @@ def test_ctrl_c_leaves_no_partial_file_and_the_same_command_resumes(tiny_model_d
     sentences = [f"Sentence number {i} of the long story goes here." for i in range(SENTENCES)]
     paragraphs = [" ".join(sentences[i:i + 4]) for i in range(0, SENTENCES, 4)]  # each sentence once: no reuse
     (tmp_path / "long.txt").write_text("\n\n".join(textwrap.fill(p, 72) for p in paragraphs), encoding="utf-8")
-    args = ["long.txt", "--voice", "vivian", "--format", "mp3", "-o", "out/", *common(tmp_path,
-                                                                                   tiny_model_dir("custom_voice"))]
+    # one segment a sentence (--segment-chars 0), so many segments and a cache entry each
+    args = ["long.txt", "--voice", "vivian", "--format", "mp3", "-o", "out/", "--segment-chars", "0",
+            *common(tmp_path, tiny_model_dir("custom_voice"))]
     process = export_process(*args, cwd=tmp_path, preexec_fn=_interruptible)
     deadline = time.monotonic() + 240
     for line in process.stderr:

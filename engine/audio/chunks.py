@@ -28,10 +28,12 @@ class Chunk:
     sample_rate: int
     first_frame: int  # index of this chunk's first frame within its segment
     n_frames: int
-    segment: int  # index of the segment (sentence) in engine.text.split_segments order
+    segment: int  # index of the segment in engine.text.split_segments order (or of the segments given)
     span: tuple[int, int]  # character offsets of that segment in the input text
     elapsed: float  # seconds since the call started, when this chunk was ready
     final: bool  # last chunk of the whole call
+    # why the segment was cut before the model ended it (engine.frames.guard), on its last chunk; None: not cut
+    warning: str | None = None
 
     @property
     def duration(self) -> float:
@@ -41,4 +43,4 @@ class Chunk:
 def closing_chunk(last: Chunk) -> Chunk:
     """An empty final chunk after ``last``: closes a stream whose end was known only after ``last`` went out."""
     return replace(last, samples=last.samples[:0], first_frame=last.first_frame + last.n_frames, n_frames=0,
-                   final=True)
+                   final=True, warning=None)

@@ -63,6 +63,7 @@ class ExportOptions:
     subtitles: str | None = None  # "srt", "vtt" or None
     bitrate: int | None = None  # bits per second of a lossy format; None: the format's default
     max_frames: int | None = None  # per segment; None: the engine's budget
+    segment_chars: int | None = None  # the segments' target length (engine.text.Segmenter); None: the default
     cover: bytes | None = None  # overrides the book's
 
 
@@ -191,7 +192,7 @@ class BookExporter:
             items.append(ChapterStart(chapter.title))
             previous = None
             for passage in chapter.passages:
-                segments = [s.text for s in split_segments(passage.text)]
+                segments = [s.text for s in split_segments(passage.text, target_chars=options.segment_chars)]
                 if not segments:
                     continue
                 if previous is not None:

@@ -14,11 +14,13 @@ import numpy as np
 import torch
 
 from engine.frames.codes import TalkerLogitsProcessor, predict_codes, sample_code0
+from engine.frames.guard import FrameGuard
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings
 
-# (codes int64 [n, 16], audio float32 [n * 1920] or None, True if known to end the segment)
+# (codes int64 [n, 16], audio float32 [n * 1920] or None, True if known to end the segment); n is 0 only on a
+# segment's closing piece after a cut that fell on a chunk boundary
 CodedAudio = Iterator[tuple[np.ndarray, np.ndarray | None, bool]]
 
 
@@ -109,27 +111,33 @@ class EagerStreamer:
 
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
-                chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True) -> CodedAudio:
+                chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True,
+                guard: FrameGuard | None = None) -> CodedAudio:
         """(codes int64 [n, 16], audio float32 [n * 1920], ends) chunks for one prompt; ``chunk_size()``
-        gives the size of each next chunk. With ``decode=False`` the audio is None (codes only). ``ends``
-        is True on a chunk that reaches ``max_frames``; an utterance that stops on EOS is only known
-        to have ended after its last chunk."""
+        gives the size of each next chunk. With ``decode=False`` the audio is None (codes only). ``guard``
+        (default: one of ``max_frames``) cuts a segment that loops or reaches its budget; ``ends`` is True on
+        the chunk where it does; an utterance that stops on EOS is only known to have ended after its last
+        chunk."""
+        guard = guard or FrameGuard(max_frames)
         gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step)
         buf: list[torch.Tensor] = []
         size = chunk_size()
-        done = 0
         for frame in gen.frames():
             if cancel is not None and cancel.is_set():
                 return
-            buf.append(frame)
-            done += 1
-            if len(buf) >= size or done == max_frames:
-                yield (*self._decode(buf, decode), done == max_frames)
+            if guard.keep(frame[:1].cpu().numpy()):  # the frame's code 0, read back as EOS was
+                buf.append(frame)
+            if len(buf) >= size or guard.cut:
+                yield (*self._decode(buf, decode), guard.cut)
                 buf, size = [], chunk_size()
+            if guard.cut:
+                return
         if buf and not (cancel is not None and cancel.is_set()):
             yield (*self._decode(buf, decode), False)
 
     def _decode(self, frames: list[torch.Tensor], decode: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        if not frames:
+            return np.zeros((0, 16), np.int64), np.zeros(0, np.float32) if decode else None
         codes = torch.stack(frames)[None]  # [1, n, 16]
         if not decode:
             return codes[0].cpu().numpy(), None

@@ -109,9 +109,21 @@ GENERATION_CONFIG = {
 }
 
 
+HEADS = ("random", "never_ends", "stuck", "ends_early")  # build_checkpoint's codec heads
+
+
 def build_checkpoint(out: str | Path, size: str = "tiny", model_type: str = "custom_voice",
-                     seed: int = 0, dtype: torch.dtype = torch.bfloat16) -> Path:
-    """Write a complete model directory at ``out`` and return its path."""
+                     seed: int = 0, dtype: torch.dtype = torch.bfloat16, head: str = "random") -> Path:
+    """Write a complete model directory at ``out`` and return its path.
+
+    ``head`` makes models that misbehave for the runaway guard's tests, under greedy decoding without
+    repetition penalty (argmax takes the first of a tie): "never_ends" copies code 0's row of the codec head
+    to EOS's, so EOS ties with code 0 and is never chosen; "stuck" copies it to every row, so code 0 is 0 at
+    every step (a loop of one frame) and EOS never comes; "ends_early" makes EOS's row code 0's times 64, so EOS
+    wins at the first step where code 0's logit is positive (a few frames in: utterances that end by
+    themselves); "random" leaves the head as drawn."""
+    if head not in HEADS:
+        raise ValueError(f"head must be one of {', '.join(HEADS)}, not {head!r}")
     out = Path(out)
     cfg = config_dict(size, model_type)
     out.mkdir(parents=True, exist_ok=True)
@@ -121,6 +133,14 @@ def build_checkpoint(out: str | Path, size: str = "tiny", model_type: str = "cus
 
     model = Qwen3TTS(ModelConfig.from_dict(cfg))
     randomize_(model, seed)
+    with torch.no_grad():
+        rows = model.talker.codec_head.weight  # [3072, H]
+        if head == "never_ends":
+            rows[cfg["talker_config"]["codec_eos_token_id"]] = rows[0]
+        elif head == "stuck":
+            rows[:] = rows[0]
+        elif head == "ends_early":
+            rows[cfg["talker_config"]["codec_eos_token_id"]] = 64 * rows[0]
     state = {k: v.detach().to(dtype).contiguous() for k, v in model.state_dict().items()}
     del model
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})

@@ -19,8 +19,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.text import DEFAULT_MAX_CHARS
 from qtapp.gpu_check import gpu_advice
 from qtapp.settings import DEVICES, KNOWN_CHECKPOINTS, MAX_THREADS, PRECISIONS, VOICE_KINDS, Settings
+
+MIN_SEGMENT_CHARS = 20  # the least target engine.text.check_target_chars takes
 
 KIND_TITLES = {
     "preset": "Preset speakers (CustomVoice)",
@@ -90,6 +93,12 @@ class SettingsDialog(QDialog):
         runtime_form.addRow("Processor path:", self.cpu_path)
         runtime_form.addRow("Processor threads:", self.threads)
         runtime_form.addRow("Streaming chunk:", self.chunk_frames)
+        self.segment_chars = QSpinBox(minimum=0, maximum=DEFAULT_MAX_CHARS, value=settings.segment_chars,
+                                      suffix=" characters", singleStep=20)
+        self.segment_chars.setSpecialValueText("One sentence at a time")
+        self.segment_chars.setToolTip("The short sentences of a line are spoken in one go, keeping the voice of "
+                                      "one thought, up to this many characters (at least 20)")
+        runtime_form.addRow("Speak together:", self.segment_chars)
         runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. The precision applies on a "
                                    "GPU (bfloat16 is the checkpoints' own); on the processor speech runs in "
                                    "float32, with int8 weights on the fast path.</small>", wordWrap=True))
@@ -122,5 +131,7 @@ class SettingsDialog(QDialog):
         self.settings.device = self.device.currentText()
         self.settings.precision = self.precision.currentText()
         self.settings.chunk_frames = self.chunk_frames.value()
+        chars = self.segment_chars.value()
+        self.settings.segment_chars = chars if chars == 0 else max(chars, MIN_SEGMENT_CHARS)
         s.cpu_path, s.threads = self.cpu_path.currentData(), self.threads.value()
         return before != (s.checkpoints, s.device, s.precision, s.cpu_path, s.threads)

@@ -11,7 +11,8 @@ from engine import Sampling, TextError, Voice, load_voice, save_voice
 from engine.audio.chunks import SAMPLES_PER_FRAME
 from engine.text import Segment, split_segments
 
-TEXT = "Good morning. The weather is fine today! Shall we go for a walk?"
+# three paragraphs, so three segments (short sentences of one paragraph would be one)
+TEXT = "Good morning.\n\nThe weather is fine today!\n\nShall we go for a walk?"
 
 
 def test_generate_codes_shape_and_range(tiny_engine):

@@ -18,6 +18,7 @@ from engine.prompts import build_prompt
 from engine.sampling import Sampling
 from engine.synthetic.checkpoint import config_dict
 from engine.synthetic.init import randomize_
+from engine.text import split_segments
 from engine.voices import Voice
 from tests.oracle import official_available
 
@@ -72,7 +73,7 @@ def pairs():
     return get
 
 
-def _run_ours(pair: Pair, tok, voice: Voice, non_streaming: bool):
+def _run_ours(pair: Pair, tok, voice: Voice, non_streaming: bool, text: str = TEXT):
     import engine.frames.codes
 
     logits = []
@@ -86,7 +87,7 @@ def _run_ours(pair: Pair, tok, voice: Voice, non_streaming: bool):
 
     engine.frames.codes.linear = recording
     try:
-        prompt = build_prompt(pair.ours.talker, pair.config, tok, voice, TEXT, non_streaming)
+        prompt = build_prompt(pair.ours.talker, pair.config, tok, voice, text, non_streaming)
         gen = FrameGenerator(pair.ours.talker, prompt, Sampling(greedy=True), FRAMES)
         codes = [f.numpy() for f in gen.frames()]
     finally:
@@ -94,12 +95,12 @@ def _run_ours(pair: Pair, tok, voice: Voice, non_streaming: bool):
     return np.stack(codes), torch.cat(logits)
 
 
-def _run_official(pair: Pair, tok, voice: Voice, non_streaming: bool):
+def _run_official(pair: Pair, tok, voice: Voice, non_streaming: bool, text: str = TEXT):
     logits = []
     hook = pair.official.talker.codec_head.register_forward_hook(lambda m, i, o: logits.append(o[:, -1].detach()))
     ids = lambda x: torch.tensor([x], dtype=torch.long)  # noqa: E731
     kwargs = dict(
-        input_ids=[ids(tok.speech_ids(TEXT))], languages=[voice.language], non_streaming_mode=non_streaming,
+        input_ids=[ids(tok.speech_ids(text))], languages=[voice.language], non_streaming_mode=non_streaming,
         max_new_tokens=FRAMES + 1, do_sample=False, subtalker_dosample=False, repetition_penalty=1.05,
     )
     if voice.instruct:
@@ -156,3 +157,22 @@ def test_greedy_codes_and_logits_match_official(pairs, text_tokenizer, case, non
     # teacher-forced: the same inputs reach both talkers at every step
     n = min(len(our_logits), len(their_logits))
     torch.testing.assert_close(our_logits[:n].float(), their_logits[:n].float(), rtol=1e-5, atol=1e-5)
+
+
+MERGED = "Quick! Close the door! It is cold outside, and the wind is up."
+
+
+@pytest.mark.parametrize("case", ["preset", "design", "clone-icl"])
+def test_a_multi_sentence_text_is_one_generation_equal_to_officials(pairs, text_tokenizer, case):
+    """Short sentences of one line are one segment (engine.text), so the engine speaks them as one generation:
+    the official code's for the whole text, frame for frame."""
+    [segment] = split_segments(MERGED)
+    assert segment.text == MERGED and len(split_segments(MERGED, target_chars=0)) == 3
+    model_type, size_tag, make_voice = CASES[case]
+    pair = pairs(model_type, size_tag)
+    voice = make_voice(pair)
+    non_streaming = voice.kind != "clone"
+    ours, _ = _run_ours(pair, text_tokenizer, voice, non_streaming, segment.text)
+    theirs, _ = _run_official(pair, text_tokenizer, voice, non_streaming, MERGED)
+    assert len(ours) > 0
+    np.testing.assert_array_equal(ours, theirs)

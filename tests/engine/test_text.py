@@ -10,16 +10,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.text import DEFAULT_MAX_CHARS, Segmenter, _continues, _cut_point, iter_segments, split_segments
+from engine.text import (
+    DEFAULT_MAX_CHARS,
+    Segmenter,
+    _continues,
+    _cut_point,
+    iter_segments,
+    split_segments,
+    split_sentences,
+)
 
 
-def assert_exact_cover(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
+def assert_exact_cover(text: str, max_chars: int = DEFAULT_MAX_CHARS, target_chars: int = 0) -> list[str]:
     """Check the span invariants and return the segment texts.
 
     Segments are in order and do not overlap; each is its own span of ``text``, stripped, non-empty
     and at most ``max_chars`` long; together they hold every non-whitespace character exactly once.
     """
-    segments = split_segments(text, max_chars=max_chars)
+    segments = split_segments(text, max_chars=max_chars, target_chars=target_chars)
     covered = [0] * len(text)
     previous_end = 0
     for seg in segments:
@@ -93,7 +101,7 @@ def test_unbroken_run_is_cut_at_the_limit():
 
 @pytest.mark.parametrize("text", ["", " ", "\n\n\t  \n", "\u3000 \u00a0"])
 def test_whitespace_only_gives_no_segments(text):
-    assert split_segments(text) == []
+    assert split_segments(text) == [] and split_sentences(text) == []
 
 
 def test_max_chars_must_leave_room_for_a_clause():
@@ -158,7 +166,7 @@ _DOC = st.lists(_ALPHABET | st.sampled_from(["...", "\n\n", "   ", "x" * 30, ". 
 @given(pieces=_DOC, max_chars=st.integers(min_value=20, max_value=60))
 def test_split_segments_equals_the_one_pass_reference(pieces, max_chars):
     text = "".join(pieces)
-    assert spans(split_segments(text, max_chars)) == reference_split(text, max_chars)
+    assert spans(split_sentences(text, max_chars)) == reference_split(text, max_chars)
 
 
 @settings(max_examples=300, deadline=None)
@@ -170,13 +178,13 @@ def test_text_fed_in_any_pieces_gives_the_same_segments(pieces, cuts, start, max
     text = "".join(pieces)
     bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
     fed = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)] + [""]
-    got = list(iter_segments(fed, start=start, max_chars=max_chars))
+    got = list(iter_segments(fed, start=start, max_chars=max_chars, target_chars=0))
     assert [(s.start - start, s.end - start) for s in got] == reference_split(text, max_chars)
     assert all(s.text == text[s.start - start:s.end - start] for s in got)
 
 
 def test_segments_come_out_before_the_text_ends():
-    segmenter = Segmenter(start=100)
+    segmenter = Segmenter(start=100, target_chars=0)
     first = segmenter.feed("One sentence here. Another one follows")
     assert [(s.start, s.text) for s in first] == [(100, "One sentence here.")]
     assert segmenter.feed(" soon") == []  # still undecided: the sentence has not ended
@@ -197,5 +205,9 @@ def test_long_punctuation_runs_take_linear_time(run):
     """Dot leaders of a contents page: the old pattern backtracked through the run from every dot."""
     started = time.perf_counter()
     segments = split_segments(run)
+    assert time.perf_counter() - started < 2.0
+    assert "".join(s.text for s in segments) == run
+    started = time.perf_counter()
+    segments = split_sentences(run)
     assert time.perf_counter() - started < 2.0
     assert "".join(s.text for s in segments) == run

@@ -32,6 +32,16 @@ def fake_engine_class():
     return SlowEngine
 
 
+@pytest.fixture(autouse=True)
+def one_sentence_a_segment(isolated_data_dir):
+    """These tests count the sentences spoken, so each sentence is its own segment (merging is tested apart)."""
+    from qtapp.settings import Settings
+
+    settings = Settings.load()
+    settings.segment_chars = 0
+    settings.save()
+
+
 def queue_text(window, title, text=TEXT, fmt="flac", **kw) -> Job:
     out = window.settings.root().parent / "out"
     output = out / title if kw.get("per_chapter") else out / f"{title}.{fmt}"

@@ -19,10 +19,13 @@ TEXT = "The first sentence. The second one! A third?\n[voice: Bob] Bob speaks he
 
 @pytest.fixture
 def make_window(qtbot, fake_sd, fake_engine_class):
-    """``make_window(engine_factory=None, settings=None)``: a shown window on the fake engine."""
+    """``make_window(engine_factory=None, settings=None)``: a shown window on the fake engine; without
+    ``settings``, it reads one sentence at a time (the tests step, skip and highlight sentence by sentence)."""
     def make(engine_factory=None, settings=None):
-        window = MainWindow(settings or Settings.load(), engine_factory=engine_factory or fake_engine_class,
-                            sd_module=fake_sd)
+        if settings is None:
+            settings = Settings.load()
+            settings.segment_chars = 0
+        window = MainWindow(settings, engine_factory=engine_factory or fake_engine_class, sd_module=fake_sd)
         qtbot.addWidget(window)
         window.show()
         return window
@@ -111,6 +114,22 @@ def test_presets_come_from_the_loaded_model(qtbot, fake_sd, make_window, fake_en
     window.play()  # no library voice is the default: the model's first speaker reads (it has no "vivian")
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     assert [voice.speaker for _, voice in engine_of(window).spoken] == ["zed"]
+
+
+def test_a_lines_short_sentences_are_read_and_highlighted_together(qtbot, fake_sd, make_window):
+    window = make_window(settings=Settings.load())  # the default: segments of up to 200 characters
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    window.play()
+    heard = []
+
+    def record():
+        if highlighted(window) and (not heard or heard[-1] != highlighted(window)):
+            heard.append(highlighted(window))
+        return window.reader.state == IDLE
+
+    play_until(qtbot, window, fake_sd, record)
+    assert heard == ["The first sentence. The second one! A third?", "Bob speaks here. Bob again.", "The end."]
 
 
 def test_play_from_cursor_and_selection(qtbot, fake_sd, make_window):
@@ -205,7 +224,7 @@ def test_a_speed_change_while_reading_is_heard_from_the_next_chunk(qtbot, fake_s
 
 def test_reopening_a_document_resumes_where_reading_stopped(qtbot, fake_sd, make_window, tmp_path):
     book, other = tmp_path / "book.txt", tmp_path / "other.txt"
-    book.write_text("First part. Second part. Third part.")
+    book.write_text("First part.\nSecond part.\nThird part.")  # three lines: three segments
     other.write_text("Something else.")
     settings = Settings.load()
     window = make_window(settings=settings)
@@ -336,7 +355,7 @@ def test_export_writes_audio_and_subtitles_with_the_marked_voices(qtbot, fake_sd
 def test_keep_this_voice_adds_a_clone(qtbot, fake_sd, make_window, fake_engine_class):
     class DesignEngine(fake_engine_class):
         model_type = "voice_design"
-        frames_per_sentence = 10  # a clone needs at least a second of reference audio
+        frames_per_sentence = 15  # a clone needs at least a second of reference audio (its sample: one segment)
 
     window = make_window(engine_factory=DesignEngine)
     wait_ready(qtbot, window)
@@ -421,6 +440,14 @@ def test_help_lists_the_shortcuts_and_the_voice_mark_syntax(qtbot, fake_sd, make
     for keys in (SHORTCUTS["play"], "Ctrl+Shift+Down", "Ctrl+S", "Ctrl+N", "Ctrl+Shift+S"):
         assert f"<b>{keys}</b>" in text
     assert "<td>Play</td>" in text and "<td>Next chapter</td>" in text and "&Open" not in text
+    assert "spoken together" in text and "the status bar says so" in text  # how text is read
+
+
+def test_a_segment_the_engine_cut_is_told_in_the_status_bar(qtbot, fake_sd, make_window):
+    window = make_window()
+    window.worker.segment_cut.emit(1, 3, "cut at its frame budget (40 frames, 3.2 s) before the model ended it")
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == (
+        "Speech was cut at its frame budget (40 frames, 3.2 s) before the model ended it."), timeout=2000)
 
 
 def test_reading_speed_and_generation_speed_are_named_apart(qtbot, fake_sd, make_window):

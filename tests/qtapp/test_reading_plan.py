@@ -61,20 +61,26 @@ def test_sentences_map_to_document_spans():
     plan = ReadingPlan(StrText(text).pieces())
     assert plan.index_at(0) == 0
     assert plan.get(10) is None and plan.complete
+    # a passage's short sentences are one segment; never across a voice mark
     assert [(text[s.start:s.end], s.voice) for s in plan.sentences] == [
-        ("Intro line.", None), ("Second sentence!", None), ("Hi there.", "Ann"), ("Bye.", "Ann"), ("Last one?", "Ann")]
-    assert [s.segment.text for s in plan.run(1, 10)] == ["Second sentence!"]  # a run keeps one voice
-    assert [s.segment.text for s in plan.run(2, 1)] == ["Hi there."]
-    assert plan.run(5, 3) == []
+        ("Intro line. Second sentence!", None), ("Hi there. Bye.", "Ann"), ("Last one?", "Ann")]
+    assert [s.segment.text for s in plan.run(0, 10)] == ["Intro line. Second sentence!"]  # a run keeps one voice
+    assert [s.segment.text for s in plan.run(1, 1)] == ["Hi there. Bye."]
+    assert [s.segment.text for s in plan.run(1, 10)] == ["Hi there. Bye.", "Last one?"]  # to the blank line
+    assert plan.run(3, 3) == []
+    sentences = ReadingPlan(StrText(text).pieces(), target_chars=0)
+    assert [s.segment.text for s in sentences.run(0, 10)] == ["Intro line.", "Second sentence!"]
 
 
 def test_plan_from_an_offset_and_sentence_lookup():
     text = "One. Two. Three. Four."
-    plan = ReadingPlan(StrText(text).pieces(text.index("Two"), text.index("Four")))
+    plan = ReadingPlan(StrText(text).pieces(text.index("Two"), text.index("Four")), target_chars=0)
     assert plan.index_at(text.index("hree")) == 1
     assert plan.index_at(text.index("Two.") + 4) == 1  # the space after a sentence: the next one
     assert plan.index_at(len(text)) == 1
     assert [s.segment.text for s in plan.sentences] == ["Two.", "Three."]
+    merged = ReadingPlan(StrText(text).pieces(text.index("Two"), text.index("Four")))
+    assert merged.index_at(text.index("hree")) == 0 and [s.segment.text for s in merged.sentences] == ["Two. Three."]
     assert ReadingPlan(StrText("   \n  ").pieces()).index_at(0) is None
 
 

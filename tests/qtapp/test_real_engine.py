@@ -11,6 +11,7 @@ import pytest
 import soundfile as sf
 
 from engine import Engine, Voice
+from engine.audio.book import Pauses
 from engine.audio.chunks import SAMPLES_PER_FRAME
 from engine.audio.queue import DONE, Job, Snapshot
 from engine.text import split_segments
@@ -18,7 +19,8 @@ from qtapp.export_queue import ExportQueueController
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker
 
-TEXT = "Hello there. How are you today?"
+# two paragraphs, so two segments (short sentences of one paragraph would be one)
+TEXT = "Hello there.\n\nHow are you today?"
 
 
 @pytest.fixture
@@ -50,6 +52,8 @@ def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worke
     worker.chunk_ready.connect(lambda job, chunk: chunks.append(chunk))
     worker.segment_started.connect(lambda *args: segments.append(args))
     worker.error.connect(errors.append)
+    cuts = []
+    worker.segment_cut.connect(lambda *args: cuts.append(args))
     worker.chunk_ready.connect(lambda job, chunk: player.write(chunk.samples, chunk.segment))
     player.position_changed.connect(heard.append)
 
@@ -63,6 +67,10 @@ def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worke
         assert len(chunk.samples) == chunk.n_frames * SAMPLES_PER_FRAME
         assert np.isfinite(chunk.samples).all()
     assert sum(c.n_frames for c in chunks) == 2 * len(expected)
+    # the tiny random model does not end by itself: every segment is cut at its 2-frame budget, and the studio
+    # hears why
+    assert [(job, segment) for job, segment, _ in cuts] == [(5, 0), (5, 1)]
+    assert all("frame budget (2 frames" in why for _, _, why in cuts)
 
     total = sum(len(c.samples) for c in chunks)
     assert player.buffered_seconds() == pytest.approx(total / 24000)
@@ -87,8 +95,8 @@ def test_real_engine_exports_wav_with_subtitles(qtbot, real_worker, tmp_path):
         queue.shutdown()
     assert queue.queue.get(job.id).state == DONE, queue.queue.get(job.id).error
     audio, sr = sf.read(target, dtype="float32")
-    pause = round(0.25 * sr)  # between the two sentences of the paragraph
-    assert sr == 24000 and len(audio) == 2 * SAMPLES_PER_FRAME + pause  # one frame per sentence
+    pause = round(Pauses().paragraph * sr)  # between the two paragraphs
+    assert sr == 24000 and len(audio) == 2 * SAMPLES_PER_FRAME + pause  # one frame per segment
     cues = target.with_suffix(".srt").read_text(encoding="utf-8").strip().split("\n\n")
     assert [c.split("\n")[2] for c in cues] == [seg.text for seg in split_segments(TEXT)]
-    assert cues[1].split("\n")[1] == "00:00:00,330 --> 00:00:00,410"
+    assert cues[1].split("\n")[1] == "00:00:00,680 --> 00:00:00,760"

@@ -91,6 +91,27 @@ def test_settings_dialog_applies_choices(qtbot):
         "/models/my-base", "cpu", "float32", 8)
 
 
+@pytest.mark.parametrize(("shown", "kept"), [(0, 0), (7, 20), (120, 120), (300, 300)])
+def test_the_segment_target_is_a_setting_the_engine_takes(qtbot, shown, kept):
+    from engine.text import check_target_chars
+    from qtapp.dialogs.settings_dialog import SettingsDialog
+
+    settings = Settings()
+    assert settings.segment_chars == 200
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    dialog.segment_chars.setValue(shown)
+    assert not dialog.apply()  # no model reloads for it
+    assert settings.segment_chars == kept == check_target_chars(kept)
+
+
+@pytest.mark.parametrize("stored", [5, -1, 301, 10**9, 2.5, "200", True, None])
+def test_a_stored_segment_target_that_is_none_falls_back_to_the_default(isolated_data_dir, stored):
+    isolated_data_dir.mkdir(parents=True)
+    (isolated_data_dir / "settings.json").write_text(json.dumps({"segment_chars": stored}))
+    assert Settings.load().segment_chars == 200
+
+
 def test_main_dispatch_defaults_to_the_gui(monkeypatch):
     import main
 

@@ -13,7 +13,8 @@ from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker
 from tests.qtapp.fake_engine import FakeEngine
 
-TEXT = "The first sentence is here. A second one follows it! Is there a third? Yes, the fourth."
+# four paragraphs, so four segments (short sentences of one paragraph would be one)
+TEXT = "The first sentence is here.\n\nA second one follows it!\n\nIs there a third?\n\nYes, the fourth."
 
 
 class WritingPlayer:

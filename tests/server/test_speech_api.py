@@ -61,7 +61,12 @@ def test_sse_stream_has_deltas_then_done_with_usage_and_timing(client, live_serv
             extra_body=SHORT) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         events = sse_events(r.read().decode())
-    assert {e["type"] for e in events[:-1]} <= {"speech.audio.delta", "speech.queue"}
+    assert {e["type"] for e in events[:-1]} <= {"speech.audio.delta", "speech.queue", "speech.warning"}
+    # the tiny random model does not end by itself: its one segment is cut at the budget, and the client hears so
+    # after the segment's audio
+    [warning] = [e for e in events if e["type"] == "speech.warning"]
+    assert warning["segment"] == 0 and f"frame budget ({FRAMES} frames" in warning["message"]
+    assert events[-2] is warning
     done = events[-1]
     assert done["type"] == "speech.audio.done"
     assert done["usage"]["output_tokens"] == FRAMES
@@ -85,6 +90,8 @@ def test_status_endpoint_reports_a_finished_request(client, live_server):
         r.read()
     status = httpx.get(f"{live_server.url}/v1/audio/speech/{request_id}").json()
     assert status["state"] == "done" and status["frames"] == FRAMES and status["queue_position"] == 0
+    [warning] = status["warnings"]
+    assert warning["segment"] == 0 and "frame budget" in warning["message"]
 
 
 @pytest.mark.parametrize("fields, param", [

@@ -13,7 +13,8 @@ from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_c
 
 
 class Chunker:
-    """A caller's side of what the loop thread hands out, segment by segment: (codes, audio, ended) per iteration
+    """A caller's side of what the loop thread hands out, segment by segment: (codes, audio, ended, warning) per
+    iteration
     regrouped into chunks of the caller's sizes (``first_chunk_frames`` first, then ``chunk_frames``), or an error
     raised."""
 
@@ -26,23 +27,33 @@ class Chunker:
         self.index, self.segment, self.last_segment = index, segment, last
         self.pending, self.held, self.frame = [], 0, 0  # audio received but not yet given out, and its frames
         self.segment_ended = False
+        self.codes: list[np.ndarray] = []  # the segment's frames so far (engine.context takes them)
+        self.warning: str | None = None  # why the segment was cut, once it was
 
     def take(self, item) -> list[Chunk]:
         """The chunks that one handout completes."""
         if isinstance(item, BaseException):
             raise item
-        codes, audio, ended = item
+        codes, audio, ended, warning = item
+        self.codes.append(codes)
+        self.warning = self.warning or warning
         self.pending.append(audio)
         self.held += len(codes)
         self.segment_ended = ended
         chunks = []
+        if ended and warning is not None and not self.held:  # cut where a chunk had just ended: an empty piece
+            self.last = Chunk(np.zeros(0, np.float32), SAMPLE_RATE, self.frame, 0, self.index,
+                              (self.segment.start, self.segment.end), time.perf_counter() - self.t0,
+                              self.last_segment, warning)
+            return [self.last]
         while self.held >= self.size or (ended and self.held):
             take = min(self.size, self.held)
             samples = np.concatenate(self.pending)
             self.pending, self.held = [samples[take * SAMPLES_PER_FRAME:]], self.held - take
             final = ended and not self.held and self.last_segment
             self.last = Chunk(samples[:take * SAMPLES_PER_FRAME], SAMPLE_RATE, self.frame, take, self.index,
-                              (self.segment.start, self.segment.end), time.perf_counter() - self.t0, final)
+                              (self.segment.start, self.segment.end), time.perf_counter() - self.t0, final,
+                              warning if ended and not self.held else None)
             self.frame += take
             self.size = self.chunk_frames
             chunks.append(self.last)

@@ -24,6 +24,7 @@ from engine.frames.batched.prefill import BatchedPrefill
 from engine.frames.capacity import HISTORY, MAX_SEQ, MAX_TRAILING
 from engine.frames.compile import capture_frame_step
 from engine.frames.graphs.capture import Graphed, graphs_enabled
+from engine.frames.guard import FrameGuard
 from engine.frames.state import NEVER, StaticState
 from engine.model.talker import Talker
 from engine.prompts import Prompt
@@ -35,6 +36,7 @@ PREFILL_TOKENS = 8192  # padded prompt positions per batched prefill pass (its s
 @dataclass(slots=True)
 class _Stream:
     max_frames: int
+    guard: FrameGuard  # cuts the stream when it loops or reaches max_frames
     produced: int = 0  # frames stepped since prefill
     emitted: int = 0  # frames handed out by collect
 
@@ -119,7 +121,8 @@ class BatchedFrames:
         self.state.prefill_many(self.talker, group, self.prefill)
         for slot, (prompt, _, _, max_frames) in zip(slots, requests, strict=True):
             self._free.remove(slot)
-            self._streams[slot] = _Stream(min(max_frames, self.state.max_seq - prompt.length))
+            budget = min(max_frames, self.state.max_seq - prompt.length)
+            self._streams[slot] = _Stream(budget, FrameGuard(budget, f"the stream in slot {slot}"))
         return slots
 
     def _one_pass(self, rows: int, longest: int) -> bool:
@@ -131,7 +134,7 @@ class BatchedFrames:
     def stepping_on(self) -> set[int]:
         """The slots whose streams have frames left to step (one that has stepped its last frame ends, whatever
         its codes)."""
-        return {slot for slot, s in self._streams.items() if s.produced < s.max_frames}
+        return {slot for slot, s in self._streams.items() if s.produced < s.max_frames and not s.guard.cut}
 
     def release(self, slot: int) -> None:
         """Free ``slot`` at once (stream finished or cancelled)."""
@@ -187,6 +190,13 @@ class BatchedFrames:
             if eos_at[slot] != NEVER:
                 end = min(end, int(eos_at[slot]))
             ring = np.arange(s.emitted, max(end, s.emitted)) % HISTORY
-            out[slot] = (codes[slot, ring], end < produced or end == s.max_frames)
+            new = codes[slot, ring]
+            new = new[:s.guard.keep(new[:, 0])]  # the guard sees every frame before it is decoded
+            out[slot] = (new, end < produced or end == s.max_frames or s.guard.cut)
             s.emitted = max(end, s.emitted)
         return out
+
+    def warning(self, slot: int) -> str | None:
+        """Why the stream in ``slot`` was cut (``engine.frames.guard``), None when it was not."""
+        stream = self._streams.get(slot)
+        return stream.guard.warning if stream is not None else None

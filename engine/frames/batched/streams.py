@@ -22,6 +22,7 @@ import torch
 
 from engine.audio.chunks import SAMPLES_PER_FRAME, Chunk
 from engine.codec.decoder import DecoderState, SpeechDecoder
+from engine.context import VoiceContext
 from engine.frames.batched.callers import Chunker, LoopOutbox
 from engine.frames.batched.frames import BatchedFrames
 from engine.frames.graphs.capture import separate_capture_stream
@@ -51,8 +52,8 @@ class _Request:
     # silence (a stream of one segment without reference audio: its caller allocates no state of its own)
     decoder_state: DecoderState | None
     keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
-    outbox: queue.Queue | LoopOutbox  # (codes int64 [k, 16], audio float32 [k * 1920], ended) per iteration, or
-    # an error
+    outbox: queue.Queue | LoopOutbox  # (codes int64 [k, 16], audio float32 [k * 1920], ended, warning) per
+    # iteration, or an error
     cancel: threading.Event
 
 
@@ -62,7 +63,8 @@ class _Decoded:
 
     pieces: list[torch.Tensor]  # audio float32 [bucket, k * 1920] per cut, in host memory once ``done`` is
     done: torch.cuda.Event | None  # recorded after the copies to the host (None: already there, on a CPU)
-    handouts: list[tuple[int, _Request, np.ndarray, bool]]  # (slot, request, new codes [k, 16], ended)
+    # (slot, request, new codes [k, 16], ended, why the segment was cut or None)
+    handouts: list[tuple[int, _Request, np.ndarray, bool, str | None]]
 
 
 @dataclass(slots=True)
@@ -126,13 +128,16 @@ class BatchedStreams:
     def __init__(self, talker: Talker, decoder: SpeechDecoder, plan: Callable[..., Plan],
                  build_prompts: Callable[[list[tuple[Voice, str]]], list[Prompt | Exception]], slots: int,
                  graphs: bool | None = None, warmup: bool | None = None,
-                 warmup_progress: Callable[[int, int, str], None] | None = None):
+                 warmup_progress: Callable[[int, int, str], None] | None = None,
+                 prompt_positions: Callable[[Plan], Callable[[Voice, str], int | None]] | None = None):
         """Made by ``Engine.batched``: ``plan(text, voice, sampling, max_frames, pronunciation=...)`` checks and plans
         a call as the engine does; ``build_prompts`` turns [(voice, text)] into a prompt or an error each.
         ``warmup`` (default: with graphs): capture every batch size before serving, minutes for a large model the
-        first time;
-        ``warmup_progress(done, total, what)`` hears of each piece as it starts."""
+        first time; ``warmup_progress(done, total, what)`` hears of each piece as it starts. ``prompt_positions(plan)``:
+        how a call's later segments measure their prompts, to carry its voice as the engine does (``engine.context``;
+        None: they carry none)."""
         self.slots, self.decoder, self._plan, self._build_prompts = slots, decoder, plan, build_prompts
+        self._prompt_positions = prompt_positions
         self.device = talker.codec_head.weight.device
         self.frames = BatchedFrames(talker, slots, graphs=graphs)
         self.decoder_state = decoder.new_state(slots, self.device)
@@ -217,16 +222,19 @@ class BatchedStreams:
         outbox (``new_outbox()``) the loop thread answers that segment into, for the caller to read until
         ``chunker.segment_ended``; no further segment once the call is cancelled."""
         plan = call.plan
+        context = VoiceContext(plan.voice, self._prompt_positions(plan) if self._prompt_positions else None)
         for index, segment in enumerate(plan.segments):
             outbox = new_outbox()
             last = index == len(plan.segments) - 1
-            self._requests.put(_Request(plan.voice, segment.speech, plan.sampling, plan.segment_seed(index),
+            voice = context.voice_for(segment.speech, plan.frame_budget(segment))
+            self._requests.put(_Request(voice, segment.speech, plan.sampling, plan.segment_seed(index),
                                         plan.frame_budget(segment), call.decoder_state, not last, outbox,
                                         call.cancel))
             chunker.start(index, segment, last=last)
             yield outbox
             if call.cancel.is_set():
                 return
+            context.offer(segment.speech, chunker.codes, chunker.warning)
 
     # ---- the loop thread --------------------------------------------------------------------------
     def _run_loop(self) -> None:
@@ -303,7 +311,8 @@ class BatchedStreams:
         self._phase("decode")
         s.decoded = self._decode(codes, {slot: (len(collected[slot][0]), s.running[slot].decoder_state)
                                          for slot, end in ends.items() if end and s.running[slot].keep})
-        s.decoded.handouts = [(slot, s.running[slot], new, ends[slot]) for slot, (new, _) in collected.items()]
+        s.decoded.handouts = [(slot, s.running[slot], new, ends[slot], self.frames.warning(slot))
+                              for slot, (new, _) in collected.items()]
         for slot, end in ends.items():
             if end:
                 self.frames.release(slot)
@@ -317,7 +326,7 @@ class BatchedStreams:
             with contextlib.suppress(Exception):
                 self._decode_stream.synchronize()
         owed = {id(r): r for r in s.running.values()}
-        owed.update((id(r), r) for _, r, _, _ in (s.decoded.handouts if s.decoded else []))
+        owed.update((id(r), r) for _, r, *_ in (s.decoded.handouts if s.decoded else []))
         for request in owed.values():
             request.outbox.put(error)
         for slot in list(s.running):
@@ -489,8 +498,8 @@ class BatchedStreams:
         if decoded.done is not None:
             decoded.done.synchronize()
         audio = np.concatenate([piece.numpy() for piece in decoded.pieces], axis=1)
-        for slot, request, new, ended in decoded.handouts:
-            request.outbox.put((new, audio[slot, :len(new) * SAMPLES_PER_FRAME], ended))
+        for slot, request, new, ended, warning in decoded.handouts:
+            request.outbox.put((new, audio[slot, :len(new) * SAMPLES_PER_FRAME], ended, warning))
 
     def _decoder(self, bucket: int, n: int) -> DecodeGraph:
         """The decode of n frames over rows [0, bucket), captured on first use."""

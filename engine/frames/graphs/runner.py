@@ -1,9 +1,11 @@
 """``GraphStreamer``: the fast path for one stream, same interface as ``engine.frames.eager.EagerStreamer``.
 
 Per chunk of n frames: n replays of the captured frame step, one read-back of the EOS marker (the
-only host synchronisation of the chunk), then one replay of the decoder graph captured for n frames
-on the codes still on the device, and the copy of the audio to the host. Frames sampled after
-EOS are never decoded, so the decoder state stays exact across segments.
+only wait for the device in the chunk) and of the chunk's code 0 for the runaway guard
+(``engine.frames.guard``, a copy of n numbers once the device is idle), then one replay of the decoder
+graph captured for n frames on the codes still on the device, and the copy of the audio to the host.
+Frames sampled after EOS, or after the guard's cut, are never decoded, so the decoder state stays exact
+across segments.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from engine.frames.eager import CodedAudio
 from engine.frames.graphs.capture import graphs_enabled
 from engine.frames.graphs.decode import DecodeGraph
 from engine.frames.graphs.prefill import PrefillGraphs
+from engine.frames.guard import FrameGuard
 from engine.frames.state import NEVER, StaticState
 from engine.model.talker import Talker
 from engine.prompts import Prompt
@@ -60,9 +63,11 @@ class GraphStreamer:
 
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
-                chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True) -> CodedAudio:
+                chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True,
+                guard: FrameGuard | None = None) -> CodedAudio:
         s = self.state
         max_frames = min(max_frames, s.max_seq - prompt.length)
+        guard = guard or FrameGuard(max_frames)
         s.prefill(self.talker, 0, prompt, sampling, seed, self.prefill)
         done = 0
         while done < max_frames:
@@ -73,13 +78,17 @@ class GraphStreamer:
                 self.step()
             eos_at = int(s.eos_at[0])  # the chunk's one synchronisation
             valid = n if eos_at == NEVER else max(0, min(n, eos_at - done))
-            ends = valid < n or done + valid == max_frames
-            if valid and decode:
+            if valid:  # the guard sees code 0 of the frames before EOS, before any is decoded
+                valid = guard.keep(self._codes(done, valid)[0, :, 0].cpu().numpy())
+            ends = valid < n or done + valid == max_frames or guard.cut
+            if guard.cut and not valid:  # cut at a chunk boundary: the segment ends with an empty piece
+                yield np.zeros((0, 16), np.int64), np.zeros(0, np.float32) if decode else None, True
+            elif valid and decode:
                 yield (*self._decode(done, valid), ends)
             elif valid:
                 yield self._codes(done, valid)[0].cpu().numpy(), None, ends
             done += valid
-            if valid < n:
+            if valid < n or guard.cut:
                 return
 
     def _codes(self, first: int, n: int) -> torch.Tensor:

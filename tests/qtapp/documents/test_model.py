@@ -22,7 +22,7 @@ def test_section_numbers_never_become_segments_of_their_own():
     assert doc.text.split("\n\n")[:3] == ["6.1 Foo bar", "Some text follows here.", "2.1 Installing"]
     segments = [s.text for s in split_segments(doc.text)]
     assert "6.1." not in segments and "2.1." not in segments and "1." not in segments
-    assert "1 Install the package." in segments
+    assert "1 Install the package. Then run it." in segments
 
 
 def test_standalone_numbers_are_dropped_unless_they_number_the_next_heading():

@@ -360,7 +360,7 @@ def test_an_async_caller_that_leaves_frees_its_slot_and_errors_reach_async_calle
         await anext(first)
         assert set(threading.enumerate()) == threads  # streaming, and no thread was started for it
         await first.aclose()  # the caller goes away after one chunk: its slot frees for the next
-        chunks = [c async for c in streams.stream_async("Next. And then more.", Voice.preset("ryan"),
+        chunks = [c async for c in streams.stream_async("Next.\nAnd then more.", Voice.preset("ryan"),
                                                         chunk_frames=2, sampling=Sampling(seed=6), max_frames=3)]
         errors = []
         for text in ("   ", long_text):
@@ -373,7 +373,7 @@ def test_an_async_caller_that_leaves_frees_its_slot_and_errors_reach_async_calle
 
     chunks, errors = asyncio.run(asyncio.wait_for(main(), timeout=120))
     # two segments, the preset prepared on the event loop itself
-    alone = list(engine64.stream("Next. And then more.", Voice.preset("ryan"), chunk_frames=2,
+    alone = list(engine64.stream("Next.\nAnd then more.", Voice.preset("ryan"), chunk_frames=2,
                                  sampling=Sampling(seed=6), max_frames=3))
     assert_same_chunks(chunks, alone, atol=1e-9)
     assert {c.segment for c in chunks} == {0, 1}
