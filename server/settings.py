@@ -33,14 +33,16 @@ class ServerSettings:
     keep_alive_s: float = 5.0  # an idle keep-alive connection is closed after this long (uvicorn's)
     max_connections: int = 512  # open connections; a connection beyond them is closed at once
     limit_concurrency: int = 256  # open connections or requests in progress beyond which a request answers 503
+    max_live_chars: int = 100_000  # the text one live-text session (WebSocket) may send in all
+    live_text_timeout_s: float = 30.0  # a live session that sends no message for this long, its text open, is closed
 
     def __post_init__(self):
         for name in ("max_input_chars", "max_instructions_chars", "max_upload_bytes", "max_queue",
                      "default_chunk_frames", "max_audio_s", "max_unread_audio_s", "max_connections",
-                     "limit_concurrency"):
+                     "limit_concurrency", "max_live_chars"):
             if not getattr(self, name) >= 1:
                 raise ValueError(f"{name} must be at least 1")
-        for name in ("header_timeout_s", "keep_alive_s", "send_timeout_s"):
+        for name in ("header_timeout_s", "keep_alive_s", "send_timeout_s", "live_text_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be more than 0 seconds")
         if self.limit_concurrency > self.max_connections:

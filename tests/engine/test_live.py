@@ -1,0 +1,210 @@
+"""Live text (engine.live, engine.live_stream): speech that starts before the text is complete, follows it as it
+arrives, and equals ``Engine.stream`` of the same text when all of it is there at once."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import LiveText, Sampling, TextError, Voice
+from engine.text import settled_end, split_segments
+
+TEXT = "Hello there, my friend. How are you doing today? I am fine, thanks."
+FRAMES = 6  # per segment: the tiny model's speech is cut at this budget
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_engine):
+    return tiny_engine("custom_voice")
+
+
+def _voice(engine):
+    return Voice.preset(engine.speakers[0], language="english")
+
+
+def _audio(chunks) -> np.ndarray:
+    return np.concatenate([c.samples for c in chunks])
+
+
+def _closed(text: str) -> LiveText:
+    live = LiveText()
+    live.append(text)
+    live.close()
+    return live
+
+
+def _word_by_word(live: LiveText, text: str, pause: float) -> threading.Thread:
+    def produce():
+        for i, word in enumerate(text.split(" ")):
+            live.append(word if i == 0 else " " + word)
+            time.sleep(pause)
+        live.close()
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    return thread
+
+
+# ---- planning what is certain ---------------------------------------------------------------------
+_PIECES = st.sampled_from(["Dr.", "Smith", "went", "home", ".", "!", "?", ",", " ", "  ", "\n", "\n\n", "e.g.", "it",
+                           "3.5", "J.", "R.", "Why?", "she", "said", "AND", "'quoted.'", "…", "Mr.", "x" * 40])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=40), st.integers(20, 80))
+def test_the_settled_words_of_a_prefix_belong_to_the_first_segment_of_any_continuation(pieces, max_chars):
+    text = "".join(pieces)
+    segments = split_segments(text, max_chars)
+    if not segments:
+        return
+    first = segments[0]
+    for cut in range(first.start, len(text) + 1):
+        end = settled_end(text[:cut], first.start, max_chars)
+        assert first.start <= end <= first.end, (text[:cut], end, first)
+        assert end == first.start or text[end].isspace()  # a whole word: the next character is no part of it
+
+
+def test_the_settled_words_tokenize_as_the_start_of_their_segment(text_tokenizer):
+    body = lambda s: text_tokenizer.speech_ids(s)[3:-5]  # noqa: E731
+    for cut in range(1, len(TEXT) + 1):
+        segment = split_segments(TEXT)[0]
+        end = settled_end(TEXT[:cut], 0)
+        ids = body(TEXT[:end]) if end else []
+        assert body(segment.text)[: len(ids)] == ids, TEXT[:end]
+
+
+def test_settled_words_wait_at_a_sentence_end_until_it_is_decided():
+    assert settled_end("Hello there. Next", 0) == len("Hello there.")  # undecided: nothing past the period yet
+    assert settled_end("Hello there.\nNext", 0) == len("Hello")  # the newline would join the period's token
+    assert settled_end("Dr. Smith came home and", 0) == len("Dr. Smith came home")  # an abbreviation: goes on
+    assert settled_end("Hello there. And then more text", 0) == len("Hello there.")  # decided: the segment ends
+
+
+# ---- the live text handle -------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [None, 3, b"bytes", "\ud800"])
+def test_live_text_refuses_what_cannot_be_spoken(bad):
+    live = LiveText()
+    with pytest.raises(TextError):
+        live.append(bad)
+
+
+def test_live_text_refuses_text_after_close():
+    live = LiveText()
+    live.close()
+    with pytest.raises(TextError, match="closed"):
+        live.append("more")
+
+
+@pytest.mark.parametrize("bad", ["a plain string", 42])
+def test_stream_live_takes_a_handle_or_an_iterator_of_deltas(engine, bad):
+    with pytest.raises(TextError, match="LiveText or an iterator"):
+        next(engine.stream_live(bad, _voice(engine)))
+
+
+# ---- speaking ---------------------------------------------------------------------------------------
+def test_with_all_the_text_there_the_audio_is_that_of_stream(engine):
+    sampling = Sampling(seed=11)
+    expected = list(engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES, non_streaming=False))
+    got = list(engine.stream_live(_closed(TEXT), _voice(engine), sampling=sampling, max_frames=FRAMES))
+    assert np.array_equal(_audio(got), _audio(expected))
+    assert [(c.segment, c.span, c.n_frames, c.final) for c in got] == [
+        (c.segment, c.span, c.n_frames, c.final) for c in expected]
+
+
+def test_text_arriving_word_by_word_is_heard_before_it_is_complete(engine):
+    sampling = Sampling(seed=12)
+    live = LiveText()
+    producer = _word_by_word(live, TEXT, 0.05)
+    received = [(live.closed, c) for c in engine.stream_live(live, _voice(engine), sampling=sampling,
+                                                             max_frames=FRAMES)]
+    producer.join()
+    assert not received[0][0], "the first audio came only once the text was complete"
+    chunks = [c for _, c in received]
+    assert chunks[-1].final and sorted({c.segment for c in chunks}) == [0, 1, 2]
+    expected = list(engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES, non_streaming=False))
+    assert [c.span for c in expected if c.n_frames][-1] == chunks[-1].span
+    # the same codes: the audio differs only by the decoder's rounding over other chunk sizes
+    np.testing.assert_allclose(_audio(chunks), _audio(expected), atol=1e-4)
+
+
+def test_an_iterator_of_deltas_is_spoken_as_it_is_read(engine):
+    sampling = Sampling(seed=13)
+    read = []
+
+    def deltas():
+        for word in TEXT.split(" "):
+            read.append(word)
+            yield word + " "
+
+    chunks = list(engine.stream_live(deltas(), _voice(engine), sampling=sampling, max_frames=FRAMES))
+    expected = list(engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES, non_streaming=False))
+    np.testing.assert_allclose(_audio(chunks), _audio(expected), atol=1e-4)
+    assert len(read) == len(TEXT.split(" "))
+
+
+def test_speech_waits_for_text_instead_of_padding_and_a_cancel_frees_the_engine(engine):
+    live = LiveText()
+    live.append("Hello there my friend and")  # an open sentence: the model has a few words, then none
+    cancel = threading.Event()
+    stream = engine.stream_live(live, _voice(engine), sampling=Sampling(seed=1), cancel=cancel, max_frames=200)
+    first = next(stream)
+    assert first.n_frames >= 1
+    frames, waited = first.n_frames, time.perf_counter()
+    timer = threading.Timer(0.5, cancel.set)
+    timer.start()
+    frames += sum(c.n_frames for c in stream)  # ends once cancelled
+    assert time.perf_counter() - waited >= 0.4
+    words = len(engine.tokenizer.speech_ids("Hello there my friend")[3:-5])
+    assert frames <= words + 1, "frames were made past the text that had arrived"
+    # the engine is free again: the next call runs at once
+    assert list(engine.stream("Next.", _voice(engine), max_frames=2))
+
+
+def test_an_aborted_text_stops_a_waiting_generation(engine):
+    live = LiveText()
+    live.append("Some words that go")
+    stream = engine.stream_live(live, _voice(engine), sampling=Sampling(seed=2), max_frames=200)
+    next(stream)
+    threading.Timer(0.2, live.abort).start()
+    rest = list(stream)
+    assert not any(c.final for c in rest)  # cut, not complete
+
+
+def test_the_non_streaming_layout_speaks_each_segment_once_it_is_final(engine):
+    sampling = Sampling(seed=14)
+    live = LiveText()
+    producer = _word_by_word(live, TEXT, 0.01)
+    got = list(engine.stream_live(live, _voice(engine), sampling=sampling, max_frames=FRAMES, non_streaming=True))
+    producer.join()
+    expected = list(engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES, non_streaming=True))
+    assert np.array_equal(_audio(got), _audio(expected))
+
+
+def test_the_batched_loop_speaks_live_text_segment_by_segment(engine):
+    import asyncio
+
+    from engine.live_stream import stream_live_batched
+
+    many = engine.batched(slots=2)
+    sampling = dataclasses.replace(engine.defaults, seed=20)
+
+    async def speak():
+        live = LiveText()
+        for i, word in enumerate(TEXT.split(" ")):
+            live.append(word if i == 0 else " " + word)
+        live.close()
+        return [c async for c in stream_live_batched(many, live, _voice(engine), sampling, max_frames=FRAMES)]
+
+    chunks = asyncio.run(speak())
+    assert chunks[-1].final and [c.segment for c in chunks] == sorted(c.segment for c in chunks)
+    for index, segment in enumerate(split_segments(TEXT)):  # each segment its own request, seeded seed + index
+        alone = engine.stream([segment], _voice(engine), sampling=dataclasses.replace(sampling, seed=20 + index),
+                              max_frames=FRAMES, non_streaming=None)
+        np.testing.assert_allclose(_audio([c for c in chunks if c.segment == index]), _audio(list(alone)),
+                                   atol=1e-4)
