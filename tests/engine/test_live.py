@@ -208,3 +208,22 @@ def test_the_batched_loop_speaks_live_text_segment_by_segment(engine):
                               max_frames=FRAMES, non_streaming=None)
         np.testing.assert_allclose(_audio([c for c in chunks if c.segment == index]), _audio(list(alone)),
                                    atol=1e-4)
+
+
+def test_the_graph_runner_follows_live_text_as_the_eager_loop_does(engine, tiny_model_dir):
+    from engine import Engine
+    from engine.frames.graphs.runner import GraphStreamer
+
+    fast = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu")
+    fast._single = GraphStreamer(fast.model.talker, fast.decoder, (1, 4), enabled=False)  # its loop, not captured
+    sampling = Sampling(seed=15)
+    expected = _audio(list(engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES,
+                                         non_streaming=False)))
+    at_once = list(fast.stream_live(_closed(TEXT), _voice(fast), sampling=sampling, max_frames=FRAMES))
+    np.testing.assert_allclose(_audio(at_once), expected, atol=1e-4)
+    live = LiveText()
+    producer = _word_by_word(live, TEXT, 0.05)
+    received = [(live.closed, c) for c in fast.stream_live(live, _voice(fast), sampling=sampling, max_frames=FRAMES)]
+    producer.join()
+    assert not received[0][0]
+    np.testing.assert_allclose(_audio([c for _, c in received]), expected, atol=1e-4)
