@@ -106,6 +106,8 @@ class _Session:
             for task in (receiver, sender):
                 if task is not None and not task.done():
                     task.cancel()
+                elif task is not None and not task.cancelled():
+                    task.exception()  # seen: the other side ended the session first (a client gone after the end)
 
     # ---- the client's messages --------------------------------------------------------------------
     async def _message(self, timeout: float | None) -> dict:
