@@ -147,15 +147,15 @@ def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
     if len(text) > settings.max_input_chars:
         raise APIError(400, f"input has {len(text)} characters; the limit is {settings.max_input_chars}",
                        param="input", code="input_too_long")
-    if body.instructions and len(body.instructions) > settings.max_instructions_chars:
-        raise APIError(400, f"instructions have {len(body.instructions)} characters; the limit is "
-                            f"{settings.max_instructions_chars}", param="instructions", code="input_too_long")
     return speech_job(body, text, engine, store, settings)
 
 
 def speech_job(body: SpeechSettings, text: str | LiveText, engine, store, settings) -> SpeechJob:
     """The job of a request's (or a live session's) settings speaking ``text``, checked as far as can be before it
     waits for a slot."""
+    if body.instructions and len(body.instructions) > settings.max_instructions_chars:
+        raise APIError(400, f"instructions have {len(body.instructions)} characters; the limit is "
+                            f"{settings.max_instructions_chars}", param="instructions", code="input_too_long")
     voice = resolve_voice(engine, store, body.voice, body.instructions, body.language)
     if isinstance(text, LiveText):
         if voice.kind != "clone" or voice.is_encoded:

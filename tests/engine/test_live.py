@@ -227,3 +227,25 @@ def test_the_graph_runner_follows_live_text_as_the_eager_loop_does(engine, tiny_
     producer.join()
     assert not received[0][0]
     np.testing.assert_allclose(_audio([c for _, c in received]), expected, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_captured_graphs_follow_live_text(tiny_model_dir):
+    import torch
+
+    from engine import Engine
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cuda", dtype=torch.float32)
+    sampling = Sampling(seed=16)
+    expected = _audio(list(eng.stream(TEXT, _voice(eng), sampling=sampling, max_frames=FRAMES,
+                                      non_streaming=False)))
+    at_once = _audio(list(eng.stream_live(_closed(TEXT), _voice(eng), sampling=sampling, max_frames=FRAMES)))
+    np.testing.assert_allclose(at_once, expected, atol=1e-3)
+    live = LiveText()
+    producer = _word_by_word(live, TEXT, 0.05)
+    received = [(live.closed, c) for c in eng.stream_live(live, _voice(eng), sampling=sampling, max_frames=FRAMES)]
+    producer.join()
+    assert not received[0][0]
+    np.testing.assert_allclose(_audio([c for _, c in received]), expected, atol=1e-3)

@@ -146,6 +146,8 @@ DELTA = {"type": "input.text.delta", "delta": "Hi"}
     ([{**CONFIG, "input": "the text goes in deltas"}], "invalid_value"),
     ([{**CONFIG, "response_format": "ogg-vorbis"}], "invalid_value"),
     ([{**CONFIG, "voice": "nobody"}], "voice_not_found"),
+    ([{**CONFIG, "instructions": "calm " * 1000}], "input_too_long"),
+    ([{**CONFIG, "voice": "vivian", "instructions": "whisper"}], "unsupported"),
     ([CONFIG, DELTA, CONFIG], "unexpected_message"),
     ([CONFIG, {"type": "input.text.delta", "delta": 5}], "invalid_message"),
     ([CONFIG, {"type": "input.text.delta", "delta": "x" * 201}], "input_too_long"),
