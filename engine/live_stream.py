@@ -9,9 +9,10 @@ non-streaming one, in-context clones) start each segment once it is final.
 
 The batched loop (``stream_live_batched``) steps all its slots together, and a slot waiting for text would hold
 its neighbours back or step on padding: a live session there feeds it whole final segments, each a request of
-its own that takes a slot while it is spoken and none while the text is awaited. Its codes are those of the one
-engine's for whole segments (segment ``i`` seeded with the call's seed + ``i``); its audio starts each segment
-from a fresh decoder state (the one-engine path carries the state across segments).
+its own that takes a slot while it is spoken and none while the text is awaited, in the voice's default layout
+(as ``BatchedStreams.stream`` speaks any text). Its codes are those of the one engine's for those segments (segment
+``i`` seeded with the call's seed + ``i``); its audio starts each segment from a fresh decoder state (the
+one-engine path carries the state across segments).
 """
 
 from __future__ import annotations

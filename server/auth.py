@@ -21,6 +21,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 from urllib.parse import urlsplit
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -28,6 +29,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from server.errors import error_body
 from server.settings import ServerSettings, is_loopback
 
+
+class _RefusedHandshakes(logging.Filter):
+    """uvicorn logs an error for every WebSocket handshake answered with an HTTP response (its
+    ``websocket.http.response`` extension, how ``RequestGuard`` refuses one), as if the application had failed;
+    refusals are not errors, and a flood of them must not flood the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing handshake."
+
+
+logging.getLogger("uvicorn.error").addFilter(_RefusedHandshakes())
 PROTECTED_PREFIX = "/v1/"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})

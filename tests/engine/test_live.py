@@ -4,6 +4,7 @@ arrives, and equals ``Engine.stream`` of the same text when all of it is there a
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import time
 
@@ -249,3 +250,41 @@ def test_on_a_gpu_the_captured_graphs_follow_live_text(tiny_model_dir):
     producer.join()
     assert not received[0][0]
     np.testing.assert_allclose(_audio([c for _, c in received]), expected, atol=1e-3)
+
+
+_WORDS = st.sampled_from(["Hello", "there", "Dr.", "Smith", "e.g.", "it's", "3.5", "42", "naïve", "café", "，", "。",
+                          "你好", "why?", "OK!", "\u2026", "'quote'", "(aside)", "x" * 30, "end.", "\n", "\n\n", " "])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_WORDS, min_size=1, max_size=30), st.lists(st.integers(0, 400), max_size=12), st.data())
+def test_the_words_taken_early_are_the_start_of_their_segment_however_the_text_is_split(text_tokenizer, words,
+                                                                                          cuts, data):
+    from engine.live import LivePlanner
+
+    text = " ".join(words)
+    bounds = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    live = LiveText()
+    body = lambda s: text_tokenizer.speech_ids(s)[3:-5]  # noqa: E731
+    planner = LivePlanner(live, body, max_chars=data.draw(st.integers(20, 120)))
+    taken, open_ids = [], []  # the final segments in order; for each, every early view of its ids
+    early: list[list[int]] = []
+    for a, b in itertools.pairwise(bounds):
+        live.append(text[a:b])
+        planner.pull(wait=False)
+        while planner.finals:
+            taken.append(planner.take_final())
+            open_ids.append(early)
+            early = []
+        early.append(planner.open_ids()[2])
+    live.close()
+    planner.pull(wait=False)
+    while planner.finals:
+        taken.append(planner.take_final())
+        open_ids.append(early)
+        early = []
+    assert taken == split_segments(text, planner.max_chars)
+    for segment, views in zip(taken, open_ids, strict=True):
+        final = body(segment.text)
+        for ids in views:
+            assert final[: len(ids)] == ids, (segment.text, ids)
