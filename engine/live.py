@@ -30,6 +30,7 @@ from engine.text import DEFAULT_MAX_CHARS, Segment, Segmenter, check_text, settl
 
 log = logging.getLogger("orator.engine")
 POLL_S = 0.05  # how often a loop waiting for text looks at its cancel event
+_LOOK_BACK = 1024  # characters kept before the next segment: more than a sentence end's decision looks back at
 
 
 class LiveText:
@@ -131,7 +132,8 @@ class LivePlanner:
                  max_chars: int = DEFAULT_MAX_CHARS):
         self.source, self.body_ids, self.max_chars = source, body_ids, max_chars
         self.segmenter = Segmenter(max_chars=max_chars)
-        self.text = ""  # everything received (the server bounds a session's text)
+        self.text = ""  # the text received from offset ``origin`` on: what a segment not taken yet may look at
+        self.origin = 0
         self.pieces = 0
         self.closed = False
         self.finals: deque[Segment] = deque()
@@ -153,9 +155,10 @@ class LivePlanner:
             return False
         pieces, closed = self.source.read(self.pieces, POLL_S if wait else 0)
         self.pieces += len(pieces)
-        for piece in pieces:
-            self.text += piece
-            self.finals.extend(self.segmenter.feed(piece))
+        if pieces:
+            joined = "".join(pieces)
+            self.text += joined
+            self.finals.extend(self.segmenter.feed(joined))
         if closed:
             self.closed = True
             if not self.source.aborted:  # an aborted text's last words are not spoken
@@ -167,17 +170,20 @@ class LivePlanner:
     def take_final(self) -> Segment:
         seg = self.finals.popleft()
         self.next_start, self._open = seg.end, None
+        keep = seg.end - _LOOK_BACK
+        if keep - self.origin > 4 * _LOOK_BACK:  # drop what no later segment looks at, in large steps
+            self.text, self.origin = self.text[keep - self.origin:], keep
         return seg
 
     def open_ids(self) -> tuple[int, int, list[int]]:
         """(start, end, ids) of the certain words of the segment after the last one taken: its text so far is
         ``text[start:end]``; no ids while none is certain."""
         if self._open is None:
-            start = self.next_start
-            while start < len(self.text) and self.text[start].isspace():
-                start += 1
-            end = settled_end(self.text, start, self.max_chars) if start < len(self.text) else start
-            self._open = (start, end, self.body_ids(self.text[start:end]) if end > start else [])
+            text, at = self.text, self.next_start - self.origin
+            while at < len(text) and text[at].isspace():
+                at += 1
+            end = settled_end(text, at, self.max_chars) if at < len(text) else at
+            self._open = (self.origin + at, self.origin + end, self.body_ids(text[at:end]) if end > at else [])
         return self._open
 
 

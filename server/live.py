@@ -123,7 +123,7 @@ class _Session:
             raise _bad("binary messages are not part of this protocol: send JSON text messages", "invalid_message")
         try:
             payload = json.loads(message["text"])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
             raise _bad("a message is not JSON", "invalid_json") from None
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
             raise _bad('a message must be a JSON object with a "type"', "invalid_message", "type")

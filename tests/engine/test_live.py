@@ -129,7 +129,11 @@ def test_text_arriving_word_by_word_is_heard_before_it_is_complete(engine):
     chunks = [c for _, c in received]
     assert chunks[-1].final and sorted({c.segment for c in chunks}) == [0, 1, 2]
     expected = list(engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES, non_streaming=False))
-    assert [c.span for c in expected if c.n_frames][-1] == chunks[-1].span
+    for segment in range(3):  # the same frames; a chunk's span: its segment's text known when it was made
+        got = [c for c in chunks if c.segment == segment]
+        want = [c for c in expected if c.segment == segment]
+        assert sum(c.n_frames for c in got) == sum(c.n_frames for c in want)
+        assert all(c.span[0] == want[0].span[0] and c.span[1] <= want[0].span[1] for c in got)
     # the same codes: the audio differs only by the decoder's rounding over other chunk sizes
     np.testing.assert_allclose(_audio(chunks), _audio(expected), atol=1e-4)
 
@@ -288,3 +292,26 @@ def test_the_words_taken_early_are_the_start_of_their_segment_however_the_text_i
         final = body(segment.text)
         for ids in views:
             assert final[: len(ids)] == ids, (segment.text, ids)
+
+
+def test_a_long_live_text_keeps_only_a_window_of_itself(text_tokenizer):
+    from engine.live import LivePlanner
+
+    text = " ".join(f"Sentence number {i} says something, Dr. Who said. Then {i}.5 more" for i in range(400)) + "."
+    live = LiveText()
+    body = lambda s: text_tokenizer.speech_ids(s)[3:-5]  # noqa: E731
+    planner = LivePlanner(live, body)
+    taken, longest = [], 0
+    for at in range(0, len(text), 7):
+        live.append(text[at : at + 7])
+        planner.pull(wait=False)
+        while planner.finals:
+            taken.append(planner.take_final())
+        start, end, ids = planner.open_ids()
+        assert text[start:end] == text[start:end].strip() and (not ids or ids == body(text[start:end]))
+        longest = max(longest, len(planner.text))
+    live.close()
+    planner.pull(wait=False)
+    taken += list(planner.finals)
+    assert taken == split_segments(text)
+    assert longest < 8000 < len(text)

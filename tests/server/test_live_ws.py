@@ -137,6 +137,7 @@ DELTA = {"type": "input.text.delta", "delta": "Hi"}
 
 @pytest.mark.parametrize(("messages", "code"), [
     (["not json"], "invalid_json"),
+    (["[" * 100_000 + "]" * 100_000], "invalid_json"),
     ([b"\x00binary"], "invalid_message"),
     (["[1, 2]"], "invalid_message"),
     ([{"delta": "no type"}], "invalid_message"),
