@@ -249,3 +249,24 @@ def test_a_keyless_session_from_another_origin_is_refused(single):
         _send(ws, {"type": "input.done"})
         _, events, _ = _drain(ws)
     assert _error_code(events) == "config_required"
+
+
+def test_sessions_beyond_the_slot_wait_in_line_and_beyond_the_line_are_refused(start_server, tiny_engine):
+    server = start_server(tiny_engine("custom_voice"), settings=ServerSettings(max_queue=1))
+    with connect(_url(server)) as first, connect(_url(server)) as second:
+        _send(first, CONFIG)
+        _send(first, {"type": "input.text.delta", "delta": "Holding the only slot"})
+        while not isinstance(first.recv(timeout=60), bytes):
+            pass
+        _send(second, CONFIG)
+        assert json.loads(second.recv(timeout=30)) == {"type": "speech.queue", "position": 1}
+        with connect(_url(server)) as third:
+            _send(third, CONFIG)
+            _, events, close = _drain(third)
+        assert _error_code(events) == "queue_full" and close == 1013
+        _send(first, {"type": "input.done"})
+        assert _drain(first)[2] == 1000
+        _send(second, {"type": "input.text.delta", "delta": TEXT})
+        _send(second, {"type": "input.done"})
+        audio, events, close = _drain(second)  # its text was taken while it waited; now it is spoken
+    assert close == 1000 and len(audio) == 2 * 2 * FRAMES * SAMPLES_PER_FRAME
