@@ -39,7 +39,6 @@ from server.speech import Output, SpeechSettings, speech_job, stream_error
 log = logging.getLogger("orator.server")
 router = APIRouter()
 SUBPROTOCOL = "orator.v1"  # offered beside ``bearer.<KEY>`` by a browser, which cannot send the key as a header
-MAX_MESSAGE_BYTES = 1 << 20  # a larger WebSocket message closes the connection (1009) before it is read whole
 _CLOSE_CODES = {408: 1008, 429: 1013, 503: 1013}
 
 

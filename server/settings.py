@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from server.errors import APIError
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+MAX_WS_MESSAGE_BYTES = 1 << 20  # a larger WebSocket message closes its connection (1009) before it is read whole
 # OpenAI's speech model names, accepted as ``model`` so that OpenAI clients work unchanged
 OPENAI_MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 

@@ -14,8 +14,7 @@ import pytest
 from openai import OpenAI
 
 from main import main
-from server.live import MAX_MESSAGE_BYTES
-from server.settings import ServerSettings
+from server.settings import MAX_WS_MESSAGE_BYTES, ServerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +61,7 @@ def test_serve_hands_every_connection_limit_to_uvicorn(monkeypatch, tmp_path):
     assert config.limit_concurrency == 91  # uvicorn refuses at its limit: 90 are served, the 91st answers 503
     assert issubclass(config.http, ConnectionLimits)
     assert (config.http.header_timeout_s, config.http.max_connections) == (3.5, 100)
-    assert config.ws_max_size == MAX_MESSAGE_BYTES and not config.ws_per_message_deflate
+    assert config.ws_max_size == MAX_WS_MESSAGE_BYTES and not config.ws_per_message_deflate
 
 
 def test_serve_hands_the_live_text_limits_to_the_app(monkeypatch, tmp_path):
