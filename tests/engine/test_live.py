@@ -315,3 +315,26 @@ def test_a_long_live_text_keeps_only_a_window_of_itself(text_tokenizer):
     taken += list(planner.finals)
     assert taken == split_segments(text)
     assert longest < 8000 < len(text)
+
+
+def test_live_text_takes_appends_from_many_threads_while_it_is_read():
+    live, writers = LiveText(), 4
+    got: list[str] = []
+
+    def write(w: int) -> None:
+        for i in range(300):
+            live.append(f"<{w}:{i}>")
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    for thread in threads:
+        thread.start()
+    while len(got) < writers * 300:
+        pieces, _ = live.read(len(got), 0.01)
+        got += pieces
+    for thread in threads:
+        thread.join()
+    live.close()
+    assert live.read(len(got), 0) == ([], True)
+    for w in range(writers):  # every piece once, each writer's in its order
+        assert [p for p in got if p.startswith(f"<{w}:")] == [f"<{w}:{i}>" for i in range(300)]
+    assert live.chars == sum(map(len, got))
