@@ -270,3 +270,17 @@ def test_sessions_beyond_the_slot_wait_in_line_and_beyond_the_line_are_refused(s
         _send(second, {"type": "input.done"})
         audio, events, close = _drain(second)  # its text was taken while it waited; now it is spoken
     assert close == 1000 and len(audio) == 2 * 2 * FRAMES * SAMPLES_PER_FRAME
+
+
+def test_a_handshake_for_another_host_is_refused(single):
+    import base64
+    import os
+    import socket
+
+    port = int(single.url.rsplit(":", 1)[1])
+    key = base64.b64encode(os.urandom(16)).decode()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall((f"GET /v1/audio/speech/stream HTTP/1.1\r\nHost: rebind.example:{port}\r\nUpgrade: websocket\r\n"
+                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        answer = s.recv(65536).decode("latin-1")
+    assert answer.startswith("HTTP/1.1 421") and "invalid_host" in answer
