@@ -94,7 +94,8 @@ async def run(url: str, sessions: int, runs: int, text: str, tokens_per_s: float
 
 
 def start_server(model: str, device: str, batch: int):
-    """The server on a free loopback port, in a thread of this process; its WebSocket URL once it serves."""
+    """The server on a free loopback port, in a thread of this process, once it serves: its WebSocket URL and the
+    function that stops it."""
     import socket
 
     import httpx
@@ -114,7 +115,13 @@ def start_server(model: str, device: str, batch: int):
     library = Path(__import__("tempfile").mkdtemp(prefix="orator-live-bench-"))
     app = create_app(lambda: engine, library, settings, make_backend=backend_factory(batch))
     server = uvicorn.Server(uvicorn_config(app, settings, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=30)
+
     while True:
         try:
             health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()
@@ -125,7 +132,7 @@ def start_server(model: str, device: str, batch: int):
         except httpx.TransportError:
             pass
         time.sleep(0.2)
-    return f"ws://127.0.0.1:{port}/v1/audio/speech/stream"
+    return f"ws://127.0.0.1:{port}/v1/audio/speech/stream", stop
 
 
 def main(argv=None) -> int:
@@ -146,11 +153,20 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="append one JSON line per row to this file")
     args = p.parse_args(argv)
     if args.model:
-        url = start_server(args.model, args.device, args.batch)
+        url, stop = start_server(args.model, args.device, args.batch)
         machine = {"device": args.device, "batch": args.batch, "model": str(args.model)}
     else:
-        url = args.url.rstrip("/") + "/v1/audio/speech/stream"
+        url, stop = args.url.rstrip("/") + "/v1/audio/speech/stream", lambda: None
         machine = {"url": args.url}
+    try:
+        measure(args, url, machine)
+    finally:
+        stop()
+    return 0
+
+
+def measure(args: argparse.Namespace, url: str, machine: dict) -> None:
+    """The warm-up session, then a row per ``--sessions`` count: printed, and appended to ``--out``."""
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
     config = {"voice": args.voice, "response_format": "pcm", "min_frames": args.frames, "max_frames": args.frames}
     asyncio.run(run(url, 1, 1, args.text, 1000.0, config, headers))  # warm-up: every first allocation
@@ -163,7 +179,6 @@ def main(argv=None) -> int:
         if args.out:
             with open(args.out, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

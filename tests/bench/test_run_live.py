@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 from hypothesis import given
@@ -30,3 +32,8 @@ def test_the_benchmark_runs_and_hears_speech_before_the_text_ends(tiny_model_dir
     assert row["text_s_p50"] == pytest.approx((row["pieces"] - 1) / 100, rel=0.3)
     assert 0 < row["first_audio_ms_p50"] < 1000 * row["text_s_p50"]  # heard while the text still arrives
     assert "| 1 |" in capsys.readouterr().out
+    # its server is stopped: no engine thread of its scheduler is left behind in this process
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("orator-engine") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [t for t in threading.enumerate() if t.name.startswith("orator-engine")]
