@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +47,7 @@ from engine.voices.voice import Voice
 
 if TYPE_CHECKING:
     from engine.frames.batched.streams import BatchedStreams
+    from engine.live import LiveText
 
 ENCODINGS_KEPT = 16  # clone encodings remembered per engine
 DECODER_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)  # from_pretrained's decoder_dtype
@@ -243,6 +244,19 @@ class Engine:
             yield last
         if last is not None and not last.final and not (cancel is not None and cancel.is_set()):
             yield closing_chunk(last)
+
+    def stream_live(self, text: LiveText | Iterable[str], voice: Voice, chunk_frames: int = 4,
+                    first_chunk_frames: int = 1, sampling: Sampling | None = None,
+                    cancel: threading.Event | None = None, max_frames: int | None = None,
+                    non_streaming: bool = False) -> Iterator[Chunk]:
+        """``stream`` of text still arriving: an ``engine.live.LiveText`` its producer appends to (and closes), or an
+        iterator of text deltas. Speech starts once the first word is certain and follows the text as it comes,
+        waiting where it runs dry (``engine.live_stream``); with all the text there at once it is ``stream`` of
+        that text with ``non_streaming=False``, code for code."""
+        from engine.live_stream import stream_live
+
+        return stream_live(self, text, voice, chunk_frames, first_chunk_frames, sampling, cancel, max_frames,
+                           non_streaming)
 
     def batched(self, slots: int, warmup: bool | None = None,
                 warmup_progress: Callable[[int, int, str], None] | None = None) -> BatchedStreams:

@@ -148,7 +148,24 @@ def build_prompts(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, requests
     every prompt position, a text-track row plus a codec-track row (``_Layout``), is gathered from one table of
     rows (those texts, the constant embeddings, speakers, reference frames, a zero row) by two indexed reads
     and a sum; each prompt is a view of the result."""
-    plans = _plans(cfg, tok, requests, non_streaming)
+    return _embedded(talker, cfg, _plans(cfg, tok, requests, non_streaming))
+
+
+def build_prompt_ids(talker: Talker, cfg: ModelConfig, tok: TextTokenizer, voice: Voice, text_ids: list[int],
+                     non_streaming: bool | None = None) -> Prompt:
+    """``build_prompt`` of a text given as its ids (the text part of ``tok.speech_ids``, without the wrapper):
+    live text speaks the ids of a segment's words before the segment is complete (``engine.live``)."""
+    check_voice(cfg, voice)
+    empty = tok.speech_ids("")
+    plan = _fitting_plan(cfg, tok, voice, empty[:3] + list(text_ids) + empty[3:], non_streaming)
+    prompt = _embedded(talker, cfg, [plan])[0]
+    if isinstance(prompt, Exception):
+        raise prompt
+    return prompt
+
+
+def _embedded(talker: Talker, cfg: ModelConfig, plans: list[_PromptPlan | Exception]) -> list[Prompt | Exception]:
+    """The prompt of each plan (see ``build_prompts``), or the error already in its place."""
     pieces = [ids for plan in plans if isinstance(plan, _PromptPlan) for ids in plan.texts]
     if not pieces:
         return plans

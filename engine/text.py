@@ -305,3 +305,26 @@ def _cut_point(text: str, start: int, limit: int) -> int:
     for m in _CLAUSE_MARK.finditer(text, start + 1, limit):
         best = m.end() if not text[m.start()].isspace() else m.start()
     return best if best and best > start else limit
+
+
+def settled_end(text: str, start: int, max_chars: int = DEFAULT_MAX_CHARS) -> int:
+    """How far the segment that begins at ``start`` (the first non-space character after the previous segment) is
+    certain to reach however ``text``, received so far, goes on: an offset at a word boundary, at most its first
+    sentence end that is undecided (too little text after it, ``_LOOK_AHEAD``) or decided to end a sentence, and
+    within ``max_chars`` of ``start`` (a longer sentence is cut at its last clause mark or space, never earlier).
+    Live text speaks a segment's words up to here before the segment is final (``engine.live``)."""
+    bound = start + max_chars - 1  # a cut is found before the limit, never at it (``_cut_point``)
+    for m in _SENTENCE_END.finditer(text, start):
+        if m.start() >= bound or m.end() + _LOOK_AHEAD > len(text) or not _continues(text, m):
+            bound = min(bound, m.end())
+            break
+    # a word boundary the tokenizer keeps: the start of a run of spaces after a word; a newline after punctuation
+    # would join that punctuation's token
+    best = start
+    for m in re.finditer(r"\s+", text[start:min(bound + 1, len(text))]):
+        at = start + m.start()
+        if at > bound:
+            break
+        if text[at] not in "\r\n" or text[at - 1].isalnum():
+            best = at
+    return best

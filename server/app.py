@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 
 from engine import Engine
 from engine.runtime import settle_heap
-from server import speech, voices
+from server import live, speech, voices
 from server.auth import RequestGuard
 from server.errors import APIError, UnexpectedErrors, install_error_handlers
 from server.formats import supported_formats
@@ -58,6 +58,7 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
     app.state.engine_or_503 = lambda: _engine_or_503(app)
     install_error_handlers(app)
     app.include_router(speech.router)
+    app.include_router(live.router)
     app.include_router(voices.router)
 
     @app.get("/health")

@@ -10,6 +10,7 @@ answers 403: browsers send form, multipart and text/plain bodies to any site wit
 key cannot be sent cross-site without one. Clients outside a browser send no ``Origin`` and pass.
 The optional API key: when configured, every ``/v1`` request needs ``Authorization: Bearer <key>``;
 the web page and ``/health`` stay open so a browser can load the page, which then asks for the key.
+WebSocket handshakes (``server.live``) get the same Host, key and Origin checks (see ``RequestGuard._websocket``).
 The body limit: a request whose declared ``Content-Length`` exceeds the upload limit answers 413
 before its body is read; a body without one (chunked) is counted as it is read, and reading past the limit
 raises ``BodyTooLarge``, which answers the same 413, so no more than the limit is ever read or spooled.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 from urllib.parse import urlsplit
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -27,6 +29,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from server.errors import error_body
 from server.settings import ServerSettings, is_loopback
 
+
+class _RefusedHandshakes(logging.Filter):
+    """uvicorn logs an error for every WebSocket handshake answered with an HTTP response (its
+    ``websocket.http.response`` extension, how ``RequestGuard`` refuses one), as if the application had failed;
+    refusals are not errors, and a flood of them must not flood the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing handshake."
+
+
+logging.getLogger("uvicorn.error").addFilter(_RefusedHandshakes())
 PROTECTED_PREFIX = "/v1/"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -91,6 +104,8 @@ class RequestGuard:
         self.hosts = HostPolicy(settings)
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket":
+            return await self._websocket(scope, receive, send)
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
@@ -113,9 +128,34 @@ class RequestGuard:
                                            f"{self.max_body_bytes}", "request_too_large", {})
         return await self.app(scope, _counted(receive, self.max_body_bytes), send)
 
+    async def _websocket(self, scope, receive, send):
+        """The same checks for a WebSocket handshake, refused as the same HTTP errors: the Host; the key, from the
+        ``Authorization`` header or, as a browser cannot set headers here, a ``bearer.<KEY>`` subprotocol; and the
+        Origin, which browsers send on every handshake and no CORS preflight guards, so a keyless one from another
+        origin is refused whatever its method."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if not self.hosts.allows(headers.get("host")):
+            return await _reply(send, 421, f"this server does not answer to the host {headers['host']!r}",
+                                "invalid_host", {}, "websocket.")
+        keyed = bool(self.api_key) and (self._has_key(headers) or any(
+            self._is_key(p.removeprefix("bearer.")) for p in scope.get("subprotocols", []) if p.startswith("bearer.")))
+        if self.api_key and scope["path"].startswith(PROTECTED_PREFIX) and not keyed:
+            return await _reply(send, 401, "a valid API key is required (Authorization: Bearer <key>, or the "
+                                           "subprotocol bearer.<key>)", "invalid_api_key",
+                                {"www-authenticate": "Bearer"}, "websocket.")
+        reason = None if keyed else cross_site("POST", headers)
+        if reason:
+            return await _reply(send, 403, f"cross-site WebSocket refused: {reason}; open it from this server's own "
+                                           "page, without an Origin, or with the API key", "cross_site_request", {},
+                                "websocket.")
+        return await self.app(scope, receive, send)
+
     def _has_key(self, headers: dict[str, str]) -> bool:
         scheme, _, token = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.api_key.encode())
+        return scheme.lower() == "bearer" and self._is_key(token.strip())
+
+    def _is_key(self, token: str) -> bool:
+        return hmac.compare_digest(token.encode(), self.api_key.encode())
 
 
 def _is_ip(name: str) -> bool:
@@ -151,9 +191,11 @@ def _counted(receive, limit: int):
     return counted
 
 
-async def _reply(send, status: int, message: str, code: str, extra_headers: dict[str, str]) -> None:
+async def _reply(send, status: int, message: str, code: str, extra_headers: dict[str, str], prefix: str = "") -> None:
+    """The JSON error answer; ``prefix`` "websocket." refuses a WebSocket handshake with it (the ASGI
+    ``websocket.http.response`` extension)."""
     body = json.dumps(error_body(status, message, code=code)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(k.encode(), v.encode()) for k, v in extra_headers.items()]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": f"{prefix}http.response.start", "status": status, "headers": headers})
+    await send({"type": f"{prefix}http.response.body", "body": body})

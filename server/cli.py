@@ -50,6 +50,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                              "stopped (default %(default)g)")
     parser.add_argument("--send-timeout", type=float, default=limits.send_timeout_s, metavar="SECONDS",
                         help="disconnect a client that takes no data for this long (default %(default)g)")
+    parser.add_argument("--live-text-timeout", type=float, default=limits.live_text_timeout_s, metavar="SECONDS",
+                        help="end a live-text session (/v1/audio/speech/stream) that sends no message for this long "
+                             "while its text is open (default %(default)g)")
+    parser.add_argument("--max-live-chars", type=int, default=limits.max_live_chars,
+                        help="the text one live-text session may send in all (default %(default)d)")
     parser.add_argument("--header-timeout", type=float, default=limits.header_timeout_s, metavar="SECONDS",
                         help="close a connection that has not sent a whole request head this long after connecting "
                              f"or after its last response (default {limits.header_timeout_s:g})")
@@ -83,8 +88,9 @@ def run_serve_command(args: argparse.Namespace) -> int:
                                   header_timeout_s=args.header_timeout, keep_alive_s=args.keep_alive,
                                   max_connections=args.max_connections, limit_concurrency=args.limit_concurrency,
                                   max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s,
-                                  send_timeout_s=args.send_timeout,
-                                  max_voices=args.max_voices, pronunciation=pronunciation)
+                                  send_timeout_s=args.send_timeout, live_text_timeout_s=args.live_text_timeout,
+                                  max_live_chars=args.max_live_chars, max_voices=args.max_voices,
+                                  pronunciation=pronunciation)
     except ValueError as e:
         print(f"serve: {e}", file=sys.stderr)
         return 2

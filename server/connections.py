@@ -7,7 +7,8 @@ uvicorn's HTTP protocol (httptools or h11) with ``ConnectionLimits`` mixed in: a
 ``header_timeout_s`` from connecting, and from each response, to complete its next request head, else it is
 closed; while a request is in progress (a long speech stream included) no deadline runs. A connection beyond
 ``max_connections`` is closed as soon as it is accepted. ``uvicorn_config(app, settings)`` builds the
-``uvicorn.Config`` with that protocol and uvicorn's own ``limit_concurrency`` and ``timeout_keep_alive``.
+``uvicorn.Config`` with that protocol and uvicorn's own ``limit_concurrency`` and ``timeout_keep_alive``, and
+WebSocket messages of at most ``server.settings.MAX_WS_MESSAGE_BYTES``, uncompressed (no deflate bomb).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 
 import uvicorn
 
-from server.settings import ServerSettings
+from server.settings import MAX_WS_MESSAGE_BYTES, ServerSettings
 
 log = logging.getLogger("orator.server")
 OPEN_FILES_RESERVE = 256  # descriptors kept for everything but client sockets (model files, libraries, pipes)
@@ -97,7 +98,7 @@ def uvicorn_config(app, settings: ServerSettings, http: str = "auto", **kwargs) 
     # ``limit_concurrency`` connections be served, as the setting says
     return uvicorn.Config(app, host=settings.host, port=settings.port, http=protocol_class(settings, http),
                           limit_concurrency=settings.limit_concurrency + 1, timeout_keep_alive=settings.keep_alive_s,
-                          **kwargs)
+                          ws_max_size=MAX_WS_MESSAGE_BYTES, ws_per_message_deflate=False, **kwargs)
 
 
 def fit_open_file_limit(max_connections: int) -> int:

@@ -6,7 +6,9 @@ that stops within one chunk once ``cancel`` is set, run on a worker thread per j
 cancel)``, the same as an async iterator, run as a task on the event loop. ``EngineBackend`` wraps
 ``Engine.stream`` (capacity 1, one engine thread). ``BatchedBackend`` serves ``capacity`` streams at
 once from the engine's batched frame loop, on the event loop: a burst of requests then wakes no thread
-per request (see ``BatchedStreams.stream_async``).
+per request (see ``BatchedStreams.stream_async``). A job whose text is an ``engine.LiveText`` (a WebSocket session)
+is spoken as its text arrives: ``Engine.stream_live``, or whole segments through the batched loop
+(``engine.live_stream``).
 
 ``Scheduler.submit`` (on the event loop) admits a job or raises ``QueueFull``; the returned
 ``Ticket`` yields, as an async iterator, ``Queued(position)`` updates while it waits and then the
@@ -27,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine import Chunk, Engine, Sampling, Voice
+from engine import Chunk, Engine, LiveText, Sampling, Voice
+from engine.live_stream import stream_live_batched
 from engine.pronunciation import Lexicon
 
 log = logging.getLogger("orator.server")
@@ -37,7 +40,7 @@ log = logging.getLogger("orator.server")
 class SpeechJob:
     """One utterance to generate: what ``Engine.stream`` needs."""
 
-    text: str
+    text: str | LiveText  # live text: a WebSocket session's (``server.live``), spoken as it arrives
     voice: Voice
     sampling: Sampling
     chunk_frames: int = 4
@@ -69,9 +72,11 @@ class EngineBackend:
             progress(1, 1, "done")
 
     def run(self, job: SpeechJob, cancel: threading.Event) -> Iterator[Chunk]:
-        return self.engine.stream(job.text, job.voice, chunk_frames=job.chunk_frames,
-                                  first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
-                                  cancel=cancel, max_frames=job.max_frames, pronunciation=job.pronunciation)
+        sizes = dict(chunk_frames=job.chunk_frames, first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
+                     cancel=cancel, max_frames=job.max_frames)
+        if isinstance(job.text, LiveText):  # no rules: server.speech refuses them for live text
+            return self.engine.stream_live(job.text, job.voice, **sizes)
+        return self.engine.stream(job.text, job.voice, pronunciation=job.pronunciation, **sizes)
 
 
 class BatchedBackend:
@@ -84,8 +89,12 @@ class BatchedBackend:
         self.streams = (streams if streams is not None
                         else engine.batched(slots, warmup=True, warmup_progress=progress))
         self.capacity = self.streams.slots
+        self.defaults = engine.defaults
 
     def run_async(self, job: SpeechJob, cancel: threading.Event) -> AsyncIterator[Chunk]:
+        if isinstance(job.text, LiveText):  # whole segments, each a request of the loop (engine.live_stream)
+            return stream_live_batched(self.streams, job.text, job.voice, job.sampling or self.defaults,
+                                       job.chunk_frames, job.first_chunk_frames, cancel, job.max_frames)
         return self.streams.stream_async(job.text, job.voice, chunk_frames=job.chunk_frames,
                                          first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
                                          cancel=cancel, max_frames=job.max_frames,

@@ -9,6 +9,7 @@ from engine.pronunciation import Lexicon
 from server.errors import APIError
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+MAX_WS_MESSAGE_BYTES = 1 << 20  # a larger WebSocket message closes its connection (1009) before it is read whole
 # OpenAI's speech model names, accepted as ``model`` so that OpenAI clients work unchanged
 OPENAI_MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 
@@ -35,14 +36,16 @@ class ServerSettings:
     max_connections: int = 512  # open connections; a connection beyond them is closed at once
     limit_concurrency: int = 256  # open connections or requests in progress beyond which a request answers 503
     pronunciation: Lexicon | None = None  # the rules a request asking for ``"pronunciation": true`` is spoken with
+    max_live_chars: int = 100_000  # the text one live-text session (WebSocket) may send in all
+    live_text_timeout_s: float = 30.0  # a live session that sends no message for this long, its text open, is closed
 
     def __post_init__(self):
         for name in ("max_input_chars", "max_instructions_chars", "max_upload_bytes", "max_queue",
                      "default_chunk_frames", "max_audio_s", "max_unread_audio_s", "max_connections",
-                     "limit_concurrency"):
+                     "limit_concurrency", "max_live_chars"):
             if not getattr(self, name) >= 1:
                 raise ValueError(f"{name} must be at least 1")
-        for name in ("header_timeout_s", "keep_alive_s", "send_timeout_s"):
+        for name in ("header_timeout_s", "keep_alive_s", "send_timeout_s", "live_text_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be more than 0 seconds")
         if self.limit_concurrency > self.max_connections:

@@ -33,10 +33,11 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from engine import OratorError, SamplingError
+from engine import LiveText, OratorError, SamplingError
 from engine.audio.chunks import SAMPLE_RATE, Chunk
 from engine.audio.tempo import MAX_SPEED, MIN_SPEED, ChunkTempo
 from engine.plan import MAX_FRAMES_CAP
+from engine.prompts import check_voice
 from engine.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED, OPEN_BELOW
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
@@ -60,12 +61,14 @@ def _range(name: str, **extra):
     return Field(None, gt=low, le=high, **extra) if name in OPEN_BELOW else Field(None, ge=low, le=high, **extra)
 
 
-class SpeechRequest(BaseModel):
+class SpeechSettings(BaseModel):
+    """Every field of a speech request but its text: a ``SpeechRequest`` less ``input``, and what a live-text session
+    is configured with (``server.live``)."""
+
     # strict numbers: no inf or nan, and no strings or booleans standing in for them
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
     model: str = Field("orator", max_length=256)
-    input: str
     voice: str | VoiceId
     instructions: str | None = None
     response_format: str = Field("mp3", max_length=16)
@@ -84,7 +87,7 @@ class SpeechRequest(BaseModel):
     min_frames: int | None = _range("min_frames", strict=True)
     pronunciation: bool = Field(False, strict=True)
 
-    @field_validator("model", "input", "instructions", "response_format", "language")
+    @field_validator("model", "instructions", "response_format", "language")
     @classmethod
     def _unicode(cls, value: str | None) -> str | None:
         """No lone surrogates (JSON can escape them; they have no UTF-8 form and reach no tokenizer or file)."""
@@ -96,6 +99,16 @@ class SpeechRequest(BaseModel):
     @classmethod
     def _unicode_voice(cls, value: str | VoiceId) -> str | VoiceId:
         (value if isinstance(value, str) else value.id).encode("utf-8")
+        return value
+
+
+class SpeechRequest(SpeechSettings):
+    input: str
+
+    @field_validator("input")
+    @classmethod
+    def _unicode_input(cls, value: str) -> str:
+        value.encode("utf-8")
         return value
 
 
@@ -140,18 +153,31 @@ def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
     if len(text) > settings.max_input_chars:
         raise APIError(400, f"input has {len(text)} characters; the limit is {settings.max_input_chars}",
                        param="input", code="input_too_long")
+    return speech_job(body, text, engine, store, settings)
+
+
+def speech_job(body: SpeechSettings, text: str | LiveText, engine, store, settings) -> SpeechJob:
+    """The job of a request's (or a live session's) settings speaking ``text``, checked as far as can be before it
+    waits for a slot."""
     if body.instructions and len(body.instructions) > settings.max_instructions_chars:
         raise APIError(400, f"instructions have {len(body.instructions)} characters; the limit is "
                             f"{settings.max_instructions_chars}", param="instructions", code="input_too_long")
     pronunciation = None
+    if body.pronunciation and isinstance(text, LiveText):
+        raise APIError(400, "pronunciation rules do not apply to live text (/v1/audio/speech/stream) yet",
+                       param="pronunciation", code="unsupported_value")
     if body.pronunciation:
         pronunciation = settings.pronunciation
         if pronunciation is None:
             raise APIError(400, "this server speaks without pronunciation rules (it was started with "
                                 "--no-pronunciation)", param="pronunciation", code="invalid_value")
     voice = resolve_voice(engine, store, body.voice, body.instructions, body.language)
-    # refused now, while the client can still be answered with an error status; what is checked is what is said
-    engine.check(text, voice, pronunciation=pronunciation)
+    if isinstance(text, LiveText):
+        if voice.kind != "clone" or voice.is_encoded:
+            check_voice(engine.config, voice)
+    else:
+        # refused now, while the client can still be answered with an error status; what is checked is what is said
+        engine.check(text, voice, pronunciation=pronunciation)
     overrides = {name: getattr(body, name) for name in _SAMPLING_FIELDS if getattr(body, name) is not None}
     if body.greedy is not None:
         overrides["greedy"] = body.greedy
@@ -165,10 +191,10 @@ def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
                      pronunciation=pronunciation)
 
 
-class _Output:
+class Output:
     """Chunks -> bytes of the response format, the whole response stretched as one signal when speed != 1."""
 
-    def __init__(self, body: SpeechRequest):
+    def __init__(self, body: SpeechSettings):
         self.encoder = StreamEncoder(body.response_format, SAMPLE_RATE)
         self.tempo = ChunkTempo(body.speed, per_segment=False)
 
@@ -189,7 +215,7 @@ async def _audio(ticket: Ticket, body: SpeechRequest):
     one at once for a request waiting in line, so its client sees its place; a failure before any audio answers
     as an API error, one after it aborts the response (``StreamAborted``): the client sees a cut stream, never a
     complete-looking one."""
-    output = _Output(body)
+    output = Output(body)
     started = False
     try:
         if ticket.position:
@@ -204,7 +230,7 @@ async def _audio(ticket: Ticket, body: SpeechRequest):
         if ticket.state == "done":
             yield output.finish()
     except Exception as e:
-        error = _stream_error(e, ticket)
+        error = stream_error(e, ticket)
         if not started:
             raise error from e
         raise StreamAborted(f"speech {ticket.id} failed after its response started: {error.message}") from e
@@ -212,7 +238,7 @@ async def _audio(ticket: Ticket, body: SpeechRequest):
         ticket.cancel()
 
 
-def _stream_error(e: Exception, ticket: Ticket) -> APIError:
+def stream_error(e: Exception, ticket: Ticket) -> APIError:
     """What a client should see of a stream's failure: the engine's refusals and the limits as 4xx errors; anything
     else (a device failure) as a 500, logged."""
     if isinstance(e, OratorError):
@@ -227,7 +253,7 @@ def _stream_error(e: Exception, ticket: Ticket) -> APIError:
 
 
 async def _sse(ticket: Ticket, body: SpeechRequest, input_tokens: int):
-    output = _Output(body)
+    output = Output(body)
     try:
         async for event in ticket.events():
             if isinstance(event, Queued):
@@ -249,7 +275,7 @@ async def _sse(ticket: Ticket, body: SpeechRequest, input_tokens: int):
         yield _event({"type": "speech.audio.done", "id": ticket.id, "usage": usage,
                       "timing": _with_rates(ticket.status(), ticket)})
     except Exception as e:
-        err = _stream_error(e, ticket)
+        err = stream_error(e, ticket)
         yield _event({"type": "error", **error_body(err.status, err.message, err.param, err.code)})
     finally:
         ticket.cancel()

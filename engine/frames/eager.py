@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -19,6 +20,9 @@ from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings
 
+if TYPE_CHECKING:
+    from engine.live import LiveTrack
+
 # (codes int64 [n, 16], audio float32 [n * 1920] or None, True if known to end the segment); n is 0 only on a
 # segment's closing piece after a cut that fell on a chunk boundary
 CodedAudio = Iterator[tuple[np.ndarray, np.ndarray | None, bool]]
@@ -28,11 +32,13 @@ class FrameGenerator:
     """Generates frames for one prompt (batch 1) on the eager path."""
 
     def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0,
-                 predictor_step: Callable | None = None):
+                 predictor_step: Callable | None = None, live: LiveTrack | None = None):
         """``predictor_step``: a compiled ``engine.frames.codes.predictor_step`` (its predictor then attends
-        over its whole 16-slot cache every step, masked, so every step has one shape)."""
+        over its whole 16-slot cache every step, masked, so every step has one shape). ``live``: the trailing
+        text of a segment still arriving (``engine.live``), waited for row by row; ``max_frames`` is then the
+        most its budget can be."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
-        self.predictor_step = predictor_step
+        self.predictor_step, self.live = predictor_step, live
         c = talker.config
         dev = talker.codec_head.weight.device
         self.device, self.dtype = dev, talker.codec_head.weight.dtype
@@ -57,18 +63,26 @@ class FrameGenerator:
         L = self.prompt.length
         positions = torch.arange(L, device=self.device)[None]  # [1, L]
         hidden = t.model(self.prompt.embeds, positions, self.cache, kv_len=L)[:, -1]  # [1, H]
-        for step in range(self.max_frames):
+        step = 0
+        while step < self.budget():
             frame = torch.full((1,), step, device=self.device)
             code0 = sample_code0(t, hidden, frame, self.processor, self.talker_settings, self.seeds)  # [1]
             if code0.item() == self.eos:
                 return
             codes = self._codes(hidden, code0, frame)  # [1, 16]
             yield codes[0]
-            if step + 1 == self.max_frames:
+            if step + 1 >= self.budget():
                 return
+            if self.live is not None and not self.live.wait_for_row(step):
+                return  # cancelled while the text was awaited
             x = t.embed_frame(codes) + self.trailing(step)  # [1, H]
             pos = torch.full((1, 1), L + step, device=self.device)
             hidden = t.model(x[:, None], pos, self.cache, kv_len=L + step + 1)[:, -1]
+            step += 1
+
+    def budget(self) -> int:
+        """The most frames of this prompt: ``max_frames``, or a live segment's budget once it is final."""
+        return self.max_frames if self.live is None else min(self.max_frames, self.live.budget)
 
     def _codes(self, hidden, code0, frame) -> torch.Tensor:
         if self.predictor_step is None:
@@ -78,7 +92,7 @@ class FrameGenerator:
                              frame, whole_cache=True, step=self.predictor_step)
 
     def trailing(self, step: int) -> torch.Tensor:
-        tr = self.prompt.trailing
+        tr = self.prompt.trailing if self.live is None else self.live.rows
         return tr[:, step] if step < tr.shape[1] else self.prompt.pad_embed[:, 0]
 
 
@@ -112,22 +126,28 @@ class EagerStreamer:
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
                 chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True,
-                guard: FrameGuard | None = None) -> CodedAudio:
+                guard: FrameGuard | None = None, live: LiveTrack | None = None) -> CodedAudio:
         """(codes int64 [n, 16], audio float32 [n * 1920], ends) chunks for one prompt; ``chunk_size()``
         gives the size of each next chunk. With ``decode=False`` the audio is None (codes only). ``guard``
         (default: one of ``max_frames``) cuts a segment that loops or reaches its budget; ``ends`` is True on
         the chunk where it does; an utterance that stops on EOS is only known to have ended after its last
-        chunk."""
+        chunk. ``live``: the segment's text is still arriving (``engine.live``): a chunk is cut short when the
+        next frame must wait for text, so what is made is heard at once."""
         guard = guard or FrameGuard(max_frames)
-        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step)
+        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step, live)
         buf: list[torch.Tensor] = []
         size = chunk_size()
+        done = 0
         for frame in gen.frames():
             if cancel is not None and cancel.is_set():
                 return
+            if live is not None:
+                guard.shrink(gen.budget())
             if guard.keep(frame[:1].cpu().numpy()):  # the frame's code 0, read back as EOS was
                 buf.append(frame)
-            if len(buf) >= size or guard.cut:
+            done += 1
+            starved = live is not None and not live.has_row(done - 1)
+            if len(buf) >= size or guard.cut or (starved and buf):
                 yield (*self._decode(buf, decode), guard.cut)
                 buf, size = [], chunk_size()
             if guard.cut:

@@ -43,6 +43,11 @@ class FrameGuard:
         self._runs = np.zeros(period, np.int64)  # [p - 1]: frames in a row equal to the one p frames before
         self._lags = np.arange(1, period + 1)[:, None]  # [P, 1]
 
+    def shrink(self, budget: int) -> None:
+        """Lower the budget to ``budget`` (a live segment's, known once its text is final), never below the frames
+        already kept."""
+        self.budget = max(min(self.budget, budget), self.frames)
+
     @property
     def cut(self) -> bool:
         return self.warning is not None

@@ -14,7 +14,7 @@ import pytest
 from openai import OpenAI
 
 from main import main
-from server.settings import ServerSettings
+from server.settings import MAX_WS_MESSAGE_BYTES, ServerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,6 +61,18 @@ def test_serve_hands_every_connection_limit_to_uvicorn(monkeypatch, tmp_path):
     assert config.limit_concurrency == 91  # uvicorn refuses at its limit: 90 are served, the 91st answers 503
     assert issubclass(config.http, ConnectionLimits)
     assert (config.http.header_timeout_s, config.http.max_connections) == (3.5, 100)
+    assert config.ws_max_size == MAX_WS_MESSAGE_BYTES and not config.ws_per_message_deflate
+
+
+def test_serve_hands_the_live_text_limits_to_the_app(monkeypatch, tmp_path):
+    import uvicorn
+
+    apps = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: apps.append(self.config.app))
+    main(["serve", "--model", "unused", "--library", str(tmp_path), "--live-text-timeout", "4.5",
+          "--max-live-chars", "500"])
+    settings = apps[0].state.settings
+    assert (settings.live_text_timeout_s, settings.max_live_chars) == (4.5, 500)
 
 
 def test_serve_insecure_warns_that_anyone_on_the_network_can_use_it(monkeypatch, tmp_path, capsys):
@@ -75,7 +87,8 @@ def test_serve_insecure_warns_that_anyone_on_the_network_can_use_it(monkeypatch,
 
 
 @pytest.mark.parametrize("flags", [["--header-timeout", "0"], ["--keep-alive", "-1"], ["--max-connections", "0"],
-                                   ["--max-connections", "10", "--limit-concurrency", "20"]])
+                                   ["--max-connections", "10", "--limit-concurrency", "20"],
+                                   ["--live-text-timeout", "0"], ["--max-live-chars", "0"]])
 def test_serve_refuses_a_limit_out_of_range(flags, capsys):
     assert main(["serve", "--model", "unused", *flags]) == 2
     assert "serve:" in capsys.readouterr().err

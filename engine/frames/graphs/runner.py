@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,6 +29,9 @@ from engine.frames.state import NEVER, StaticState
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling
+
+if TYPE_CHECKING:
+    from engine.live import LiveTrack
 
 
 class GraphStreamer:
@@ -64,23 +68,35 @@ class GraphStreamer:
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
                 chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True,
-                guard: FrameGuard | None = None) -> CodedAudio:
+                guard: FrameGuard | None = None, live: LiveTrack | None = None) -> CodedAudio:
+        """``EagerStreamer.segment``; with ``live``, the trailing text is written into the state as it arrives, and a
+        chunk ends early where its next step would wait for text."""
         s = self.state
-        max_frames = min(max_frames, s.max_seq - prompt.length)
+        room = s.max_seq - prompt.length
+        max_frames = min(max_frames, room)
         guard = guard or FrameGuard(max_frames)
-        s.prefill(self.talker, 0, prompt, sampling, seed, self.prefill)
+        s.prefill(self.talker, 0, Prompt(prompt.embeds, live.rows, prompt.pad_embed) if live else prompt,
+                  sampling, seed, self.prefill)
+        written = 0 if live is None else live.rows.shape[1]
         done = 0
-        while done < max_frames:
+        while done < (limit := min(max_frames if live is None else min(max_frames, live.budget), room)):
             if cancel is not None and cancel.is_set():
                 return
-            n = min(chunk_size(), max_frames - done, HISTORY)
+            n = min(chunk_size(), limit - done, HISTORY)
+            if live is not None:  # step f adds trailing row f to its next input
+                n = min(live.runnable(done, n), min(max_frames, live.budget, room) - done)
+                if n <= 0:
+                    return  # cancelled while the text was awaited
+                written = self._write_trailing(live, written)
             for _ in range(n):
                 self.step()
             eos_at = int(s.eos_at[0])  # the chunk's one synchronisation
             valid = n if eos_at == NEVER else max(0, min(n, eos_at - done))
             if valid:  # the guard sees code 0 of the frames before EOS, before any is decoded
+                if live is not None:
+                    guard.shrink(min(max_frames, live.budget))
                 valid = guard.keep(self._codes(done, valid)[0, :, 0].cpu().numpy())
-            ends = valid < n or done + valid == max_frames or guard.cut
+            ends = valid < n or done + valid == limit or guard.cut
             if guard.cut and not valid:  # cut at a chunk boundary: the segment ends with an empty piece
                 yield np.zeros((0, 16), np.int64), np.zeros(0, np.float32) if decode else None, True
             elif valid and decode:
@@ -90,6 +106,17 @@ class GraphStreamer:
             done += valid
             if valid < n or guard.cut:
                 return
+
+    def _write_trailing(self, live: LiveTrack, written: int) -> int:
+        """Copy the trailing rows that arrived since ``written`` into the state (ordered before the next replay on
+        the same stream); the rows now written."""
+        rows = live.rows
+        if rows.shape[1] > written:
+            if rows.shape[1] > self.state.max_trailing:
+                raise ValueError(f"trailing text of {rows.shape[1]} tokens exceeds {self.state.max_trailing}")
+            self.state.trailing[0, written : rows.shape[1]] = rows[0, written:]
+            self.state.trailing_len[0] = rows.shape[1]
+        return rows.shape[1]
 
     def _codes(self, first: int, n: int) -> torch.Tensor:
         ring = torch.arange(first, first + n, device=self.device) % HISTORY

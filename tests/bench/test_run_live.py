@@ -1,0 +1,39 @@
+"""The live-text benchmark on a tiny checkpoint (CPU): it runs on both backends, and its figures add up."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.run_live import DEFAULT_TEXT, main, pieces
+from engine.text import split_segments
+
+
+@given(st.text(max_size=200))
+def test_the_pieces_make_up_the_text_and_are_token_sized(text):
+    out = pieces(text)
+    assert "".join(out) == text
+    assert all(len(p.strip()) <= 5 for p in out)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_the_benchmark_runs_and_hears_speech_before_the_text_ends(tiny_model_dir, tmp_path, capsys, batch):
+    out = tmp_path / "live.jsonl"
+    assert main(["--model", str(tiny_model_dir("custom_voice")), "--frames", "4", "--runs", "1", "--sessions", "1",
+                 "--tokens-per-s", "100", "--batch", str(batch), "--out", str(out)]) == 0
+    row = json.loads(out.read_text())
+    assert row["sessions"] == 1 and row["pieces"] == len(pieces(DEFAULT_TEXT))
+    assert row["audio_s_p50"] == pytest.approx(len(split_segments(DEFAULT_TEXT)) * 4 * 0.08)
+    assert row["text_s_p50"] == pytest.approx((row["pieces"] - 1) / 100, rel=0.3)
+    assert 0 < row["first_audio_ms_p50"] < 1000 * row["text_s_p50"]  # heard while the text still arrives
+    assert "| 1 |" in capsys.readouterr().out
+    # its server is stopped: no engine thread of its scheduler is left behind in this process
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("orator-engine") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [t for t in threading.enumerate() if t.name.startswith("orator-engine")]
