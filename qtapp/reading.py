@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from engine.audio.chunks import FRAME_RATE
+from qtapp.player import preroll_for
 from qtapp.reading_plan import JUMP_REACH, ReadingPlan, TextSource, voice_at
 
 IDLE, PLAYING, PAUSED = "idle", "playing", "paused"
@@ -52,6 +54,7 @@ class ReadingController(QObject):
         worker.chunk_ready.connect(self._on_chunk_ready)
         worker.job_failed.connect(self._on_job_failed)
         worker.job_finished.connect(self._on_job_finished)
+        worker.stats.connect(self._on_stats)
         if player is not None:
             player.position_changed.connect(self._on_position_changed)
             player.finished.connect(self._on_player_finished)
@@ -184,6 +187,12 @@ class ReadingController(QObject):
         self._next_job_id += 1
         self._jobs[job_id] = first_sentence
         self.worker.request_speak(job_id, text, voice)
+
+    def _on_stats(self, rtf: float, first_audio_s: float) -> None:
+        """Speech made barely faster than it plays waits for a chunk's worth before it starts (``preroll_for``),
+        measured on the reading so far, so the player does not run dry after its first chunk."""
+        if self.player is not None:
+            self.player.preroll_s = preroll_for(rtf, self.worker.chunk_frames / FRAME_RATE)
 
     def _on_chunk_ready(self, job_id: int, chunk) -> None:
         first = self._jobs.get(job_id)

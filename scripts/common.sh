@@ -56,10 +56,23 @@ activate_venv() {
 
 # Installs torch first when the venv has none, so the project's torch>=2.5.1 does not pull the
 # newest release (on this project's machines pip finds the CPU build of 2.13.0 on local disk).
+# On Linux without an NVIDIA GPU it adds PyTorch's CPU wheel index when that answers: PyPI's Linux torch is the
+# CUDA build (~2.5 GB with its libraries), the CPU one ~200 MB; the same version's "+cpu" build then wins.
+CPU_TORCH_INDEX="${ORATOR_CPU_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
 ensure_torch() {
     python -c 'import torch' 2>/dev/null && return 0
-    log "Installing torch==$TORCH_VERSION"
-    python -m pip install "torch==$TORCH_VERSION"
+    local extra=()
+    if wants_cpu_torch && command -v curl >/dev/null 2>&1 \
+        && curl -fsS -m 5 -o /dev/null "$CPU_TORCH_INDEX/torch/" 2>/dev/null; then
+        extra=(--extra-index-url "$CPU_TORCH_INDEX")
+    fi
+    log "Installing torch==$TORCH_VERSION${extra[*]:+ (the CPU build, from $CPU_TORCH_INDEX)}"
+    python -m pip install "torch==$TORCH_VERSION" "${extra[@]}"
+}
+
+# True on Linux with no NVIDIA driver (no nvidia-smi): where PyPI's torch would bring CUDA for nothing.
+wants_cpu_torch() {
+    [ "$(uname -s)" = Linux ] && ! command -v nvidia-smi >/dev/null 2>&1
 }
 
 # Installs the project in editable mode with the given extras, unless pyproject.toml is unchanged
