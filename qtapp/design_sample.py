@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.audio.files import MAX_REFERENCE_SECONDS
+from engine.text import split_sentences
 
 # 3-15 s of speech clones best; the sample text takes about 10 s, so this cap leaves it room and stays far
 # inside the reference limit
@@ -29,7 +30,8 @@ def speak_sample(engine, text: str, voice, report: Callable[[float], None] = lam
     pieces: dict[int, list[np.ndarray]] = {}
     spans: dict[int, tuple[int, int]] = {}
     total, overrun = 0, None
-    stream = engine.stream(text, voice, **generation)
+    # one sentence a segment, so a sample cut short keeps whole sentences and a transcript that matches them
+    stream = engine.stream(split_sentences(text), voice, **generation)
     try:
         for chunk in stream:
             if total + len(chunk.samples) > limit:

@@ -12,8 +12,8 @@ from engine.pronunciation import Lexicon, Rule, default_lexicon
 from engine.text import Segment
 
 VOICE = Voice.preset("vivian", "english")
-WRITTEN = "Fruit, e.g. apples. Nothing else."
-SAID = "Fruit, for example apples. Nothing else."
+WRITTEN = "Fruit, e.g. apples.\nNothing else."  # two lines: two segments
+SAID = "Fruit, for example apples.\nNothing else."
 
 
 def test_plan_keeps_the_written_spans_and_says_the_rules(tiny_engine):

@@ -28,15 +28,13 @@ class FramesEngine:
         self.closed = False
 
     def stream(self, text, voice, **kwargs):
-        start = 0
+        """``text``: the segments to speak (as ``speak_sample`` gives them: one sentence each)."""
         try:
-            for index, n_frames in enumerate(self.frames):
-                end = text.index(".", start) + 1
+            for index, (n_frames, segment) in enumerate(zip(self.frames, text, strict=False)):
                 for first in range(0, n_frames, 4):
                     count = min(4, n_frames - first)
                     samples = np.full(count * SAMPLES_PER_FRAME, index + 1, dtype=np.float32)
-                    yield Chunk(samples, SAMPLE_RATE, first, count, index, (start, end), 0.0, False)
-                start = end + 1
+                    yield Chunk(samples, SAMPLE_RATE, first, count, index, (segment.start, segment.end), 0.0, False)
         finally:
             self.closed = True
 

@@ -243,7 +243,7 @@ def test_planning_refuses_a_selection_outside_the_book(engine, tmp_path):
 def test_pronunciation_changes_what_is_said_not_the_subtitles_and_keys_the_cache(engine, tmp_path):
     from engine.pronunciation import Lexicon, Rule
 
-    text = "Chapter 1\n\nCats vs. dogs. The night was cold.\n"
+    text = "Chapter 1\n\nCats vs. dogs.\n\nThe night was cold.\n"  # three paragraphs: three segments
     options = replace(OPTIONS, format="wav", subtitles="srt")
     cache = SegmentCache(tmp_path / "cache")
     book = book_from_text(text, "B")

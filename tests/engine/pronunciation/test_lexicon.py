@@ -98,7 +98,7 @@ def test_lexicon_limits_and_types():
 
 def test_pronounce_keeps_spans_and_written_text():
     text = "See e.g. this.  And vs. that! Plain."
-    segments = split_segments(text)
+    segments = split_segments(text, target_chars=0)  # one sentence a segment
     spoken = pronounce(segments, default_lexicon(), None)
     assert [(s.start, s.end, s.text) for s in spoken] == [(s.start, s.end, s.text) for s in segments]
     assert [s.speech for s in spoken] == ["See for example this.", "And versus that!", "Plain."]
