@@ -1,6 +1,6 @@
 """What speed a user without a GPU can expect: this processor measured on each model size, in plain words.
 
-``SpeedProbe`` runs ``engine.cpu_probe.measure_cpu_speed`` for the 0.6B and then the 1.7B on its own QThread
+``SpeedProbe`` runs ``engine.cpu_probe.measure_cpu_speed`` for the 0.6B and then the 1.7B on a thread of its own
 (a second or two each), emitting each result; ``speed_advice`` turns the results into the sentence the
 first-run dialog shows, which says whether reading aloud keeps up and suggests the 0.6B models where the 1.7B
 cannot. The results are kept in the settings (``cpu_speed``) so the Settings dialog can show them later.
@@ -8,9 +8,10 @@ cannot. The results are kept in the settings (``cpu_speed``) so the Settings dia
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Signal
 
 SIZES = ("0.6b", "1.7b")
 KEEPS_UP = 1.0  # seconds of audio per second: below it, reading aloud pauses while speech is made
@@ -36,8 +37,10 @@ def speed_advice(xrt: dict[str, float]) -> str:
 
 
 class SpeedProbe(QObject):
-    """Measures each size on a thread of its own; ``measured(size, xrt)`` per size, then ``finished``.
-    ``measure(size) -> engine.cpu_probe.CpuSpeed`` is injectable for tests."""
+    """Measures each size on a thread of its own; ``measured(size, xrt)`` per size, then ``finished``, delivered
+    on the thread that made the probe. ``measure(size) -> engine.cpu_probe.CpuSpeed`` is injectable for tests.
+    A plain daemon thread, not a QThread: a dialog closed (or destroyed) while it measures needs nothing
+    stopped; ``stop`` only asks it to end after the size it is on."""
 
     measured = Signal(str, float)
     failed = Signal(str)
@@ -49,29 +52,25 @@ class SpeedProbe(QObject):
             from engine.cpu_probe import measure_cpu_speed as measure
         self._measure = measure
         self._sizes = tuple(sizes)
-        self.thread = QThread()
-        self.thread.setObjectName("cpu-speed")
-        self.moveToThread(self.thread)
-        self.thread.started.connect(self.run)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="cpu-speed", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
 
-    @Slot()
-    def run(self) -> None:
+    def _run(self) -> None:
         try:
             for size in self._sizes:
-                if self.thread.isInterruptionRequested():
+                if self._stop.is_set():
                     break
                 self.measured.emit(size, float(self._measure(size).realtime_factor))
         except Exception as exc:  # noqa: BLE001 - out of memory, an odd build: say so, the dialog still works
             self.failed.emit(f"The speed of this processor could not be measured ({type(exc).__name__}: {exc}).")
         finally:
             self.finished.emit()
-            self.thread.quit()
 
-    def stop(self) -> None:
-        """Ask to stop after the size being measured, and wait for the thread."""
-        self.thread.requestInterruption()
-        self.thread.quit()
-        self.thread.wait()
+    def stop(self, wait_s: float = 0.0) -> None:
+        """Ask to stop after the size being measured; wait up to ``wait_s`` for the thread to end."""
+        self._stop.set()
+        if wait_s and self.thread.is_alive():
+            self.thread.join(wait_s)
