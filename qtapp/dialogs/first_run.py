@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -282,7 +282,8 @@ class FirstRunDialog(QDialog):
         self.settings.cpu_speed = dict(self._speeds)
         self.settings.save()
         self.speed_label.setText(speed_advice(self._speeds))
-        self._fit_height()
+        # after the label's new size hint is in (its layout request is an event): measured now, it is the old one
+        QTimer.singleShot(0, self._fit_height)
 
     # ---- closing -----------------------------------------------------------------------------------
     def done(self, result: int) -> None:

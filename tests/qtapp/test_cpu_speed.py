@@ -116,3 +116,17 @@ def test_hostile_stored_speeds_are_dropped(stored):
     settings.path.write_text(json.dumps({"cpu_speed": stored, "font_size": 15}))
     loaded = Settings.load()
     assert loaded.cpu_speed == {} and loaded.font_size == 15
+
+
+def test_the_dialog_grows_to_show_the_advice_whole(qtbot):
+    """The advice arrives after the dialog is shown and wraps over several lines: the dialog grows to fit it, so
+    no label is squashed (the layout's size hints update an event later than the text)."""
+    from tests.qtapp.test_first_run import overlapping_or_squashed
+
+    dialog = FirstRunDialog(Settings(), advice=CPU, measure_speed=fixed({"0.6b": 0.5, "1.7b": 0.3}))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitUntil(lambda: "Reading aloud will pause" in dialog.speed_label.text(), timeout=10_000)
+    qtbot.wait(50)
+    assert overlapping_or_squashed(dialog) == []
+    dialog.done(0)

@@ -22,7 +22,7 @@ from engine import Voice
 from qtapp.main_window import MainWindow
 from qtapp.model_download import describe_download_error
 from qtapp.settings import ModelSpec, Settings
-from qtapp.worker import start_worker, stop_worker
+from qtapp.worker import describe_engine, start_worker, stop_worker
 from tests.qtapp.fake_engine import FakeEngine
 from tests.qtapp.test_first_run import place_in_cache
 
@@ -114,8 +114,8 @@ def test_a_failed_load_beside_a_loaded_model_says_which_one_reads(qtbot, window_
     window.ensure_model(SimpleNamespace(kind="clone"))
     assert window.model_label.text() == "Loading the model for clone voices (/clone)…"
     qtbot.waitUntil(lambda: "the load failed" in window.model_label.text(), timeout=5000)
-    assert window.model_label.text() == "Model: custom_voice 0b6 on cpu (float32) · none for clone voices " \
-                                        "(the load failed)"
+    loaded = describe_engine(spec_engines["/preset"])  # "custom_voice 0b6 on cpu (exact float32, N threads)"
+    assert window.model_label.text() == f"Model: {loaded} · none for clone voices (the load failed)"
     assert "/clone" in window.model_label.toolTip()
     assert threads == [threading.get_ident()]  # on the GUI thread, not the worker's
 

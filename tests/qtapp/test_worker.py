@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from engine import Voice
 from engine.errors import CheckpointError
@@ -53,7 +54,7 @@ def running_worker(qtbot):
 def test_model_loads_and_speaks_in_the_worker_thread(running_worker, qtbot):
     engine = FakeEngine()
     worker, rec = running_worker(engine)
-    assert rec.loaded == ["custom_voice 0b6 on cpu (float32)"]
+    assert rec.loaded == [f"custom_voice 0b6 on cpu (exact float32, {torch.get_num_threads()} threads)"]
     worker.request_speak(1, TEXT, Voice.preset("vivian"))
     qtbot.waitUntil(lambda: rec.finished == [1], timeout=5000)
     assert engine.stream_threads and threading.get_ident() not in engine.stream_threads
