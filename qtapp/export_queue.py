@@ -98,7 +98,8 @@ class ExportRunner(QObject):
     def _export(self, job: Job, book, voices: dict) -> None:
         options = ExportOptions(format=job.format, per_chapter=job.per_chapter, subtitles=job.subtitles,
                                 chapters=None if job.chapters is None else tuple(job.chapters),
-                                max_frames=self.max_frames, segment_chars=self.segment_chars)
+                                max_frames=self.max_frames,
+                                segment_chars=self.segment_chars if job.segment_chars is None else job.segment_chars)
         sampling = dataclasses.replace(self._engine(voices[None]).defaults, seed=job.seed)
         current = [None]
 
@@ -168,6 +169,9 @@ class ExportQueueController(QObject):
 
     # ---- the user's requests ------------------------------------------------------------------------------
     def add(self, job: Job, snapshot: Snapshot | None = None) -> Job:
+        """Queue ``job``; one without a segment target keeps the studio's current one (``runner.segment_chars``)."""
+        if job.segment_chars is None:
+            job.segment_chars = self.runner.segment_chars
         self.queue.add(job, snapshot)
         self.message.emit(f"Queued “{job.title}” for export.")
         self.added.emit(job.id)

@@ -29,6 +29,7 @@ from engine.atomic import atomic_write_text
 from engine.audio.book import Book, book_from_document, book_from_text
 from engine.audio.encode import FORMATS, audio_format
 from engine.sampling import MAX_SEED
+from engine.text import check_target_chars
 
 QUEUE_FILE = "export-queue.json"
 SNAPSHOT_FOLDER = "export-snapshots"
@@ -77,6 +78,9 @@ class Job:
     per_chapter: bool = False
     chapters: list[int] | None = None  # 0-based, book order; None: all
     subtitles: str | None = None
+    # the segment target (engine.text) when the job was queued, kept so a resumed job cuts its text as it began;
+    # None: the default target
+    segment_chars: int | None = None
     seed: int = field(default_factory=lambda: random.randrange(MAX_SEED))
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     state: str = QUEUED
@@ -146,6 +150,11 @@ def check_job(job: Job) -> None:
         job.chapters = sorted(set(job.chapters))
     if job.subtitles not in SUBTITLES:
         raise JobError(f"subtitles must be srt, vtt or null, not {job.subtitles!r}")
+    if job.segment_chars is not None:
+        try:
+            check_target_chars(job.segment_chars)
+        except ValueError as e:
+            raise JobError(str(e)) from None
     if not isinstance(job.seed, int) or isinstance(job.seed, bool) or not 0 <= job.seed < MAX_SEED:
         raise JobError("the seed is out of range")
     if job.state not in STATES:

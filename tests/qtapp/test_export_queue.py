@@ -87,6 +87,22 @@ def test_two_jobs_run_in_order_in_the_background_while_the_editor_is_usable(qtbo
     assert [panel.list.topLevelItem(i).text(1) for i in range(2)] == ["Done", "Done"]
 
 
+def test_a_job_keeps_the_segment_target_it_was_queued_with(qtbot, open_window):
+    """Changing "Speak together" while a job waits changes nothing it says: a resumed job must cut its text as it
+    began (its finished segments are keyed by their text)."""
+    window = open_window(loaded=True)
+    first = queue_text(window, "First", TEXT)
+    second = queue_text(window, "Second", "A short one. Two sentences.")
+    assert window.exports.queue.get(second.id).segment_chars == 0  # the studio's target when it was queued
+    window.exports.runner.segment_chars = 200  # the setting changed: later jobs merge sentences
+    third = queue_text(window, "Third", "Merged one. Merged two.")
+    qtbot.waitUntil(lambda: state(window, third) == DONE, timeout=20_000)
+    assert state(window, first) == DONE and window.exports.queue.get(third.id).segment_chars == 200
+    said = spoken(window)
+    assert "A short one." in said and "Two sentences." in said  # one sentence a segment, as queued
+    assert "Merged one. Merged two." in said
+
+
 def test_progress_per_job_and_overall_with_time_left(qtbot, open_window):
     window = open_window(loaded=True)
     seen = []

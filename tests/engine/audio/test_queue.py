@@ -91,7 +91,7 @@ def test_unreadable_jobs_are_dropped_and_the_rest_kept(tmp_path):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(["title", "output", "format", "state", "chapters", "seed", "snapshot",
-                                        "source", "audio_s", "per_chapter", "id", "written"]),
+                                        "source", "audio_s", "per_chapter", "id", "written", "segment_chars"]),
                        st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
                                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5),
                                                                                                inner, max_size=3),
@@ -122,6 +122,18 @@ def test_a_job_made_with_bad_values_is_refused(tmp_path):
         Job(title="x", output="/out.m4b")
     with pytest.raises(JobError, match="format"):
         Job(title="x", output="/out.m4b", source="/a.txt", format="doc")
+    for target in (5, 301, True, "200", 2.5):
+        with pytest.raises(JobError, match="segment target"):
+            Job(title="x", output="/out.m4b", source="/a.txt", segment_chars=target)
+
+
+def test_a_jobs_segment_target_comes_back_after_a_restart(tmp_path):
+    queue = ExportQueue(tmp_path)
+    kept = queue.add(Job(title="a", output=str(tmp_path / "a.m4b"), source=str(tmp_path / "a.txt"),
+                         segment_chars=0))
+    default = queue.add(Job(title="b", output=str(tmp_path / "b.m4b"), source=str(tmp_path / "b.txt")))
+    again = ExportQueue(tmp_path)
+    assert [(j.id, j.segment_chars) for j in again.jobs] == [(kept.id, 0), (default.id, None)]
 
 
 def test_default_output_beside_the_document_else_in_music(tmp_path):
