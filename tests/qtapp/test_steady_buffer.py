@@ -54,6 +54,11 @@ class Feed(QObject):
     def on_chunk(self, job: int, chunk) -> None:
         self.player.write(chunk.samples, chunk.segment)
 
+    @Slot(int)
+    def on_finished(self, job: int) -> None:
+        """After the job's last chunk (queued signals from one thread arrive in order), as the reader does."""
+        self.player.end_of_stream()
+
 
 class RealTimeDevice:
     """The sound device's side: the player's callback pulled 20 ms at a time, at the wall clock's pace."""
@@ -87,12 +92,11 @@ def test_reading_at_1_2x_real_time_never_runs_dry_after_the_first_chunk(preroll,
             pass
         engine.warmup()
         feed = Feed(player)
-        worker.chunk_ready.connect(feed.on_chunk)  # a QObject's slot: delivered on this (the GUI) thread
+        worker.chunk_ready.connect(feed.on_chunk)  # a QObject's slots: delivered on this (the GUI) thread
+        worker.job_finished.connect(feed.on_finished)
         device.thread.start()
-        with qtbot.waitSignal(worker.job_finished, timeout=60_000):
+        with qtbot.waitSignal(player.finished, timeout=60_000):
             worker.request_speak(1, DOCUMENT, Voice.preset(engine.speakers[0]))
-        player.end_of_stream()
-        qtbot.waitUntil(lambda: not player.playing, timeout=30_000)
     finally:
         device.stopped.set()
         assert stop_worker(thread, worker, timeout_ms=60_000)
