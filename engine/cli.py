@@ -56,13 +56,18 @@ def add_say_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instruct", help="speaking style for a preset speaker (1.7B CustomVoice)")
     parser.add_argument("--out", default="out.wav", help="where to write the audio: .wav or .flac "
                                                          "(default: out.wav)")
+    add_generation_arguments(parser)
+    parser.add_argument("--list-voices", action="store_true", help="print the model's speakers and languages")
+
+
+def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
+    """What ``say`` and ``export`` both take: sampling, device, frame budget, segment target, pronunciation."""
     parser.add_argument("--seed", type=int, help="seed for reproducible sampling")
     parser.add_argument("--greedy", action="store_true", help="always take the most likely code (no sampling)")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     parser.add_argument("--max-frames", type=_positive_int, metavar="N",
                         help="at most N frames (12.5 per second) per segment (default: more, the longer its text)")
     add_segment_chars_argument(parser)
-    parser.add_argument("--list-voices", action="store_true", help="print the model's speakers and languages")
     add_pronunciation_arguments(parser)
 
 
@@ -250,13 +255,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", metavar="FOLDER", help="where finished sentences are kept for resuming "
                                                               "(default: the user's cache folder)")
     parser.add_argument("--no-cache", action="store_true", help="keep nothing: an interrupted export starts over")
-    parser.add_argument("--seed", type=int, help="seed for reproducible sampling")
-    parser.add_argument("--greedy", action="store_true", help="always take the most likely code (no sampling)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
-    parser.add_argument("--max-frames", type=_positive_int, metavar="N",
-                        help="at most N frames (12.5 per second) per segment (default: more, the longer its text)")
-    add_segment_chars_argument(parser)
-    add_pronunciation_arguments(parser)
+    add_generation_arguments(parser)
 
 
 def run_export_command(args: argparse.Namespace) -> int:
