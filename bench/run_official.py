@@ -38,10 +38,14 @@ WARMUP_FRAMES = 16
 
 def load_official(model_dir: str, device: str):
     """The official ``Qwen3TTSModel`` on ``device``: bf16 on CUDA, float32 on the CPU."""
-    from qwen_tts import Qwen3TTSModel
+    from tests.oracle import import_official  # the test oracle's accommodations: no torchaudio, newer RoPE configs
 
-    dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
-    return Qwen3TTSModel.from_pretrained(str(model_dir), dtype=dtype, attn_implementation="sdpa", device_map=device)
+    Qwen3TTSModel = import_official().Qwen3TTSModel
+    on_cuda = torch.device(device).type == "cuda"
+    dtype = torch.bfloat16 if on_cuda else torch.float32
+    # a device map needs accelerate; on the CPU, where the model loads anyway, it is left out
+    placement = {"device_map": device} if on_cuda else {}
+    return Qwen3TTSModel.from_pretrained(str(model_dir), dtype=dtype, attn_implementation="sdpa", **placement)
 
 
 class ForcedLengthTalker:

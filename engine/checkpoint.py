@@ -8,6 +8,7 @@ missing, unexpected or misshapen tensor, or an unreadable file, raises ``Checkpo
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 from pathlib import Path
@@ -68,12 +69,15 @@ def open_safetensors(path: Path):
 
 
 def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
-                 dtype: torch.dtype | None = None) -> nn.Module:
+                 dtype: torch.dtype | None = None, given: dict[str, torch.Tensor] | None = None) -> nn.Module:
     """Assign every parameter/buffer of ``module`` from ``path`` (names prefixed by ``prefix``).
 
     ``module`` may live on the meta device. Tensors in the file under ``prefix`` that the module
-    does not have are an error too, so a wrong model type is caught here.
+    does not have are an error too, so a wrong model type is caught here. ``given``: tensors already read
+    from the file (a memory map of it, ``mapped_bf16_tensor``), assigned as they are instead of being read
+    into a copy.
     """
+    given = given or {}
     if not path.is_file():
         raise CheckpointError(f"{path} is missing")
     expected = module.state_dict()
@@ -90,13 +94,16 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
         state = {}
         for name, ref in expected.items():
             try:
-                t = f.get_tensor(prefix + name)
+                t = given[prefix + name] if prefix + name in given else f.get_tensor(prefix + name)
             except Exception as e:
                 raise CheckpointError(f"{path}: tensor {prefix + name} is unreadable ({e})") from None
             if tuple(t.shape) != tuple(ref.shape):
                 raise CheckpointError(
                     f"{path}: tensor {prefix + name} has shape {tuple(t.shape)}, expected {tuple(ref.shape)}"
                 )
+            if prefix + name in given:
+                state[name] = t
+                continue
             if t.is_floating_point() and dtype is not None:
                 t = t.to(dtype)
             state[name] = t.to(device)
@@ -107,27 +114,46 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
 def mapped_bf16_tensor(path: Path, name: str) -> torch.Tensor | None:
     """Tensor ``name`` of a safetensors file as a read-only view of the file itself (a private memory map), if it
     is stored as bfloat16; else None. Only the pages that are read become resident, so a large lookup table of
-    which a prompt reads a few rows (the talker's 151,936-row text embedding) costs almost no memory. The layout
-    is safetensors' documented one: an 8-byte little-endian header length, a JSON header giving each tensor's
+    which a prompt reads a few rows (the talker's 151,936-row text embedding) costs almost no memory."""
+    return mapped_bf16_tensors(path, (name,)).get(name)
+
+
+def mapped_bf16_tensors(path: Path, names=None) -> dict[str, torch.Tensor]:
+    """The bfloat16 tensors of a safetensors file (those of ``names``, or all), each a view of its own private
+    memory map of the file: pages become resident as they are read, and leave when the tensor is dropped (the
+    safetensors library maps the whole file once, so that every page read stays resident while any of its
+    tensors lives). Tensors of another dtype, or a file this cannot read, are left out. The layout is
+    safetensors' documented one: an 8-byte little-endian header length, a JSON header giving each tensor's
     dtype, shape and byte range, then the data."""
     try:
         with open(path, "rb") as f:
             (size,) = struct.unpack("<Q", f.read(8))
             if size > _MAX_HEADER:
-                return None
+                return {}
             header = json.loads(f.read(size))
             file_size = os.fstat(f.fileno()).st_size
-        entry = header[name]
-        begin, end = (int(v) for v in entry["data_offsets"])
-        shape = tuple(int(n) for n in entry["shape"])
-        if (entry.get("dtype") != "BF16" or min(shape, default=1) < 0 or not 0 <= begin <= end
-                or end - begin != 2 * int(np.prod(shape)) or 8 + size + end > file_size):
-            return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error):
-        return None  # load_weights reports what is wrong with the file
-    # copy-on-write ("c"): writable for torch without touching the file; an aligned 2-byte view of the data
-    rows = np.memmap(path, dtype=np.int16, mode="c", offset=8 + size + begin, shape=shape)
-    return torch.from_numpy(rows).view(torch.bfloat16)
+    except (OSError, ValueError, TypeError, struct.error):
+        return {}  # load_weights reports what is wrong with the file
+    if not isinstance(header, dict):
+        return {}
+    found = {}
+    for name in header if names is None else names:
+        try:
+            entry = header[name]
+            begin, end = (int(v) for v in entry["data_offsets"])
+            shape = tuple(int(n) for n in entry["shape"])
+            if (entry.get("dtype") != "BF16" or min(shape, default=1) < 0 or not 0 <= begin <= end
+                    or end - begin != 2 * math.prod(shape) or 8 + size + end > file_size):
+                continue
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if begin == end:
+            found[name] = torch.zeros(shape, dtype=torch.bfloat16)  # numpy cannot map zero bytes
+            continue
+        # copy-on-write ("c"): writable for torch without touching the file; an aligned 2-byte view of the data
+        rows = np.memmap(path, dtype=np.int16, mode="c", offset=8 + size + begin, shape=shape)
+        found[name] = torch.from_numpy(rows).view(torch.bfloat16)
+    return found
 
 
 def materialize_buffers(module: nn.Module, device) -> None:

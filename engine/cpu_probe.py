@@ -20,8 +20,8 @@ import torch
 from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
 from engine.config import ModelConfig
 from engine.model import Qwen3TTS
-from engine.model.int8 import Int8Weight
-from engine.model.layers import MLP, Attention
+from engine.model.int8 import Int8Weight, quantize_layers
+from engine.model.layers import fuse_projections
 from engine.runtime import fast_cpu_decoder_dtype, use_cpu_threads
 
 FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 80 ms of audio a frame
@@ -56,25 +56,17 @@ def measure_cpu_speed(size: str, seconds: float = 1.0, threads: int | None = Non
 
 
 def _placeholder_talker(config: ModelConfig):
-    """The talker of ``config`` with every decoder projection an int8 constant and the rest a small constant; the
-    text embedding table is left out (frames never read it)."""
+    """The talker of ``config`` with every weight the fast path quantizes an int8 constant and the rest a small
+    constant; the text embedding table is left out (frames never read it)."""
     from engine.checkpoint import materialize_buffers
 
     with torch.device("meta"):
         net = Qwen3TTS(config)
     talker = net.talker
     talker.model.text_embedding = None
-    for m in talker.modules():
-        if isinstance(m, Attention):
-            q, k, v, o = m.q_proj, m.k_proj, m.v_proj, m.o_proj
-            m.qkv_weight = Int8Weight.placeholder((q.out_features + k.out_features + v.out_features, q.in_features))
-            m.out_weight = Int8Weight.placeholder((o.out_features, o.in_features))
-            m.q_proj = m.k_proj = m.v_proj = m.o_proj = None
-        elif isinstance(m, MLP):
-            g, d = m.gate_proj, m.down_proj
-            m.gate_up_weight = Int8Weight.placeholder((2 * g.out_features, g.in_features))
-            m.down_weight = Int8Weight.placeholder((d.out_features, d.in_features))
-            m.gate_proj = m.up_proj = m.down_proj = None
+    quantize_layers(talker, lambda *pieces: Int8Weight.placeholder((sum(w.shape[0] for w in pieces),
+                                                                    pieces[0].shape[1])))  # the fast path's int8
+    fuse_projections(talker)
     talker.to_empty(device="cpu")
     for p in talker.parameters():
         p.requires_grad_(False).fill_(0.01)

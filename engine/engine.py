@@ -24,7 +24,7 @@ import torch
 
 from engine import options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
-from engine.checkpoint import load_weights, mapped_bf16_tensor, materialize_buffers, resolve_model_dir
+from engine.checkpoint import load_weights, mapped_bf16_tensors, materialize_buffers, resolve_model_dir
 from engine.config import ModelConfig
 from engine.context import VoiceContext
 from engine.errors import VoiceError
@@ -34,7 +34,7 @@ from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
 from engine.frames.guard import FrameGuard
 from engine.model import Qwen3TTS
-from engine.model.int8 import narrow_text_embedding, quantize_layers
+from engine.model.int8 import keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice, prompt_positions
@@ -81,7 +81,7 @@ class Engine:
         ``graphs`` (default: on for CUDA while the ``graphs`` option is on, ``engine.options``) selects the
         CUDA-graph fast path.
         ``decoder_dtype`` is the codec decoder's precision, apart from the model's ``dtype``: float32 by default
-        (float64 with a float64 model; on the fast CPU path bfloat16 where the CPU has AMX,
+        (float64 with a float64 model; on the fast CPU path bfloat16 where the CPU multiplies it natively,
         ``engine.runtime.fast_cpu_decoder_dtype``), or bfloat16 / float16, faster on a GPU when many streams are
         decoded at once (the official package decodes in bf16 when its model is loaded in bf16). The audio
         comes out float32 whatever the decoder's dtype.
@@ -103,18 +103,23 @@ class Engine:
         config = ModelConfig.from_file(model_dir / "config.json")
         with torch.device("meta"):
             net = Qwen3TTS(config)
-        # the int8 path quantizes from the checkpoint's own tensors, then widens what stays float: no float32 copy
-        # of the layers it replaces is ever made
-        load_weights(net, model_dir / "model.safetensors", device=device, dtype=None if int8 else dtype)
+        # the int8 path reads each bf16 tensor through a memory map of its own (its pages leave memory with it),
+        # quantizes the layers from those and widens only what stays float: no float32 or fused copy of what it
+        # replaces is made, and the text table stays a map
+        weights = model_dir / "model.safetensors"
+        load_weights(net, weights, device=device, dtype=None if int8 else dtype,
+                     given=mapped_bf16_tensors(weights) if int8 else None)
         materialize_buffers(net, device)
-        fuse_projections(net)
         if int8:
             quantize_layers(net.talker)
-            mapped = mapped_bf16_tensor(model_dir / "model.safetensors", "talker.model.text_embedding.weight")
-            if mapped is not None:
-                net.talker.model.text_embedding.weight = None  # the map replaces the loaded copy, never widened
+        fuse_projections(net)
+        if int8:
+            narrow = narrow_tables(net.talker)
+            text_table = net.talker.model.text_embedding.weight.detach()
+            net.talker.model.text_embedding.weight = None  # set again below, never widened
             net.to(dtype)
-            narrow_text_embedding(net.talker, mapped)
+            narrow_text_embedding(net.talker, text_table)
+            keep_narrow(narrow)
         if device.type == "cpu":
             use_cpu_threads(options.current().threads)
         net.eval()

@@ -38,20 +38,21 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.float32
 
 
-def cpu_matrix_units() -> bool:
-    """Whether this CPU has AMX tiles (Intel Sapphire Rapids and later), whose bfloat16 convolutions decode
-    speech in ~58% of float32's time (docs/benchmarks.md#cpu); AVX512-BF16 alone gains little there."""
-    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
+def cpu_bf16_units() -> bool:
+    """Whether this CPU multiplies bfloat16 natively: AMX tiles (Intel Sapphire Rapids and later) or AVX512-BF16
+    (AMD Zen 4 and later, Intel Cooper Lake). Its bfloat16 convolutions decode speech in about half of float32's
+    time (docs/benchmarks.md#cpu-decoder); without them bfloat16 is emulated, slower than float32."""
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
     try:
-        return bool(probe and probe())
+        return any(bool(probe and probe()) for probe in probes)
     except RuntimeError:
         return False
 
 
 def fast_cpu_decoder_dtype() -> torch.dtype:
-    """The codec decoder's precision on the fast CPU path: bfloat16 where the CPU has matrix units for it
-    (the precision the official package decodes in with a bf16 model), else float32."""
-    return torch.bfloat16 if cpu_matrix_units() else torch.float32
+    """The codec decoder's precision on the fast CPU path: bfloat16 where the CPU multiplies it natively (the
+    precision the official package decodes in with a bf16 model), else float32."""
+    return torch.bfloat16 if cpu_bf16_units() else torch.float32
 
 
 def available_cores() -> int:

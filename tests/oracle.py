@@ -33,7 +33,7 @@ def official_available() -> bool:
     if Version(transformers.__version__) >= FIRST_INCOMPATIBLE_TRANSFORMERS:
         return False
     try:
-        _import_official()
+        import_official()
     except ImportError:
         return False
     return True
@@ -41,12 +41,13 @@ def official_available() -> bool:
 
 def load_official(model_dir, dtype: torch.dtype = torch.float64):
     """The official `Qwen3TTSModel` for `model_dir`, on CPU with SDPA attention."""
-    qwen_tts = _import_official()
+    qwen_tts = import_official()
     return qwen_tts.Qwen3TTSModel.from_pretrained(str(model_dir), dtype=dtype, attn_implementation="sdpa")
 
 
 @functools.cache
-def _import_official():
+def import_official():
+    """The `qwen_tts` package, importable beside torch 2.13 and transformers 5.15-5.20 (the accommodations above)."""
     if importlib.util.find_spec("qwen_tts") is None:
         raise ImportError(f"{OFFICIAL_DISTRIBUTION} is not installed (see scripts/test.sh)")
     if importlib.util.find_spec("torchaudio") is None:
@@ -78,7 +79,7 @@ def load_official_tokenizer(tokenizer_dir, monkeypatch, dtype: torch.dtype = tor
     which the official encoder class assigns ``None`` to; ``monkeypatch`` hides them during the load
     (the encode path never reads them).
     """
-    _import_official()
+    import_official()
     from transformers.models.mimi.modeling_mimi import MimiModel
 
     for name in ("upsample", "decoder_transformer"):

@@ -109,11 +109,34 @@ class CausalConvTranspose1d(StreamingLayer):
         bias when ``with_bias`` is False (the caller adds ``conv.bias`` in passes it makes anyway)."""
         frames = x.shape[-1]
         conv = self.conv
-        y = F.conv_transpose2d(self._with_past(x, tails, activation).unsqueeze(2), conv.weight.unsqueeze(2),
+        extended = self._with_past(x, tails, activation)
+        if extended.device.type == "cpu" and extended.dtype != torch.float64 and conv.kernel_size[0] % self.stride == 0:
+            return self._overlap_added(extended, frames, with_bias)
+        y = F.conv_transpose2d(extended.unsqueeze(2), conv.weight.unsqueeze(2),
                                conv.bias if with_bias else None, stride=(1, self.stride)).squeeze(2)
         # [B, C_out, (history + T - 1) * stride + kernel]
         start = self.history * self.stride
         return y[..., start : start + frames * self.stride]
+
+    def _overlap_added(self, extended: torch.Tensor, frames: int, with_bias: bool) -> torch.Tensor:
+        """The same transposed convolution as one matrix product and an overlap-add, for a kernel a whole number
+        of strides long: each input frame's ``kernel`` outputs [C_out, kernel] are its row times the weight, and
+        output frame t sums the i-th stride-long piece of input frame t - i. On a CPU PyTorch runs these
+        transposed convolutions outside oneDNN, at a third of a plain product's speed
+        (docs/benchmarks.md#cpu-decoder); float64, the reference, keeps the convolution."""
+        conv = self.conv
+        c_in, c_out, kernel = conv.weight.shape  # stored [C_in, kernel, C_out] (lay_out_weight): a free reshape
+        pieces, stride = kernel // self.stride, self.stride
+        b, _, length = extended.shape
+        rows = extended.transpose(1, 2)  # [B, history + T, C_in], contiguous
+        blocks = torch.matmul(rows, conv.weight.permute(0, 2, 1).reshape(c_in, kernel * c_out))
+        blocks = blocks.view(b, length, pieces, stride, c_out)
+        out = blocks[:, self.history :, 0]  # [B, T, stride, C_out]
+        for i in range(1, pieces):
+            out = out + blocks[:, self.history - i : length - i, i]
+        if with_bias:
+            out = out + conv.bias
+        return out.reshape(b, frames * stride, c_out).transpose(1, 2)  # [B, C_out, T * stride], channels-last
 
 
 class SnakeBeta(nn.Module):

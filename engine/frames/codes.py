@@ -70,7 +70,8 @@ def predictor_step(cp: CodePredictor, prev_code, embedding, head, cache, pos, kv
                    seeds, counter) -> torch.Tensor:
     """One code-predictor step: embed the previous code [B], run the layers at ``pos`` [B, 1], sample the
     next code from ``head`` -> [B]. Weights come in as tensors so one compiled body serves every step."""
-    x = cp.project(F.embedding(prev_code, embedding))[:, None]  # [B, 1, h]
+    rows = F.embedding(prev_code, embedding)  # the table may be narrower than the model (widened as read)
+    x = cp.project(rows.to(cp.model.norm.weight.dtype))[:, None]  # [B, 1, h]
     h = cp.model(x, pos, cache, kv_len)[:, -1]  # [B, h]
     return sample(linear(h, head).float(), settings, seeds, counter)
 
@@ -83,7 +84,7 @@ def predictor_first(talker: Talker, hidden, code0, cache, settings: StageSetting
     positions = torch.arange(2, device=hidden.device).expand(hidden.shape[0], 2)  # [B, 2]
     x = cp.project(torch.stack([hidden, talker.embed_codec(code0)], dim=1))  # [B, 2, h]
     h = cp.model(x, positions, cache, kv_len=None if whole_cache else 2)[:, -1]  # [B, h]
-    return sample(linear(h, cp.lm_head[0].weight).float(), settings, seeds, frame * NUM_DRAWS + 1)
+    return sample(linear(h, cp.head(0)).float(), settings, seeds, frame * NUM_DRAWS + 1)
 
 
 def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings, seeds, frame,
@@ -103,7 +104,7 @@ def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings,
     counters = frame[:, None] * NUM_DRAWS + torch.arange(n, device=hidden.device)  # [B, 16]
     codes = [code0, code1]
     for j in range(1, n - 1):
-        codes.append(step(cp, codes[-1], cp.model.codec_embedding[j - 1].weight, cp.lm_head[j].weight, cache,
+        codes.append(step(cp, codes[-1], cp.model.codec_embedding[j - 1].weight, cp.head(j), cache,
                           positions[:, j + 1 : j + 2], None if whole_cache else j + 2, settings, seeds,
                           counters[:, j + 1]))
     return torch.stack(codes, dim=1)

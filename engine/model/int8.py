@@ -1,10 +1,11 @@
-"""Weight-only int8 projections for the CPU: the fast CPU path's decoder layers.
+"""Weight-only int8 projections for the CPU: the fast CPU path's decoder layers and code-predictor heads.
 
 On a CPU a frame is bound by reading weights: one talker step and fifteen code-predictor steps read every
-projection of 33 decoder layers' worth of weights, one row of activations each. Stored as int8 with one float
-scale per output row, those weights are a quarter of their float32 bytes, and PyTorch's own CPU kernel
+projection of 33 decoder layers' worth of weights, and a head, one row of activations each. Stored as int8 with
+one float scale per output row, those weights are a quarter of their float32 bytes, and PyTorch's own CPU kernel
 (``torch.ops.aten._weight_int8pack_mm``, bfloat16 activations, float32 accumulation) multiplies by them
-directly. Everything else (norms, attention, embeddings, heads, sampling, the codec decoder) stays in float32.
+directly. The embedding tables stay in the checkpoint's bfloat16 (rows widened as read); everything else (norms,
+attention, the talker's head, sampling) is float32, and the codec decoder is ``engine.runtime``'s choice.
 
 Rounding each weight to the nearest of 255 levels of its row's range perturbs a projection's output by well
 under 1% (relative RMS); tests/engine/model/test_int8.py bounds the error a frame accumulates. The exact
@@ -12,6 +13,8 @@ float32 path stays one switch away (``Engine.from_pretrained(cpu_int8=False)``, 
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -33,6 +36,19 @@ class Int8Weight:
         self.shape = weight.shape
 
     @classmethod
+    def stacked(cls, *weights: torch.Tensor) -> Int8Weight:
+        """``Int8Weight(torch.cat(weights))`` without the concatenated copy: each row has its own scale, so the
+        pieces quantize apart (q, k and v; gate and up; each read once from the checkpoint)."""
+        if len(weights) == 1:
+            return cls(weights[0])
+        parts = [cls(w) for w in weights]
+        out = cls.__new__(cls)
+        out.q = torch.cat([p.q for p in parts])
+        out.scale = torch.cat([p.scale for p in parts])
+        out.shape = out.q.shape
+        return out
+
+    @classmethod
     def placeholder(cls, shape: tuple[int, int]) -> Int8Weight:
         """A weight of ``shape`` [N, K] whose values are all one level, for timing the product without a model
         (``engine.cpu_probe``)."""
@@ -52,33 +68,56 @@ class Int8Weight:
         return self.q.float() * self.scale.float()[:, None]
 
 
-def quantize_layers(module: nn.Module) -> int:
-    """Replace the projections of every fused decoder layer under ``module`` (``fuse_projections`` first) by
-    ``Int8Weight``s and drop their float weights; returns how many were replaced."""
+def quantize_layers(module: nn.Module, quantize: Callable[..., Int8Weight] = Int8Weight.stacked) -> int:
+    """Give every decoder layer under ``module`` its fused projections as ``quantize(*pieces)`` (an ``Int8Weight``
+    of the pieces' rows stacked: q, k, v; o; gate, up; down) and the code predictor its 15 heads as
+    ``quantize(weight)``, and drop the float weights; returns how many were made. Quantized before
+    ``fuse_projections``, no float copy of a fused matrix is ever made. The heads are one-row products like the
+    layers' (15 a frame, 8% of a 2-core frame's time in float32)."""
     from engine.model.layers import MLP, Attention
+    from engine.model.predictor import CodePredictor
 
-    replaced = 0
+    made = 0
     for m in module.modules():
         if isinstance(m, Attention):
-            m.qkv_weight, m.out_weight = Int8Weight(m.qkv_weight), Int8Weight(m.out_weight)
+            m.qkv_weight = quantize(m.q_proj.weight, m.k_proj.weight, m.v_proj.weight)
+            m.out_weight = quantize(m.o_proj.weight)
             _drop(m.q_proj, m.k_proj, m.v_proj, m.o_proj)
-            replaced += 2
+            made += 2
         elif isinstance(m, MLP):
-            m.gate_up_weight, m.down_weight = Int8Weight(m.gate_up_weight), Int8Weight(m.down_weight)
+            m.gate_up_weight = quantize(m.gate_proj.weight, m.up_proj.weight)
+            m.down_weight = quantize(m.down_proj.weight)
             _drop(m.gate_proj, m.up_proj, m.down_proj)
-            replaced += 2
-    return replaced
+            made += 2
+        elif isinstance(m, CodePredictor):
+            m.head_weights = [quantize(head.weight) for head in m.lm_head]
+            _drop(*m.lm_head)
+            made += len(m.lm_head)
+    return made
 
 
-def narrow_text_embedding(talker: nn.Module, mapped: torch.Tensor | None = None) -> None:
-    """Keep the talker's text embedding table (a third of the 0.6B model's weights, read a few rows a prompt) in
-    bfloat16, the precision official checkpoints store it in, so its values are unchanged; rows are widened
-    to float32 as they are read (``Talker.embed_text``). ``mapped``: the same table as a memory map of the
-    checkpoint (``engine.checkpoint.mapped_bf16_tensor``), used instead of a copy so that only the rows read
-    stay resident."""
-    table = talker.model.text_embedding
-    weight = mapped if mapped is not None else table.weight.detach().to(torch.bfloat16)
-    table.weight = nn.Parameter(weight, requires_grad=False)
+def narrow_tables(talker: nn.Module) -> dict[nn.Embedding, torch.Tensor]:
+    """The code predictor's 15 codebook tables that the checkpoint stores in bfloat16, as they are now: kept in that
+    precision by ``keep_narrow`` (they are read a row at a time; widening a row as it is read gives the same
+    values a widened table would). Copies: a loaded tensor may be a view of the checkpoint's memory map, which
+    would keep every page of the file read so far resident."""
+    return {emb: emb.weight.detach().clone() for emb in talker.code_predictor.model.codec_embedding
+            if emb.weight.dtype == torch.bfloat16}
+
+
+def keep_narrow(tables: dict[nn.Embedding, torch.Tensor]) -> None:
+    """Put back the bfloat16 tables ``narrow_tables`` kept (after the model was cast to float32)."""
+    for emb, weight in tables.items():
+        emb.weight = nn.Parameter(weight, requires_grad=False)
+
+
+def narrow_text_embedding(talker: nn.Module, table: torch.Tensor) -> None:
+    """Make ``table`` the talker's text embedding table (a third of the 0.6B model's weights, read a few rows a
+    prompt) in bfloat16, the precision official checkpoints store it in, so its values are unchanged; rows are
+    widened to float32 as they are read (``Talker.embed_text``). ``table``: the one loaded, or the same table as a
+    memory map of the checkpoint (``engine.checkpoint.mapped_bf16_tensor``), so that only the rows read stay
+    resident."""
+    talker.model.text_embedding.weight = nn.Parameter(table.to(torch.bfloat16), requires_grad=False)
 
 
 def _drop(*linears: nn.Linear) -> None:

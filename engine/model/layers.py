@@ -87,7 +87,10 @@ class Attention(nn.Module):
         self.out_weight = None  # set by fuse(): the output projection's (an Int8Weight on the fast CPU path)
 
     def fuse(self) -> None:
-        """Compute q, k and v with one matrix product; the three weights become views of it."""
+        """Compute q, k and v with one matrix product; the three weights become views of it (already so where
+        ``engine.model.int8`` made the fused weights)."""
+        if self.qkv_weight is not None:
+            return
         self.qkv_weight = _fuse_linears(self.q_proj, self.k_proj, self.v_proj)
         self.out_weight = self.o_proj.weight.detach()  # a plain attribute (a Parameter would register)
 
@@ -230,7 +233,10 @@ class MLP(nn.Module):
         self.down_weight = None  # set by fuse(): the down projection's (an Int8Weight on the fast CPU path)
 
     def fuse(self) -> None:
-        """Compute the gate and up projections with one matrix product."""
+        """Compute the gate and up projections with one matrix product (already so where ``engine.model.int8``
+        made the fused weights)."""
+        if self.gate_up_weight is not None:
+            return
         self.gate_up_weight = _fuse_linears(self.gate_proj, self.up_proj)
         self.down_weight = self.down_proj.weight.detach()
 

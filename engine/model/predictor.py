@@ -35,10 +35,15 @@ class CodePredictor(nn.Module):
         self.lm_head = nn.ModuleList(
             nn.Linear(c.hidden_size, c.vocab_size, bias=False) for _ in range(c.num_code_groups - 1)
         )
+        self.head_weights = None  # set by engine.model.int8.quantize_layers: each head as an Int8Weight
         if talker_hidden != c.hidden_size:
             self.small_to_mtp_projection = nn.Linear(talker_hidden, c.hidden_size, bias=True)
         else:
             self.small_to_mtp_projection = nn.Identity()
+
+    def head(self, j: int):
+        """The weight of ``lm_head[j]``: a tensor, or its ``Int8Weight`` on the fast CPU path."""
+        return self.lm_head[j].weight if self.head_weights is None else self.head_weights[j]
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
         """Talker-width inputs -> the predictor's width (``small_to_mtp_projection``; identity when equal)."""

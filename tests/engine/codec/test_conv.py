@@ -1,11 +1,16 @@
 """The decoder's causal blocks (engine/codec/conv.py) against plain compositions of their layers: where a block
-moves a convolution's bias into a later pass, it computes what adding the bias in place computes."""
+moves a convolution's bias into a later pass, it computes what adding the bias in place computes; where a CPU
+computes a transposed convolution as a product, the convolution's output."""
 
 from __future__ import annotations
 
-import torch
+import copy
 
-from engine.codec.conv import StreamingLayer, UpsampleBlock
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.codec.conv import CausalConvTranspose1d, StreamingLayer, UpsampleBlock, lay_out_weight
 
 
 def test_the_upsampled_signal_gets_its_bias_inside_the_first_residual_unit():
@@ -35,3 +40,32 @@ def test_the_upsampled_signal_gets_its_bias_inside_the_first_residual_unit():
             for name in tails:
                 torch.testing.assert_close(tails[name], plain_tails[name], atol=1e-12, rtol=1e-12)
     assert upsample.conv.bias.abs().min() > 0  # a bias that, left out, would show
+
+
+@settings(max_examples=40, deadline=None)
+@given(c_in=st.integers(1, 24), c_out=st.integers(1, 24), stride=st.integers(1, 6), pieces=st.integers(1, 3),
+       chunks=st.lists(st.integers(1, 5), min_size=1, max_size=3), batch=st.integers(1, 2),
+       with_bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_a_cpu_transposed_convolution_as_a_product_equals_the_convolution(c_in, c_out, stride, pieces, chunks, batch,
+                                                                           with_bias, seed):
+    """On a CPU in float32 a transposed convolution whose kernel is a whole number of strides runs as one matrix
+    product and an overlap-add (``CausalConvTranspose1d._overlap_added``): chunk after chunk, the same output
+    (to float32 rounding) and the same tails as the float64 convolution, channels-last as the layers hand on."""
+    torch.manual_seed(seed)
+    fast = CausalConvTranspose1d(c_in, c_out, pieces * stride, stride)
+    with torch.no_grad():
+        fast.conv.weight.copy_(torch.randn_like(fast.conv.weight))
+        fast.conv.weight.data = lay_out_weight(fast.conv.weight.data)
+    reference = copy.deepcopy(fast).double()
+    fast.state_key = reference.state_key = "up"
+    tails = {"up": fast.new_tail(batch, torch.device("cpu"), torch.float32)} if fast.history else {}
+    reference_tails = {name: tail.double() for name, tail in tails.items()}
+    with torch.no_grad():
+        for frames in chunks:
+            x = torch.randn(batch, frames, c_in).transpose(1, 2)  # channels-last, as the decoder's activations
+            got = fast(x, tails, with_bias=with_bias)
+            expected = reference(x.double(), reference_tails, with_bias=with_bias)
+            assert got.shape == (batch, c_out, frames * stride) and got.stride(1) == 1
+            torch.testing.assert_close(got.double(), expected, atol=1e-5, rtol=1e-5)
+            for name in tails:
+                torch.testing.assert_close(tails[name].double(), reference_tails[name], atol=0, rtol=0)

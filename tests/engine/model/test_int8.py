@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice
+from engine.kernels.gemv import linear
 from engine.model.int8 import Int8Weight
 from engine.prompts import build_prompt
 
@@ -70,7 +71,7 @@ def test_hostile_rows_quantize_without_nan_and_keep_their_peak(rows):
             assert float(y[0, i]) == 0.0
 
 
-def test_the_fast_cpu_path_quantizes_every_decoder_projection_and_drops_the_float_weights(tiny_model_dir):
+def test_the_fast_cpu_path_quantizes_every_projection_and_head_and_drops_the_float_weights(tiny_model_dir):
     eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
     assert eng.cpu_int8
     layers = list(eng.model.talker.model.layers) + list(eng.model.talker.code_predictor.model.layers)
@@ -81,10 +82,18 @@ def test_the_fast_cpu_path_quantizes_every_decoder_projection_and_drops_the_floa
         assert all(lin.weight is None for lin in (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj,
                                                    mlp.gate_proj, mlp.up_proj, mlp.down_proj))
     talker = eng.model.talker
+    cp = talker.code_predictor
+    assert len(cp.head_weights) == len(cp.lm_head) and all(isinstance(w, Int8Weight) for w in cp.head_weights)
+    assert all(head.weight is None for head in cp.lm_head) and cp.head(3) is cp.head_weights[3]
     assert talker.model.text_embedding.weight.dtype == torch.bfloat16  # the checkpoint's own precision
     exact = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=False)
     ids = torch.tensor([[1, 5, 99]])
     assert torch.equal(talker.model.text_embedding(ids).float(), exact.model.talker.model.text_embedding(ids))
+    exact_cp = exact.model.talker.code_predictor
+    assert exact_cp.head_weights is None and exact_cp.head(3) is exact_cp.lm_head[3].weight
+    for table, exact_table in zip(cp.model.codec_embedding, exact_cp.model.codec_embedding, strict=True):
+        assert table.weight.dtype == torch.bfloat16  # read a row at a time: kept as stored, widened as read
+        assert torch.equal(table(ids).float(), exact_table(ids))
     assert talker.embed_text(ids).dtype == torch.float32
     voice = Voice.preset("vivian", "english")
     audio = eng.synthesize("Hello there.", voice, Sampling(greedy=True, min_frames=5), max_frames=5)
@@ -118,11 +127,12 @@ def teacher_forced_logits(eng: Engine, text: str, voice: Voice, codes: np.ndarra
             talker_logits.append(F.linear(hidden, talker.codec_head.weight)[0])
             x = cp.project(torch.stack([hidden, talker.embed_codec(codes_t[f, :1])], dim=1))  # [1, 2, h]
             h = cp.model(x, torch.arange(2)[None], pcache, kv_len=2)[:, -1]
-            steps = [F.linear(h, cp.lm_head[0].weight)[0]]
+            steps = [linear(h, cp.head(0))[0]]
             for j in range(1, cp.config.num_code_groups - 1):
-                e = cp.project(F.embedding(codes_t[f, j : j + 1], cp.model.codec_embedding[j - 1].weight))[:, None]
+                row = F.embedding(codes_t[f, j : j + 1], cp.model.codec_embedding[j - 1].weight).float()
+                e = cp.project(row)[:, None]
                 h = cp.model(e, torch.tensor([[j + 1]]), pcache, kv_len=j + 2)[:, -1]
-                steps.append(F.linear(h, cp.lm_head[j].weight)[0])
+                steps.append(linear(h, cp.head(j))[0])
             predictor_logits.append(torch.stack(steps))
             trailing = prompt.trailing[:, f] if f < prompt.trailing.shape[1] else prompt.pad_embed[:, 0]
             x = talker.embed_frame(codes_t[f : f + 1]) + trailing
@@ -154,10 +164,10 @@ def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_di
 
 
 @pytest.mark.parametrize("amx", [True, False])
-def test_the_fast_path_decodes_in_bf16_only_where_the_cpu_has_amx(amx, tiny_model_dir, monkeypatch):
+def test_the_fast_path_decodes_in_bf16_only_where_the_cpu_multiplies_it(amx, tiny_model_dir, monkeypatch):
     from engine import runtime
 
-    monkeypatch.setattr(runtime, "cpu_matrix_units", lambda: amx)
+    monkeypatch.setattr(runtime, "cpu_bf16_units", lambda: amx)
     path = tiny_model_dir("custom_voice")
     fast = Engine.from_pretrained(path, device="cpu", cpu_int8=True)
     assert fast.decoder.pre_conv.conv.weight.dtype == (torch.bfloat16 if amx else torch.float32)
