@@ -33,6 +33,7 @@ from engine.frames.compile import cpu_compile_enabled
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
 from engine.frames.guard import FrameGuard
+from engine.frames.threads import ThreadGovernor
 from engine.model import Qwen3TTS
 from engine.model.int8 import keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
@@ -317,7 +318,10 @@ class Engine:
                 from engine.frames.compile import CompiledPredictorStep
 
                 step = CompiledPredictorStep() if self.cpu_compile else None
-                self._single = EagerStreamer(self.model.talker, self.decoder, step)
+                # the fast CPU path measures which thread count runs faster now; the exact path's are fixed
+                governed = self.cpu_int8 and options.current().threads is None
+                governor = ThreadGovernor.for_this_machine() if governed else None
+                self._single = EagerStreamer(self.model.talker, self.decoder, step, governor)
         return self._single
 
     def _run(self, plan: Plan, *, first_chunk_frames: int, chunk_frames: int,

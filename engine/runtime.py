@@ -66,7 +66,8 @@ def available_cores() -> int:
 def cpu_threads(requested: int | None = None) -> int:
     """PyTorch's CPU threads for generation: ``requested`` (the ``threads`` option) or, by default, the cores
     this process may use less one, kept free for the audio callback and the window, so that a frame's many small
-    parallel operations do not wait on a thread the system has descheduled."""
+    parallel operations do not wait on a thread the system has descheduled. The fast CPU path's frames then
+    choose between this and all the cores by measuring (``engine.frames.threads``)."""
     if requested is not None:
         return requested
     return max(1, available_cores() - 1)

@@ -8,6 +8,7 @@ same interface and replays CUDA graphs; this one is the reference the fast path 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ import torch
 
 from engine.frames.codes import TalkerLogitsProcessor, predict_codes, sample_code0
 from engine.frames.guard import FrameGuard
+from engine.frames.threads import ThreadGovernor
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings
@@ -32,13 +34,15 @@ class FrameGenerator:
     """Generates frames for one prompt (batch 1) on the eager path."""
 
     def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0,
-                 predictor_step: Callable | None = None, live: LiveTrack | None = None):
+                 predictor_step: Callable | None = None, live: LiveTrack | None = None,
+                 governor: ThreadGovernor | None = None):
         """``predictor_step``: a compiled ``engine.frames.codes.predictor_step`` (its predictor then attends
         over its whole 16-slot cache every step, masked, so every step has one shape). ``live``: the trailing
         text of a segment still arriving (``engine.live``), waited for row by row; ``max_frames`` is then the
-        most its budget can be."""
+        most its budget can be. ``governor``: chooses the CPU threads of each frame from the frame times it is
+        told (``engine.frames.threads``)."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
-        self.predictor_step, self.live = predictor_step, live
+        self.predictor_step, self.live, self.governor = predictor_step, live, governor
         c = talker.config
         dev = talker.codec_head.weight.device
         self.device, self.dtype = dev, talker.codec_head.weight.dtype
@@ -63,21 +67,28 @@ class FrameGenerator:
         L = self.prompt.length
         positions = torch.arange(L, device=self.device)[None]  # [1, L]
         hidden = t.model(self.prompt.embeds, positions, self.cache, kv_len=L)[:, -1]  # [1, H]
-        step = 0
+        step, governor = 0, self.governor
         while step < self.budget():
+            started = time.perf_counter()
+            if governor is not None:
+                governor.before_frame()
             frame = torch.full((1,), step, device=self.device)
             code0 = sample_code0(t, hidden, frame, self.processor, self.talker_settings, self.seeds)  # [1]
             if code0.item() == self.eos:
                 return
             codes = self._codes(hidden, code0, frame)  # [1, 16]
+            spent = time.perf_counter() - started
             yield codes[0]
             if step + 1 >= self.budget():
                 return
             if self.live is not None and not self.live.wait_for_row(step):
                 return  # cancelled while the text was awaited
+            resumed = time.perf_counter()  # the consumer's time (decoding a chunk) and the text's are not the frame's
             x = t.embed_frame(codes) + self.trailing(step)  # [1, H]
             pos = torch.full((1, 1), L + step, device=self.device)
             hidden = t.model(x[:, None], pos, self.cache, kv_len=L + step + 1)[:, -1]
+            if governor is not None:
+                governor.after_frame((spent + time.perf_counter() - resumed) * 1000)
             step += 1
 
     def budget(self) -> int:
@@ -97,9 +108,12 @@ class FrameGenerator:
 
 
 class EagerStreamer:
-    def __init__(self, talker: Talker, decoder, predictor_step: Callable | None = None):
-        """``predictor_step``: a compiled predictor step for every frame (``FrameGenerator``), or None."""
+    def __init__(self, talker: Talker, decoder, predictor_step: Callable | None = None,
+                 governor: ThreadGovernor | None = None):
+        """``predictor_step``: a compiled predictor step for every frame (``FrameGenerator``), or None.
+        ``governor``: the CPU threads of every frame of every call (``engine.frames.threads``), or None."""
         self.talker, self.decoder, self.predictor_step = talker, decoder, predictor_step
+        self.governor = governor
         self.device = talker.codec_head.weight.device
         self.decoder_state = decoder.new_state(1, self.device)
 
@@ -134,7 +148,8 @@ class EagerStreamer:
         chunk. ``live``: the segment's text is still arriving (``engine.live``): a chunk is cut short when the
         next frame must wait for text, so what is made is heard at once."""
         guard = guard or FrameGuard(max_frames)
-        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step, live)
+        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step, live,
+                             self.governor)
         buf: list[torch.Tensor] = []
         size = chunk_size()
         done = 0

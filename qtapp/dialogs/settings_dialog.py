@@ -84,8 +84,9 @@ class SettingsDialog(QDialog):
         self.cpu_path.setCurrentIndex(max(0, self.cpu_path.findData(settings.cpu_path)))
         self.cpu_path.setToolTip("On the processor: int8 weights read a quarter of the bytes; float32 is exact")
         self.threads = QSpinBox(minimum=0, maximum=MAX_THREADS, value=settings.threads)
-        self.threads.setSpecialValueText("Automatic")  # 0: the cores Orator may use, less one for audio and the window
-        self.threads.setToolTip("Processor threads for speech; Automatic leaves one core for the audio and the window")
+        self.threads.setSpecialValueText("Automatic")  # 0: measured as it reads (engine.frames.threads)
+        self.threads.setToolTip("Processor threads for speech; Automatic measures, as it reads, whether all the "
+                                "cores or one fewer is faster (one fewer when another program is busy)")
         self.chunk_frames = QSpinBox(minimum=1, maximum=32, value=settings.chunk_frames, suffix=" frames")
         self.chunk_frames.setToolTip("Audio is decoded this many 80 ms frames at a time while streaming")
         runtime_form.addRow("Device:", self.device)

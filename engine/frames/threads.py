@@ -1,0 +1,84 @@
+"""How many CPU threads the eager frame loop uses, chosen frame by frame from measured frame times.
+
+A frame on a CPU is ~3,000 small parallel operations, each ending at a barrier of all its threads. With every
+core in use, a machine with anything else to run (a browser, a build, the audio and the window) deschedules one
+of those threads now and then, and every barrier waits for it: on 2 cores, 2 threads then ran 1,018 ms a frame
+against 147 ms for 1 thread; on the same machine idle, 2 threads are 1.6x faster than 1 (docs/benchmarks.md#cpu).
+Neither count is right on every machine or every minute, so ``ThreadGovernor`` keeps a running mean of the frame
+time of each count it may use (the available cores, and one fewer), runs the faster, and tries the other for a
+few frames now and then, or at once when a frame takes far longer than the mean of its count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from engine.runtime import available_cores
+
+EXPLORE_EVERY = 48  # frames (about 4 s of audio) between trials of the count not in use
+TRIAL_FRAMES = 3  # frames a trial runs; the first after a change is not counted (the pool resizes)
+SMOOTHING = 0.3  # weight of the newest frame in a count's running mean
+SPIKE = 3.0  # a frame this many times its count's mean starts a trial at once
+
+
+class ThreadGovernor:
+    """Chooses PyTorch's intra-op threads among ``choices`` before each frame (``before_frame``), from the frame
+    times it is told (``after_frame``). ``set_threads`` is ``torch.set_num_threads`` unless a test gives another."""
+
+    def __init__(self, choices: Sequence[int], set_threads: Callable[[int], None] = torch.set_num_threads):
+        if not choices or min(choices) < 1:
+            raise ValueError(f"thread counts must be positive, got {list(choices)}")
+        self.choices = sorted(set(choices))
+        self.mean_ms: dict[int, float | None] = {n: None for n in self.choices}
+        self._set_threads = set_threads
+        self.current = self.choices[0]  # the cautious count first: the one that leaves a core free
+        self._applied: int | None = None
+        self._trial_left = 0  # frames the running trial still has, counted ones
+        self._skip_next = False  # the frame after a change is not counted
+        self._since_trial = 0
+
+    @classmethod
+    def for_this_machine(cls) -> ThreadGovernor | None:
+        """A governor between all the cores this process may use and one fewer; None with one core."""
+        cores = available_cores()
+        return cls((cores - 1, cores)) if cores >= 2 else None
+
+    def before_frame(self) -> None:
+        if self._applied != self.current:
+            self._set_threads(self.current)
+            self._applied = self.current
+
+    def after_frame(self, ms: float) -> None:
+        """Record how long the frame just made took, in milliseconds, and choose the next frame's count."""
+        if self._skip_next:
+            self._skip_next = False
+            return
+        mean = self.mean_ms[self.current]
+        spike = mean is not None and ms > SPIKE * mean and not self._trial_left
+        self.mean_ms[self.current] = ms if mean is None else (1 - SMOOTHING) * mean + SMOOTHING * ms
+        if self._trial_left:
+            self._trial_left -= 1
+            if not self._trial_left:
+                self._switch(self.fastest())
+            return
+        self._since_trial += 1
+        untried = [n for n in self.choices if self.mean_ms[n] is None]
+        if untried or spike or self._since_trial >= EXPLORE_EVERY:
+            others = untried or [n for n in self.choices if n != self.current]
+            if others:
+                trial = min(others, key=lambda n: self.mean_ms[n] or 0.0)
+                self.mean_ms[trial] = None  # measured afresh: what held a minute ago may not now
+                self._since_trial = 0
+                self._trial_left = TRIAL_FRAMES - 1
+                self._switch(trial)
+
+    def fastest(self) -> int:
+        known = {n: ms for n, ms in self.mean_ms.items() if ms is not None}
+        return min(known, key=known.get) if known else self.current
+
+    def _switch(self, threads: int) -> None:
+        if threads != self.current:
+            self.current = threads
+            self._skip_next = True
