@@ -11,7 +11,7 @@ from engine import Engine, Sampling, Voice
 from engine.cpu_probe import FRAME_S, CpuSpeed, measure_cpu_speed
 from engine.frames.eager import FrameGenerator
 from engine.prompts import build_prompt
-from engine.runtime import cpu_threads
+from engine.runtime import available_cores, cpu_threads
 
 
 def test_the_realtime_factor_is_audio_over_the_time_to_make_and_decode_it():
@@ -28,7 +28,8 @@ def test_a_measurement_takes_about_its_time_and_uses_the_engines_threads():
         took = time.perf_counter() - start
     finally:
         torch.set_num_threads(threads)
-    assert speed.size == "0.6b" and speed.threads == cpu_threads()
+    # the thread count the fast path settles on: the cores less one, or all of them where that measured faster
+    assert speed.size == "0.6b" and speed.threads in {cpu_threads(), available_cores()}
     assert speed.frame_ms > 0 and speed.decode_ms > 0 and 0 < speed.realtime_factor < 100
     assert took < 30  # two frames at least, a chunk decoded; the build is most of it
 
@@ -49,5 +50,5 @@ def test_the_probe_predicts_the_real_models_frame_time(full_size_0_6b):
             pass
         real_ms = (time.perf_counter() - start) / 6 * 1000
     del engine, talker
-    probe = measure_cpu_speed("0.6b", seconds=0.5)
+    probe = measure_cpu_speed("0.6b", seconds=0.5, threads=torch.get_num_threads())  # the count the loop above ran
     assert 1 / 1.5 < probe.frame_ms / real_ms < 1.5, (probe.frame_ms, real_ms)
