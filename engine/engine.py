@@ -141,6 +141,14 @@ class Engine:
         return self.config.tts_model_size
 
     @property
+    def cpu_thread_counts(self) -> tuple[int, ...]:
+        """The CPU thread counts a call may run with: the two the fast path chooses between as it measures
+        (``engine.frames.threads``), or the one in use."""
+        streamer = self._single_streamer() if not self.use_graphs else None
+        governor = getattr(streamer, "governor", None)
+        return tuple(governor.choices) if governor is not None else (torch.get_num_threads(),)
+
+    @property
     def speakers(self) -> list[str]:
         return self.config.speakers
 

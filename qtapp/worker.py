@@ -78,11 +78,14 @@ def load_engine(spec) -> Engine:
 
 
 def describe_engine(engine: Engine) -> str:
-    """The model and the path it runs on: "custom_voice 0.6B on cpu (int8 weights, 7 threads)"."""
+    """The model and the path it runs on: "custom_voice 0.6B on cpu (int8 weights, 7 or 8 threads as measured)"."""
     device = torch.device(engine.device)
     if device.type == "cpu":
         path = "int8 weights" if getattr(engine, "cpu_int8", False) else "exact float32"
-        return f"{engine.model_type} {engine.model_size} on cpu ({path}, {torch.get_num_threads()} threads)"
+        counts = getattr(engine, "cpu_thread_counts", None) or (torch.get_num_threads(),)
+        threads = (" or ".join(map(str, counts)) + " threads as measured" if len(counts) > 1 else
+                   f"{counts[0]} thread{'' if counts[0] == 1 else 's'}")
+        return f"{engine.model_type} {engine.model_size} on cpu ({path}, {threads})"
     return f"{engine.model_type} {engine.model_size} on {engine.device} ({engine.dtype})"
 
 

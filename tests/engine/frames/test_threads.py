@@ -75,6 +75,13 @@ def test_the_fast_cpu_path_is_governed_and_the_exact_path_and_a_chosen_count_are
     voice = Voice.preset("vivian", "english")
     fast.synthesize("Hello there.", voice, Sampling(greedy=True, min_frames=8), max_frames=8)
     assert all(ms is not None for ms in governor.mean_ms.values())  # both counts measured on real frames
-    assert Engine.from_pretrained(path, device="cpu", cpu_int8=False)._single_streamer().governor is None
+    assert fast.cpu_thread_counts == (1, 2)
+    exact = Engine.from_pretrained(path, device="cpu", cpu_int8=False)
+    assert exact._single_streamer().governor is None and len(exact.cpu_thread_counts) == 1
     engine_options(threads=1)
-    assert Engine.from_pretrained(path, device="cpu", cpu_int8=True)._single_streamer().governor is None
+    chosen = Engine.from_pretrained(path, device="cpu", cpu_int8=True)
+    assert chosen._single_streamer().governor is None and chosen.cpu_thread_counts == (1,)
+    from qtapp.worker import describe_engine
+
+    assert describe_engine(fast).endswith("(int8 weights, 1 or 2 threads as measured)")
+    assert describe_engine(chosen).endswith("(int8 weights, 1 thread)")
