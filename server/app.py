@@ -4,7 +4,8 @@
 ``/health`` says ``loading`` meanwhile, with how far it got, and the API answers 503). ``make_backend(engine,
 progress)`` turns the engine into the scheduler's ``StreamBackend``, telling ``progress(done, total, what)`` how
 far its warm-up is (minutes for ``--batch`` on a GPU the first time); the default runs ``Engine.stream`` one
-request at a time.
+request at a time. ``load_first=True`` makes the app's startup itself wait for the load and fail when it fails: a
+Ray Serve replica (``server.ray_serve``) is then only routed to once its model is loaded and warmed up.
 """
 
 from __future__ import annotations
@@ -35,12 +36,17 @@ WEB_DIR = Path(__file__).parent / "web"
 
 
 def create_app(engine_provider: Callable[[], Engine], library_dir, settings: ServerSettings | None = None,
-               make_backend: Callable[[Engine, WarmupProgress], StreamBackend] = EngineBackend) -> FastAPI:
+               make_backend: Callable[[Engine, WarmupProgress], StreamBackend] = EngineBackend,
+               load_first: bool = False) -> FastAPI:
     settings = settings or ServerSettings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         load = asyncio.create_task(_load(app, engine_provider, make_backend, settings))
+        if load_first:
+            await load
+            if app.state.load_error:
+                raise RuntimeError(f"cannot load the model: {app.state.load_error}")
         try:
             yield
         finally:
@@ -55,6 +61,7 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
     app.state.scheduler = None
     app.state.load_error = None
     app.state.loading = Loading()
+    app.state.health_extra = None  # an async callable whose dict /health adds (a Ray replica: every replica)
     app.state.engine_or_503 = lambda: _engine_or_503(app)
     install_error_handlers(app)
     app.include_router(speech.router)
@@ -71,6 +78,8 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
             answer["error"] = app.state.load_error
         elif app.state.engine is None:
             answer["loading"] = app.state.loading.status()
+        if app.state.health_extra is not None:
+            answer.update(await app.state.health_extra())
         return answer
 
     started = int(time.time())  # a model's ``created``: when this server started serving it

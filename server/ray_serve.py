@@ -1,0 +1,192 @@
+"""``python main.py serve --ray-replicas N``: the same FastAPI app and engine as Ray Serve replicas behind Ray
+Serve's HTTP proxy.
+
+Each replica is one ``SpeechReplica``: its own engine (``server.cli.load_engine``) and scheduler
+(``server.scheduler.backend_factory``) inside the app ``server.app.create_app`` builds, so the OpenAI API, the
+voices API, the live-text WebSocket, the web page, the API key and the limits are the single-process server's.
+- Readiness: the app's startup waits for the model to load and warm up (``create_app(load_first=True)``), and Ray
+  routes to a replica only once its startup is done; a model that cannot load fails the deployment.
+- Routing: Ray Serve's router (power of two choices) sends a request to the replica with fewer ongoing requests,
+  at most ``--batch`` + ``--max-queue`` per replica (``max_ongoing_requests``, what the replica's own scheduler
+  takes); up to ``--max-queue`` more wait in the proxy (``max_queued_requests``), beyond which the proxy answers 503.
+- Replicas: ``--ray-replicas N`` runs N; with ``--ray-max-replicas M`` (or ``--ray-replicas auto``, from 1) Ray's
+  autoscaler adds replicas up to M while the requests per replica stay above ``--batch`` (a queue forms) and
+  removes them when idle. On CUDA each replica takes one GPU; on a CPU the cluster's CPUs are split between the
+  most replicas there may be, and each replica's PyTorch threads are set to its share.
+- Failures: a replica whose process dies fails its own requests only (a cut stream or an error); Ray starts a new
+  one, which loads before it takes traffic.
+- The voice library folder (``--library``) is shared by every replica (on several machines: a shared file
+  system); a voice saved by one is seen by the others at once (``engine.voices.library``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import ray
+from ray import serve
+
+from server.app import create_app
+from server.ray_replicas import ReplicaHeader, ReplicaReporter, remove_registry
+from server.scheduler import backend_factory
+from server.settings import ServerSettings
+
+log = logging.getLogger("orator.server")
+APP_NAME = "orator"
+# replicas run the code of the command that deployed them, from source or installed
+SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
+HEALTH_CHECK_PERIOD_S = 2.0  # how soon a replica that died is noticed and replaced
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    """What each replica loads and serves."""
+
+    model: str
+    library: str
+    settings: ServerSettings
+    device: str = "cpu"
+    dtype: str | None = None
+    decoder_dtype: str | None = None
+    batch: int = 1
+    threads: int | None = None  # PyTorch's CPU threads in each replica; None: the engine's choice
+
+
+@serve.ingress()
+class SpeechReplica:
+    """One replica: the server's app over its own engine."""
+
+    async def __init__(self, config: ReplicaConfig):
+        if config.threads is not None:  # before the engine exists: its thread pool is set when it loads
+            from engine.options import configure
+
+            configure(threads=config.threads)
+        self.config = config
+        context = serve.get_replica_context()
+        self.reporter = ReplicaReporter(context.app_name, context.replica_tag)
+
+    def __serve_build_asgi_app__(self):
+        from server.cli import load_engine
+
+        config = self.config
+        app = create_app(lambda: load_engine(config.model, config.device, config.dtype, config.decoder_dtype),
+                         config.library, config.settings, make_backend=backend_factory(config.batch),
+                         load_first=True)
+        app.state.health_extra = self.reporter.health
+        app.add_middleware(ReplicaHeader, reporter=self.reporter)
+        self.reporter.app = app
+        self.reporter.start()
+        return app
+
+    async def check_health(self) -> None:
+        app = self.reporter.app
+        if app is not None and app.state.load_error:
+            raise RuntimeError(app.state.load_error)
+
+    async def __del__(self):
+        await self.reporter.stop()
+
+
+def deployment_options(replicas: int | None, max_replicas: int | None, batch: int, max_queue: int, gpus: bool,
+                       cluster_cpus: float) -> tuple[dict, int | None]:
+    """Ray Serve's options for the deployment, and the PyTorch threads of each replica (None on a GPU).
+
+    ``replicas``: how many, or the fewest when autoscaling (None: 1); ``max_replicas``: autoscale up to that many."""
+    low = replicas or 1
+    options = {"max_ongoing_requests": batch + max_queue, "max_queued_requests": max_queue,
+               "health_check_period_s": HEALTH_CHECK_PERIOD_S}
+    if max_replicas is not None:
+        # Ray counts a replica's ongoing requests, queued ones included: above --batch a queue has formed
+        options["autoscaling_config"] = {"min_replicas": low, "initial_replicas": low, "max_replicas": max_replicas,
+                                         "target_ongoing_requests": batch, "upscale_delay_s": 5,
+                                         "downscale_delay_s": 60}
+    else:
+        options["num_replicas"] = low
+    most = max_replicas or low
+    if gpus:
+        options["ray_actor_options"] = {"num_gpus": 1, "num_cpus": 1, "runtime_env": _runtime_env()}
+        return options, None
+    share = cluster_cpus / most
+    options["ray_actor_options"] = {"num_gpus": 0, "num_cpus": share, "runtime_env": _runtime_env()}
+    return options, max(1, math.floor(share))
+
+
+def _runtime_env() -> dict:
+    paths = [SOURCE_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
+
+
+def deploy(config: ReplicaConfig, options: dict):
+    """Deploy the replicas with ``options`` (``deployment_options``) on the Serve instance already started; returns
+    once every replica is loaded (a model that cannot load raises)."""
+    deployment = serve.deployment(SpeechReplica, name="speech").options(**options)
+    return serve.run(deployment.bind(config), name=APP_NAME, route_prefix="/")
+
+
+def undeploy() -> None:
+    serve.delete(APP_NAME)
+    remove_registry(APP_NAME)
+
+
+def run_ray_serve(args, settings: ServerSettings) -> int:
+    """The ``serve`` command on Ray: start or join a cluster, deploy, serve until interrupted."""
+    from server.library import default_library_dir
+
+    joined = args.ray_address is not None
+    ray.init(address=args.ray_address, namespace="orator", log_to_driver=True)
+    resources = ray.cluster_resources()
+    device = args.device
+    if device == "auto":  # the replicas' machines decide, not this one
+        device = "cuda" if resources.get("GPU", 0) >= 1 else "cpu"
+    gpus = device.startswith("cuda")
+    if gpus:  # Ray gives each replica its GPU as the only one it sees
+        device = "cuda"
+    if gpus and resources.get("GPU", 0) < (args.ray_replicas or 1):  # Ray would wait for them for ever
+        print(f"serve: {args.ray_replicas} replicas on CUDA need as many GPUs; the Ray cluster has "
+              f"{resources.get('GPU', 0):g}", file=sys.stderr)
+        ray.shutdown()
+        return 2
+    options, threads = deployment_options(args.ray_replicas, args.ray_max_replicas, args.batch, args.max_queue,
+                                          gpus, resources.get("CPU", 1))
+    config = ReplicaConfig(model=args.model, library=str(Path(args.library or default_library_dir()).resolve()),
+                           settings=settings, device=device, dtype=args.dtype, decoder_dtype=args.decoder_dtype,
+                           batch=args.batch, threads=threads)
+    serve.start(http_options={"host": args.host, "port": args.port, "keep_alive_timeout_s": settings.keep_alive_s})
+    try:
+        deploy(config, options)
+    except Exception as e:  # a model that cannot load, too few GPUs...: Ray's reason, in one line
+        print(f"serve: the Ray deployment failed: {str(e).strip().splitlines()[-1]}", file=sys.stderr)
+        _stop(joined)
+        return 3
+    print(f"serving on http://{args.host}:{args.port} through Ray Serve ({_replicas_text(options)})", file=sys.stderr)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    _stop(joined)
+    return 0
+
+
+def _replicas_text(options: dict) -> str:
+    scaling = options.get("autoscaling_config")
+    if scaling:
+        return f"{scaling['min_replicas']} to {scaling['max_replicas']} replicas, autoscaled"
+    return f"{options['num_replicas']} replicas"
+
+
+def _stop(joined: bool) -> None:
+    """Remove what this command deployed; a cluster it joined goes on, a local one it started ends."""
+    try:
+        undeploy()
+    except Exception as e:  # stopping anyway
+        log.warning("cannot delete the Ray application: %s", e)
+    if not joined:
+        serve.shutdown()
+    ray.shutdown()
