@@ -4,8 +4,9 @@ Serve's HTTP proxy.
 Each replica is one ``SpeechReplica``: its own engine (``server.cli.load_engine``) and scheduler
 (``server.scheduler.backend_factory``) inside the app ``server.app.create_app`` builds, so the OpenAI API, the
 voices API, the live-text WebSocket, the web page, the API key and the limits are the single-process server's.
-- Readiness: the app's startup waits for the model to load and warm up (``create_app(load_first=True)``), and Ray
-  routes to a replica only once its startup is done; a model that cannot load fails the deployment.
+- Readiness: the replica's constructor loads and warms up the model, and its app's startup waits for the rest
+  (``create_app(load_first=True)``); Ray routes to a replica only once both are done. A model that cannot load
+  fails the deployment with the constructor's error as its reason.
 - Routing: Ray Serve's router (power of two choices) sends a request to the replica with fewer ongoing requests,
   at most ``--batch`` + ``--max-queue`` per replica (``max_ongoing_requests``, what the replica's own scheduler
   takes); up to ``--max-queue`` more wait in the proxy (``max_queued_requests``), beyond which the proxy answers 503.
@@ -21,6 +22,7 @@ voices API, the live-text WebSocket, the web page, the API key and the limits ar
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -39,6 +41,7 @@ from server.settings import ServerSettings
 
 log = logging.getLogger("orator.server")
 APP_NAME = "orator"
+DEPLOYMENT = "speech"
 # replicas run the code of the command that deployed them, from source or installed
 SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
 HEALTH_CHECK_PERIOD_S = 2.0  # how soon a replica that died is noticed and replaced
@@ -63,6 +66,8 @@ class SpeechReplica:
     """One replica: the server's app over its own engine."""
 
     async def __init__(self, config: ReplicaConfig):
+        from server.cli import load_engine
+
         if config.threads is not None:  # before the engine exists: its thread pool is set when it loads
             from engine.options import configure
 
@@ -70,14 +75,16 @@ class SpeechReplica:
         self.config = config
         context = serve.get_replica_context()
         self.reporter = ReplicaReporter(context.app_name, context.replica_tag)
+        # loaded here rather than in the app's startup: an error raised by the constructor is the reason Ray gives
+        # for a failed deployment (uvicorn's lifespan would log it and leave Ray only "startup failed")
+        self.engine = await asyncio.to_thread(load_engine, config.model, config.device, config.dtype,
+                                              config.decoder_dtype)
+        self.backend = await asyncio.to_thread(backend_factory(config.batch), self.engine, None)
 
     def __serve_build_asgi_app__(self):
-        from server.cli import load_engine
-
         config = self.config
-        app = create_app(lambda: load_engine(config.model, config.device, config.dtype, config.decoder_dtype),
-                         config.library, config.settings, make_backend=backend_factory(config.batch),
-                         load_first=True)
+        app = create_app(lambda: self.engine, config.library, config.settings,
+                         make_backend=lambda engine, progress: self.backend, load_first=True)
         app.state.health_extra = self.reporter.health
         app.add_middleware(ReplicaHeader, reporter=self.reporter)
         self.reporter.app = app
@@ -125,7 +132,7 @@ def _runtime_env() -> dict:
 def deploy(config: ReplicaConfig, options: dict):
     """Deploy the replicas with ``options`` (``deployment_options``) on the Serve instance already started; returns
     once every replica is loaded (a model that cannot load raises)."""
-    deployment = serve.deployment(SpeechReplica, name="speech").options(**options)
+    deployment = serve.deployment(SpeechReplica, name=DEPLOYMENT).options(**options)
     return serve.run(deployment.bind(config), name=APP_NAME, route_prefix="/")
 
 
@@ -139,7 +146,12 @@ def run_ray_serve(args, settings: ServerSettings) -> int:
     from server.library import default_library_dir
 
     joined = args.ray_address is not None
-    ray.init(address=args.ray_address, namespace="orator", log_to_driver=True)
+    try:
+        ray.init(address=args.ray_address, namespace="orator", log_to_driver=True)
+    except (ConnectionError, RuntimeError, ValueError) as e:  # no cluster at that address
+        print(f"serve: cannot start or join Ray (--ray-address {args.ray_address}): {str(e).strip().splitlines()[0]}",
+              file=sys.stderr)
+        return 2
     resources = ray.cluster_resources()
     device = args.device
     if device == "auto":  # the replicas' machines decide, not this one
@@ -158,20 +170,31 @@ def run_ray_serve(args, settings: ServerSettings) -> int:
                            settings=settings, device=device, dtype=args.dtype, decoder_dtype=args.decoder_dtype,
                            batch=args.batch, threads=threads)
     serve.start(http_options={"host": args.host, "port": args.port, "keep_alive_timeout_s": settings.keep_alive_s})
+    status = 0
     try:
         deploy(config, options)
-    except Exception as e:  # a model that cannot load, too few GPUs...: Ray's reason, in one line
-        print(f"serve: the Ray deployment failed: {str(e).strip().splitlines()[-1]}", file=sys.stderr)
-        _stop(joined)
-        return 3
-    print(f"serving on http://{args.host}:{args.port} through Ray Serve ({_replicas_text(options)})", file=sys.stderr)
-    try:
+        print(f"serving on http://{args.host}:{args.port} through Ray Serve ({_replicas_text(options)}); "
+              "Ctrl-C stops", file=sys.stderr)
         while True:
             time.sleep(3600)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # while deploying too: what was started is removed all the same
         pass
-    _stop(joined)
-    return 0
+    except Exception as e:  # a model that cannot load, a cluster without room...: Ray's reason, in one line
+        print(f"serve: the Ray deployment failed: {failure_reason(e)}", file=sys.stderr)
+        status = 3
+    finally:
+        _stop(joined)
+    return status
+
+
+def failure_reason(error: Exception) -> str:
+    """The last line of the deployment's status message (a replica constructor's error), else of ``error``."""
+    try:
+        message = serve.status().applications[APP_NAME].deployments[DEPLOYMENT].message
+    except Exception:  # no status to read: the error itself says what it can
+        message = ""
+    lines = [line.strip() for line in (message or str(error)).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
 
 
 def _replicas_text(options: dict) -> str:
