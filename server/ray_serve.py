@@ -26,6 +26,7 @@ import asyncio
 import logging
 import math
 import os
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -146,6 +147,10 @@ def run_ray_serve(args, settings: ServerSettings) -> int:
     from server.library import default_library_dir
 
     joined = args.ray_address is not None
+    problem = unreachable(args.ray_address) if joined else None
+    if problem:
+        print(f"serve: no Ray cluster answers at --ray-address {args.ray_address}: {problem}", file=sys.stderr)
+        return 2
     try:
         ray.init(address=args.ray_address, namespace="orator", log_to_driver=True)
     except (ConnectionError, RuntimeError, ValueError) as e:  # no cluster at that address
@@ -185,6 +190,21 @@ def run_ray_serve(args, settings: ServerSettings) -> int:
     finally:
         _stop(joined)
     return status
+
+
+def unreachable(address: str, timeout_s: float = 5.0) -> str | None:
+    """Why nothing listens at a ``host:port`` cluster address (None if something does, or for another form:
+    ``auto``, ``local``, ``ray://...``): ``ray.init`` retries an address where nothing listens for minutes."""
+    if "://" in address or address in ("auto", "local"):
+        return None
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        return None  # Ray's own message names the bad format
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    return None
 
 
 def failure_reason(error: Exception) -> str:

@@ -88,3 +88,23 @@ def test_options_autoscale_on_queue_depth_and_take_a_gpu_each():
     assert actor["runtime_env"]["env_vars"]["PYTHONPATH"].split(":")[0] == SOURCE_ROOT
     _, cpu_threads = deployment_options(2, 4, batch=1, max_queue=8, gpus=False, cluster_cpus=8)
     assert cpu_threads == 2  # the CPUs are shared by the most replicas there may be
+
+
+def test_an_address_where_no_cluster_listens_is_refused_at_once(capsys):
+    pytest.importorskip("ray.serve")
+    import socket
+
+    with socket.socket() as s:  # a port just freed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(_serve("--ray-replicas", "1", "--ray-address", f"127.0.0.1:{port}")) == 2
+    err = capsys.readouterr().err
+    assert f"no Ray cluster answers at --ray-address 127.0.0.1:{port}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("address", ["not an address", "host:port:x", "::"])
+def test_a_malformed_address_is_one_line_error(address, capsys):
+    pytest.importorskip("ray.serve")
+    assert main(_serve("--ray-replicas", "1", "--ray-address", address)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("serve: ") and "Traceback" not in err
