@@ -125,6 +125,20 @@ def deployment_options(replicas: int | None, max_replicas: int | None, batch: in
     return options, max(1, math.floor(share))
 
 
+def room_for(replicas: int | None, max_replicas: int | None, gpus: bool, resources: dict) -> str | None:
+    """Why the cluster (``ray.cluster_resources()``) cannot hold the replicas asked for; None when it can. Ray
+    would wait for ever for GPUs it lacks, and replicas on a CPU beyond its cores only slow each other down (each
+    holds its own copy of the model)."""
+    wanted = replicas or 1
+    if gpus:
+        have = resources.get("GPU", 0)
+        return None if have >= wanted else (f"{wanted} replicas on CUDA need a GPU each; the Ray cluster has "
+                                            f"{have:g}")
+    most, have = max_replicas or wanted, resources.get("CPU", 0)
+    return None if have >= most else (f"{most} replicas on a CPU need a core each; the Ray cluster has {have:g} "
+                                      "(fewer replicas, or --batch for more streams per replica)")
+
+
 def _runtime_env() -> dict:
     paths = [SOURCE_ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}}
@@ -164,9 +178,9 @@ def run_ray_serve(args, settings: ServerSettings) -> int:
     gpus = device.startswith("cuda")
     if gpus:  # Ray gives each replica its GPU as the only one it sees
         device = "cuda"
-    if gpus and resources.get("GPU", 0) < (args.ray_replicas or 1):  # Ray would wait for them for ever
-        print(f"serve: {args.ray_replicas} replicas on CUDA need as many GPUs; the Ray cluster has "
-              f"{resources.get('GPU', 0):g}", file=sys.stderr)
+    problem = room_for(args.ray_replicas, args.ray_max_replicas, gpus, resources)
+    if problem:
+        print(f"serve: {problem}", file=sys.stderr)
         ray.shutdown()
         return 2
     options, threads = deployment_options(args.ray_replicas, args.ray_max_replicas, args.batch, args.max_queue,

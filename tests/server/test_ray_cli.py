@@ -108,3 +108,16 @@ def test_a_malformed_address_is_one_line_error(address, capsys):
     assert main(_serve("--ray-replicas", "1", "--ray-address", address)) == 2
     err = capsys.readouterr().err
     assert err.startswith("serve: ") and "Traceback" not in err
+
+
+def test_replicas_the_cluster_cannot_hold_are_refused():
+    pytest.importorskip("ray.serve")
+    from server.ray_serve import room_for
+
+    assert room_for(4, None, gpus=True, resources={"CPU": 64, "GPU": 4}) is None
+    assert "3 replicas on CUDA need a GPU each; the Ray cluster has 2" in room_for(3, None, True, {"GPU": 2})
+    assert "need a GPU each; the Ray cluster has 0" in room_for(1, None, True, {"CPU": 8})
+    assert room_for(1, 8, gpus=True, resources={"GPU": 1}) is None  # autoscaling waits for GPUs added later
+    assert room_for(2, None, gpus=False, resources={"CPU": 2}) is None
+    assert "5 replicas on a CPU need a core each" in room_for(2, 5, False, {"CPU": 4})
+    assert "1000000 replicas" in room_for(10**6, None, False, {"CPU": 16})
