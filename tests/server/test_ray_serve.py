@@ -144,6 +144,18 @@ def test_the_key_host_and_origin_checks_hold_behind_the_proxy(ray_url):
     assert httpx.get(f"{ray_url}/", timeout=30).status_code == 200  # the web page stays open
 
 
+def test_an_oversized_body_is_refused_before_it_is_sent(ray_url):
+    """The replica's body limit answers from the declared length, through the proxy, with no byte of it sent."""
+    host, port = ray_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(f"POST /v1/audio/voices HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {KEY}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {10**12}\r\n\r\n".encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += conn.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 413")
+
+
 def test_live_text_streams_over_the_websocket_through_the_proxy(ray_url):
     from websockets.sync.client import connect
 
