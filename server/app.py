@@ -6,6 +6,8 @@ progress)`` turns the engine into the scheduler's ``StreamBackend``, telling ``p
 far its warm-up is (minutes for ``--batch`` on a GPU the first time); the default runs ``Engine.stream`` one
 request at a time. ``load_first=True`` makes the app's startup itself wait for the load and fail when it fails: a
 Ray Serve replica (``server.ray_serve``) is then only routed to once its model is loaded and warmed up.
+``request_id_prefix`` starts every speech request's id (a replica's names the replica: ids stay unique behind one
+proxy).
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ WEB_DIR = Path(__file__).parent / "web"
 
 def create_app(engine_provider: Callable[[], Engine], library_dir, settings: ServerSettings | None = None,
                make_backend: Callable[[Engine, WarmupProgress], StreamBackend] = EngineBackend,
-               load_first: bool = False) -> FastAPI:
+               load_first: bool = False, request_id_prefix: str = "speech-") -> FastAPI:
     settings = settings or ServerSettings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        load = asyncio.create_task(_load(app, engine_provider, make_backend, settings))
+        load = asyncio.create_task(_load(app, engine_provider, make_backend, settings, request_id_prefix))
         if load_first:
             await load
             if app.state.load_error:
@@ -128,7 +130,7 @@ class Loading:
                 "elapsed_s": round(time.perf_counter() - self.started, 1)}
 
 
-async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSettings) -> None:
+async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSettings, id_prefix: str) -> None:
     loading: Loading = app.state.loading
     try:
         engine = await asyncio.to_thread(engine_provider)
@@ -137,7 +139,8 @@ async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSet
         loading.stage = "collecting garbage"
         await asyncio.to_thread(settle_heap)  # a full garbage collection over all that would stall every stream
         app.state.scheduler = Scheduler(backend, settings.max_queue,
-                                        limits=StreamLimits(settings.max_audio_s, settings.max_unread_audio_s))
+                                        limits=StreamLimits(settings.max_audio_s, settings.max_unread_audio_s),
+                                        id_prefix=id_prefix)
         app.state.engine = engine
         log.info("model loaded: %s %s", engine.model_type, engine.model_size)
     except Exception as e:  # reported by /health; the API answers 503

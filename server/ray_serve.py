@@ -85,7 +85,8 @@ class SpeechReplica:
     def __serve_build_asgi_app__(self):
         config = self.config
         app = create_app(lambda: self.engine, config.library, config.settings,
-                         make_backend=lambda engine, progress: self.backend, load_first=True)
+                         make_backend=lambda engine, progress: self.backend, load_first=True,
+                         request_id_prefix=f"speech-{self.reporter.replica}-")
         app.state.health_extra = self.reporter.health
         app.add_middleware(ReplicaHeader, reporter=self.reporter)
         self.reporter.app = app

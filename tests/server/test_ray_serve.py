@@ -94,7 +94,8 @@ def test_openai_client_gets_the_engines_audio_plain_and_streamed(ray_url, tiny_e
     assert len(plain.content) == 2 * FRAMES * SAMPLES_PER_FRAME and pcm_close(plain.content, expected)
     with client.audio.speech.with_streaming_response.create(
             model="orator", voice="vivian", input="Hello there.", response_format="pcm", extra_body=body) as r:
-        assert r.headers[REQUEST_ID_HEADER].startswith("speech-")
+        # the speech request's id names its replica: ids stay unique across replicas
+        assert r.headers[REQUEST_ID_HEADER].startswith(f"speech-{r.headers[REPLICA_HEADER]}-")
         assert len(r.headers.get_list("x-request-id")) == 1  # Ray's own; the app's moved beside it
         pieces = [p for p in r.iter_bytes(chunk_size=None) if p]
     assert len(pieces) > 1 and b"".join(pieces) == plain.content
@@ -111,6 +112,7 @@ def test_concurrent_requests_spread_over_the_replicas(ray_url):
         answers = list(pool.map(lambda seed: _speak(ray_url, frames=40, seed=seed), range(4)))
     assert all(a.status_code == 200 and len(a.content) == 2 * 40 * SAMPLES_PER_FRAME for a in answers)
     served = {a.headers[REPLICA_HEADER] for a in answers}
+    assert len({a.headers[REQUEST_ID_HEADER] for a in answers}) == 4
     assert served == set(before)  # both replicas took some: the router sent each to the one with a free slot
     time.sleep(1.5)  # a report a second
     after = {r["replica"]: r["served"] for r in _replicas(ray_url)}
