@@ -64,6 +64,7 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
     app.state.load_error = None
     app.state.loading = Loading()
     app.state.health_extra = None  # an async callable whose dict /health adds (a Ray replica: every replica)
+    app.state.status_elsewhere = None  # async (request id) -> status or None, for ids this server does not hold
     app.state.engine_or_503 = lambda: _engine_or_503(app)
     install_error_handlers(app)
     app.include_router(speech.router)

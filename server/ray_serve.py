@@ -88,6 +88,7 @@ class SpeechReplica:
                          make_backend=lambda engine, progress: self.backend, load_first=True,
                          request_id_prefix=f"speech-{self.reporter.replica}-")
         app.state.health_extra = self.reporter.health
+        app.state.status_elsewhere = self.reporter.status_elsewhere
         app.add_middleware(ReplicaHeader, reporter=self.reporter)
         self.reporter.app = app
         self.reporter.start()

@@ -119,6 +119,25 @@ def test_concurrent_requests_spread_over_the_replicas(ray_url):
     assert all(after[replica] > before[replica] for replica in served)
 
 
+def test_a_request_status_answers_through_whichever_replica_is_asked(ray_url):
+    spoken = _speak(ray_url, frames=5)
+    request_id, owner = spoken.headers[REQUEST_ID_HEADER], spoken.headers[REPLICA_HEADER]
+    answered_by = set()
+    for _ in range(20):  # the proxy picks a replica at random: until the other one has answered too
+        status = httpx.get(f"{ray_url}/v1/audio/speech/{request_id}", headers=AUTH, timeout=30)
+        assert status.status_code == 200 and status.json()["id"] == request_id and status.json()["state"] == "done"
+        assert status.json()["frames"] == 5
+        answered_by.add(status.headers[REPLICA_HEADER])
+        if len(answered_by) == 2:
+            break
+    assert answered_by == {owner, next(r["replica"] for r in _replicas(ray_url) if r["replica"] != owner)}
+    other = next(iter(answered_by - {owner}))
+    for unknown in (f"speech-{other}-999999", f"speech-{owner}-999999", "speech-nosuchreplica-1", "x" * 4000,
+                    "speech--1", "speech-%2e%2e-1"):
+        missing = httpx.get(f"{ray_url}/v1/audio/speech/{unknown}", headers=AUTH, timeout=30)
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
 def test_a_voice_saved_through_one_replica_speaks_on_every_replica(ray_url):
     made = httpx.post(f"{ray_url}/v1/audio/voices", json={"name": "Narrator", "speaker": "ryan"}, headers=AUTH,
                       timeout=60)
