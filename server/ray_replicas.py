@@ -1,4 +1,5 @@
-"""What each Ray Serve replica tells about itself: its id on every response, and its state in every ``/health``.
+"""What Ray Serve's replicas tell each other: their state for every ``/health``, the status of their requests, and
+each one's id on its responses.
 
 Ray Serve's proxy sends ``/health`` to any one replica, and no replica sees the others, so each replica reports
 its state (id, process, node, model status, queue, requests served) every ``REPORT_PERIOD_S`` to one small
@@ -27,7 +28,7 @@ import ray
 
 log = logging.getLogger("orator.server")
 REPLICA_HEADER = "x-orator-replica"
-REQUEST_ID_HEADER = "x-orator-request-id"  # the speech request's id (``GET /v1/audio/speech/{id}`` on its replica)
+REQUEST_ID_HEADER = "x-orator-request-id"  # the speech request's id, for ``GET /v1/audio/speech/{id}``
 REPORT_PERIOD_S = 1.0
 STALE_AFTER_S = 5.0  # several missed reports: a replica under load still reports once a second
 REGISTRY_NAMESPACE = "orator"
