@@ -237,7 +237,8 @@ def _replicas_text(options: dict) -> str:
     scaling = options.get("autoscaling_config")
     if scaling:
         return f"{scaling['min_replicas']} to {scaling['max_replicas']} replicas, autoscaled"
-    return f"{options['num_replicas']} replicas"
+    count = options["num_replicas"]
+    return f"{count} replica{'s' if count != 1 else ''}"
 
 
 def _stop(joined: bool) -> None:
