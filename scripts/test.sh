@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need on a Debian machine (system packages, .venv, the project with
-# its gui/server/test extras, the official qwen-tts oracle, a PulseAudio null sink), then runs the
+# its gui/server/ray/test extras, the official qwen-tts oracle, a PulseAudio null sink), then runs the
 # CPU test suite and ruff; on CI (CI=true) also builds the PyInstaller app and runs its self-test.
 # Exits non-zero when anything fails.
 # Usage: bash scripts/test.sh [pytest arguments]
@@ -28,7 +28,7 @@ install_oracle() {
 install_apt_packages "${TEST_APT_PACKAGES[@]}"
 activate_venv
 ensure_torch
-install_project gui,server,test,oracle
+install_project gui,server,ray,test,oracle
 install_oracle
 start_test_audio_server
 

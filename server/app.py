@@ -4,7 +4,10 @@
 ``/health`` says ``loading`` meanwhile, with how far it got, and the API answers 503). ``make_backend(engine,
 progress)`` turns the engine into the scheduler's ``StreamBackend``, telling ``progress(done, total, what)`` how
 far its warm-up is (minutes for ``--batch`` on a GPU the first time); the default runs ``Engine.stream`` one
-request at a time.
+request at a time. ``load_first=True`` makes the app's startup itself wait for the load and fail when it fails: a
+Ray Serve replica (``server.ray_serve``) is then only routed to once its model is loaded and warmed up.
+``request_id_prefix`` starts every speech request's id (a replica's names the replica: ids stay unique behind one
+proxy).
 """
 
 from __future__ import annotations
@@ -35,12 +38,17 @@ WEB_DIR = Path(__file__).parent / "web"
 
 
 def create_app(engine_provider: Callable[[], Engine], library_dir, settings: ServerSettings | None = None,
-               make_backend: Callable[[Engine, WarmupProgress], StreamBackend] = EngineBackend) -> FastAPI:
+               make_backend: Callable[[Engine, WarmupProgress], StreamBackend] = EngineBackend,
+               load_first: bool = False, request_id_prefix: str = "speech-") -> FastAPI:
     settings = settings or ServerSettings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        load = asyncio.create_task(_load(app, engine_provider, make_backend, settings))
+        load = asyncio.create_task(_load(app, engine_provider, make_backend, settings, request_id_prefix))
+        if load_first:
+            await load
+            if app.state.load_error:
+                raise RuntimeError(f"cannot load the model: {app.state.load_error}")
         try:
             yield
         finally:
@@ -55,6 +63,8 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
     app.state.scheduler = None
     app.state.load_error = None
     app.state.loading = Loading()
+    app.state.health_extra = None  # an async callable whose dict /health adds (a Ray replica: every replica)
+    app.state.status_elsewhere = None  # async (request id) -> status or None, for ids this server does not hold
     app.state.engine_or_503 = lambda: _engine_or_503(app)
     install_error_handlers(app)
     app.include_router(speech.router)
@@ -71,6 +81,8 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
             answer["error"] = app.state.load_error
         elif app.state.engine is None:
             answer["loading"] = app.state.loading.status()
+        if app.state.health_extra is not None:
+            answer.update(await app.state.health_extra())
         return answer
 
     started = int(time.time())  # a model's ``created``: when this server started serving it
@@ -119,7 +131,7 @@ class Loading:
                 "elapsed_s": round(time.perf_counter() - self.started, 1)}
 
 
-async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSettings) -> None:
+async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSettings, id_prefix: str) -> None:
     loading: Loading = app.state.loading
     try:
         engine = await asyncio.to_thread(engine_provider)
@@ -128,7 +140,8 @@ async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSet
         loading.stage = "collecting garbage"
         await asyncio.to_thread(settle_heap)  # a full garbage collection over all that would stall every stream
         app.state.scheduler = Scheduler(backend, settings.max_queue,
-                                        limits=StreamLimits(settings.max_audio_s, settings.max_unread_audio_s))
+                                        limits=StreamLimits(settings.max_audio_s, settings.max_unread_audio_s),
+                                        id_prefix=id_prefix)
         app.state.engine = engine
         log.info("model loaded: %s %s", engine.model_type, engine.model_size)
     except Exception as e:  # reported by /health; the API answers 503

@@ -1,4 +1,5 @@
-"""``python main.py serve``: load a model and serve the OpenAI-compatible API and the web page (uvicorn)."""
+"""``python main.py serve``: load a model and serve the OpenAI-compatible API and the web page (uvicorn), or, with
+``--ray-replicas``, the same app as Ray Serve replicas (``server.ray_serve``, imported only then: Ray is optional)."""
 
 from __future__ import annotations
 
@@ -63,12 +64,60 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-connections", type=int, default=limits.max_connections,
                         help="open connections at most; more are closed at once "
                              f"(default {limits.max_connections})")
+    ray = parser.add_argument_group("Ray Serve (pip install -e '.[ray]')")
+    ray.add_argument("--ray-replicas", type=replica_count, default=None, metavar="N|auto",
+                     help="serve through Ray Serve's HTTP proxy from N replicas of the model (one GPU each on CUDA); "
+                          "auto: 1 to --ray-max-replicas, autoscaled on the requests waiting")
+    ray.add_argument("--ray-max-replicas", type=replica_count, default=None, metavar="M",
+                     help="autoscale from --ray-replicas up to M replicas while requests wait")
+    ray.add_argument("--ray-address", default=None, metavar="ADDR",
+                     help="join this Ray cluster (e.g. ray://head:10001 or auto) instead of starting a local one")
     parser.add_argument("--limit-concurrency", type=int, default=limits.limit_concurrency,
                         help="open connections or requests in progress beyond which a request answers 503; keep "
                              f"it above --max-queue plus --batch (default {limits.limit_concurrency})")
 
 
+def replica_count(value: str) -> int | str:
+    """A ``--ray-replicas`` value: a whole number of at least 1, or ``auto``."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of replicas (a whole number, or auto)") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{count} replicas: at least 1 is needed")
+    return count
+
+
+def check_ray_arguments(args: argparse.Namespace) -> str | None:
+    """Why the Ray flags do not fit together (None when they do); ``auto`` becomes 1 with a maximum."""
+    if args.ray_replicas is None:
+        if args.ray_max_replicas is not None or args.ray_address is not None:
+            return "--ray-max-replicas and --ray-address need --ray-replicas"
+        return None
+    if args.ray_max_replicas == "auto":
+        return "--ray-max-replicas needs a number"
+    if args.ray_replicas == "auto":
+        if args.ray_max_replicas is None:
+            return "--ray-replicas auto needs --ray-max-replicas M, the most replicas to scale to"
+        args.ray_replicas = 1
+    if args.ray_max_replicas is not None and args.ray_max_replicas < args.ray_replicas:
+        return f"--ray-max-replicas {args.ray_max_replicas} is below --ray-replicas {args.ray_replicas}"
+    if args.batch < 1:
+        return "--batch must be at least 1"
+    try:
+        import ray.serve  # noqa: F401
+    except ImportError:
+        return "--ray-replicas needs Ray Serve, which is not installed: pip install -e '.[ray]' (or 'ray[serve]')"
+    return None
+
+
 def run_serve_command(args: argparse.Namespace) -> int:
+    problem = check_ray_arguments(args)
+    if problem:
+        print(f"serve: {problem}", file=sys.stderr)
+        return 2
     if not is_loopback(args.host) and not args.api_key and not args.insecure:
         print(f"refusing to listen on {args.host} without an API key: pass --api-key KEY "
               "(or --insecure to accept anyone on the network)", file=sys.stderr)
@@ -94,6 +143,14 @@ def run_serve_command(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"serve: {e}", file=sys.stderr)
         return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not is_loopback(args.host) and not args.api_key:
+        print(f"WARNING: --insecure: listening on {args.host} without an API key; anyone who can reach this "
+              "machine on the network can use the server (speak, add and delete voices)", file=sys.stderr)
+    if args.ray_replicas is not None:
+        from server.ray_serve import run_ray_serve
+
+        return run_ray_serve(args, settings)
     import uvicorn
 
     from server.app import create_app
@@ -101,10 +158,6 @@ def run_serve_command(args: argparse.Namespace) -> int:
     from server.library import default_library_dir
     from server.scheduler import backend_factory
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    if not is_loopback(args.host) and not args.api_key:
-        print(f"WARNING: --insecure: listening on {args.host} without an API key; anyone who can reach this "
-              "machine on the network can use the server (speak, add and delete voices)", file=sys.stderr)
     connections = fit_open_file_limit(settings.max_connections)
     if connections < settings.max_connections:
         settings = replace(settings, max_connections=connections,

@@ -205,8 +205,11 @@ class Ticket:
 
 class Scheduler:
     def __init__(self, backend: StreamBackend, max_queue: int, keep_finished: int = 256,
-                 limits: StreamLimits = StreamLimits()):
+                 limits: StreamLimits = StreamLimits(), id_prefix: str = "speech-"):
+        """``id_prefix`` starts every request id: servers sharing a front (Ray Serve's replicas) each need their
+        own, or two of them would hand out the same id."""
         self.backend = backend
+        self.id_prefix = id_prefix
         self.max_queue = max_queue
         self.limits = limits
         self._executor = ThreadPoolExecutor(max_workers=backend.capacity, thread_name_prefix="orator-engine")
@@ -224,7 +227,7 @@ class Scheduler:
         if len(self._waiting) >= self.max_queue:
             raise QueueFull(f"{len(self._running)} generating and {len(self._waiting)} waiting")
         self._loop = asyncio.get_running_loop()
-        ticket = Ticket(f"speech-{next(self._ids)}", job, self)
+        ticket = Ticket(f"{self.id_prefix}{next(self._ids)}", job, self)
         self._remember(ticket)
         self._waiting.append(ticket)
         self._pump()

@@ -140,10 +140,19 @@ async def create_speech(body: SpeechRequest, request: Request):
 
 @router.get("/v1/audio/speech/{request_id}")
 async def speech_status(request_id: str, request: Request):
-    ticket = request.app.state.scheduler.get(request_id)
-    if ticket is None:
+    status = request_status(request.app.state.scheduler, request_id)
+    elsewhere = request.app.state.status_elsewhere  # a Ray replica's: the status a sibling replica holds
+    if status is None and elsewhere is not None:
+        status = await elsewhere(request_id)
+    if status is None:
         raise APIError(404, f"no recent speech request {request_id!r}", param="request_id", code="not_found")
-    return _with_rates(ticket.status(), ticket)
+    return status
+
+
+def request_status(scheduler, request_id: str) -> dict | None:
+    """What ``GET /v1/audio/speech/{id}`` answers for a request this server's ``scheduler`` holds, else None."""
+    ticket = scheduler.get(request_id) if scheduler is not None else None
+    return None if ticket is None else _with_rates(ticket.status(), ticket)
 
 
 def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:

@@ -17,6 +17,9 @@ was taken more than ``SETTLED_NS`` after it: an added or removed file (by this p
 the server share the folder) changes the folder's time, and one added in the same tick of a coarse clock (FAT's
 is 2 s) as the listing is caught because such a fresh listing is not kept.
 
+Changes (save, add, rename, delete) are serialized across threads and, through an exclusive lock on the folder's
+``.orator-library.lock`` file (POSIX ``flock``), across processes: the replicas of a server on Ray Serve and the
+studio may share one folder, and a name checked free must still be free when it is written.
 Writes are atomic and durable (``engine.atomic``); temporary files an interrupted write left behind
 (``.orator-*.tmp``, and the ``.NAME.voice.*.tmp`` and ``.tmp*`` of earlier versions) are removed when a library
 is opened once they are ``STALE_TEMP_S`` old. A library holds at most ``max_voices`` voices (``LibraryFull``
@@ -34,6 +37,7 @@ import threading
 import time
 import unicodedata
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +47,7 @@ from engine.voices.file import VoiceInfo, load_voice, read_voice_metadata, save_
 from engine.voices.voice import Voice
 
 VOICE_SUFFIX = ".voice"
+LOCK_FILE = ".orator-library.lock"  # hidden: never listed as a voice, never taken for a temporary file
 MAX_NAME_CHARS = 80
 MAX_NAME_BYTES = 200  # of UTF-8; with the suffix and margin within the 255 bytes a file name may have
 DEFAULT_MAX_VOICES = 1000
@@ -181,6 +186,7 @@ class VoiceLibrary:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.max_voices = max_voices
         self._lock = threading.RLock()  # one change at a time: its checks and its write go together
+        self._depth = 0  # holds of ``_lock`` by the thread holding it: the folder's lock is taken once
         self._listing: tuple[int, list[str]] | None = None  # (the folder's mtime then, the names)
         self._entries: dict[str, tuple[tuple, VoiceEntry]] = {}
         self._voices: OrderedDict[str, tuple[tuple, Voice, int]] = OrderedDict()
@@ -278,7 +284,7 @@ class VoiceLibrary:
     # ---- changing ----------------------------------------------------------------------------------
     def save(self, voice: Voice, name: str, replace: bool = False) -> str:
         """Store ``voice`` as ``name``; ``VoiceExists`` if that name is taken, unless ``replace``."""
-        with self._lock:
+        with self._changing():
             name = checked_name(name)
             existing = self.find(name)
             if existing is not None and not replace:
@@ -290,7 +296,7 @@ class VoiceLibrary:
 
     def add(self, voice: Voice, name: str) -> str:
         """Store ``voice`` under ``name``, made unique (``Name (2)``...); returns the name used."""
-        with self._lock:
+        with self._changing():
             return self.save(voice, self.unique_name(name))
 
     def unique_name(self, wanted: str) -> str:
@@ -313,7 +319,7 @@ class VoiceLibrary:
 
     def rename(self, old: str, new: str) -> str:
         """Give the voice ``old`` the name ``new`` (a change of case alone included); returns the new name."""
-        with self._lock:
+        with self._changing():
             stored = self._stored(old)
             new = checked_name(new)
             if new == stored:
@@ -326,7 +332,7 @@ class VoiceLibrary:
 
     def delete(self, name: str) -> str:
         """Remove the voice (an unreadable file too); returns the name it had."""
-        with self._lock:
+        with self._changing():
             stored = self._stored(name)
             try:
                 self._path(stored).unlink()
@@ -379,6 +385,20 @@ class VoiceLibrary:
         return removed
 
     # ---- internals ---------------------------------------------------------------------------------
+    @contextmanager
+    def _changing(self):
+        """Hold the change lock of this library (re-entrant) and, around the outermost hold, of the folder."""
+        with self._lock:
+            self._depth += 1
+            try:
+                if self._depth > 1:
+                    yield
+                    return
+                with _folder_lock(self.folder):
+                    yield
+            finally:
+                self._depth -= 1
+
     def _path(self, stored: str) -> Path:
         return self.folder / f"{stored}{VOICE_SUFFIX}"
 
@@ -431,6 +451,27 @@ class VoiceLibrary:
             total = sum(item[2] for item in self._voices.values())
             while total > VOICE_CACHE_BYTES:
                 total -= self._voices.popitem(last=False)[1][2]
+
+
+@contextmanager
+def _folder_lock(folder: Path):
+    """An exclusive lock on ``folder`` shared with other processes; none where there is no ``flock`` (Windows) or
+    the lock file cannot be opened (a read-only folder, where no change succeeds anyway)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _scan(folder: Path) -> list[str]:

@@ -9,7 +9,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from engine import Voice
-from engine.voices.library import LibraryError, VoiceLibrary, checked_name
+from engine.voices.library import LOCK_FILE, LibraryError, VoiceLibrary, checked_name
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
 from qtapp.library_panel import LibraryPanel
 from qtapp.settings import Settings
@@ -36,7 +36,8 @@ def test_add_list_get_and_restart(library, isolated_data_dir):
     assert entries["Narrator (2)"].kind == "design"
     clone = reopened.load("Tone")
     assert clone.kind == "clone" and clone.ref_text == "A test tone." and clone.name == "Tone"
-    assert not [p for p in (isolated_data_dir / "voices").iterdir() if p.name.startswith(".")]
+    hidden = [p.name for p in (isolated_data_dir / "voices").iterdir() if p.name.startswith(".")]
+    assert hidden == [LOCK_FILE]  # no temporary file left; the folder's lock file stays
 
 
 def test_rename_delete_and_errors(library):

@@ -1,11 +1,12 @@
-"""Startup: while the model loads and warms up, ``/health`` says how far it is and the API answers 503; the
-batched backend tells how far its warm-up is."""
+"""Startup: while the model loads and warms up, ``/health`` says how far it is and the API answers 503 (or, with
+``load_first``, the startup waits for it); the batched backend tells how far its warm-up is."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+import pytest
 from fastapi.testclient import TestClient
 
 from server.app import create_app
@@ -48,3 +49,31 @@ def test_the_batched_backend_tells_how_far_its_warm_up_is(tiny_engine):
     total = told[-1][1]
     assert told[-1] == (total, total, "done") and [done for done, _, _ in told] == list(range(total + 1))
     assert {what for _, _, what in told} >= {"the 2-stream frame step", "the 2-stream decodes"}
+
+
+def test_load_first_starts_serving_only_once_loaded(tiny_engine, tmp_path):
+    """A Ray Serve replica's app: its startup (which Ray waits for before routing to it) ends once the model is
+    loaded and warmed up, so its first request is served."""
+    engine, warmed = tiny_engine("custom_voice"), []
+
+    def make_backend(eng, progress):
+        time.sleep(0.3)
+        warmed.append(True)
+        return backend_factory(1)(eng, progress)
+
+    app = create_app(lambda: engine, tmp_path, make_backend=make_backend, load_first=True)
+    with TestClient(app, base_url="http://localhost") as client:
+        assert warmed and client.get("/health").json()["status"] == "ok"
+        spoken = client.post("/v1/audio/speech", json={"model": "orator", "input": "Hi.", "voice": "vivian",
+                                                       "response_format": "pcm", "max_frames": 2})
+        assert spoken.status_code == 200 and spoken.content
+
+
+def test_load_first_fails_the_startup_with_the_reason(tmp_path):
+    def broken():
+        raise FileNotFoundError("no model at /nowhere")
+
+    app = create_app(broken, tmp_path, load_first=True)
+    with pytest.raises(RuntimeError, match="cannot load the model: FileNotFoundError: no model at /nowhere"):
+        with TestClient(app, base_url="http://localhost"):
+            pass

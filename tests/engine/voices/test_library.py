@@ -10,8 +10,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +46,8 @@ def lib(tmp_path):
 
 
 def temp_files(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+    """The folder's hidden files but the lock file, which stays (removing it would race with a process waiting)."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != library.LOCK_FILE)
 
 
 # ---- names ---------------------------------------------------------------------------------------------
@@ -278,6 +281,44 @@ def test_saving_and_deleting_are_seen_at_once_even_within_one_tick(lib):
     lib.delete("mine")
     os.utime(lib.folder, ns=(stamp, stamp))
     assert lib.names() == []
+
+
+def test_two_libraries_on_one_folder_see_each_others_changes_at_once(tmp_path):
+    """The replicas of a server on Ray Serve, each with its library over one shared folder."""
+    first, second = VoiceLibrary(tmp_path / "voices"), VoiceLibrary(tmp_path / "voices")
+    settle(first.folder)
+    assert second.names() == []
+    first.save(PRESET, "Shared")
+    assert second.load("shared").speaker == "vivian"
+    second.save(PRESET.with_(speaker="ryan"), "Shared", replace=True)
+    assert first.load("Shared").speaker == "ryan"
+    first.delete("Shared")
+    with pytest.raises(VoiceNotFound):
+        second.load("Shared")
+
+
+def test_writers_through_separate_libraries_take_a_name_once_and_keep_the_limit(tmp_path):
+    """Each library's thread lock guards only its own users; the folder's lock file guards them all (an open file
+    description each, as in separate processes)."""
+    folder = tmp_path / "voices"
+    libraries = [VoiceLibrary(folder, max_voices=3) for _ in range(8)]
+    start = threading.Barrier(len(libraries))
+
+    def save(lib_and_name):
+        lib, name = lib_and_name
+        start.wait()
+        try:
+            return lib.save(PRESET, name)
+        except (VoiceExists, LibraryFull) as e:
+            return type(e)
+
+    with ThreadPoolExecutor(len(libraries)) as pool:
+        same = list(pool.map(save, [(lib, "Twin") for lib in libraries]))
+    assert same.count("Twin") == 1 and same.count(VoiceExists) == len(libraries) - 1
+    with ThreadPoolExecutor(len(libraries)) as pool:
+        distinct = list(pool.map(save, [(lib, f"Voice {i}") for i, lib in enumerate(libraries)]))
+    assert distinct.count(LibraryFull) == len(libraries) - 2 and len(VoiceLibrary(folder).names()) == 3
+    assert all(VoiceLibrary(folder).load(name).speaker == "vivian" for name in VoiceLibrary(folder).names())
 
 
 # ---- temporary files and crashes -----------------------------------------------------------------------
