@@ -2,8 +2,8 @@
 
 A frame on a CPU is ~3,000 small parallel operations, each ending at a barrier of all its threads. With every
 core in use, a machine with anything else to run (a browser, a build, the audio and the window) deschedules one
-of those threads now and then, and every barrier waits for it: on 2 cores, 2 threads then ran 1,018 ms a frame
-against 147 ms for 1 thread; on the same machine idle, 2 threads are 1.6x faster than 1 (docs/benchmarks.md#cpu).
+of those threads now and then, and every barrier waits for it: a frame can then take several times longer than
+with one core left free, while on an idle machine all the cores are much faster (docs/benchmarks.md#cpu-threads).
 Neither count is right on every machine or every minute, so ``ThreadGovernor`` keeps a running mean of the frame
 time of each count it may use (the available cores, and one fewer), runs the faster, and tries the other for a
 few frames now and then, or at once when a frame takes far longer than the mean of its count.
