@@ -54,7 +54,8 @@ def running_worker(qtbot):
 def test_model_loads_and_speaks_in_the_worker_thread(running_worker, qtbot):
     engine = FakeEngine()
     worker, rec = running_worker(engine)
-    assert rec.loaded == [f"custom_voice 0b6 on cpu (exact float32, {torch.get_num_threads()} threads)"]
+    threads = torch.get_num_threads()
+    assert rec.loaded == [f"custom_voice 0b6 on cpu (exact float32, {threads} thread{'' if threads == 1 else 's'})"]
     worker.request_speak(1, TEXT, Voice.preset("vivian"))
     qtbot.waitUntil(lambda: rec.finished == [1], timeout=5000)
     assert engine.stream_threads and threading.get_ident() not in engine.stream_threads
