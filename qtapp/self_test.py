@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+from PySide6.QtCore import QEventLoop, QObject, QTimer, Slot
+
 SELF_TEST_TEXT = "Hello from Orator."
 MAX_FRAMES = 6  # random weights never stop on their own: 6 frames are 0.48 s of audio
 TIMEOUT_S = 300.0
@@ -39,55 +41,85 @@ def pick_audio_output():
 
 def speak_once(model_dir, sd_module, timeout_s: float = TIMEOUT_S) -> float:
     """Load ``model_dir`` on the worker thread and play one sentence; the seconds of audio played."""
-    import torch
-    from PySide6.QtCore import QEventLoop, QTimer
-
-    from engine import Engine, Voice
     from qtapp.player import Player
     from qtapp.worker import start_worker, stop_worker
 
     player = Player(sd_module=sd_module)
-    engines: list[Engine] = []
-
-    def load() -> Engine:
-        engines.append(Engine.from_pretrained(str(model_dir), device="cpu", dtype=torch.float32))
-        return engines[-1]
-
-    thread, worker = start_worker(load, buffered_seconds=player.buffered_seconds, max_frames=MAX_FRAMES)
     loop = QEventLoop()
-    errors: list[str] = []
-    written = [0]
-
-    def fail(message: str) -> None:
-        errors.append(message)
-        loop.quit()
-
-    def on_chunk(job: int, chunk) -> None:
-        written[0] += len(chunk.samples)
-        player.write(chunk.samples, chunk.segment)
-
-    def on_job_finished(job: int) -> None:
-        if written[0] == 0:
-            fail("the engine produced no audio")
-        else:
-            player.end_of_stream()
-
-    worker.error.connect(lambda text: fail(f"speech worker: {text}"))
-    player.error.connect(lambda text: fail(f"player: {text}"))
-    worker.model_loaded.connect(
-        lambda info: worker.request_speak(1, SELF_TEST_TEXT, Voice.preset(engines[0].speakers[0])))
-    worker.chunk_ready.connect(on_chunk)
-    worker.job_finished.connect(on_job_finished)
-    player.finished.connect(loop.quit)
-    QTimer.singleShot(int(timeout_s * 1000), lambda: fail(f"no result within {timeout_s:.0f} s"))
+    listener = _Listener(player, loop)
+    thread, worker = start_worker(listener.load(model_dir), buffered_seconds=player.buffered_seconds,
+                                  max_frames=MAX_FRAMES)
+    listener.listen(worker)
+    QTimer.singleShot(int(timeout_s * 1000), lambda: listener.fail(f"no result within {timeout_s:.0f} s"))
     try:
         loop.exec()
     finally:
         stop_worker(thread, worker, timeout_ms=30000)
         player.close()
-    if errors:
-        raise SelfTestError(errors[0])
-    return written[0] / player.sample_rate
+    if listener.errors:
+        raise SelfTestError(listener.errors[0])
+    return listener.written / player.sample_rate
+
+
+class _Listener(QObject):
+    """The worker's and the player's signals, received on the GUI thread: slots of an object that lives there
+    run there (a plain function connected to the worker's signals would run on the worker's thread)."""
+
+    def __init__(self, player, loop):
+        super().__init__()
+        self.player, self.loop = player, loop
+        self.errors: list[str] = []
+        self.written = 0
+        self.engines = []
+
+    def load(self, model_dir):
+        def load():
+            import torch
+
+            from engine import Engine
+
+            self.engines.append(Engine.from_pretrained(str(model_dir), device="cpu", dtype=torch.float32))
+            return self.engines[-1]
+        return load
+
+    def listen(self, worker) -> None:
+        self.worker = worker
+        worker.error.connect(self.on_worker_error)
+        worker.model_loaded.connect(self.on_model_loaded)
+        worker.chunk_ready.connect(self.on_chunk)
+        worker.job_finished.connect(self.on_job_finished)
+        self.player.error.connect(self.on_player_error)
+        self.player.finished.connect(self.loop.quit)
+
+    def fail(self, message: str) -> None:
+        self.errors.append(message)
+        self.loop.quit()
+
+    @Slot(str)
+    def on_worker_error(self, text: str) -> None:
+        self.fail(f"speech worker: {text}")
+
+    @Slot(str)
+    def on_player_error(self, text: str) -> None:
+        self.fail(f"player: {text}")
+
+    @Slot(str)
+    def on_model_loaded(self, info: str) -> None:
+        from engine import Voice
+
+        self.worker.request_speak(1, SELF_TEST_TEXT, Voice.preset(self.engines[0].speakers[0]))
+
+    @Slot(int, object)
+    def on_chunk(self, job: int, chunk) -> None:
+        self.written += len(chunk.samples)
+        self.player.write(chunk.samples, chunk.segment)
+
+    @Slot(int)
+    def on_job_finished(self, job: int) -> None:
+        if self.written == 0:
+            self.fail("the engine produced no audio")
+        else:
+            self.player.end_of_stream()
 
 
 def self_test() -> str:
