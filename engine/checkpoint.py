@@ -74,7 +74,7 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
 
     ``module`` may live on the meta device. Tensors in the file under ``prefix`` that the module
     does not have are an error too, so a wrong model type is caught here. ``given``: tensors already read
-    from the file (a memory map of it, ``mapped_bf16_tensor``), assigned as they are instead of being read
+    from the file (memory maps of it, ``mapped_bf16_tensors``), assigned as they are instead of being read
     into a copy.
     """
     given = given or {}
@@ -93,15 +93,16 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
             )
         state = {}
         for name, ref in expected.items():
+            mapped = given.get(prefix + name)
             try:
-                t = given[prefix + name] if prefix + name in given else f.get_tensor(prefix + name)
+                t = mapped if mapped is not None else f.get_tensor(prefix + name)
             except Exception as e:
                 raise CheckpointError(f"{path}: tensor {prefix + name} is unreadable ({e})") from None
             if tuple(t.shape) != tuple(ref.shape):
                 raise CheckpointError(
                     f"{path}: tensor {prefix + name} has shape {tuple(t.shape)}, expected {tuple(ref.shape)}"
                 )
-            if prefix + name in given:
+            if mapped is not None:  # assigned as given: a cast or a move would copy it
                 state[name] = t
                 continue
             if t.is_floating_point() and dtype is not None:
@@ -111,18 +112,12 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
     return module
 
 
-def mapped_bf16_tensor(path: Path, name: str) -> torch.Tensor | None:
-    """Tensor ``name`` of a safetensors file as a read-only view of the file itself (a private memory map), if it
-    is stored as bfloat16; else None. Only the pages that are read become resident, so a large lookup table of
-    which a prompt reads a few rows (the talker's 151,936-row text embedding) costs almost no memory."""
-    return mapped_bf16_tensors(path, (name,)).get(name)
-
-
 def mapped_bf16_tensors(path: Path, names=None) -> dict[str, torch.Tensor]:
     """The bfloat16 tensors of a safetensors file (those of ``names``, or all), each a view of its own private
-    memory map of the file: pages become resident as they are read, and leave when the tensor is dropped (the
-    safetensors library maps the whole file once, so that every page read stays resident while any of its
-    tensors lives). Tensors of another dtype, or a file this cannot read, are left out. The layout is
+    memory map of the file: pages become resident as they are read, so a large lookup table of which a prompt
+    reads a few rows (the talker's 151,936-row text embedding) costs almost no memory, and they leave when the
+    tensor is dropped (the safetensors library maps the whole file once, so that every page read stays resident
+    while any of its tensors lives). Tensors of another dtype, or a file this cannot read, are left out. The layout is
     safetensors' documented one: an 8-byte little-endian header length, a JSON header giving each tensor's
     dtype, shape and byte range, then the data."""
     try:

@@ -115,7 +115,7 @@ def narrow_text_embedding(talker: nn.Module, table: torch.Tensor) -> None:
     """Make ``table`` the talker's text embedding table (a third of the 0.6B model's weights, read a few rows a
     prompt) in bfloat16, the precision official checkpoints store it in, so its values are unchanged; rows are
     widened to float32 as they are read (``Talker.embed_text``). ``table``: the one loaded, or the same table as a
-    memory map of the checkpoint (``engine.checkpoint.mapped_bf16_tensor``), so that only the rows read stay
+    memory map of the checkpoint (``engine.checkpoint.mapped_bf16_tensors``), so that only the rows read stay
     resident."""
     talker.model.text_embedding.weight = nn.Parameter(table.to(torch.bfloat16), requires_grad=False)
 

@@ -12,13 +12,18 @@ from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
 from engine import CheckpointError, Engine
-from engine.checkpoint import REQUIRED_FILES, mapped_bf16_tensor
+from engine.checkpoint import REQUIRED_FILES, mapped_bf16_tensors
 
 
 @pytest.fixture
 def model_copy(tiny_model_dir, tmp_path):
     """A private copy of the tiny CustomVoice directory that a test may damage."""
     return shutil.copytree(tiny_model_dir("custom_voice"), tmp_path / "model")
+
+
+def mapped_one(path, name):
+    """One tensor of ``mapped_bf16_tensors``, or None where it leaves the name out."""
+    return mapped_bf16_tensors(path, (name,)).get(name)
 
 
 def test_non_existent_path(tmp_path):
@@ -121,18 +126,18 @@ def test_a_bf16_table_is_read_in_place_from_the_file(tiny_model_dir, tmp_path):
 
     path = tiny_model_dir("custom_voice") / "model.safetensors"
     name = "talker.model.text_embedding.weight"
-    mapped = mapped_bf16_tensor(path, name)
+    mapped = mapped_one(path, name)
     assert mapped is not None and mapped.dtype == torch.bfloat16
     assert torch.equal(mapped, load_file(path)[name])
     save_file({"t": torch.ones(4, 3), "b": torch.ones(2, 2, dtype=torch.bfloat16)}, tmp_path / "f.safetensors")
-    assert mapped_bf16_tensor(tmp_path / "f.safetensors", "t") is None  # float32
-    assert torch.equal(mapped_bf16_tensor(tmp_path / "f.safetensors", "b"), torch.ones(2, 2, dtype=torch.bfloat16))
-    assert mapped_bf16_tensor(tmp_path / "f.safetensors", "absent") is None
+    assert mapped_one(tmp_path / "f.safetensors", "t") is None  # float32
+    assert torch.equal(mapped_one(tmp_path / "f.safetensors", "b"), torch.ones(2, 2, dtype=torch.bfloat16))
+    assert mapped_one(tmp_path / "f.safetensors", "absent") is None
     junks = (b"", b"\x05", b"\xff" * 8 + b"{}", (10).to_bytes(8, "little") + b"not json!!", b"\x02\0\0\0\0\0\0\0[]")
     for junk in junks:
         (tmp_path / "junk.safetensors").write_bytes(junk)
-        assert mapped_bf16_tensor(tmp_path / "junk.safetensors", name) is None
-    assert mapped_bf16_tensor(tmp_path / "missing.safetensors", name) is None
+        assert mapped_one(tmp_path / "junk.safetensors", name) is None
+    assert mapped_one(tmp_path / "missing.safetensors", name) is None
 
 
 @settings(max_examples=60, deadline=None)
@@ -143,5 +148,5 @@ def test_a_hostile_header_never_maps_outside_the_file(entry, tmp_path_factory):
     path = tmp_path_factory.mktemp("hdr") / "h.safetensors"
     header = json.dumps({"x": entry}).encode()
     path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 64)
-    got = mapped_bf16_tensor(path, "x")
+    got = mapped_one(path, "x")
     assert got is None or got.numel() * 2 <= 64

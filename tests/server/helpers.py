@@ -94,3 +94,20 @@ def assert_a_disconnect_cancels_the_stream_and_frees_its_slot(url: str) -> None:
     assert status["state"] == "cancelled" and status["frames"] < 2000
     quick = httpx.post(speech, json={**body, "max_frames": 1}, timeout=60)
     assert quick.status_code == 200 and len(quick.content) == 2 * SAMPLES_PER_FRAME
+
+
+def drain_socket(ws, timeout: float = 60) -> tuple[bytes, list[dict], int | None]:
+    """Everything a WebSocket sends until the server closes: (audio bytes, JSON events, close code)."""
+    from websockets.exceptions import ConnectionClosed
+
+    audio, events = bytearray(), []
+    try:
+        while True:
+            message = ws.recv(timeout=timeout)
+            if isinstance(message, bytes):
+                audio += message
+            else:
+                events.append(json.loads(message))
+    except ConnectionClosed:
+        pass
+    return bytes(audio), events, ws.protocol.close_rcvd.code if ws.protocol.close_rcvd else None

@@ -19,7 +19,7 @@ from engine import Engine, Sampling, Voice
 from server.formats import to_pcm16
 from server.scheduler import backend_factory
 from server.settings import ServerSettings
-from tests.server.helpers import SAMPLES_PER_FRAME, decode
+from tests.server.helpers import SAMPLES_PER_FRAME, decode, drain_socket
 
 FRAMES = 3
 TEXT = "Hello there, my friend. How are you today?"
@@ -34,28 +34,13 @@ def _send(ws, message) -> None:
     ws.send(message if isinstance(message, (str, bytes)) else json.dumps(message))
 
 
-def _drain(ws, timeout: float = 60) -> tuple[bytes, list[dict], int]:
-    """Everything until the server closes: (audio bytes, JSON events, close code)."""
-    audio, events = bytearray(), []
-    try:
-        while True:
-            message = ws.recv(timeout=timeout)
-            if isinstance(message, bytes):
-                audio += message
-            else:
-                events.append(json.loads(message))
-    except ConnectionClosed:
-        pass
-    return bytes(audio), events, ws.protocol.close_rcvd.code if ws.protocol.close_rcvd else None
-
-
 def _speak(url: str, text: str, config=CONFIG, **connect_kwargs) -> tuple[bytes, list[dict], int]:
     with connect(url, **connect_kwargs) as ws:
         _send(ws, config)
         for i, word in enumerate(text.split(" ")):
             _send(ws, {"type": "input.text.delta", "delta": word if i == 0 else " " + word})
         _send(ws, {"type": "input.done"})
-        return _drain(ws)
+        return drain_socket(ws)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +71,7 @@ def test_audio_comes_while_the_text_is_still_arriving(server):
         assert isinstance(first[1], bytes) and first[1]
         _send(ws, {"type": "input.text.delta", "delta": " to say."})
         _send(ws, {"type": "input.done"})
-        audio, events, code = _drain(ws)
+        audio, events, code = drain_socket(ws)
     assert code == 1000
     assert [e["type"] for e in events] == ["segment.started", "speech.done"]
     assert events[0] == {"type": "segment.started", "segment": 1, "start": len("Hello there, my friend. ")}
@@ -100,7 +85,7 @@ def test_all_the_text_at_once_is_the_audio_of_engine_stream(single):
         _send(ws, CONFIG)
         _send(ws, {"type": "input.text.delta", "delta": TEXT})
         _send(ws, {"type": "input.done"})
-        audio, events, code = _drain(ws)
+        audio, events, code = drain_socket(ws)
     engine = single.engine
     chunks = engine.stream(TEXT, Voice.preset("vivian"), sampling=Sampling(seed=5), max_frames=FRAMES,
                            segment_chars=0, non_streaming=False)  # live text: one sentence a segment
@@ -163,7 +148,7 @@ def test_a_bad_message_gets_an_error_event_and_a_clean_close(single, messages, c
     with connect(_url(single)) as ws:
         for message in messages:
             _send(ws, message)
-        _, events, close = _drain(ws)
+        _, events, close = drain_socket(ws)
     errors = [e for e in events if e["type"] == "error"]
     assert len(errors) == 1 and errors[0]["error"]["code"] == code, events
     assert set(errors[0]["error"]) >= {"message", "type", "code"} and errors[0]["error"]["message"]
@@ -179,7 +164,7 @@ def test_a_session_that_sends_nothing_is_ended(start_server, tiny_engine):
     with connect(_url(impatient)) as ws:
         _send(ws, CONFIG)
         _send(ws, DELTA)
-        _, events, close = _drain(ws)
+        _, events, close = drain_socket(ws)
     assert _error_code(events) == "text_timeout" and close == 1008
 
 
@@ -188,7 +173,7 @@ def test_an_enormous_message_closes_the_socket_and_the_server_goes_on(single):
         with connect(_url(single), max_size=None) as ws:
             _send(ws, CONFIG)
             ws.send(json.dumps({"type": "input.text.delta", "delta": "x" * (2 << 20)}))
-            _, _, close = _drain(ws)
+            _, _, close = drain_socket(ws)
     except (ConnectionClosed, OSError):  # closed while the message was still being written: reset under it
         close = 1009
     assert close == 1009  # message too big, refused by the protocol before it is buffered whole
@@ -210,7 +195,7 @@ def test_any_message_sequence_ends_done_or_with_one_error(single, messages):
                 _send(ws, message)
         except ConnectionClosed:  # the server ended it on an error already
             pass
-        _, events, close = _drain(ws)
+        _, events, close = drain_socket(ws)
     errors = [e for e in events if e["type"] == "error"]
     if close == 1000:
         assert not errors and events[-1]["type"] == "speech.done"
@@ -248,7 +233,7 @@ def test_a_keyless_session_from_another_origin_is_refused(single):
     assert refused.value.response.status_code == 403
     with connect(_url(single), origin=single.url) as ws:  # the server's own page
         _send(ws, {"type": "input.done"})
-        _, events, _ = _drain(ws)
+        _, events, _ = drain_socket(ws)
     assert _error_code(events) == "config_required"
 
 
@@ -263,13 +248,13 @@ def test_sessions_beyond_the_slot_wait_in_line_and_beyond_the_line_are_refused(s
         assert json.loads(second.recv(timeout=30)) == {"type": "speech.queue", "position": 1}
         with connect(_url(server)) as third:
             _send(third, CONFIG)
-            _, events, close = _drain(third)
+            _, events, close = drain_socket(third)
         assert _error_code(events) == "queue_full" and close == 1013
         _send(first, {"type": "input.done"})
-        assert _drain(first)[2] == 1000
+        assert drain_socket(first)[2] == 1000
         _send(second, {"type": "input.text.delta", "delta": TEXT})
         _send(second, {"type": "input.done"})
-        audio, events, close = _drain(second)  # its text was taken while it waited; now it is spoken
+        audio, events, close = drain_socket(second)  # its text was taken while it waited; now it is spoken
     assert close == 1000 and len(audio) == 2 * 2 * FRAMES * SAMPLES_PER_FRAME
 
 

@@ -22,7 +22,14 @@ serve = pytest.importorskip("ray.serve")
 from server.ray_replicas import REPLICA_HEADER, REQUEST_ID_HEADER  # noqa: E402
 from server.ray_serve import ReplicaConfig, deploy, deployment_options, undeploy  # noqa: E402
 from server.settings import ServerSettings  # noqa: E402
-from tests.server.helpers import SAMPLES_PER_FRAME, engine_pcm, pcm_close, sse_audio, sse_events  # noqa: E402
+from tests.server.helpers import (  # noqa: E402
+    SAMPLES_PER_FRAME,
+    drain_socket,
+    engine_pcm,
+    pcm_close,
+    sse_audio,
+    sse_events,
+)
 
 KEY = "s3cret"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -182,23 +189,12 @@ def test_live_text_streams_over_the_websocket_through_the_proxy(ray_url):
 
     url = ray_url.replace("http://", "ws://") + "/v1/audio/speech/stream"
     config = {"type": "session.config", "voice": "vivian", "response_format": "pcm", "max_frames": 3, "seed": 5}
-    audio, events = bytearray(), []
     with connect(url, additional_headers=AUTH, open_timeout=30) as ws:
         ws.send(json.dumps(config))
         ws.send(json.dumps({"type": "input.text.delta", "delta": "Hello there, my friend."}))
         ws.send(json.dumps({"type": "input.text.delta", "delta": " How are you?"}))
         ws.send(json.dumps({"type": "input.done"}))
-        from websockets.exceptions import ConnectionClosed
-
-        try:
-            while True:
-                message = ws.recv(timeout=60)
-                if isinstance(message, bytes):
-                    audio += message
-                else:
-                    events.append(json.loads(message))
-        except ConnectionClosed:
-            pass
+        audio, events, _ = drain_socket(ws)
     assert [e["type"] for e in events] == ["segment.started", "segment.started", "speech.done"]
     assert len(audio) == 2 * 2 * 3 * SAMPLES_PER_FRAME
 
