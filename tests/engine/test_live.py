@@ -251,7 +251,7 @@ def test_on_a_gpu_the_captured_graphs_follow_live_text(tiny_model_dir):
     eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cuda", dtype=torch.float32)
     sampling = Sampling(seed=16)
     expected = _audio(list(eng.stream(TEXT, _voice(eng), sampling=sampling, max_frames=FRAMES,
-                                      non_streaming=False)))
+                                      segment_chars=0, non_streaming=False)))
     at_once = _audio(list(eng.stream_live(_closed(TEXT), _voice(eng), sampling=sampling, max_frames=FRAMES)))
     np.testing.assert_allclose(at_once, expected, atol=1e-3)
     live = LiveText()
