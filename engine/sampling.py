@@ -149,25 +149,29 @@ def _filtered_sorted(logits: torch.Tensor, s: StageSettings) -> tuple[torch.Tens
     return values.masked_fill(drop, float("-inf")), order
 
 
-def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter: torch.Tensor) -> torch.Tensor:
+def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter: torch.Tensor,
+           noise: torch.Tensor | None = None) -> torch.Tensor:
     """Pick one id per row: argmax for greedy rows, a Gumbel-max draw otherwise. Returns [B] int64.
 
-    ``counter`` [B] must differ for every draw of a stream (e.g. frame * 16 + codebook). On CUDA this is
+    ``counter`` [B] must differ for every draw of a stream (e.g. frame * 16 + codebook). ``noise``: the draw's
+    ``uniform_noise(seeds, counter, V)`` [B, V] where the caller made several draws' at once. On CUDA this is
     one Triton kernel (see the module's docstring); elsewhere the reference below.
     """
     if logits.is_cuda and triton_available() and logits.shape[-1] <= 4096 and runs_on(logits.device):
         from engine.kernels.sampler import sample_triton
 
         return sample_triton(logits, s, seeds, counter)
-    return sample_reference(logits, s, seeds, counter)
+    return sample_reference(logits, s, seeds, counter, noise)
 
 
 def sample_reference(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor,
-                     counter: torch.Tensor) -> torch.Tensor:
+                     counter: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
     """``sample`` in PyTorch: one stable sort per row serves top-k and top-p, then a Gumbel-max draw."""
     greedy_ids = logits.argmax(dim=-1)
     values, order = _filtered_sorted(logits.float(), s)
-    noise = uniform_noise(seeds, counter, logits.shape[-1]).gather(-1, order)  # each token keeps its own noise
+    if noise is None:
+        noise = uniform_noise(seeds, counter, logits.shape[-1])
+    noise = noise.gather(-1, order)  # each token keeps its own noise
     pick = (values - torch.log(-torch.log(noise))).argmax(dim=-1, keepdim=True)
     drawn = order.gather(-1, pick)[:, 0]
     return torch.where(s.greedy, greedy_ids, drawn)

@@ -60,8 +60,10 @@ def main(argv=None) -> None:
         hidden = talker.model(prompt.embeds, torch.arange(length)[None], gen.cache, kv_len=length)[:, -1]
         frame, step = torch.zeros(1, dtype=torch.long), [0]
 
-        def talker_step():
+        def talker_step():  # as the engine's frames step: one position at a time on the fast path
             step[0] += 1
+            if gen.talker_step is not None:
+                return gen.talker_step(hidden, length + step[0])
             pos = torch.full((1, 1), length + step[0])
             return talker.model(hidden[:, None], pos, gen.cache, kv_len=length + step[0] + 1)
 

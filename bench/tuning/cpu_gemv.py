@@ -9,7 +9,8 @@ fused projection shapes of a model, cycling through as many distinct weights as 
 - ``bf16``: ``F.linear`` on bfloat16 weights and activations (oneDNN where the CPU has AVX512-BF16/AMX);
 - ``int8pack``: ``aten._weight_int8pack_mm`` (weight-only int8, bf16 activations; ``engine.model.int8``);
 - ``int8dyn``: fbgemm's dynamically quantized linear (int8 weights and activations, VNNI);
-- ``int4pack``: ``aten._weight_int4pack_mm_for_cpu`` (weight-only int4, groups of 32).
+- ``int4pack``: ``aten._weight_int4pack_mm_for_cpu`` (weight-only int4, groups of 32);
+- ``fp16fbgemm``: fbgemm's float16-weight linear (``quantized.linear_dynamic_fp16``: float32 activations).
 
     python -m bench.tuning.cpu_gemv --size 0.6b --threads 8
 """
@@ -47,6 +48,11 @@ def candidates(w: torch.Tensor):
         out.append(("int8dyn", lambda x, dq=dq: dq(x)))
     except Exception as e:  # not every build has fbgemm
         print("int8dyn unavailable:", e)
+    try:
+        packed16 = torch.ops.quantized.linear_prepack_fp16(w, None)
+        out.append(("fp16fbgemm", lambda x, p=packed16: torch.ops.quantized.linear_dynamic_fp16(x, p)))
+    except Exception as e:
+        print("fp16fbgemm unavailable:", e)
     try:
         group = 32
         wg = w.view(w.shape[0], -1, group)

@@ -18,8 +18,10 @@ import torch
 import torch.nn.functional as F
 
 from engine.kernels.gemv import linear
+from engine.model.one_position import BoundStep, row_product
 from engine.model.predictor import CodePredictor
 from engine.model.talker import Talker
+from engine.noise import uniform_noise
 from engine.sampling import StageSettings, sample
 
 CODEBOOK_SIZE = 2048
@@ -107,4 +109,25 @@ def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings,
         codes.append(step(cp, codes[-1], cp.model.codec_embedding[j - 1].weight, cp.head(j), cache,
                           positions[:, j + 1 : j + 2], None if whole_cache else j + 2, settings, seeds,
                           counters[:, j + 1]))
+    return torch.stack(codes, dim=1)
+
+
+def predict_codes_by_position(talker: Talker, step: BoundStep, hidden, code0, settings: StageSettings, seeds,
+                              frame) -> torch.Tensor:
+    """``predict_codes`` for one stream on the fast CPU path: the predictor stepped one position at a time over its
+    cache (``engine.model.one_position``; its first pass as positions 0 and 1), the noise of its 15 draws made at
+    once -> all 16 codes [1, 16]."""
+    cp = talker.code_predictor
+    draws = cp.config.num_code_groups - 1
+    counters = frame * NUM_DRAWS + torch.arange(1, draws + 1)  # [15]
+    noise = uniform_noise(seeds.expand(draws), counters, cp.config.vocab_size)  # [15, V]
+    step(cp.project(hidden), 0, final_norm=False)
+    h = step(cp.project(talker.embed_codec(code0)), 1)
+    codes = [code0]
+    for j in range(draws):
+        if j:
+            rows = F.embedding(codes[-1], cp.model.codec_embedding[j - 1].weight)  # a bfloat16 table, widened
+            h = step(cp.project(rows.to(torch.float32)), j + 1)
+        logits = row_product(h, cp.head(j)).float()
+        codes.append(sample(logits, settings, seeds, counters[j : j + 1], noise[j : j + 1]))
     return torch.stack(codes, dim=1)

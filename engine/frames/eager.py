@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from engine.frames.codes import TalkerLogitsProcessor, predict_codes, sample_code0
+from engine.frames.codes import TalkerLogitsProcessor, predict_codes, predict_codes_by_position, sample_code0
 from engine.frames.guard import FrameGuard
 from engine.frames.threads import ThreadGovernor
+from engine.model.one_position import one_position_stacks
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings
@@ -40,7 +41,8 @@ class FrameGenerator:
         over its whole 16-slot cache every step, masked, so every step has one shape). ``live``: the trailing
         text of a segment still arriving (``engine.live``), waited for row by row; ``max_frames`` is then the
         most its budget can be. ``governor``: chooses the CPU threads of each frame from the frame times it is
-        told (``engine.frames.threads``)."""
+        told (``engine.frames.threads``). On the fast CPU path (int8 layers, no compiled step) every step after the
+        prefill goes one position at a time through ``engine.model.one_position``."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
         self.predictor_step, self.live, self.governor = predictor_step, live, governor
         c = talker.config
@@ -59,6 +61,10 @@ class FrameGenerator:
         self.cache = talker.model.new_cache(1, prompt.length + max_frames, self.dtype, dev)
         pc = talker.code_predictor.config
         self.predictor_cache = talker.code_predictor.model.new_cache(1, pc.num_code_groups, self.dtype, dev)
+        stacks = one_position_stacks(talker) if predictor_step is None else None
+        self.talker_step = self.predictor_pass = None
+        if stacks is not None:
+            self.talker_step, self.predictor_pass = stacks[0].over(self.cache), stacks[1].over(self.predictor_cache)
 
     @torch.inference_mode()
     def frames(self) -> Iterator[torch.Tensor]:
@@ -85,8 +91,11 @@ class FrameGenerator:
                 return  # cancelled while the text was awaited
             resumed = time.perf_counter()  # the consumer's time (decoding a chunk) and the text's are not the frame's
             x = t.embed_frame(codes) + self.trailing(step)  # [1, H]
-            pos = torch.full((1, 1), L + step, device=self.device)
-            hidden = t.model(x[:, None], pos, self.cache, kv_len=L + step + 1)[:, -1]
+            if self.talker_step is not None:
+                hidden = self.talker_step(x, L + step)
+            else:
+                pos = torch.full((1, 1), L + step, device=self.device)
+                hidden = t.model(x[:, None], pos, self.cache, kv_len=L + step + 1)[:, -1]
             if governor is not None:
                 governor.after_frame((spent + time.perf_counter() - resumed) * 1000)
             step += 1
@@ -96,6 +105,9 @@ class FrameGenerator:
         return self.max_frames if self.live is None else min(self.max_frames, self.live.budget)
 
     def _codes(self, hidden, code0, frame) -> torch.Tensor:
+        if self.predictor_pass is not None:
+            return predict_codes_by_position(self.talker, self.predictor_pass, hidden, code0, self.predictor_settings,
+                                             self.seeds, frame)
         if self.predictor_step is None:
             return predict_codes(self.talker, hidden, code0, self.predictor_cache, self.predictor_settings,
                                  self.seeds, frame)

@@ -14,12 +14,20 @@ float32 path stays one switch away (``Engine.from_pretrained(cpu_int8=False)``, 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from engine.runtime import cpu_bf16_units
+
 LEVELS = 127  # symmetric int8: -127..127, so that the scale maps the row's largest magnitude exactly
+# From this many rows (a prompt's prefill) a product is a bfloat16 matrix product on the int8 values widened, where
+# the CPU multiplies bfloat16 natively: the int8 kernel's time grows with every row, a matrix product's far less
+# (docs/benchmarks.md#cpu-prefill).
+GEMM_ROWS = 32
 
 
 class Int8Weight:
@@ -60,12 +68,20 @@ class Int8Weight:
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [M, K]
-        y = torch.ops.aten._weight_int8pack_mm(flat, self.q, self.scale)  # [M, N] bfloat16
+        if flat.shape[0] >= GEMM_ROWS and _native_bf16():
+            y = F.linear(flat, self.q.to(torch.bfloat16)) * self.scale  # int8 values are exact in bfloat16
+        else:
+            y = torch.ops.aten._weight_int8pack_mm(flat, self.q, self.scale)  # [M, N] bfloat16
         return y.view(*x.shape[:-1], self.shape[0]).to(x.dtype)
 
     def dequantized(self) -> torch.Tensor:
         """The float32 weight these int8 values stand for [N, K] (tests compare against it)."""
         return self.q.float() * self.scale.float()[:, None]
+
+
+@functools.cache
+def _native_bf16() -> bool:
+    return cpu_bf16_units()
 
 
 def quantize_layers(module: nn.Module, quantize: Callable[..., Int8Weight] = Int8Weight.stacked) -> int:

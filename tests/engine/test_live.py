@@ -259,7 +259,9 @@ def test_on_a_gpu_the_captured_graphs_follow_live_text(tiny_model_dir):
     received = [(live.closed, c) for c in eng.stream_live(live, _voice(eng), sampling=sampling, max_frames=FRAMES)]
     producer.join()
     assert not received[0][0]
-    np.testing.assert_allclose(_audio([c for _, c in received]), expected, atol=1e-3)
+    # word by word a chunk is cut where text is awaited: a CUDA float32 decode of other chunk lengths picks other
+    # convolution algorithms, ~1e-3 apart (at most 1.2e-3 on an H200)
+    np.testing.assert_allclose(_audio([c for _, c in received]), expected, atol=5e-3)
 
 
 _WORDS = st.sampled_from(["Hello", "there", "Dr.", "Smith", "e.g.", "it's", "3.5", "42", "naïve", "café", "，", "。",

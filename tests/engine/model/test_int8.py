@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from engine import Engine, Sampling, Voice
 from engine.kernels.gemv import linear
 from engine.model.int8 import Int8Weight
+from engine.model.one_position import one_position_stacks
 from engine.prompts import build_prompt
 
 
@@ -30,7 +31,8 @@ def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
     return float((got.double() - expected.double()).norm() / expected.double().norm())
 
 
-@pytest.mark.parametrize(("n", "k", "m"), [(4096, 1024, 1), (1024, 2048, 1), (6144, 1024, 3), (1024, 3072, 17)])
+@pytest.mark.parametrize(("n", "k", "m"), [(4096, 1024, 1), (1024, 2048, 1), (6144, 1024, 3), (1024, 3072, 17),
+                                           (1024, 2048, 40)])
 def test_a_product_is_close_to_the_float_product(n, k, m):
     g = torch.Generator().manual_seed(n + k)
     w = torch.randn(n, k, generator=g) * 0.02
@@ -42,6 +44,27 @@ def test_a_product_is_close_to_the_float_product(n, k, m):
     assert relative_rms(got, F.linear(x, w)) < 0.015
     # the kernel computes exactly the product of bf16 activations and the dequantized weights, up to bf16 rounding
     assert relative_rms(got, F.linear(x.bfloat16().float(), q.dequantized())) < 0.006
+
+
+@pytest.mark.parametrize("native_bf16", [True, False])
+def test_a_prefills_rows_take_the_matrix_product_only_where_the_cpu_multiplies_bf16(native_bf16, monkeypatch):
+    """From ``GEMM_ROWS`` rows the product is a bfloat16 matrix product of the widened int8 values (one more bfloat16
+    rounding than the int8 kernel's, ~0.1% RMS), where the CPU multiplies bfloat16 natively; elsewhere the int8
+    kernel, row after row."""
+    from engine.model import int8
+
+    monkeypatch.setattr(int8, "_native_bf16", lambda: native_bf16)
+    calls, linear_product = [], F.linear
+    monkeypatch.setattr(int8.F, "linear", lambda *a: calls.append(a) or linear_product(*a))
+    g = torch.Generator().manual_seed(7)
+    q = Int8Weight(torch.randn(512, 256, generator=g) * 0.02)
+    x = torch.randn(int8.GEMM_ROWS, 256, generator=g)
+    rows = torch.cat([q.matmul(x[i : i + 1]) for i in range(len(x))])  # the int8 kernel, a row at a time
+    assert not calls
+    got = q.matmul(x)
+    assert len(calls) == (1 if native_bf16 else 0)
+    assert relative_rms(got, rows) < 0.004
+    assert q.matmul(x[:-1]).shape == (int8.GEMM_ROWS - 1, 512) and len(calls) == (1 if native_bf16 else 0)
 
 
 @settings(max_examples=40, deadline=None)
@@ -110,15 +133,35 @@ def test_the_exact_path_is_kept_where_asked_or_not_a_cpu_float32_model(tiny_mode
     assert Engine.from_pretrained(path, device="cpu").cpu_int8
 
 
-def teacher_forced_logits(eng: Engine, text: str, voice: Voice, codes: np.ndarray) -> tuple[torch.Tensor, ...]:
+def teacher_forced_logits(eng: Engine, text: str, voice: Voice, codes: np.ndarray,
+                          by_position: bool = False) -> tuple[torch.Tensor, ...]:
     """Per frame of ``codes`` [T, 16]: the talker's code-0 logits [T, V] and the predictor's logits for
-    codebooks 1..15 [T, 15, V'], every step fed the given codes (not its own picks)."""
+    codebooks 1..15 [T, 15, V'], every step fed the given codes (not its own picks). ``by_position``: every step
+    after the prompt through ``engine.model.one_position``, as the fast path's frames run."""
     talker = eng.model.talker
     cp = talker.code_predictor
     prompt = build_prompt(talker, eng.config, eng.tokenizer, voice, text)
     length, frames = prompt.length, len(codes)
     cache = talker.model.new_cache(1, length + frames, torch.float32, "cpu")
     pcache = cp.model.new_cache(1, cp.config.num_code_groups, torch.float32, "cpu")
+    if by_position:
+        stacks = one_position_stacks(talker)
+        talker_stack, predictor_stack = stacks[0].over(cache), stacks[1].over(pcache)
+
+        def talker_step(x, pos):
+            return talker_stack(x, pos)
+
+        def predictor(x, first):  # x [1, T, h] at positions first.. -> the last one's output
+            for i in range(x.shape[1]):
+                h = predictor_stack(x[:, i], first + i, final_norm=i == x.shape[1] - 1)
+            return h
+    else:
+        def talker_step(x, pos):
+            return talker.model(x[:, None], torch.full((1, 1), pos), cache, kv_len=pos + 1)[:, -1]
+
+        def predictor(x, first):
+            positions = torch.arange(first, first + x.shape[1])[None]
+            return cp.model(x, positions, pcache, kv_len=first + x.shape[1])[:, -1]
     codes_t = torch.as_tensor(codes)
     talker_logits, predictor_logits = [], []
     with torch.inference_mode():
@@ -126,24 +169,21 @@ def teacher_forced_logits(eng: Engine, text: str, voice: Voice, codes: np.ndarra
         for f in range(frames):
             talker_logits.append(F.linear(hidden, talker.codec_head.weight)[0])
             x = cp.project(torch.stack([hidden, talker.embed_codec(codes_t[f, :1])], dim=1))  # [1, 2, h]
-            h = cp.model(x, torch.arange(2)[None], pcache, kv_len=2)[:, -1]
-            steps = [linear(h, cp.head(0))[0]]
+            steps = [linear(predictor(x, 0), cp.head(0))[0]]
             for j in range(1, cp.config.num_code_groups - 1):
                 row = F.embedding(codes_t[f, j : j + 1], cp.model.codec_embedding[j - 1].weight).float()
-                e = cp.project(row)[:, None]
-                h = cp.model(e, torch.tensor([[j + 1]]), pcache, kv_len=j + 2)[:, -1]
-                steps.append(linear(h, cp.head(j))[0])
+                steps.append(linear(predictor(cp.project(row)[:, None], j + 1), cp.head(j))[0])
             predictor_logits.append(torch.stack(steps))
             trailing = prompt.trailing[:, f] if f < prompt.trailing.shape[1] else prompt.pad_embed[:, 0]
-            x = talker.embed_frame(codes_t[f : f + 1]) + trailing
-            hidden = talker.model(x[:, None], torch.full((1, 1), length + f), cache, kv_len=length + f + 1)[:, -1]
+            hidden = talker_step(talker.embed_frame(codes_t[f : f + 1]) + trailing, length + f)
     return torch.stack(talker_logits), torch.stack(predictor_logits)
 
 
 @pytest.mark.parametrize("size", ["tiny", pytest.param("0.6b", marks=pytest.mark.slow)])
 def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_dir, request):
     """The same codes fed to both paths: every frame's talker and predictor logits within 5% relative RMS of the
-    float32 path's, over 120 frames at full size, and the greedy pick of most steps the same."""
+    float32 path's, over 120 frames at full size, and the greedy pick of most steps the same; the fast path's
+    steps one position at a time, as its frames run."""
     if size == "tiny":
         path = tiny_model_dir("custom_voice")
     else:
@@ -155,7 +195,7 @@ def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_di
     expected = teacher_forced_logits(exact, text, voice, codes)
     del exact
     fast = Engine.from_pretrained(path, device="cpu", cpu_int8=True)
-    got = teacher_forced_logits(fast, text, voice, codes)
+    got = teacher_forced_logits(fast, text, voice, codes, by_position=True)
     for g, e in zip(got, expected, strict=True):
         errors = [relative_rms(g[f], e[f]) for f in range(frames)]
         assert max(errors) < 0.05, max(errors)
