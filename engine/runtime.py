@@ -5,6 +5,7 @@ once a model is ready (``settle_heap``)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.float32
 
 
+@functools.cache
 def cpu_bf16_units() -> bool:
     """Whether this CPU multiplies bfloat16 natively: AMX tiles (Intel Sapphire Rapids and later) or AVX512-BF16
     (AMD Zen 4 and later, Intel Cooper Lake). Its bfloat16 convolutions decode speech in about half of float32's

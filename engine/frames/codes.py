@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.kernels.gemv import linear
-from engine.model.one_position import BoundStep, row_product
+from engine.model.one_position import BoundStep
 from engine.model.predictor import CodePredictor
 from engine.model.talker import Talker
 from engine.noise import uniform_noise
@@ -128,6 +128,6 @@ def predict_codes_by_position(talker: Talker, step: BoundStep, hidden, code0, se
         if j:
             rows = F.embedding(codes[-1], cp.model.codec_embedding[j - 1].weight)  # a bfloat16 table, widened
             h = step(cp.project(rows.to(torch.float32)), j + 1)
-        logits = row_product(h, cp.head(j)).float()
+        logits = cp.head(j).row(h).float()
         codes.append(sample(logits, settings, seeds, counters[j : j + 1], noise[j : j + 1]))
     return torch.stack(codes, dim=1)

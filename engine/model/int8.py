@@ -14,7 +14,6 @@ float32 path stays one switch away (``Engine.from_pretrained(cpu_int8=False)``, 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import torch
@@ -68,20 +67,20 @@ class Int8Weight:
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [M, K]
-        if flat.shape[0] >= GEMM_ROWS and _native_bf16():
+        if flat.shape[0] >= GEMM_ROWS and cpu_bf16_units():
             y = F.linear(flat, self.q.to(torch.bfloat16)) * self.scale  # int8 values are exact in bfloat16
         else:
             y = torch.ops.aten._weight_int8pack_mm(flat, self.q, self.scale)  # [M, N] bfloat16
         return y.view(*x.shape[:-1], self.shape[0]).to(x.dtype)
 
+    def row(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ weight.T`` for one float32 row x [1, K]: [1, N] bfloat16, the kernel's own output (a float32 sum with
+        it widens it exactly): ``matmul`` without its reshapes and casts, for the one-position steps."""
+        return torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16), self.q, self.scale)
+
     def dequantized(self) -> torch.Tensor:
         """The float32 weight these int8 values stand for [N, K] (tests compare against it)."""
         return self.q.float() * self.scale.float()[:, None]
-
-
-@functools.cache
-def _native_bf16() -> bool:
-    return cpu_bf16_units()
 
 
 def quantize_layers(module: nn.Module, quantize: Callable[..., Int8Weight] = Int8Weight.stacked) -> int:

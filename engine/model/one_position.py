@@ -22,8 +22,6 @@ import torch.nn.functional as F
 from engine.model.int8 import Int8Weight
 from engine.model.layers import DecoderStack, KVCache
 
-int8_mm = torch.ops.aten._weight_int8pack_mm
-
 
 def runs_one_position(stack: DecoderStack) -> bool:
     """Whether ``stack`` can step through ``OnePosition``: every projection int8, float32 norms, on the CPU."""
@@ -89,24 +87,18 @@ class BoundStep:
         group = s.heads // kv
         for (in_norm, qkv_w, qk_weight, qk_eps, out_w, post_norm, gate_up_w, down_w), keys, values in zip(
                 s.layers, self.keys, self.values, strict=True):
-            qkv = row_product(_rms(x, in_norm.weight, in_norm.eps), qkv_w).float()
+            qkv = qkv_w.row(_rms(x, in_norm.weight, in_norm.eps)).float()
             qk = _rms(qkv[0, : s.q_width + s.kv_width].view(-1, d), qk_weight, qk_eps)  # [heads + kv, d]
             qk = qk * cos + qk.roll(half, -1) * signed_sin
             keys[:, pos] = qk[s.heads:]
             values[:, pos] = qkv[0, s.q_width + s.kv_width :].view(kv, d)
             scores = torch.bmm(qk[: s.heads].view(kv, group, d), keys[:, : pos + 1].transpose(1, 2))
             out = torch.bmm(scores.softmax(dim=-1), values[:, : pos + 1])  # [kv, group, d]
-            x = x + row_product(out.view(1, s.q_width), out_w)
-            gate_up = row_product(_rms(x, post_norm.weight, post_norm.eps), gate_up_w).float()
+            x = x + out_w.row(out.view(1, s.q_width))
+            gate_up = gate_up_w.row(_rms(x, post_norm.weight, post_norm.eps)).float()
             gate, up = gate_up.chunk(2, dim=-1)
-            x = x + row_product(F.silu(gate) * up, down_w)
+            x = x + down_w.row(F.silu(gate) * up)
         return _rms(x, s.norm.weight, s.norm.eps) if final_norm else None
-
-
-def row_product(x: torch.Tensor, weight: Int8Weight) -> torch.Tensor:
-    """``x @ weight.T`` for one float32 row x [1, K]: [1, N] bfloat16, the kernel's own output (a float32 sum with
-    it widens it exactly; ``Int8Weight.matmul`` without its reshapes and casts)."""
-    return int8_mm(x.to(torch.bfloat16), weight.q, weight.scale)
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

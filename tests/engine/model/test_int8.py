@@ -53,7 +53,7 @@ def test_a_prefills_rows_take_the_matrix_product_only_where_the_cpu_multiplies_b
     kernel, row after row."""
     from engine.model import int8
 
-    monkeypatch.setattr(int8, "_native_bf16", lambda: native_bf16)
+    monkeypatch.setattr(int8, "cpu_bf16_units", lambda: native_bf16)
     calls, linear_product = [], F.linear
     monkeypatch.setattr(int8.F, "linear", lambda *a: calls.append(a) or linear_product(*a))
     g = torch.Generator().manual_seed(7)
