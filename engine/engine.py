@@ -37,6 +37,7 @@ from engine.frames.threads import ThreadGovernor
 from engine.model import Qwen3TTS
 from engine.model.int8 import keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
+from engine.model.one_position import one_position_stacks
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice, prompt_positions
 from engine.pronunciation import Lexicon, pronounce
@@ -324,12 +325,17 @@ class Engine:
                 self._single = GraphStreamer(self.model.talker, self.decoder, chunk_sizes)
             else:
                 from engine.frames.compile import CompiledPredictorStep
+                from engine.frames.cpu_compiled import CompiledPositions
 
-                step = CompiledPredictorStep() if self.cpu_compile else None
+                talker = self.model.talker
+                stacks = one_position_stacks(talker) if self.cpu_int8 else None
+                # compiled: the fast CPU path's one-position steps, or the exact path's predictor step
+                compiled = CompiledPositions.for_talker(talker, stacks) if self.cpu_compile and stacks else None
+                step = CompiledPredictorStep() if self.cpu_compile and not stacks else None
                 # the fast CPU path measures which thread count runs faster now; the exact path's are fixed
                 governed = self.cpu_int8 and options.current().threads is None
                 governor = ThreadGovernor.for_this_machine() if governed else None
-                self._single = EagerStreamer(self.model.talker, self.decoder, step, governor)
+                self._single = EagerStreamer(talker, self.decoder, step, governor, compiled)
         return self._single
 
     def _run(self, plan: Plan, *, first_chunk_frames: int, chunk_frames: int,

@@ -6,13 +6,14 @@
 | `compile` | `ORATOR_COMPILE=0`  | on      | ``torch.compile`` of what the graphs run                       |
 | `triton`  | `ORATOR_TRITON=0`   | on      | the Triton kernels (their PyTorch references run instead)      |
 | `cpu_int8`| `ORATOR_CPU_INT8=0` | on      | int8 weights on a CPU (``engine.model.int8``): float32 instead |
-| `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU predictor step     |
+| `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU frame steps        |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |
 
 Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
-weights, threads and the predictor's compilation on a CPU (off by default: slower than the plain step after a long
-compile, docs/benchmarks.md#cpu-frame). Nothing else reads these variables. ``current()`` is what the engine uses:
-the environment's values, read at its first call, then whatever ``configure`` set. ``Engine.from_pretrained`` takes
+weights, threads and the frame steps' compilation on a CPU (off by default: its first compile takes minutes and
+its graphs 0.3 GB, for frames 14-17% faster, docs/benchmarks.md#cpu-compiled). Nothing else reads these variables.
+``current()`` is what the engine uses: the environment's values, read at its first call, then whatever ``configure``
+set. ``Engine.from_pretrained`` takes
 ``graphs`` and ``cpu_int8`` for one engine; ``compile`` and ``triton`` choose kernels inside shared modules and
 ``threads`` sets PyTorch's process-wide thread pool, so they are process-wide: ``configure`` them before loading an
 engine (a graph captured earlier keeps the kernels it was captured with).

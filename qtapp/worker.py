@@ -300,7 +300,7 @@ class SpeechWorker(QObject):
         if engine.use_graphs:
             self.model_status.emit("Preparing the GPU for fast speech (the first time takes up to a minute)…")
         elif engine.cpu_compile:
-            self.model_status.emit("Preparing fast speech on the processor (the first time takes up to a minute)…")
+            self.model_status.emit("Preparing fast speech on the processor (the first time takes a few minutes)…")
         else:
             return
         try:

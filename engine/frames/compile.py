@@ -59,11 +59,11 @@ def cpp_compiler() -> str | None:
 
 
 class CompiledPredictorStep:
-    """``predictor_step`` compiled for the eager frame loop on a CPU (``cpu_compile`` option): the step's ~80 small
-    operations a layer fused into a few loops. Fewer ops, yet slower on an 8-core Xeon, whose int8 products ran
-    slower inside the compiled graph (docs/benchmarks.md#cpu-frame); kept as an option for CPUs where it wins.
-    Callers pass ``whole_cache=True`` to ``predict_codes`` so every step has one shape (one compile serves all 14).
-    A compile that fails logs why and leaves the plain step for good; both give the same codes."""
+    """``predictor_step`` compiled for the eager frame loop of the exact CPU path (float32 weights, ``cpu_compile``
+    option; the fast int8 path compiles its one-position steps instead, ``engine.frames.cpu_compiled``): the step's
+    ~80 small operations a layer fused into a few loops. Callers pass ``whole_cache=True`` to ``predict_codes`` so
+    every step has one shape (one compile serves all 14). A compile that fails logs why and leaves the plain step for
+    good; both give the same codes."""
 
     def __init__(self):
         self.compiled = torch.compile(predictor_step, dynamic=False)

@@ -24,6 +24,7 @@ from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings
 
 if TYPE_CHECKING:
+    from engine.frames.cpu_compiled import CompiledPositions
     from engine.live import LiveTrack
 
 # (codes int64 [n, 16], audio float32 [n * 1920] or None, True if known to end the segment); n is 0 only on a
@@ -36,13 +37,14 @@ class FrameGenerator:
 
     def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0,
                  predictor_step: Callable | None = None, live: LiveTrack | None = None,
-                 governor: ThreadGovernor | None = None):
+                 governor: ThreadGovernor | None = None, compiled: CompiledPositions | None = None):
         """``predictor_step``: a compiled ``engine.frames.codes.predictor_step`` (its predictor then attends
         over its whole 16-slot cache every step, masked, so every step has one shape). ``live``: the trailing
         text of a segment still arriving (``engine.live``), waited for row by row; ``max_frames`` is then the
         most its budget can be. ``governor``: chooses the CPU threads of each frame from the frame times it is
         told (``engine.frames.threads``). On the fast CPU path (int8 layers, no compiled step) every step after the
-        prefill goes one position at a time through ``engine.model.one_position``."""
+        prefill goes one position at a time through ``engine.model.one_position``; ``compiled``: those steps compiled
+        (``engine.frames.cpu_compiled``), the eager ones running where a compile failed."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
         self.predictor_step, self.live, self.governor = predictor_step, live, governor
         c = talker.config
@@ -62,9 +64,12 @@ class FrameGenerator:
         pc = talker.code_predictor.config
         self.predictor_cache = talker.code_predictor.model.new_cache(1, pc.num_code_groups, self.dtype, dev)
         stacks = one_position_stacks(talker) if predictor_step is None else None
-        self.talker_step = self.predictor_pass = None
+        self.talker_step = self.predictor_pass = self.compiled_talker = self.compiled_predictor = None
         if stacks is not None:
             self.talker_step, self.predictor_pass = stacks[0].over(self.cache), stacks[1].over(self.predictor_cache)
+            if compiled is not None:
+                self.compiled_talker = compiled.talker_over(self.cache)
+                self.compiled_predictor = compiled.predictor_over(self.predictor_cache)
 
     @torch.inference_mode()
     def frames(self) -> Iterator[torch.Tensor]:
@@ -91,7 +96,10 @@ class FrameGenerator:
                 return  # cancelled while the text was awaited
             resumed = time.perf_counter()  # the consumer's time (decoding a chunk) and the text's are not the frame's
             x = t.embed_frame(codes) + self.trailing(step)  # [1, H]
-            if self.talker_step is not None:
+            compiled = None if self.compiled_talker is None else self.compiled_talker(x, L + step)
+            if compiled is not None:
+                hidden = compiled
+            elif self.talker_step is not None:
                 hidden = self.talker_step(x, L + step)
             else:
                 pos = torch.full((1, 1), L + step, device=self.device)
@@ -107,7 +115,7 @@ class FrameGenerator:
     def _codes(self, hidden, code0, frame) -> torch.Tensor:
         if self.predictor_pass is not None:
             return predict_codes_by_position(self.talker, self.predictor_pass, hidden, code0, self.predictor_settings,
-                                             self.seeds, frame)
+                                             self.seeds, frame, self.compiled_predictor)
         if self.predictor_step is None:
             return predict_codes(self.talker, hidden, code0, self.predictor_cache, self.predictor_settings,
                                  self.seeds, frame)
@@ -121,11 +129,12 @@ class FrameGenerator:
 
 class EagerStreamer:
     def __init__(self, talker: Talker, decoder, predictor_step: Callable | None = None,
-                 governor: ThreadGovernor | None = None):
+                 governor: ThreadGovernor | None = None, compiled: CompiledPositions | None = None):
         """``predictor_step``: a compiled predictor step for every frame (``FrameGenerator``), or None.
-        ``governor``: the CPU threads of every frame of every call (``engine.frames.threads``), or None."""
+        ``governor``: the CPU threads of every frame of every call (``engine.frames.threads``), or None.
+        ``compiled``: the fast CPU path's compiled one-position steps (``FrameGenerator``), or None."""
         self.talker, self.decoder, self.predictor_step = talker, decoder, predictor_step
-        self.governor = governor
+        self.governor, self.compiled = governor, compiled
         self.device = talker.codec_head.weight.device
         self.decoder_state = decoder.new_state(1, self.device)
 
@@ -133,13 +142,13 @@ class EagerStreamer:
     def warm_up(self) -> None:
         """Run what is compiled once now (two frames of a silent prompt), so the first call does not wait for
         the compiler."""
-        if self.predictor_step is None:
+        if self.predictor_step is None and self.compiled is None:
             return
         w = self.talker.codec_head.weight
         zeros = torch.zeros(1, 4, w.shape[1], dtype=w.dtype, device=self.device)
         prompt = Prompt(zeros, zeros[:, :0], zeros[:, :1])
         for _ in FrameGenerator(self.talker, prompt, Sampling(greedy=True, min_frames=2), 2, 0,
-                                self.predictor_step).frames():
+                                self.predictor_step, compiled=self.compiled).frames():
             pass
 
     @torch.inference_mode()
@@ -161,7 +170,7 @@ class EagerStreamer:
         next frame must wait for text, so what is made is heard at once."""
         guard = guard or FrameGuard(max_frames)
         gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step, live,
-                             self.governor)
+                             self.governor, self.compiled)
         buf: list[torch.Tensor] = []
         size = chunk_size()
         done = 0

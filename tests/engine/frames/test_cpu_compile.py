@@ -1,5 +1,6 @@
-"""The CPU path's compiled predictor step: the same codes as the plain eager loop, compiled once at warm-up, and
-the plain step kept for good when compiling fails."""
+"""The exact CPU path's compiled predictor step (float32 weights): the same codes as the plain eager loop, compiled
+once at warm-up, and the plain step kept for good when compiling fails. The fast path's compiled steps:
+test_cpu_compiled.py."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ TEXT = "Compiled or not, every code the same."
 def test_compiled_predictor_gives_the_plain_loops_codes(tiny_model_dir, engine_options):
     path = tiny_model_dir("custom_voice")
     engine_options(compile=False)
-    plain = Engine.from_pretrained(path, device="cpu")
+    plain = Engine.from_pretrained(path, device="cpu", cpu_int8=False)
     engine_options(compile=True, cpu_compile=True)
-    fast = Engine.from_pretrained(path, device="cpu")
+    fast = Engine.from_pretrained(path, device="cpu", cpu_int8=False)
     fast.warmup()
     step = fast._single_streamer().predictor_step
     assert isinstance(step, CompiledPredictorStep) and not step.failed
@@ -33,7 +34,7 @@ def test_compiled_predictor_gives_the_plain_loops_codes(tiny_model_dir, engine_o
 
 def test_a_failed_compile_falls_back_to_the_plain_step_for_good(tiny_model_dir, engine_options, monkeypatch, caplog):
     engine_options(compile=False)
-    plain = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu")
+    plain = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=False)
     step = CompiledPredictorStep()
     calls = []
 
