@@ -99,12 +99,13 @@ class CompiledPositions:
     and ``predictor_over`` bind them to a generator's caches. Once a compile has failed (``failed``) every step
     returns None, and the caller runs the eager one."""
 
-    def __init__(self, talker_stack: OnePosition, predictor_stack: OnePosition, heads: list[Int8Weight]):
+    def __init__(self, talker_stack: OnePosition, predictor_stack: OnePosition, heads: list[Int8Weight],
+                 predictor_positions: int):
         self.stacks = talker_stack, predictor_stack
         self.weights = layer_tensors(talker_stack), layer_tensors(predictor_stack)
         self.heads = heads
-        predictor_stack.tables(16)
-        self.positions = [torch.tensor(p) for p in range(predictor_stack.cos.shape[0])]
+        predictor_stack.tables(predictor_positions)
+        self.positions = [torch.tensor(p) for p in range(predictor_positions)]
         # position 0's pass draws a code no one reads: greedy, over constant noise
         self.unread = StageSettings.allocate(1, "cpu")
         self.unread.greedy.fill_(True)
@@ -115,7 +116,8 @@ class CompiledPositions:
     def for_talker(cls, talker, stacks: tuple[OnePosition, OnePosition]) -> CompiledPositions:
         made = getattr(talker, "_compiled_positions", None)
         if made is None or made.stacks[0] is not stacks[0]:
-            made = cls(*stacks, talker.code_predictor.head_weights)
+            cp = talker.code_predictor
+            made = cls(*stacks, cp.head_weights, cp.config.num_code_groups)
             talker._compiled_positions = made
         return made
 

@@ -82,7 +82,8 @@ def test_the_engine_compiles_the_fast_path_when_asked(tiny_model_dir, engine_opt
 
 def test_a_failed_compile_runs_the_eager_steps_for_good(fast, monkeypatch, caplog):
     talker = fast.model.talker
-    made = CompiledPositions(*one_position_stacks(talker), talker.code_predictor.head_weights)
+    cp = talker.code_predictor
+    made = CompiledPositions(*one_position_stacks(talker), cp.head_weights, cp.config.num_code_groups)
     calls = []
 
     def broken(name):
