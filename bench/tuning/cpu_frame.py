@@ -1,5 +1,5 @@
 """Where a CPU frame's time goes: the talker step, the 15 code-predictor steps and the codec decoder, timed apart
-on the engine's CPU path (int8 or float32; its predictor step compiled where the engine compiles it), with
+on the engine's CPU path (int8 or float32; its steps compiled where the engine compiles them), with
 PyTorch's op counts of one predictor pass.
 
     taskset -c 0-7 python -m bench.tuning.cpu_frame --model DIR [--threads 8] [--float32] [--no-compile]
@@ -49,10 +49,11 @@ def main(argv=None) -> None:
     prompt = build_prompt(talker, eng.config, eng.tokenizer, voice, TEXT)
     t0 = time.perf_counter()
     eng.warmup()
-    step = eng._single_streamer().predictor_step  # a profiler of the engine's internals
-    gen = FrameGenerator(talker, prompt, sampling, 256, 1, step)
+    streamer = eng._single_streamer()  # a profiler of the engine's internals
+    step = streamer.predictor_step
+    gen = FrameGenerator(talker, prompt, sampling, 256, 1, step, compiled=streamer.compiled)
     report = {"device": device_name("cpu"), "path": "int8" if eng.cpu_int8 else "float32",
-              "compiled": step is not None, "warmup_s": time.perf_counter() - t0}
+              "compiled": step is not None or streamer.compiled is not None, "warmup_s": time.perf_counter() - t0}
     with torch.inference_mode():
         length = prompt.length
         report["prefill_ms"] = timed(lambda: talker.model(prompt.embeds, torch.arange(length)[None], gen.cache,
@@ -62,6 +63,8 @@ def main(argv=None) -> None:
 
         def talker_step():  # as the engine's frames step: one position at a time on the fast path
             step[0] += 1
+            if gen.compiled_talker is not None:
+                return gen.compiled_talker(hidden, length + step[0])
             if gen.talker_step is not None:
                 return gen.talker_step(hidden, length + step[0])
             pos = torch.full((1, 1), length + step[0])
