@@ -1,7 +1,8 @@
 """Find a model (local directory or Hugging Face id), check its files, and load its weights.
 
 Weights are read memory-mapped from ``model.safetensors`` into modules built on the meta device,
-so nothing is initialised twice. Every tensor is checked by name and shape before it is used; a
+so nothing is initialised twice, and a tensor that is cast is read through a map of its own, so the file's
+pages do not all stay resident while it loads. Every tensor is checked by name and shape before it is used; a
 missing, unexpected or misshapen tensor, or an unreadable file, raises ``CheckpointError``.
 """
 
@@ -91,11 +92,15 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
                 f"(missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
                 f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''})"
             )
+        # a tensor that is cast or moved is read through a map of its own, dropped once copied: the file's
+        # pages leave memory tensor by tensor instead of all staying resident until the file is closed
+        copied = {} if dtype is None and torch.device(device).type == "cpu" else mapped_tensors(path, names)
         state = {}
         for name, ref in expected.items():
             mapped = given.get(prefix + name)
             try:
-                t = mapped if mapped is not None else f.get_tensor(prefix + name)
+                t = mapped if mapped is not None else copied.pop(prefix + name, None)
+                t = t if t is not None else f.get_tensor(prefix + name)
             except Exception as e:
                 raise CheckpointError(f"{path}: tensor {prefix + name} is unreadable ({e})") from None
             if tuple(t.shape) != tuple(ref.shape):
@@ -112,12 +117,28 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
     return module
 
 
+# safetensors' dtype names, each with the torch dtype it stands for and a numpy integer type of its width to map it as
+_DTYPES = {
+    "F64": (torch.float64, np.int64), "F32": (torch.float32, np.int32), "F16": (torch.float16, np.int16),
+    "BF16": (torch.bfloat16, np.int16), "I64": (torch.int64, np.int64), "I32": (torch.int32, np.int32),
+    "I16": (torch.int16, np.int16), "I8": (torch.int8, np.int8), "U8": (torch.uint8, np.uint8),
+    "BOOL": (torch.bool, np.uint8),
+}
+
+
 def mapped_bf16_tensors(path: Path, names=None) -> dict[str, torch.Tensor]:
-    """The bfloat16 tensors of a safetensors file (those of ``names``, or all), each a view of its own private
-    memory map of the file: pages become resident as they are read, so a large lookup table of which a prompt
-    reads a few rows (the talker's 151,936-row text embedding) costs almost no memory, and they leave when the
+    """The bfloat16 tensors of a safetensors file (those of ``names``, or all) as ``mapped_tensors`` maps them:
+    a large lookup table of which a prompt reads a few rows (the talker's 151,936-row text embedding) then costs
+    almost no memory."""
+    return mapped_tensors(path, names, kinds=("BF16",))
+
+
+def mapped_tensors(path: Path, names=None, kinds=tuple(_DTYPES)) -> dict[str, torch.Tensor]:
+    """The tensors of a safetensors file (those of ``names``, or all; of the safetensors dtypes ``kinds``), each a
+    view of its own private memory map of the file: pages become resident as they are read, and leave when the
     tensor is dropped (the safetensors library maps the whole file once, so that every page read stays resident
-    while any of its tensors lives). Tensors of another dtype, or a file this cannot read, are left out. The layout is
+    while any of its tensors lives). Tensors of another dtype, data not aligned to its element size, or a file
+    this cannot read are left out (``load_weights`` reports what is wrong with the file). The layout is
     safetensors' documented one: an 8-byte little-endian header length, a JSON header giving each tensor's
     dtype, shape and byte range, then the data."""
     try:
@@ -128,26 +149,30 @@ def mapped_bf16_tensors(path: Path, names=None) -> dict[str, torch.Tensor]:
             header = json.loads(f.read(size))
             file_size = os.fstat(f.fileno()).st_size
     except (OSError, ValueError, TypeError, struct.error):
-        return {}  # load_weights reports what is wrong with the file
+        return {}
     if not isinstance(header, dict):
         return {}
     found = {}
     for name in header if names is None else names:
         try:
             entry = header[name]
+            kind = entry.get("dtype")
+            torch_dtype, np_dtype = _DTYPES[kind]
+            width = np.dtype(np_dtype).itemsize
             begin, end = (int(v) for v in entry["data_offsets"])
             shape = tuple(int(n) for n in entry["shape"])
-            if (entry.get("dtype") != "BF16" or min(shape, default=1) < 0 or not 0 <= begin <= end
-                    or end - begin != 2 * math.prod(shape) or 8 + size + end > file_size):
+            offset = 8 + size + begin
+            if (kind not in kinds or min(shape, default=1) < 0 or not 0 <= begin <= end or offset % width
+                    or end - begin != width * math.prod(shape) or offset - begin + end > file_size):
                 continue
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
         if begin == end:
-            found[name] = torch.zeros(shape, dtype=torch.bfloat16)  # numpy cannot map zero bytes
+            found[name] = torch.zeros(shape, dtype=torch_dtype)  # numpy cannot map zero bytes
             continue
-        # copy-on-write ("c"): writable for torch without touching the file; an aligned 2-byte view of the data
-        rows = np.memmap(path, dtype=np.int16, mode="c", offset=8 + size + begin, shape=shape)
-        found[name] = torch.from_numpy(rows).view(torch.bfloat16)
+        # copy-on-write ("c"): writable for torch without touching the file; an aligned view of the data
+        data = torch.from_numpy(np.memmap(path, dtype=np_dtype, mode="c", offset=offset, shape=shape))
+        found[name] = data.view(torch_dtype) if torch_dtype != data.dtype else data
     return found
 
 

@@ -9,8 +9,11 @@ fused projection shapes of a model, cycling through as many distinct weights as 
 - ``bf16``: ``F.linear`` on bfloat16 weights and activations (oneDNN where the CPU has AVX512-BF16/AMX);
 - ``int8pack``: ``aten._weight_int8pack_mm`` (weight-only int8, bf16 activations; ``engine.model.int8``);
 - ``int8dyn``: fbgemm's dynamically quantized linear (int8 weights and activations, VNNI);
-- ``int4pack``: ``aten._weight_int4pack_mm_for_cpu`` (weight-only int4, groups of 32);
-- ``fp16fbgemm``: fbgemm's float16-weight linear (``quantized.linear_dynamic_fp16``: float32 activations).
+- ``int4pack``: ``aten._weight_int4pack_mm_for_cpu`` (weight-only int4, groups of 32; ``int4g64``, ``int4g128``:
+  groups of 64 and 128);
+- ``fp16fbgemm``: fbgemm's float16-weight linear (``quantized.linear_dynamic_fp16``: float32 activations);
+- ``read8``: no product, the int8 weight's bytes read once (``amax``): the memory-bandwidth floor that a
+  weight-only int8 product cannot beat.
 
     python -m bench.tuning.cpu_gemv --size 0.6b --threads 8
 """
@@ -40,6 +43,7 @@ def candidates(w: torch.Tensor):
     q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
     sb = scale.to(torch.bfloat16)
     out.append(("int8pack", lambda x, q=q, sb=sb: torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16), q, sb)))
+    out.append(("read8", lambda x, q=q: q.amax()))
     try:
         lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
         lin.weight.data.copy_(w)
@@ -53,23 +57,26 @@ def candidates(w: torch.Tensor):
         out.append(("fp16fbgemm", lambda x, p=packed16: torch.ops.quantized.linear_dynamic_fp16(x, p)))
     except Exception as e:
         print("fp16fbgemm unavailable:", e)
-    try:
-        group = 32
-        wg = w.view(w.shape[0], -1, group)
-        lo, hi = wg.amin(-1), wg.amax(-1)
-        s = ((hi - lo).clamp(min=1e-12) / 15)
-        qi = torch.round((wg - lo[..., None]) / s[..., None]).clamp(0, 15).to(torch.int32).view(w.shape)
-        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(qi, 1)
-        zeros = lo + 8 * s  # the kernel takes scale and zero (value at code 8) per group
-        sz = torch.stack([s, zeros], dim=-1).transpose(0, 1).contiguous().to(torch.bfloat16)  # [K/g, N, 2]
-        def fn4(x, p=packed, sz=sz):
-            return torch.ops.aten._weight_int4pack_mm_for_cpu(x.to(torch.bfloat16), p, group, sz)
-
-        fn4(torch.zeros(1, w.shape[1]))
-        out.append(("int4pack", fn4))
-    except Exception as e:
-        print("int4pack unavailable:", e)
+    for group in (32, 64, 128):
+        try:
+            fn4 = _int4(w, group)
+            fn4(torch.zeros(1, w.shape[1]))
+            out.append(("int4pack" if group == 32 else f"int4g{group}", fn4))
+        except Exception as e:
+            print(f"int4 (groups of {group}) unavailable:", e)
     return out
+
+
+def _int4(w: torch.Tensor, group: int):
+    """``aten._weight_int4pack_mm_for_cpu`` on ``w`` rounded to 4 bits in groups of ``group`` along K."""
+    wg = w.view(w.shape[0], -1, group)
+    lo, hi = wg.amin(-1), wg.amax(-1)
+    s = (hi - lo).clamp(min=1e-12) / 15
+    qi = torch.round((wg - lo[..., None]) / s[..., None]).clamp(0, 15).to(torch.int32).view(w.shape)
+    packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(qi, 1)
+    zeros = lo + 8 * s  # the kernel takes scale and zero (value at code 8) per group
+    sz = torch.stack([s, zeros], dim=-1).transpose(0, 1).contiguous().to(torch.bfloat16)  # [K/g, N, 2]
+    return lambda x: torch.ops.aten._weight_int4pack_mm_for_cpu(x.to(torch.bfloat16), packed, group, sz)
 
 
 def time_kernels(shapes, layers: int, repeats: int) -> dict[str, float]:
