@@ -20,9 +20,12 @@ from pathlib import Path
 from bench.common import DEFAULT_FRAMES, DEFAULT_RUNS, FIRST_CHUNK_SIZES, environment, format_table, read_jsonl
 
 RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator", "orator-compiled": "bench.run_orator",
+           "orator-int4": "bench.run_orator",
            "faster": "bench.run_faster", "official": "bench.run_official"}
-DEFAULT_SYSTEMS = ["orator", "orator-float32", "faster", "official"]  # orator-compiled: the CPU's opt-in path
-RUNNER_ENV = {"orator-float32": {"ORATOR_CPU_INT8": "0"}, "orator-compiled": {"ORATOR_CPU_COMPILE": "1"}}
+# orator-compiled, orator-int4: the CPU's opt-in paths
+DEFAULT_SYSTEMS = ["orator", "orator-float32", "faster", "official"]
+RUNNER_ENV = {"orator-float32": {"ORATOR_CPU_INT8": "0"}, "orator-compiled": {"ORATOR_CPU_COMPILE": "1"},
+              "orator-int4": {"ORATOR_CPU_INT4": "1"}}
 
 
 def main(argv=None) -> None:

@@ -75,7 +75,8 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
         raw["xrt"].append(real_time_factor(frames, total.seconds))
         for c in chunk_sizes:
             raw[f"ttfa_ms_{c}"].append(first_chunk_ms(eng, text, voice, frames, c, device))
-    mode = "CUDA graphs" if eng.use_graphs else ("CPU int8" if eng.cpu_int8 else f"eager {str(eng.dtype)[6:]}")
+    mode = "CUDA graphs" if eng.use_graphs else ("CPU int4" if eng.cpu_int4 else "CPU int8" if eng.cpu_int8 else
+                                                 f"eager {str(eng.dtype)[6:]}")
     if eng.cpu_compile:
         mode += ", compiled"
     return [summarize(SYSTEM, model_dir, mode, frames, raw, chunk_sizes, device, warmup.seconds, load.seconds,

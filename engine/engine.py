@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -35,7 +36,8 @@ from engine.frames.graphs.capture import graphs_enabled
 from engine.frames.guard import FrameGuard
 from engine.frames.threads import ThreadGovernor
 from engine.model import Qwen3TTS
-from engine.model.int8 import keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
+from engine.model.int4 import int4_available, int4_or_int8
+from engine.model.int8 import Int8Weight, keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.model.one_position import one_position_stacks
 from engine.plan import Plan, draw_seed
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from engine.live import LiveText
 
 ENCODINGS_KEPT = 16  # clone encodings remembered per engine
+log = logging.getLogger(__name__)
 DECODER_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)  # from_pretrained's decoder_dtype
 DECODER_DTYPE_NAMES = tuple(str(d).removeprefix("torch.") for d in DECODER_DTYPES)  # the command lines' choices
 
@@ -59,7 +62,7 @@ DECODER_DTYPE_NAMES = tuple(str(d).removeprefix("torch.") for d in DECODER_DTYPE
 class Engine:
     def __init__(self, model: Qwen3TTS, config: ModelConfig, tokenizer: TextTokenizer, decoder,
                  model_dir: Path, defaults: Sampling, use_graphs: bool = False, cpu_int8: bool = False,
-                 cpu_compile: bool = False):
+                 cpu_compile: bool = False, cpu_int4: bool = False):
         self.model, self.config, self.tokenizer, self.decoder = model, config, tokenizer, decoder
         self.model_dir, self.defaults = model_dir, defaults
         self.device = model.talker.codec_head.weight.device
@@ -67,7 +70,8 @@ class Engine:
         self._encoder = None
         self._single = None  # the single-stream streamer, built on first use
         self.use_graphs = use_graphs
-        self.cpu_int8 = cpu_int8  # the decoder layers' projections are int8 (engine.model.int8)
+        self.cpu_int8 = cpu_int8  # the decoder layers' projections are quantized: int8 (engine.model.int8)
+        self.cpu_int4 = cpu_int8 and cpu_int4  # ... or int4 (engine.model.int4)
         self.cpu_compile = cpu_compile  # the eager loop's predictor step is compiled (engine.frames.compile)
         self._lock = threading.Lock()  # one generation at a time per engine
         self._encodings: OrderedDict[tuple, dict] = OrderedDict()  # recent clone encodings, by reference
@@ -77,7 +81,7 @@ class Engine:
     @classmethod
     def from_pretrained(cls, model: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
                         graphs: bool | None = None, decoder_dtype: torch.dtype | None = None,
-                        cpu_int8: bool | None = None) -> Engine:
+                        cpu_int8: bool | None = None, cpu_int4: bool | None = None) -> Engine:
         """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``.
 
         ``graphs`` (default: on for CUDA while the ``graphs`` option is on, ``engine.options``) selects the
@@ -95,6 +99,10 @@ class Engine:
         dtype = dtype or default_dtype(device)
         int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
         int8 = int8 and dtype == torch.float32
+        int4 = int8 and (options.current().cpu_int4 if cpu_int4 is None else cpu_int4)
+        if int4 and not int4_available():
+            log.warning("this PyTorch has no CPU int4 kernel (PyTorch 2.5+ has it): int8 weights instead")
+            int4 = False
         if decoder_dtype is None:
             decoder_dtype = (fast_cpu_decoder_dtype() if int8 else
                              torch.float64 if dtype == torch.float64 else torch.float32)
@@ -113,7 +121,7 @@ class Engine:
                      given=mapped_bf16_tensors(weights) if int8 else None)
         materialize_buffers(net, device)
         if int8:
-            quantize_layers(net.talker)
+            quantize_layers(net.talker, int4_or_int8 if int4 else Int8Weight.stacked)
         fuse_projections(net)
         if int8:
             narrow = narrow_tables(net.talker)
@@ -130,7 +138,7 @@ class Engine:
         decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
         use_graphs = graphs_enabled(device) if graphs is None else graphs
         return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
-                   int8, not use_graphs and cpu_compile_enabled(device))
+                   int8, not use_graphs and cpu_compile_enabled(device), int4)
 
     # ---- facts ----------------------------------------------------------------------------------
     @property
@@ -330,7 +338,9 @@ class Engine:
                 talker = self.model.talker
                 stacks = one_position_stacks(talker) if self.cpu_int8 else None
                 # compiled: the fast CPU path's one-position steps, or the exact path's predictor step
-                compiled = CompiledPositions.for_talker(talker, stacks) if self.cpu_compile and stacks else None
+                # (compiled for int8 weights only: int4 steps run eagerly)
+                compiled = (CompiledPositions.for_talker(talker, stacks)
+                            if self.cpu_compile and stacks and not self.cpu_int4 else None)
                 step = CompiledPredictorStep() if self.cpu_compile and not stacks else None
                 # the fast CPU path measures which thread count runs faster now; the exact path's are fixed
                 governed = self.cpu_int8 and options.current().threads is None

@@ -6,6 +6,7 @@
 | `compile` | `ORATOR_COMPILE=0`  | on      | ``torch.compile`` of what the graphs run                       |
 | `triton`  | `ORATOR_TRITON=0`   | on      | the Triton kernels (their PyTorch references run instead)      |
 | `cpu_int8`| `ORATOR_CPU_INT8=0` | on      | int8 weights on a CPU (``engine.model.int8``): float32 instead |
+| `cpu_int4`| `ORATOR_CPU_INT4=1` | off     | (turns on) int4 weights instead of int8 (``engine.model.int4``) |
 | `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU frame steps        |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |
 
@@ -13,10 +14,10 @@ Each only matters where it can apply: graphs and compilation on a CUDA GPU, Trit
 weights, threads and the frame steps' compilation on a CPU (off by default: its first compile takes minutes and
 its graphs 0.3 GB, for frames 14-17% faster, docs/benchmarks.md#cpu-compiled). Nothing else reads these variables.
 ``current()`` is what the engine uses: the environment's values, read at its first call, then whatever ``configure``
-set. ``Engine.from_pretrained`` takes
-``graphs`` and ``cpu_int8`` for one engine; ``compile`` and ``triton`` choose kernels inside shared modules and
-``threads`` sets PyTorch's process-wide thread pool, so they are process-wide: ``configure`` them before loading an
-engine (a graph captured earlier keeps the kernels it was captured with).
+set. ``Engine.from_pretrained`` takes ``graphs``, ``cpu_int8`` and ``cpu_int4`` for one engine; ``compile`` and
+``triton`` choose kernels inside shared modules and ``threads`` sets PyTorch's process-wide thread pool, so they are
+process-wide: ``configure`` them before loading an engine (a graph captured earlier keeps the kernels it was captured
+with).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Options:
     compile: bool = True
     triton: bool = True
     cpu_int8: bool = True
+    cpu_int4: bool = False
     cpu_compile: bool = False
     threads: int | None = None  # None: chosen from the cores this process may use
 
@@ -56,6 +58,7 @@ class Options:
                    compile=env.get("ORATOR_COMPILE", "").strip().lower() not in _OFF,
                    triton=env.get("ORATOR_TRITON", "").strip().lower() not in _OFF,
                    cpu_int8=env.get("ORATOR_CPU_INT8", "").strip().lower() not in _OFF,
+                   cpu_int4=env.get("ORATOR_CPU_INT4", "").strip().lower() in _ON,
                    cpu_compile=env.get("ORATOR_CPU_COMPILE", "").strip().lower() in _ON,
                    threads=int(threads) if threads else None)
 

@@ -81,7 +81,8 @@ def describe_engine(engine: Engine) -> str:
     """The model and the path it runs on: "custom_voice 0.6B on cpu (int8 weights, 7 or 8 threads as measured)"."""
     device = torch.device(engine.device)
     if device.type == "cpu":
-        path = "int8 weights" if getattr(engine, "cpu_int8", False) else "exact float32"
+        path = ("int4 weights" if getattr(engine, "cpu_int4", False) else
+                "int8 weights" if getattr(engine, "cpu_int8", False) else "exact float32")
         counts = getattr(engine, "cpu_thread_counts", None) or (torch.get_num_threads(),)
         threads = (" or ".join(map(str, counts)) + " threads as measured" if len(counts) > 1 else
                    f"{counts[0]} thread{'' if counts[0] == 1 else 's'}")
