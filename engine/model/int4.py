@@ -21,12 +21,16 @@ from engine.model.int8 import GEMM_ROWS, Int8Weight
 from engine.runtime import cpu_bf16_units
 
 GROUP = 64  # weights per scale along a row: 32 is more precise and slower on AVX2 (docs/benchmarks.md#cpu-gemv)
-_BLOCK_N = 32  # rows the kernel's packed layout interleaves (see ``_unpack``)
+# rows the kernel's packed layout may interleave (32 where PyTorch's CPU kernels are AVX2, 64 where AVX-512);
+# ``_block_rows`` finds which, and every quantized weight's rows are a multiple of the largest
+_BLOCKS = (32, 64, 16)
+_ROWS = max(_BLOCKS)
 
 
 def int4_available() -> bool:
     """Whether this PyTorch has the CPU int4 kernel (PyTorch 2.5+ builds it)."""
-    return hasattr(torch.ops.aten, "_weight_int4pack_mm_for_cpu") and _packs_as_expected()
+    return hasattr(torch.ops.aten, "_weight_int4pack_mm_for_cpu") and hasattr(
+        torch.ops.aten, "_convert_weight_to_int4pack_for_cpu")
 
 
 def quantize_groups(weight: torch.Tensor, group: int = GROUP) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -70,7 +74,7 @@ class Int4Weight:
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [M, K]
-        if flat.shape[0] >= GEMM_ROWS and cpu_bf16_units():  # a prefill: a native bfloat16 matrix product
+        if flat.shape[0] >= GEMM_ROWS and cpu_bf16_units() and _block_rows():  # a prefill: a bf16 matrix product
             y = F.linear(flat, self.widened())
         else:
             y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scale_zeros)
@@ -84,7 +88,11 @@ class Int4Weight:
         """The bfloat16 weight these codes stand for [N, K] (rounded to bfloat16 as the kernel rounds them)."""
         n, k = self.shape
         scale, zeros = self.scale_zeros.float().transpose(0, 1).unbind(-1)  # [N, K/group] each
-        runs = _unpack(self.packed, n, k).float().view(n, k // GROUP, GROUP)
+        block = _block_rows()
+        if block is None:  # a layout this code cannot read: the kernel multiplies the identity
+            eye = torch.eye(k, dtype=torch.bfloat16)
+            return torch.ops.aten._weight_int4pack_mm_for_cpu(eye, self.packed, GROUP, self.scale_zeros).T.contiguous()
+        runs = _unpack(self.packed, n, k, block).float().view(n, k // GROUP, GROUP)
         return ((runs - 8) * scale[..., None] + zeros[..., None]).view(n, k).to(torch.bfloat16)
 
     def dequantized(self) -> torch.Tensor:
@@ -93,30 +101,34 @@ class Int4Weight:
 
 
 def int4_or_int8(*pieces: torch.Tensor) -> Int4Weight | Int8Weight:
-    """``Int4Weight.stacked(*pieces)`` where the kernel takes the shape (rows in blocks of 32, columns in runs of
+    """``Int4Weight.stacked(*pieces)`` where the kernel takes the shape (rows in blocks of 64, columns in runs of
     ``GROUP``), else ``Int8Weight.stacked``: the ``quantize`` of ``engine.model.int8.quantize_layers`` for int4."""
     rows, cols = sum(p.shape[0] for p in pieces), pieces[0].shape[1]
-    if rows % _BLOCK_N or cols % GROUP or any(p.shape[0] % _BLOCK_N for p in pieces):
+    if rows % _ROWS or cols % GROUP:
         return Int8Weight.stacked(*pieces)
     return Int4Weight.stacked(*pieces)
 
 
-def _unpack(packed: torch.Tensor, n: int, k: int) -> torch.Tensor:
-    """The codes [N, K] of ``_convert_weight_to_int4pack_for_cpu``'s layout: rows in blocks of 32, each block
-    [K, 16] bytes whose low nibbles are its first 16 rows and high nibbles its last 16. The layout is the kernel's
-    own; ``_packs_as_expected`` checks it against this PyTorch before int4 is offered."""
-    blocks = packed.reshape(n // _BLOCK_N, k, _BLOCK_N // 2)
-    both = torch.cat([blocks & 15, blocks >> 4], dim=-1)  # [N/32, K, 32]
+def _unpack(packed: torch.Tensor, n: int, k: int, block: int) -> torch.Tensor:
+    """The codes [N, K] of ``_convert_weight_to_int4pack_for_cpu``'s layout: rows in blocks of ``block``, each
+    block [K, block / 2] bytes whose low nibbles are its first half of rows and high nibbles its second. The layout
+    is the kernel's own, and its block depends on the CPU: ``_block_rows`` finds it by packing a probe."""
+    blocks = packed.reshape(n // block, k, block // 2)
+    both = torch.cat([blocks & 15, blocks >> 4], dim=-1)  # [N/block, K, block]
     return both.permute(0, 2, 1).reshape(n, k)
 
 
 @functools.cache
-def _packs_as_expected() -> bool:
-    """Whether this PyTorch's packing is the layout ``_unpack`` reads (checked once on a small random weight)."""
+def _block_rows() -> int | None:
+    """The block of rows this PyTorch's packing interleaves on this CPU (``_unpack``), or None if its layout is
+    none of those: checked once, on a small random weight."""
     try:
-        codes = torch.randint(0, 16, (2 * _BLOCK_N, 2 * GROUP), dtype=torch.int32,
+        codes = torch.randint(0, 16, (2 * _ROWS, 2 * GROUP), dtype=torch.int32,
                               generator=torch.Generator().manual_seed(0))
         packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)
-        return torch.equal(_unpack(packed, *codes.shape).to(torch.int32), codes)
+        for block in _BLOCKS:
+            if packed.numel() * 2 == codes.numel() and torch.equal(_unpack(packed, *codes.shape, block).int(), codes):
+                return block
     except (RuntimeError, AttributeError):
-        return False
+        pass
+    return None

@@ -130,3 +130,15 @@ def test_the_dialog_grows_to_show_the_advice_whole(qtbot):
     qtbot.wait(50)
     assert overlapping_or_squashed(dialog) == []
     dialog.done(0)
+
+
+def test_the_processor_path_offers_int4_and_choosing_it_reloads_the_model(qtbot):
+    settings = Settings()
+    dialog = SettingsDialog(settings, in_use="")
+    qtbot.addWidget(dialog)
+    paths = [dialog.cpu_path.itemData(i) for i in range(dialog.cpu_path.count())]
+    assert paths == ["fast", "fastest", "exact"]
+    dialog.cpu_path.setCurrentIndex(paths.index("fastest"))
+    assert dialog.apply() and settings.cpu_path == "fastest"
+    assert settings.model_spec("preset").cpu_path == "fastest"
+    assert not dialog.apply()  # nothing changed since

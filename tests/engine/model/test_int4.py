@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice, options
 from engine.model import int4
-from engine.model.int4 import GROUP, Int4Weight, _unpack, int4_available, int4_or_int8, quantize_groups
+from engine.model.int4 import GROUP, Int4Weight, _block_rows, _unpack, int4_available, int4_or_int8, quantize_groups
 from engine.model.int8 import Int8Weight
 
 from .test_int8 import relative_rms, teacher_forced_logits
@@ -43,18 +43,23 @@ def test_a_product_is_close_to_the_float_product(n, k, m):
     assert relative_rms(q.row(x[0, :1]).float(), F.linear(x[0, :1].bfloat16().float(), q.dequantized())) < 0.006
 
 
-def test_the_packed_codes_read_back_as_quantized():
-    """``_unpack`` reads the kernel's layout back to the codes it was given, and the dequantized weight is
-    ``codes * scale + low`` of ``quantize_groups`` (bfloat16)."""
+def test_the_packed_codes_read_back_as_quantized(monkeypatch):
+    """``_unpack`` reads the kernel's layout on this CPU back to the codes it was given, and the dequantized weight
+    is ``codes * scale + low`` of ``quantize_groups`` (bfloat16); where the layout were unknown, the weight read
+    through the kernel is the same."""
     g = torch.Generator().manual_seed(3)
-    w = torch.randn(96, 3 * GROUP, generator=g)
+    w = torch.randn(192, 3 * GROUP, generator=g)
     codes, scale, low = quantize_groups(w)
-    assert codes.min() >= 0 and codes.max() <= 15 and scale.shape == low.shape == (96, 3)
+    assert codes.min() >= 0 and codes.max() <= 15 and scale.shape == low.shape == (192, 3)
     q = Int4Weight(w)
-    assert torch.equal(_unpack(q.packed, 96, 3 * GROUP).to(torch.int32), codes)
-    expected = (codes.view(96, 3, GROUP).float() * scale.float()[..., None] + low.float()[..., None]).view(96, -1)
+    assert _block_rows() in (32, 64)  # AVX2 and AVX-512 builds
+    assert torch.equal(_unpack(q.packed, 192, 3 * GROUP, _block_rows()).to(torch.int32), codes)
+    expected = (codes.view(192, 3, GROUP).float() * scale.float()[..., None] + low.float()[..., None]).view(192, -1)
     assert torch.allclose(q.dequantized(), expected.bfloat16().float(), rtol=1e-2, atol=1e-6)
     assert relative_rms(q.dequantized(), w) < 0.11
+    unread = q.dequantized()
+    monkeypatch.setattr(int4, "_block_rows", lambda: None)
+    assert torch.equal(q.dequantized(), unread)
 
 
 def test_stacked_pieces_equal_the_concatenated_weight():
@@ -69,8 +74,8 @@ def test_shapes_the_kernel_cannot_take_stay_int8():
     g = torch.Generator().manual_seed(6)
     assert isinstance(int4_or_int8(torch.randn(64, 128, generator=g)), Int4Weight)
     assert isinstance(int4_or_int8(torch.randn(64, 48, generator=g)), Int8Weight)  # columns not in runs of 64
-    assert isinstance(int4_or_int8(torch.randn(48, 64, generator=g)), Int8Weight)  # rows not in blocks of 32
-    assert isinstance(int4_or_int8(torch.randn(32, 64), torch.randn(16, 64)), Int8Weight)
+    assert isinstance(int4_or_int8(torch.randn(96, 64, generator=g)), Int8Weight)  # rows not in blocks of 64
+    assert isinstance(int4_or_int8(torch.randn(32, 64), torch.randn(32, 64)), Int4Weight)
 
 
 @pytest.mark.parametrize("native_bf16", [True, False])
@@ -101,7 +106,7 @@ def test_hostile_rows_quantize_without_nan(rows):
     outlier = torch.randn(GROUP, generator=g) * 1e-3
     outlier[7] = 50.0
     made["outlier"] = outlier
-    w = torch.cat([torch.stack([made[r] for r in rows])] * 32)[:32]  # 32 rows: a block of the kernel's layout
+    w = torch.cat([torch.stack([made[r] for r in rows])] * 64)[:64]  # 64 rows: a block of the kernel's layout
     q = Int4Weight(w)
     back = q.dequantized()
     assert torch.isfinite(back).all()
@@ -109,7 +114,7 @@ def test_hostile_rows_quantize_without_nan(rows):
     assert ((back - w).abs() <= spread / 30 + (w.abs().amax(dim=1, keepdim=True) + spread) / 128 + 1e-37).all()
     y = q.matmul(torch.ones(1, GROUP))
     assert torch.isfinite(y).all()
-    for i in range(32):
+    for i in range(64):
         if rows[i % len(rows)] == "zero":
             assert float(y[0, i]) == 0.0
 
