@@ -1,36 +1,31 @@
-"""Weight-only int4 projections for the CPU: the fastest CPU path's decoder layers and code-predictor heads.
+"""Weight-only int4 projections for the CPU: the small CPU path's decoder layers and code-predictor heads.
 
-The same projections as ``engine.model.int8``, stored at half its bytes: each run of ``GROUP`` weights along a
-row is rounded to the nearest of 16 levels between the run's smallest and largest value (a bfloat16 scale and
-offset per run), and PyTorch's own CPU kernel (``torch.ops.aten._weight_int4pack_mm_for_cpu``, bfloat16
-activations) multiplies by them. A one-row product reads half int8's bytes and runs faster than int8's kernel
-on AVX2 and on AVX-512 CPUs alike (docs/benchmarks.md#cpu-gemv), so a frame runs faster and the model holds less
-memory. The price is precision: 16 levels perturb a projection's output by several percent (relative RMS),
-where int8's 255 stay under 1%; tests/engine/model/test_int4.py bounds both. Chosen with ``cpu_weights="int4"``
-(``ORATOR_CPU_WEIGHTS=int4``, Settings → Processor path); int8 stays the default.
+The same projections as ``engine.model.int8``, stored in a little over half its bytes: each run of ``GROUP``
+weights along a row is rounded to the nearest of 16 levels between the run's smallest and largest value (a
+bfloat16 scale and offset per run), and PyTorch's own CPU kernel (``torch.ops.aten._weight_int4pack_mm_for_cpu``,
+bfloat16 activations) multiplies by them. The 0.6B model then holds 0.2-0.3 GB less, and on an AVX2 processor
+(most desktops: Intel's Core chips, AMD's before Zen 4) its frames run about a quarter faster than int8's; on
+an AVX-512 server Xeon int8's kernel is as fast or faster (docs/benchmarks.md#cpu-int4). The price is precision:
+16 levels perturb a projection's output by several percent (relative RMS), where int8's 255 stay under 1%;
+tests/engine/model/test_int4.py bounds both. Chosen with ``Engine.from_pretrained(cpu_int4=True)``
+(``ORATOR_CPU_INT4=1``, Settings → Processor path → Small); int8 stays the default.
 """
 
 from __future__ import annotations
 
-import functools
-
 import torch
-import torch.nn.functional as F
 
-from engine.model.int8 import GEMM_ROWS, Int8Weight
-from engine.runtime import cpu_bf16_units
+from engine.model.int8 import Int8Weight
 
 GROUP = 64  # weights per scale along a row: 32 is more precise and slower on AVX2 (docs/benchmarks.md#cpu-gemv)
-# rows the kernel's packed layout may interleave (32 where PyTorch's CPU kernels are AVX2, 64 where AVX-512);
-# ``_block_rows`` finds which, and every quantized weight's rows are a multiple of the largest
-_BLOCKS = (32, 64, 16)
-_ROWS = max(_BLOCKS)
+# the kernel packs rows in blocks of 32 (AVX2 builds) or 64 (AVX-512 builds): rows come in multiples of 64
+_ROWS = 64
 
 
 def int4_available() -> bool:
     """Whether this PyTorch has the CPU int4 kernel (PyTorch 2.5+ builds it)."""
-    return hasattr(torch.ops.aten, "_weight_int4pack_mm_for_cpu") and hasattr(
-        torch.ops.aten, "_convert_weight_to_int4pack_for_cpu")
+    return all(hasattr(torch.ops.aten, op) for op in ("_weight_int4pack_mm_for_cpu",
+                                                       "_convert_weight_to_int4pack_for_cpu"))
 
 
 def quantize_groups(weight: torch.Tensor, group: int = GROUP) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -73,62 +68,27 @@ class Int4Weight:
         return out
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
+        # every row count through the kernel: widening the codes for a bfloat16 matrix product, as int8 does for a
+        # prefill, made the Xeon's first audio three times later (docs/benchmarks.md#cpu-int4)
         flat = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [M, K]
-        if flat.shape[0] >= GEMM_ROWS and cpu_bf16_units() and _block_rows():  # a prefill: a bf16 matrix product
-            y = F.linear(flat, self.widened())
-        else:
-            y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scale_zeros)
+        y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scale_zeros)
         return y.view(*x.shape[:-1], self.shape[0]).to(x.dtype)
 
     def row(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ weight.T`` for one float32 row x [1, K]: [1, N] bfloat16 (as ``Int8Weight.row``)."""
         return torch.ops.aten._weight_int4pack_mm_for_cpu(x.to(torch.bfloat16), self.packed, GROUP, self.scale_zeros)
 
-    def widened(self) -> torch.Tensor:
-        """The bfloat16 weight these codes stand for [N, K] (rounded to bfloat16 as the kernel rounds them)."""
-        n, k = self.shape
-        scale, zeros = self.scale_zeros.float().transpose(0, 1).unbind(-1)  # [N, K/group] each
-        block = _block_rows()
-        if block is None:  # a layout this code cannot read: the kernel multiplies the identity
-            eye = torch.eye(k, dtype=torch.bfloat16)
-            return torch.ops.aten._weight_int4pack_mm_for_cpu(eye, self.packed, GROUP, self.scale_zeros).T.contiguous()
-        runs = _unpack(self.packed, n, k, block).float().view(n, k // GROUP, GROUP)
-        return ((runs - 8) * scale[..., None] + zeros[..., None]).view(n, k).to(torch.bfloat16)
-
     def dequantized(self) -> torch.Tensor:
-        """The float32 weight these codes stand for [N, K] (tests compare against it)."""
-        return self.widened().float()
+        """The weight these codes stand for [N, K], as the kernel reads it (rounded to bfloat16), in float32: the
+        kernel's product with the identity (tests compare against it)."""
+        eye = torch.eye(self.shape[1], dtype=torch.bfloat16)
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(eye, self.packed, GROUP, self.scale_zeros).T.float()
 
 
 def int4_or_int8(*pieces: torch.Tensor) -> Int4Weight | Int8Weight:
-    """``Int4Weight.stacked(*pieces)`` where the kernel takes the shape (rows in blocks of 64, columns in runs of
+    """``Int4Weight.stacked(*pieces)`` where the kernel takes the shape (rows in multiples of 64, columns in runs of
     ``GROUP``), else ``Int8Weight.stacked``: the ``quantize`` of ``engine.model.int8.quantize_layers`` for int4."""
     rows, cols = sum(p.shape[0] for p in pieces), pieces[0].shape[1]
     if rows % _ROWS or cols % GROUP:
         return Int8Weight.stacked(*pieces)
     return Int4Weight.stacked(*pieces)
-
-
-def _unpack(packed: torch.Tensor, n: int, k: int, block: int) -> torch.Tensor:
-    """The codes [N, K] of ``_convert_weight_to_int4pack_for_cpu``'s layout: rows in blocks of ``block``, each
-    block [K, block / 2] bytes whose low nibbles are its first half of rows and high nibbles its second. The layout
-    is the kernel's own, and its block depends on the CPU: ``_block_rows`` finds it by packing a probe."""
-    blocks = packed.reshape(n // block, k, block // 2)
-    both = torch.cat([blocks & 15, blocks >> 4], dim=-1)  # [N/block, K, block]
-    return both.permute(0, 2, 1).reshape(n, k)
-
-
-@functools.cache
-def _block_rows() -> int | None:
-    """The block of rows this PyTorch's packing interleaves on this CPU (``_unpack``), or None if its layout is
-    none of those: checked once, on a small random weight."""
-    try:
-        codes = torch.randint(0, 16, (2 * _ROWS, 2 * GROUP), dtype=torch.int32,
-                              generator=torch.Generator().manual_seed(0))
-        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)
-        for block in _BLOCKS:
-            if packed.numel() * 2 == codes.numel() and torch.equal(_unpack(packed, *codes.shape, block).int(), codes):
-                return block
-    except (RuntimeError, AttributeError):
-        pass
-    return None

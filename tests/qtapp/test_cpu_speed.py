@@ -137,8 +137,8 @@ def test_the_processor_path_offers_int4_and_choosing_it_reloads_the_model(qtbot)
     dialog = SettingsDialog(settings, in_use="")
     qtbot.addWidget(dialog)
     paths = [dialog.cpu_path.itemData(i) for i in range(dialog.cpu_path.count())]
-    assert paths == ["fast", "fastest", "exact"]
-    dialog.cpu_path.setCurrentIndex(paths.index("fastest"))
-    assert dialog.apply() and settings.cpu_path == "fastest"
-    assert settings.model_spec("preset").cpu_path == "fastest"
+    assert paths == ["fast", "small", "exact"]
+    dialog.cpu_path.setCurrentIndex(paths.index("small"))
+    assert dialog.apply() and settings.cpu_path == "small"
+    assert settings.model_spec("preset").cpu_path == "small"
     assert not dialog.apply()  # nothing changed since

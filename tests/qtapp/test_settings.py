@@ -126,7 +126,7 @@ def test_main_dispatch_defaults_to_the_gui(monkeypatch):
 
 @pytest.mark.parametrize(("stored", "expected"), [
     ({"cpu_path": "exact", "threads": 3}, ("exact", 3)),
-    ({"cpu_path": "fastest", "threads": 0}, ("fastest", 0)),
+    ({"cpu_path": "small", "threads": 0}, ("small", 0)),
     ({"cpu_path": "turbo", "threads": -2}, ("fast", 0)),
     ({"cpu_path": 7, "threads": 10**6}, ("fast", 0)),
     ({"threads": True}, ("fast", 0)),
@@ -140,11 +140,11 @@ def test_processor_settings_are_checked_on_load(isolated_data_dir, stored, expec
 
 
 @pytest.mark.parametrize(("cpu_path", "threads", "int8", "int4", "option"),
-                         [("fast", 0, True, False, None), ("fastest", 0, True, True, None),
+                         [("fast", 0, True, False, None), ("small", 0, True, True, None),
                           ("exact", 2, False, False, 2)])
 def test_a_processor_model_loads_float32_on_the_chosen_path(monkeypatch, cpu_path, threads, int8, int4, option):
     """On the processor the GPU precision does not apply: float32, int8 projections on the fast path, int4 on
-    the fastest, and the thread count handed to the engine's options."""
+    the small one, and the thread count handed to the engine's options."""
     import torch
 
     from engine import Engine, options

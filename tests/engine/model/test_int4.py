@@ -1,5 +1,4 @@
-"""The fastest CPU path's int4 projections (engine.model.int4): each product, the packed layout, and what a frame
-accumulates.
+"""The small CPU path's int4 projections (engine.model.int4): each product and what a frame accumulates.
 
 Tolerances: a run of 64 weights rounded to 16 levels of its range errs by at most half a level a weight, so a
 product's relative RMS error is about 1 / 15 / sqrt(12) of the runs' range over the weights' spread, ~9% for
@@ -19,8 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice, options
-from engine.model import int4
-from engine.model.int4 import GROUP, Int4Weight, _block_rows, _unpack, int4_available, int4_or_int8, quantize_groups
+from engine.model.int4 import GROUP, Int4Weight, int4_available, int4_or_int8, quantize_groups
 from engine.model.int8 import Int8Weight
 
 from .test_int8 import relative_rms, teacher_forced_logits
@@ -43,23 +41,16 @@ def test_a_product_is_close_to_the_float_product(n, k, m):
     assert relative_rms(q.row(x[0, :1]).float(), F.linear(x[0, :1].bfloat16().float(), q.dequantized())) < 0.006
 
 
-def test_the_packed_codes_read_back_as_quantized(monkeypatch):
-    """``_unpack`` reads the kernel's layout on this CPU back to the codes it was given, and the dequantized weight
-    is ``codes * scale + low`` of ``quantize_groups`` (bfloat16); where the layout were unknown, the weight read
-    through the kernel is the same."""
+def test_the_kernel_reads_the_codes_as_quantized():
+    """The weight the kernel multiplies by is ``codes * scale + low`` of ``quantize_groups`` (in bfloat16)."""
     g = torch.Generator().manual_seed(3)
     w = torch.randn(192, 3 * GROUP, generator=g)
     codes, scale, low = quantize_groups(w)
     assert codes.min() >= 0 and codes.max() <= 15 and scale.shape == low.shape == (192, 3)
-    q = Int4Weight(w)
-    assert _block_rows() in (32, 64)  # AVX2 and AVX-512 builds
-    assert torch.equal(_unpack(q.packed, 192, 3 * GROUP, _block_rows()).to(torch.int32), codes)
     expected = (codes.view(192, 3, GROUP).float() * scale.float()[..., None] + low.float()[..., None]).view(192, -1)
-    assert torch.allclose(q.dequantized(), expected.bfloat16().float(), rtol=1e-2, atol=1e-6)
-    assert relative_rms(q.dequantized(), w) < 0.11
-    unread = q.dequantized()
-    monkeypatch.setattr(int4, "_block_rows", lambda: None)
-    assert torch.equal(q.dequantized(), unread)
+    got = Int4Weight(w).dequantized()
+    assert torch.allclose(got, expected.bfloat16().float(), rtol=1e-2, atol=1e-6)
+    assert relative_rms(got, w) < 0.11
 
 
 def test_stacked_pieces_equal_the_concatenated_weight():
@@ -78,19 +69,12 @@ def test_shapes_the_kernel_cannot_take_stay_int8():
     assert isinstance(int4_or_int8(torch.randn(32, 64), torch.randn(32, 64)), Int4Weight)
 
 
-@pytest.mark.parametrize("native_bf16", [True, False])
-def test_a_prefill_widens_the_codes_only_where_the_cpu_multiplies_bf16(native_bf16, monkeypatch):
-    monkeypatch.setattr(int4, "cpu_bf16_units", lambda: native_bf16)
-    calls, linear_product = [], F.linear
-    monkeypatch.setattr(int4.F, "linear", lambda *a: calls.append(a) or linear_product(*a))
+def test_a_prefills_rows_are_the_products_of_each_row():
     g = torch.Generator().manual_seed(7)
     q = Int4Weight(torch.randn(512, 256, generator=g) * 0.02)
-    x = torch.randn(int4.GEMM_ROWS, 256, generator=g)
-    rows = torch.cat([q.matmul(x[i : i + 1]) for i in range(len(x))])  # the int4 kernel, a row at a time
-    assert not calls
-    got = q.matmul(x)
-    assert len(calls) == (1 if native_bf16 else 0)
-    assert relative_rms(got, rows) < 0.006
+    x = torch.randn(40, 256, generator=g)
+    rows = torch.cat([q.matmul(x[i : i + 1]) for i in range(len(x))])
+    assert relative_rms(q.matmul(x), rows) < 0.006
 
 
 @settings(max_examples=40, deadline=None)
