@@ -94,12 +94,13 @@ def load_weights(module: nn.Module, path: Path, prefix: str = "", device="cpu",
             )
         # a tensor that is cast or moved is read through a map of its own, dropped once copied: the file's
         # pages leave memory tensor by tensor instead of all staying resident until the file is closed
-        copied = {} if dtype is None and torch.device(device).type == "cpu" else mapped_tensors(path, names)
+        moved = torch.device(device).type != "cpu"
+        header = _read_header(path) if dtype is not None or moved else None
         state = {}
         for name, ref in expected.items():
             mapped = given.get(prefix + name)
             try:
-                t = mapped if mapped is not None else copied.pop(prefix + name, None)
+                t = mapped if mapped is not None else _map_if_copied(path, header, prefix + name, dtype, moved)
                 t = t if t is not None else f.get_tensor(prefix + name)
             except Exception as e:
                 raise CheckpointError(f"{path}: tensor {prefix + name} is unreadable ({e})") from None
@@ -137,43 +138,69 @@ def mapped_tensors(path: Path, names=None, kinds=tuple(_DTYPES)) -> dict[str, to
     """The tensors of a safetensors file (those of ``names``, or all; of the safetensors dtypes ``kinds``), each a
     view of its own private memory map of the file: pages become resident as they are read, and leave when the
     tensor is dropped (the safetensors library maps the whole file once, so that every page read stays resident
-    while any of its tensors lives). Tensors of another dtype, data not aligned to its element size, or a file
-    this cannot read are left out (``load_weights`` reports what is wrong with the file). The layout is
-    safetensors' documented one: an 8-byte little-endian header length, a JSON header giving each tensor's
-    dtype, shape and byte range, then the data."""
+    while any of its tensors lives). Tensors of another dtype, data not aligned to its element size, a tensor
+    the system will not map, or a file this cannot read are left out (``load_weights`` reports what is wrong
+    with the file). The layout is safetensors' documented one: an 8-byte little-endian header length, a JSON
+    header giving each tensor's dtype, shape and byte range, then the data."""
+    header = _read_header(path)
+    if header is None:
+        return {}
+    found = {}
+    for name in header[1] if names is None else names:
+        t = _map(path, header, name, kinds)
+        if t is not None:
+            found[name] = t
+    return found
+
+
+def _read_header(path: Path) -> tuple[int, dict, int] | None:
+    """(header length, header, file size) of a safetensors file, or None where it cannot be read as one."""
     try:
         with open(path, "rb") as f:
             (size,) = struct.unpack("<Q", f.read(8))
             if size > _MAX_HEADER:
-                return {}
+                return None
             header = json.loads(f.read(size))
             file_size = os.fstat(f.fileno()).st_size
-    except (OSError, ValueError, TypeError, struct.error):
-        return {}
-    if not isinstance(header, dict):
-        return {}
-    found = {}
-    for name in header if names is None else names:
-        try:
-            entry = header[name]
-            kind = entry.get("dtype")
-            torch_dtype, np_dtype = _DTYPES[kind]
-            width = np.dtype(np_dtype).itemsize
-            begin, end = (int(v) for v in entry["data_offsets"])
-            shape = tuple(int(n) for n in entry["shape"])
-            offset = 8 + size + begin
-            if (kind not in kinds or min(shape, default=1) < 0 or not 0 <= begin <= end or offset % width
-                    or end - begin != width * math.prod(shape) or offset - begin + end > file_size):
-                continue
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
+    except (OSError, ValueError, TypeError, RecursionError, struct.error):
+        return None
+    return (size, header, file_size) if isinstance(header, dict) else None
+
+
+def _map(path: Path, header: tuple[int, dict, int], name: str, kinds=tuple(_DTYPES)) -> torch.Tensor | None:
+    """Tensor ``name`` as a view of a private map of its bytes (``mapped_tensors``), or None."""
+    size, entries, file_size = header
+    try:
+        entry = entries[name]
+        kind = entry.get("dtype")
+        torch_dtype, np_dtype = _DTYPES[kind]
+        width = np.dtype(np_dtype).itemsize
+        begin, end = (int(v) for v in entry["data_offsets"])
+        shape = tuple(int(n) for n in entry["shape"])
+        offset = 8 + size + begin
+        if (kind not in kinds or min(shape, default=1) < 0 or not 0 <= begin <= end or offset % width
+                or end - begin != width * math.prod(shape) or offset - begin + end > file_size):
+            return None
         if begin == end:
-            found[name] = torch.zeros(shape, dtype=torch_dtype)  # numpy cannot map zero bytes
-            continue
+            return torch.zeros(shape, dtype=torch_dtype)  # numpy cannot map zero bytes
         # copy-on-write ("c"): writable for torch without touching the file; an aligned view of the data
         data = torch.from_numpy(np.memmap(path, dtype=np_dtype, mode="c", offset=offset, shape=shape))
-        found[name] = data.view(torch_dtype) if torch_dtype != data.dtype else data
-    return found
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, OSError, RuntimeError):
+        return None  # OSError: e.g. no file descriptor left for one more map
+    return data.view(torch_dtype) if torch_dtype != data.dtype else data
+
+
+def _map_if_copied(path: Path, header, name: str, dtype: torch.dtype | None, moved: bool) -> torch.Tensor | None:
+    """Tensor ``name`` mapped on its own where ``load_weights`` copies it anyway (cast to ``dtype``, or ``moved``
+    off the CPU), so that its pages leave with the map; None where it is kept as read (safetensors' own copy)."""
+    if header is None:
+        return None
+    try:
+        stored = _DTYPES[header[1][name]["dtype"]][0]
+    except (KeyError, TypeError):
+        return None
+    cast = dtype is not None and stored.is_floating_point and stored != dtype
+    return _map(path, header, name) if cast or moved else None
 
 
 def materialize_buffers(module: nn.Module, device) -> None:

@@ -72,7 +72,8 @@ class Engine:
         self.use_graphs = use_graphs
         self.cpu_int8 = cpu_int8  # the decoder layers' projections are quantized: int8 (engine.model.int8)
         self.cpu_int4 = cpu_int8 and cpu_int4  # ... or int4 (engine.model.int4)
-        self.cpu_compile = cpu_compile  # the eager loop's predictor step is compiled (engine.frames.compile)
+        # the eager loop's steps are compiled (engine.frames.compile, engine.frames.cpu_compiled; never for int4)
+        self.cpu_compile = cpu_compile
         self._lock = threading.Lock()  # one generation at a time per engine
         self._encodings: OrderedDict[tuple, dict] = OrderedDict()  # recent clone encodings, by reference
         self._encodings_lock = threading.Lock()
@@ -92,7 +93,10 @@ class Engine:
         decoded at once (the official package decodes in bf16 when its model is loaded in bf16). The audio
         comes out float32 whatever the decoder's dtype.
         ``cpu_int8`` (default: the ``cpu_int8`` option, on) gives a float32 model on a CPU int8 projections in its
-        decoder layers (``engine.model.int8``): the fast CPU path; False keeps the exact float32 weights."""
+        decoder layers (``engine.model.int8``): the fast CPU path; False keeps the exact float32 weights.
+        ``cpu_int4`` (default: the ``cpu_int4`` option, off) makes those projections int4 instead
+        (``engine.model.int4``: smaller, faster on AVX2, less precise) where this PyTorch has the kernel, else
+        int8 with a warning."""
         check_torch()
         device = torch.device(device)
         check_device(device)
@@ -138,7 +142,7 @@ class Engine:
         decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
         use_graphs = graphs_enabled(device) if graphs is None else graphs
         return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
-                   int8, not use_graphs and cpu_compile_enabled(device), int4)
+                   int8, not use_graphs and not int4 and cpu_compile_enabled(device), int4)
 
     # ---- facts ----------------------------------------------------------------------------------
     @property
@@ -338,9 +342,7 @@ class Engine:
                 talker = self.model.talker
                 stacks = one_position_stacks(talker) if self.cpu_int8 else None
                 # compiled: the fast CPU path's one-position steps, or the exact path's predictor step
-                # (compiled for int8 weights only: int4 steps run eagerly)
-                compiled = (CompiledPositions.for_talker(talker, stacks)
-                            if self.cpu_compile and stacks and not self.cpu_int4 else None)
+                compiled = CompiledPositions.for_talker(talker, stacks) if self.cpu_compile and stacks else None
                 step = CompiledPredictorStep() if self.cpu_compile and not stacks else None
                 # the fast CPU path measures which thread count runs faster now; the exact path's are fixed
                 governed = self.cpu_int8 and options.current().threads is None

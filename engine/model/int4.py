@@ -30,15 +30,17 @@ def int4_available() -> bool:
 
 def quantize_groups(weight: torch.Tensor, group: int = GROUP) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``weight`` [N, K] rounded in runs of ``group`` along K: (codes int32 [N, K] in 0..15, scale [N, K/group],
-    low [N, K/group], both bfloat16), standing for ``codes * scale + low``. The range is taken after rounding
-    its ends to bfloat16, so the stored scale and offset are the ones the codes were chosen against."""
+    zero [N, K/group], both bfloat16), standing for ``(codes - 8) * scale + zero``, the kernel's form. The scale
+    spans the run's range in 15 steps; zero, the value at code 8, is rounded to bfloat16 before the codes are
+    chosen against it, so the codes are the nearest levels to the weights as the kernel reads them."""
     w = weight.detach().float()
     n, k = w.shape
     runs = w.view(n, k // group, group)
-    low = runs.amin(-1).to(torch.bfloat16)
-    scale = ((runs.amax(-1) - low.float()) / 15).clamp(min=torch.finfo(torch.bfloat16).tiny).to(torch.bfloat16)
-    codes = torch.round((runs - low.float()[..., None]) / scale.float()[..., None]).clamp(0, 15)
-    return codes.to(torch.int32).view(n, k), scale, low
+    low = runs.amin(-1)
+    scale = ((runs.amax(-1) - low) / 15).clamp(min=torch.finfo(torch.bfloat16).tiny).to(torch.bfloat16)
+    zero = (low + 8 * scale.float()).to(torch.bfloat16)
+    codes = torch.round((runs - zero.float()[..., None]) / scale.float()[..., None]) + 8
+    return codes.clamp(0, 15).to(torch.int32).view(n, k), scale, zero
 
 
 class Int4Weight:
@@ -49,14 +51,12 @@ class Int4Weight:
     __slots__ = ("packed", "scale_zeros", "shape")
 
     def __init__(self, weight: torch.Tensor):
-        codes, scale, low = quantize_groups(weight)
-        self._pack(codes, scale, low)
+        self._pack(*quantize_groups(weight))
 
-    def _pack(self, codes: torch.Tensor, scale: torch.Tensor, low: torch.Tensor) -> None:
+    def _pack(self, codes: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor) -> None:
         self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1)  # [N, K/2] uint8
-        # the kernel takes, per run and row, the scale and the value at code 8: codes * scale + low
-        zeros = (low.float() + 8 * scale.float()).to(torch.bfloat16)
-        self.scale_zeros = torch.stack([scale, zeros], dim=-1).transpose(0, 1).contiguous()  # [K/group, N, 2]
+        # per run and row, the scale and the value at code 8
+        self.scale_zeros = torch.stack([scale, zero], dim=-1).transpose(0, 1).contiguous()  # [K/group, N, 2]
         self.shape = torch.Size(codes.shape)
 
     @classmethod

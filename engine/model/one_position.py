@@ -37,7 +37,7 @@ def runs_one_position(stack: DecoderStack) -> bool:
 
 
 class OnePosition:
-    """``DecoderStack.forward`` for one position of one stream, int8 projections. ``over(cache)`` binds a cache;
+    """``DecoderStack.forward`` for one position of one stream, int8 or int4 projections. ``over(cache)`` binds a cache;
     the result steps ``x`` [1, H] at ``pos`` (an int) -> the stack's normed output [1, H]."""
 
     def __init__(self, stack: DecoderStack):

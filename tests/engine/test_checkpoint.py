@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
@@ -159,6 +159,41 @@ def test_every_dtype_maps_to_the_values_safetensors_reads(tmp_path):
     assert set(mapped_tensors(tmp_path / "all.safetensors", kinds=("I8", "U8"))) == {"torch.int8", "torch.uint8"}
 
 
+def _in_a_map_of(address: int, path: Path) -> bool:
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        span, *rest = line.split()
+        low, high = (int(v, 16) for v in span.split("-"))
+        if low <= address < high:
+            return bool(rest) and rest[-1] == str(path.resolve())
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's map of the process's memory")
+def test_a_cast_tensor_is_a_copy_and_the_rest_are_as_safetensors_reads_them(tmp_path):
+    """A tensor cast on loading is a copy, its map dropped (its memory lies in no map of the file); one loaded in
+    its stored dtype, or an integer one, is what safetensors reads (a view of its one map of the file)."""
+    import torch
+    from torch import nn
+
+    from engine.checkpoint import load_weights
+
+    path = tmp_path / "w.safetensors"
+    save_file({"a": torch.full((64, 64), 2.0), "b": torch.full((8,), 3.0, dtype=torch.bfloat16),
+               "n": torch.arange(5)}, path)
+    for dtype in (torch.float32, torch.bfloat16, None):
+        with torch.device("meta"):
+            m = nn.Module()
+            m.register_parameter("a", nn.Parameter(torch.empty(64, 64)))
+            m.register_parameter("b", nn.Parameter(torch.empty(8)))
+            m.register_buffer("n", torch.empty(5, dtype=torch.int64))
+        load_weights(m, path, dtype=dtype)
+        assert float(m.a[3, 3]) == 2.0 and float(m.b[7]) == 3.0 and m.n.tolist() == [0, 1, 2, 3, 4]
+        if dtype is not None:
+            assert m.a.dtype == m.b.dtype == dtype
+        for t, stored in ((m.a, torch.float32), (m.b, torch.bfloat16), (m.n, torch.int64)):
+            assert _in_a_map_of(t.data_ptr(), path) == (dtype is None or stored == dtype or stored == torch.int64)
+
+
 # RSS and its high-water mark of this process, in bytes, from Linux's /proc
 _PEAK = """
 import sys, torch
@@ -197,9 +232,14 @@ def test_a_cast_load_keeps_only_one_tensor_of_the_file_resident(tmp_path):
 @given(entry=st.dictionaries(st.sampled_from(["dtype", "shape", "data_offsets"]),
                              st.one_of(st.sampled_from(["BF16", "F32", "F64", "I8", "BOOL"]), st.integers(-5, 10**12),
                                        st.text(max_size=3), st.lists(st.integers(-3, 10**9), max_size=3), st.none())))
+@example(entry={"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]})  # the whole data: mapped
+@example(entry={"dtype": "F32", "shape": [4, 5], "data_offsets": [0, 80]})  # past the file's end
+@example(entry={"dtype": "F64", "shape": [1], "data_offsets": [4, 12]})  # not aligned to its width
+@example(entry={"dtype": "F32", "shape": [0, 2**63], "data_offsets": [0, 0]})  # no bytes, a shape torch refuses
 def test_a_hostile_header_never_maps_outside_the_file(entry, tmp_path_factory):
     path = tmp_path_factory.mktemp("hdr") / "h.safetensors"
     header = json.dumps({"x": entry}).encode()
+    header += b" " * (-len(header) % 8)  # data aligned to 8 bytes, as safetensors writes it
     path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 64)
     got = mapped_tensors(path, ("x",)).get("x")
     assert got is None or got.numel() * got.element_size() <= 64

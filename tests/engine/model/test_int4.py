@@ -42,12 +42,18 @@ def test_a_product_is_close_to_the_float_product(n, k, m):
 
 
 def test_the_kernel_reads_the_codes_as_quantized():
-    """The weight the kernel multiplies by is ``codes * scale + low`` of ``quantize_groups`` (in bfloat16)."""
+    """The weight the kernel multiplies by is ``(codes - 8) * scale + zero`` of ``quantize_groups`` (in bfloat16),
+    and each code is the nearest level to its weight."""
     g = torch.Generator().manual_seed(3)
     w = torch.randn(192, 3 * GROUP, generator=g)
-    codes, scale, low = quantize_groups(w)
-    assert codes.min() >= 0 and codes.max() <= 15 and scale.shape == low.shape == (192, 3)
-    expected = (codes.view(192, 3, GROUP).float() * scale.float()[..., None] + low.float()[..., None]).view(192, -1)
+    codes, scale, zero = quantize_groups(w)
+    assert codes.min() >= 0 and codes.max() <= 15 and scale.shape == zero.shape == (192, 3)
+    levels = (torch.arange(16).float() - 8)[None, None, None] * scale.float()[..., None, None] + zero.float()[
+        ..., None, None]  # [192, 3, 1, 16]
+    nearest = (w.view(192, 3, GROUP, 1) - levels).abs().argmin(-1).view(192, -1)
+    assert (nearest == codes).double().mean() > 0.999  # ties aside
+    expected = ((codes.view(192, 3, GROUP).float() - 8) * scale.float()[..., None]
+                + zero.float()[..., None]).view(192, -1)
     got = Int4Weight(w).dequantized()
     assert torch.allclose(got, expected.bfloat16().float(), rtol=1e-2, atol=1e-6)
     assert relative_rms(got, w) < 0.11
