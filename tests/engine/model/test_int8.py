@@ -179,28 +179,30 @@ def teacher_forced_logits(eng: Engine, text: str, voice: Voice, codes: np.ndarra
     return torch.stack(talker_logits), torch.stack(predictor_logits)
 
 
-@pytest.mark.parametrize("size", ["tiny", pytest.param("0.6b", marks=pytest.mark.slow)])
-def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_dir, request):
-    """The same codes fed to both paths: every frame's talker and predictor logits within 5% relative RMS of the
-    float32 path's, over 120 frames at full size, and the greedy pick of most steps the same; the fast path's
-    steps one position at a time, as its frames run."""
-    if size == "tiny":
-        path = tiny_model_dir("custom_voice")
-    else:
-        path = request.getfixturevalue("full_size_0_6b")
+def check_teacher_forced_logits(path, frames: int, max_error: float, min_same_pick: float, **fast: bool) -> None:
+    """The same codes fed to the float32 path and to the engine ``fast`` loads (``from_pretrained``'s CPU switches):
+    every frame's talker and predictor logits within ``max_error`` relative RMS of the float32 path's, and the greedy
+    pick of more than ``min_same_pick`` of the steps the same; the fast path's steps one position at a time, as its
+    frames run."""
     exact = Engine.from_pretrained(path, device="cpu", cpu_int8=False)
     text, voice = "A sentence long enough to speak for a while, and then a little longer.", Voice.preset("ryan")
-    frames = 120 if size != "tiny" else 40
     codes = exact.generate_codes(text, voice, Sampling(seed=3, min_frames=frames), max_frames=frames)
     expected = teacher_forced_logits(exact, text, voice, codes)
     del exact
-    fast = Engine.from_pretrained(path, device="cpu", cpu_int8=True)
-    got = teacher_forced_logits(fast, text, voice, codes, by_position=True)
+    got = teacher_forced_logits(Engine.from_pretrained(path, device="cpu", **fast), text, voice, codes,
+                                by_position=True)
     for g, e in zip(got, expected, strict=True):
         errors = [relative_rms(g[f], e[f]) for f in range(frames)]
-        assert max(errors) < 0.05, max(errors)
+        assert max(errors) < max_error, max(errors)
         same_pick = (g.argmax(-1) == e.argmax(-1)).double().mean()
-        assert same_pick > 0.8, float(same_pick)
+        assert same_pick > min_same_pick, float(same_pick)
+
+
+@pytest.mark.parametrize("size", ["tiny", pytest.param("0.6b", marks=pytest.mark.slow)])
+def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_dir, request):
+    """int8: logits within 5% relative RMS, the greedy pick of more than 80% of steps the same."""
+    path = tiny_model_dir("custom_voice") if size == "tiny" else request.getfixturevalue("full_size_0_6b")
+    check_teacher_forced_logits(path, 40 if size == "tiny" else 120, 0.05, 0.8, cpu_int8=True)
 
 
 @pytest.mark.parametrize("amx", [True, False])
