@@ -38,10 +38,12 @@ def load_sound_module():
 def run_gui(open_file: str | None = None) -> int:
     """Show the first-run dialog while no reading model is here, then the main window (optionally
     opening ``open_file``), and run the event loop."""
+    from qtapp.collector import GuiThreadCollector
     from qtapp.dialogs.first_run import FirstRunDialog, needs_first_run
     from qtapp.main_window import MainWindow
 
     app = create_application()
+    GuiThreadCollector(app)  # a child of the application, it lives as long as it does
     settings = Settings.load()
     if needs_first_run(settings):
         FirstRunDialog(settings).exec()

@@ -42,9 +42,9 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 from engine import Engine, Voice
 from engine.audio.tempo import ChunkTempo
 from engine.prompts import MODEL_NAMES
-from engine.runtime import settle_heap
 from engine.text import Segment
 from engine.voices.voice import MODEL_TYPE_FOR_VOICE
+from qtapp.collector import settle_heap_on_gui_thread
 from qtapp.design_sample import speak_sample
 from qtapp.engine_errors import StudioError, describe_error
 from qtapp.model_download import (
@@ -218,7 +218,7 @@ class SpeechWorker(QObject):
         else:
             self._failures.pop(kind, None)
             self._prepare_graphs(engine)
-            settle_heap()  # a full garbage collection over the loaded model would pause the speech
+            settle_heap_on_gui_thread()  # a full collection over the loaded model would pause the speech
             self._engines[engine.model_type] = engine
             self._current = engine
             self.model_loaded.emit(describe_engine(engine))
