@@ -91,6 +91,10 @@ class BatchedBackend:
         self.capacity = self.streams.slots
         self.defaults = engine.defaults
 
+    def close(self) -> None:
+        """End the batched loop's thread (it finishes what it holds: ``Scheduler.shutdown`` cancels that first)."""
+        self.streams.close(timeout=0)
+
     def run_async(self, job: SpeechJob, cancel: threading.Event) -> AsyncIterator[Chunk]:
         if isinstance(job.text, LiveText):  # whole segments, each a request of the loop (engine.live_stream)
             return stream_live_batched(self.streams, job.text, job.voice, job.sampling or self.defaults,
@@ -263,6 +267,9 @@ class Scheduler:
         for task in list(self._tasks_by_ticket.values()):
             task.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
 
     def _pump(self) -> None:
         while self._waiting and len(self._running) < self.backend.capacity:

@@ -77,3 +77,15 @@ def test_load_first_fails_the_startup_with_the_reason(tmp_path):
     with pytest.raises(RuntimeError, match="cannot load the model: FileNotFoundError: no model at /nowhere"):
         with TestClient(app, base_url="http://localhost"):
             pass
+
+
+def test_shutting_the_server_down_ends_the_batched_loop_thread(tiny_engine, tmp_path):
+    app = create_app(lambda: tiny_engine("custom_voice"), tmp_path, make_backend=backend_factory(2), load_first=True)
+    with TestClient(app, base_url="http://localhost") as client:
+        spoken = client.post("/v1/audio/speech", json={"model": "orator", "input": "Hi.", "voice": "vivian",
+                                                       "response_format": "pcm", "max_frames": 2})
+        assert spoken.status_code == 200
+        loop = app.state.scheduler.backend.streams._loop
+        assert loop.is_alive()
+    loop.join(10)
+    assert not loop.is_alive()  # a server made and stopped in a process that goes on leaves no thread behind

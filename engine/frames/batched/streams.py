@@ -37,6 +37,7 @@ from engine.voices.voice import Voice
 # frames per loop iteration once every stream has begun (1 before): fewer decodes and read-backs per frame, against
 # a longer wait for a request arriving mid-iteration (docs/benchmarks.md, "Tuned constants": LOOP_FRAMES)
 LOOP_FRAMES = 8
+_CLOSE = object()  # put on the request queue by ``close``: wakes an idle loop to end
 
 
 @dataclass(slots=True)
@@ -153,8 +154,17 @@ class BatchedStreams:
                                else 0.0)
         self._requests: queue.Queue = queue.Queue()
         self.phase_timer: Callable[[str], None] | None = None
+        self._closed = False
         self._loop = threading.Thread(target=self._run_loop, name="orator-batch", daemon=True)
         self._loop.start()
+
+    def close(self, timeout: float | None = None) -> bool:
+        """End the loop thread once the requests it holds are done (a server shutting down cancels them first);
+        a stream begun afterwards is refused. Whether the thread ended within ``timeout`` seconds."""
+        self._closed = True
+        self._requests.put(_CLOSE)
+        self._loop.join(timeout)
+        return not self._loop.is_alive()
 
     # ---- caller side ------------------------------------------------------------------------------
     def stream(self, text: str, voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
@@ -206,6 +216,8 @@ class BatchedStreams:
         """A caller's stream planned (checked, cut into segments, the pronunciation rules applied, its seed
         drawn), with the 1-row decoder state its audio runs on from when it needs one (several segments, or a
         reference's codes, decoded into it now)."""
+        if self._closed:
+            raise RuntimeError("these batched streams are closed")
         plan = self._plan(text, voice, sampling, max_frames, pronunciation=pronunciation)
         decoder_state = None  # only a stream whose audio runs on from earlier codes needs a state between segments
         if plan.keeps_decoder_state:
@@ -244,8 +256,13 @@ class BatchedStreams:
         while True:
             self._phase("wait")
             if state.idle:
+                if self._closed:
+                    return
                 state.waiting.append(self._requests.get())  # block until a request comes
             self._take(state.waiting)
+            state.waiting[:] = [r for r in state.waiting if r is not _CLOSE]
+            if state.idle:
+                continue
             with torch.inference_mode():
                 try:
                     self._iterate(state)

@@ -378,3 +378,22 @@ def test_an_async_caller_that_leaves_frees_its_slot_and_errors_reach_async_calle
     assert_same_chunks(chunks, alone, atol=1e-9)
     assert {c.segment for c in chunks} == {0, 1}
     assert isinstance(errors[0], TextError) and "does not fit" in str(errors[1])
+
+
+def test_close_lets_a_running_stream_finish_then_ends_the_loop_thread_and_refuses_new_streams(engine64):
+    streams = engine64.batched(1, warmup=False)
+    text, voice, sampling, frames = REQUESTS[0]
+    alone = list(engine64.stream(text, voice, chunk_frames=3, sampling=sampling, max_frames=frames))
+    running = streams.stream(text, voice, chunk_frames=3, sampling=sampling, max_frames=frames)
+    first = next(running)  # the stream has begun
+    streams.close(timeout=0)
+    assert_same_chunks([first, *running], alone, atol=1e-6)  # it was heard to its end all the same
+    streams._loop.join(10)
+    assert not streams._loop.is_alive()
+    with pytest.raises(RuntimeError, match="closed"):
+        next(streams.stream(text, voice, max_frames=2))
+
+
+def test_closing_an_idle_loop_ends_its_thread_at_once(engine64):
+    streams = engine64.batched(2, warmup=False)
+    assert streams.close(timeout=10)
