@@ -27,6 +27,9 @@ from engine.kernels.residual import add_biased
 from engine.kernels.snake import snake_beta
 
 Tails = dict[str, torch.Tensor]
+# A CPU convolution of k > 1 runs as a product when its output channels are at least this many times its frames
+# (docs/benchmarks.md#cpu-decoder)
+PRODUCT_FRAMES_PER_CHANNEL = 8
 Activation = Callable[..., torch.Tensor]  # a SnakeBeta, or one with its pre-activation bias bound (partial)
 
 
@@ -83,9 +86,31 @@ class CausalConv1d(StreamingLayer):
         """[B, C_in, T] -> [B, C_out, T]: the convolution of ``activation(x)`` (of x without one); without its
         bias when ``with_bias`` is False (the caller adds ``conv.bias`` in a pass it makes anyway)."""
         conv = self.conv
-        y = F.conv2d(self._with_past(x, tails, activation).unsqueeze(2), conv.weight.unsqueeze(2),
+        extended = self._with_past(x, tails, activation)
+        frames, (c_out, _, kernel) = x.shape[-1], conv.weight.shape
+        # On a CPU a pointwise convolution, or one whose weight outweighs its input window (a few frames through
+        # many channels), is faster as one matrix product (docs/benchmarks.md#cpu-decoder); float64, the
+        # reference, keeps the convolution
+        if (extended.device.type == "cpu" and extended.dtype != torch.float64 and conv.groups == 1
+                and (kernel == 1 or frames * PRODUCT_FRAMES_PER_CHANNEL <= c_out)):
+            return self._as_product(extended, frames, with_bias)
+        y = F.conv2d(extended.unsqueeze(2), conv.weight.unsqueeze(2),
                      conv.bias if with_bias else None, dilation=(1, conv.dilation[0]), groups=conv.groups)
         return y.squeeze(2)
+
+    def _as_product(self, extended: torch.Tensor, frames: int, with_bias: bool) -> torch.Tensor:
+        """The convolution as a product: each output frame's input window, its k frames (``dilation`` apart)
+        side by side, times the weight laid out [O, k * I] (``lay_out_weight``: a free reshape)."""
+        conv = self.conv
+        c_out, c_in, kernel = conv.weight.shape
+        rows = extended.transpose(1, 2)  # [B, history + T, C_in], contiguous (channels-last)
+        if kernel > 1:
+            b, length, _ = rows.shape
+            dilation = conv.dilation[0]
+            rows = rows.as_strided((b, frames, kernel, c_in), (length * c_in, c_in, dilation * c_in, 1),
+                                   rows.storage_offset()).reshape(b, frames, kernel * c_in)
+        weight = conv.weight.transpose(1, 2).reshape(c_out, kernel * c_in)
+        return F.linear(rows, weight, conv.bias if with_bias else None).transpose(1, 2)  # [B, C_out, T]
 
 
 class CausalConvTranspose1d(StreamingLayer):

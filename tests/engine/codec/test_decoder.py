@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from engine.codec.config import SpeechTokenizerConfig
+from engine.codec.conv import CausalConv1d
 from engine.codec.decoder import SpeechDecoder
 from engine.synthetic.speech_tokenizer import random_decoder, speech_tokenizer_config, write_speech_tokenizer
 from tests.oracle import official_available
@@ -66,13 +67,18 @@ def test_every_convolution_runs_channels_last(decoder, monkeypatch):
 
     for name in ("conv2d", "conv_transpose2d"):
         monkeypatch.setattr(F, name, spying(getattr(F, name)))
+    products = []
+    as_product = CausalConv1d._as_product
+    monkeypatch.setattr(CausalConv1d, "_as_product", lambda self, *a: products.append(self) or as_product(self, *a))
     decoder.decode(_codes(2, 3, seed=5))
-    # on a CPU the transposed convolutions run as products (CausalConvTranspose1d._overlap_added)
+    # on a CPU the transposed convolutions run as products (CausalConvTranspose1d._overlap_added), and so do the
+    # pointwise and weight-bound plain ones (CausalConv1d._as_product), whose outputs are channels-last too
     on_cpu = decoder.pre_conv.conv.weight.device.type == "cpu"
     kinds = torch.nn.Conv1d if on_cpu else torch.nn.Conv1d | torch.nn.ConvTranspose1d
     convolutions = [m for name, m in decoder.named_modules()
                     if isinstance(m, kinds) and not name.startswith("quantizer")]
-    assert len(seen) == len(convolutions) and all(x and w for x, w in seen)
+    assert len(seen) + len(products) == len(convolutions) and all(x and w for x, w in seen)
+    assert bool(products) == (on_cpu and decoder.pre_conv.conv.weight.dtype != torch.float64)
     assert all(tail.stride(1) == 1 for tail in decoder.new_state(2).tails.values())
 
 
