@@ -20,12 +20,12 @@ from pathlib import Path
 from bench.common import DEFAULT_FRAMES, DEFAULT_RUNS, FIRST_CHUNK_SIZES, environment, format_table, read_jsonl
 
 RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator", "orator-compiled": "bench.run_orator",
-           "orator-int4": "bench.run_orator",
+           "orator-int4": "bench.run_orator", "orator-pytorch-steps": "bench.run_orator",
            "faster": "bench.run_faster", "official": "bench.run_official"}
-# orator-compiled, orator-int4: the CPU's opt-in paths
+# orator-compiled, orator-int4: the CPU's opt-in paths; orator-pytorch-steps: int8 frames without Numba
 DEFAULT_SYSTEMS = ["orator", "orator-float32", "faster", "official"]
 RUNNER_ENV = {"orator-float32": {"ORATOR_CPU_INT8": "0"}, "orator-compiled": {"ORATOR_CPU_COMPILE": "1"},
-              "orator-int4": {"ORATOR_CPU_INT4": "1"}}
+              "orator-int4": {"ORATOR_CPU_INT4": "1"}, "orator-pytorch-steps": {"ORATOR_CPU_NUMBA": "0"}}
 
 
 def main(argv=None) -> None:

@@ -8,6 +8,7 @@
 | `cpu_int8`| `ORATOR_CPU_INT8=0` | on      | int8 weights on a CPU (``engine.model.int8``): float32 instead |
 | `cpu_int4`| `ORATOR_CPU_INT4=1` | off     | (turns on) int4 weights instead of int8 (``engine.model.int4``) |
 | `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU frame steps        |
+| `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the int8 frame steps compiled by Numba (``one_position_numba``) |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |
 
 Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
@@ -40,6 +41,7 @@ class Options:
     cpu_int8: bool = True
     cpu_int4: bool = False
     cpu_compile: bool = False
+    cpu_numba: bool = True
     threads: int | None = None  # None: chosen from the cores this process may use
 
     def __post_init__(self):
@@ -60,6 +62,7 @@ class Options:
                    cpu_int8=env.get("ORATOR_CPU_INT8", "").strip().lower() not in _OFF,
                    cpu_int4=env.get("ORATOR_CPU_INT4", "").strip().lower() in _ON,
                    cpu_compile=env.get("ORATOR_CPU_COMPILE", "").strip().lower() in _ON,
+                   cpu_numba=env.get("ORATOR_CPU_NUMBA", "").strip().lower() not in _OFF,
                    threads=int(threads) if threads else None)
 
 

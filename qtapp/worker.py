@@ -302,6 +302,8 @@ class SpeechWorker(QObject):
             self.model_status.emit("Preparing the GPU for fast speech (the first time takes up to a minute)…")
         elif engine.cpu_compile:
             self.model_status.emit("Preparing fast speech on the processor (the first time takes a few minutes)…")
+        elif engine.cpu_int8:
+            self.model_status.emit("Preparing fast speech on the processor (the first time takes a few seconds)…")
         else:
             return
         try:

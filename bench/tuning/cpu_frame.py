@@ -2,9 +2,10 @@
 on the engine's CPU path (int8 or float32; its steps compiled where the engine compiles them), with
 PyTorch's op counts of one predictor pass.
 
-    taskset -c 0-7 python -m bench.tuning.cpu_frame --model DIR [--threads 8] [--float32] [--no-compile]
+    taskset -c 0-7 python -m bench.tuning.cpu_frame --model DIR [--threads 8] [--float32] [--no-compile] [--table N]
 
-Prints one JSON line: milliseconds of each part and the ops a predictor pass launches.
+Prints one JSON line: milliseconds of each part and the ops a predictor pass launches; with ``--table N``, the N
+operations of a whole frame (talker step and predictor) with the most time of their own, each with its count.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int)
     ap.add_argument("--float32", action="store_true", help="the exact float32 path instead of int8")
     ap.add_argument("--no-compile", action="store_true", help="the predictor step uncompiled")
+    ap.add_argument("--table", type=int, default=0, help="list the N costliest operations of a frame")
     args = ap.parse_args(argv)
     if args.no_compile:
         options.configure(compile=False)
@@ -82,6 +84,13 @@ def main(argv=None) -> None:
         report["predictor_ops"] = sum(e.count for e in events if not e.key.startswith(("aten::empty", "aten::view")))
         report["predictor_top"] = {e.key: round(e.self_cpu_time_total / 1e3, 2) for e in
                                    sorted(events, key=lambda e: -e.self_cpu_time_total)[:6]}
+        if args.table:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                for _ in range(3):
+                    talker_step()
+                    predictor()
+            events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[: args.table]
+            report["frame_table"] = [[e.key, e.count // 3, round(e.self_cpu_time_total / 3e3, 3)] for e in events]
         state = eng.decoder.new_state(1, torch.device("cpu"))
         codes = torch.zeros(1, 4, 16, dtype=torch.long)
         report["decode_4_frames_ms"] = timed(lambda: eng.decoder.decode_chunk(codes, state), 5)

@@ -117,11 +117,12 @@ def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings,
 
 
 def predict_codes_by_position(talker: Talker, step: BoundStep, hidden, code0, settings: StageSettings, seeds,
-                              frame, compiled: CompiledPredictorPass | None = None) -> torch.Tensor:
+                              frame, compiled: CompiledPredictorPass | None = None, heads=None) -> torch.Tensor:
     """``predict_codes`` for one stream on the fast CPU path: the predictor stepped one position at a time over its
     cache (``engine.model.one_position``; its first pass as positions 0 and 1), the noise of its 15 draws made at
     once -> all 16 codes [1, 16]. ``compiled``: the same passes over the same cache, each with its draw, as
-    compiled graphs (``engine.frames.cpu_compiled``); ``step`` runs where they return None (a failed compile)."""
+    compiled graphs (``engine.frames.cpu_compiled``); ``step`` runs where they return None (a failed compile).
+    ``heads``: the 15 heads' products (``row(x)``) where they are not the predictor's own (the Numba steps')."""
     cp = talker.code_predictor
     draws = cp.config.num_code_groups - 1
     counters = frame * NUM_DRAWS + torch.arange(1, draws + 1)  # [15]
@@ -137,7 +138,7 @@ def predict_codes_by_position(talker: Talker, step: BoundStep, hidden, code0, se
             x = cp.project(rows.to(torch.float32))
         code = None if compiled is None else compiled.code(x, j + 1, j, settings, noise[j : j + 1])
         if code is None:
-            logits = cp.head(j).row(step(x, j + 1)).float()
+            logits = (cp.head(j) if heads is None else heads[j]).row(step(x, j + 1)).float()
             code = sample(logits, settings, seeds, counters[j : j + 1], noise[j : j + 1])
         codes.append(code)
     return torch.stack(codes, dim=1)

@@ -19,6 +19,7 @@ from engine.frames.codes import TalkerLogitsProcessor, predict_codes, predict_co
 from engine.frames.guard import FrameGuard
 from engine.frames.threads import ThreadGovernor
 from engine.model.one_position import one_position_stacks
+from engine.model.one_position_numba import numba_stacks
 from engine.model.talker import Talker
 from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings
@@ -43,7 +44,8 @@ class FrameGenerator:
         text of a segment still arriving (``engine.live``), waited for row by row; ``max_frames`` is then the
         most its budget can be. ``governor``: chooses the CPU threads of each frame from the frame times it is
         told (``engine.frames.threads``). On the fast CPU path (int8 layers, no compiled step) every step after the
-        prefill goes one position at a time through ``engine.model.one_position``; ``compiled``: those steps compiled
+        prefill goes one position at a time through ``engine.model.one_position_numba`` (where Numba compiles it)
+        or ``engine.model.one_position``; ``compiled``: those steps compiled by Inductor
         (``engine.frames.cpu_compiled``), the eager ones running where a compile failed."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
         self.predictor_step, self.live, self.governor = predictor_step, live, governor
@@ -65,6 +67,10 @@ class FrameGenerator:
         self.predictor_cache = talker.code_predictor.model.new_cache(1, pc.num_code_groups, self.dtype, dev)
         stacks = one_position_stacks(talker) if predictor_step is None else None
         self.talker_step = self.predictor_pass = self.compiled_talker = self.compiled_predictor = None
+        self.heads = None  # the code predictor's heads where they are not ``cp.head(j)`` (the Numba steps')
+        jitted = numba_stacks(talker, stacks) if stacks is not None and compiled is None else None
+        if jitted is not None:
+            stacks, self.heads = jitted[:2], jitted[2]
         if stacks is not None:
             self.talker_step, self.predictor_pass = stacks[0].over(self.cache), stacks[1].over(self.predictor_cache)
             if compiled is not None:
@@ -115,7 +121,7 @@ class FrameGenerator:
     def _codes(self, hidden, code0, frame) -> torch.Tensor:
         if self.predictor_pass is not None:
             return predict_codes_by_position(self.talker, self.predictor_pass, hidden, code0, self.predictor_settings,
-                                             self.seeds, frame, self.compiled_predictor)
+                                             self.seeds, frame, self.compiled_predictor, self.heads)
         if self.predictor_step is None:
             return predict_codes(self.talker, hidden, code0, self.predictor_cache, self.predictor_settings,
                                  self.seeds, frame)
@@ -138,11 +144,20 @@ class EagerStreamer:
         self.device = talker.codec_head.weight.device
         self.decoder_state = decoder.new_state(1, self.device)
 
+    @property
+    def numba_steps(self) -> bool:
+        """Whether the frames step through ``engine.model.one_position_numba`` (compiling it now if not yet)."""
+        stacks = one_position_stacks(self.talker) if self.predictor_step is None and self.compiled is None else None
+        return stacks is not None and numba_stacks(self.talker, stacks) is not None
+
     @torch.inference_mode()
     def warm_up(self) -> None:
-        """Run what is compiled once now (two frames of a silent prompt), so the first call does not wait for
-        the compiler."""
+        """Run what is compiled once now (two frames of a silent prompt; the Numba steps' compile and check), so
+        the first call does not wait for the compiler."""
         if self.predictor_step is None and self.compiled is None:
+            stacks = one_position_stacks(self.talker)
+            if stacks is not None:
+                numba_stacks(self.talker, stacks)
             return
         w = self.talker.codec_head.weight
         zeros = torch.zeros(1, 4, w.shape[1], dtype=w.dtype, device=self.device)

@@ -28,6 +28,12 @@ def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
     return float((got.double() - expected.double()).norm() / expected.double().norm())
 
 
+@pytest.fixture(autouse=True)
+def pytorch_steps(engine_options):
+    """The eager steps these compiled ones are held to are the PyTorch ones (``engine.model.one_position``)."""
+    engine_options(cpu_numba=False)
+
+
 @pytest.fixture(scope="module")
 def fast(tiny_model_dir):
     return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)

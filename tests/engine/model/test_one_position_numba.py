@@ -1,0 +1,147 @@
+"""The fast CPU path's Numba steps (engine.model.one_position_numba) against the PyTorch ones
+(engine.model.one_position), which tests/engine/model/test_one_position.py holds to ``DecoderStack.forward``.
+
+Tolerances: both multiply the same int8 values and row scales, but PyTorch's kernel rounds each product's
+activations to bfloat16 (up to 0.4% an element) where the Numba kernel keeps them float32, and the Numba loops sum
+in another order. Each projection's output differs by well under 1%, and so do the layers' outputs and caches: a
+step's output and the caches are held to 2% relative RMS over 14 positions, twice the bound the PyTorch steps are
+held to against ``DecoderStack.forward``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import engine.model.one_position_numba as jit
+from engine import Engine, Sampling, Voice
+from engine.frames.eager import FrameGenerator
+from engine.model.one_position import one_position_stacks
+from engine.prompts import build_prompt
+
+pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installed")
+
+
+def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((got.double() - expected.double()).norm() / expected.double().norm())
+
+
+@pytest.fixture(scope="module")
+def fast(tiny_model_dir):
+    return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
+
+
+@pytest.fixture(scope="module")
+def steps(fast):
+    talker = fast.model.talker
+    made = jit.numba_stacks(talker, one_position_stacks(talker))
+    assert made is not None
+    return made
+
+
+@pytest.mark.parametrize("which", ["talker", "predictor"])
+def test_a_step_is_the_pytorch_step_at_every_position(fast, steps, which):
+    talker = fast.model.talker
+    index = 0 if which == "talker" else 1
+    stack = (talker.model, talker.code_predictor.model)[index]
+    reference = one_position_stacks(talker)[index]
+    width, positions = stack.norm.weight.shape[0], 14
+    x = torch.randn(positions, width, generator=torch.Generator().manual_seed(3))
+    cache, expected_cache = (stack.new_cache(1, 16, torch.float32, "cpu") for _ in range(2))
+    step, expected_step = steps[index].over(cache), reference.over(expected_cache)
+    with torch.inference_mode():
+        for pos in range(positions):
+            got, expected = step(x[pos : pos + 1], pos), expected_step(x[pos : pos + 1], pos)
+            assert got.shape == expected.shape == (1, width) and got.dtype == torch.float32
+            assert relative_rms(got, expected) < 0.02, pos
+        assert relative_rms(cache.k, expected_cache.k) < 0.02 and relative_rms(cache.v, expected_cache.v) < 0.02
+        assert cache.k[:, :, :, positions:].abs().sum() == 0  # nothing written past the last position
+        assert step(x[:1], positions, final_norm=False) is None  # written into the cache only
+        assert cache.k[:, :, :, positions].abs().sum() > 0
+
+
+def test_a_head_is_the_pytorch_product(fast, steps):
+    head, weight = steps[2][4], fast.model.talker.code_predictor.head(4)
+    x = torch.randn(1, weight.shape[1], generator=torch.Generator().manual_seed(4))
+    got, expected = head.row(x), weight.row(x).float()
+    assert got.shape == expected.shape and got.dtype == torch.float32
+    assert relative_rms(got, expected) < 0.01
+    exact = x.double() @ weight.dequantized().double().T  # float32 activations: nearer the float product
+    assert relative_rms(got, exact) < relative_rms(expected, exact)
+
+
+def test_positions_outside_the_cache_are_refused(fast, steps):
+    stack = fast.model.talker.model
+    step = steps[0].over(stack.new_cache(1, 4, torch.float32, "cpu"))
+    x = torch.zeros(1, stack.norm.weight.shape[0])
+    for pos in (4, 5, -1, 10**9):
+        with pytest.raises(IndexError):
+            step(x, pos)
+    with pytest.raises(ValueError):
+        steps[0].over(stack.new_cache(1, 4, torch.float64, "cpu"))
+
+
+def test_frames_run_through_the_numba_steps_by_default(fast, steps, engine_options):
+    talker = fast.model.talker
+    prompt = build_prompt(talker, fast.config, fast.tokenizer, Voice.preset("vivian", "english"), "Hello there.")
+    gen = FrameGenerator(talker, prompt, Sampling(seed=2, min_frames=6), 6)
+    assert isinstance(gen.talker_step, jit.NumbaBoundStep) and gen.heads is steps[2]
+    frames = torch.stack(list(gen.frames()))
+    assert frames.shape == (6, 16) and frames.dtype == torch.int64
+    assert bool(((frames >= 0) & (frames < fast.config.talker_config.vocab_size)).all())
+    again = torch.stack(list(FrameGenerator(talker, prompt, Sampling(seed=2, min_frames=6), 6).frames()))
+    assert torch.equal(frames, again)  # seeded: the same frames every time
+    engine_options(cpu_numba=False)
+    plain = FrameGenerator(talker, prompt, Sampling(seed=2, min_frames=6), 6)
+    assert plain.heads is None and not isinstance(plain.talker_step, jit.NumbaBoundStep)
+
+
+def test_int4_weights_keep_the_pytorch_steps(tiny_model_dir):
+    small = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True, cpu_int4=True)
+    talker = small.model.talker
+    stacks = one_position_stacks(talker)
+    assert stacks is not None and jit.numba_stacks(talker, stacks) is None
+
+
+def test_a_failed_compile_falls_back_to_the_pytorch_steps(tiny_model_dir, monkeypatch, caplog):
+    other = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
+    talker = other.model.talker
+
+    def broken(*args):
+        raise RuntimeError("no LLVM here")
+
+    monkeypatch.setattr(jit, "_stack_step", broken)
+    monkeypatch.setattr(jit, "_failed", [])
+    with caplog.at_level(logging.WARNING, logger=jit.__name__):
+        assert jit.numba_stacks(talker, one_position_stacks(talker)) is None
+    assert "no LLVM here" in caplog.text
+    prompt = build_prompt(talker, other.config, other.tokenizer, Voice.preset("vivian", "english"), "Hi.")
+    gen = FrameGenerator(talker, prompt, Sampling(seed=1, min_frames=2), 2)
+    assert gen.heads is None and len(list(gen.frames())) == 2
+
+
+def test_streams_on_two_threads_step_as_they_would_alone(fast, steps):
+    stack = fast.model.talker.model
+    width = stack.norm.weight.shape[0]
+    inputs = [torch.randn(12, width, generator=torch.Generator().manual_seed(s)) for s in (5, 6)]
+
+    def run(x, out):
+        step = steps[0].over(stack.new_cache(1, 12, torch.float32, "cpu"))
+        with torch.inference_mode():
+            out.extend(step(x[p : p + 1], p) for p in range(12))
+
+    alone = [[], []]
+    for x, out in zip(inputs, alone, strict=True):
+        run(x, out)
+    together = [[], []]
+    threads = [threading.Thread(target=run, args=(x, out)) for x, out in zip(inputs, together, strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for a, b in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(torch.cat(a).numpy(), torch.cat(b).numpy())
