@@ -93,8 +93,9 @@ if numba is not None:
         length = pos + 1
         for layer in range(n_layers):
             _rms(x, in_w[layer], eps, h)
-            for block in prange((qkv_q.shape[1] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(qkv_q[layer], qkv_s[layer], h, qkv, block, False)
+            wq, ws = qkv_q[layer], qkv_s[layer]  # read from the lists once, not in every task
+            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                _rows(wq, ws, h, qkv, block, False)
             # q and k: each head normed, then rotated; k and v written at pos
             for r in range(heads + kv):
                 row = qkv[r * d : (r + 1) * d]
@@ -137,27 +138,30 @@ if numba is not None:
                     vt = values[layer, g, t]
                     for i in range(d):
                         q[i] += p * vt[i]
-            for block in prange((out_q.shape[1] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(out_q[layer], out_s[layer], attn, x, block, True)
+            wq, ws = out_q[layer], out_s[layer]
+            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                _rows(wq, ws, attn, x, block, True)
             _rms(x, post_w[layer], eps, h)
-            for block in prange((gu_q.shape[1] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(gu_q[layer], gu_s[layer], h, gu, block, False)
+            wq, ws = gu_q[layer], gu_s[layer]
+            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                _rows(wq, ws, h, gu, block, False)
             for i in range(inter):
                 gate = gu[i]
                 act[i] = gate / (np.float32(1.0) + np.exp(-gate)) * gu[inter + i]
-            for block in prange((down_q.shape[1] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(down_q[layer], down_s[layer], act, x, block, True)
+            wq, ws = down_q[layer], down_s[layer]
+            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                _rows(wq, ws, act, x, block, True)
         if final_norm:
             _rms(x, norm_w, eps, out)
 
 
-def _stacked(weights: list[Int8Weight]) -> tuple[np.ndarray, np.ndarray]:
-    """The layers' int8 values as one [L, N, K] array and their row scales as float32 [L, N]; each ``Int8Weight``
-    then holds a view of the stacked values, so that no weight is held twice."""
-    q = torch.stack([w.q for w in weights])
-    for i, w in enumerate(weights):
-        w.q = q[i]
-    return q.numpy(), torch.stack([w.scale for w in weights]).float().numpy()
+def _listed(weights: list[Int8Weight]) -> tuple[object, np.ndarray]:
+    """The layers' int8 values as a Numba list of [N, K] arrays over the weights' own memory (a copy would stay
+    resident: the allocator keeps what the originals freed) and their row scales as float32 [L, N]."""
+    q = numba.typed.List()
+    for w in weights:
+        q.append(w.q.numpy())
+    return q, torch.stack([w.scale for w in weights]).float().numpy()
 
 
 class NumbaPosition:
@@ -169,12 +173,12 @@ class NumbaPosition:
         self.eps = float(layers[0][3])
         self.heads = stack.heads
         self.in_w = np.stack([layer[0].weight.detach().float().numpy() for layer in layers])
-        self.qkv = _stacked([layer[1] for layer in layers])
+        self.qkv = _listed([layer[1] for layer in layers])
         self.qk_w = torch.stack([layer[2] for layer in layers]).numpy()  # q's rows carry the attention's 1/sqrt(d)
-        self.out = _stacked([layer[4] for layer in layers])
+        self.out = _listed([layer[4] for layer in layers])
         self.post_w = np.stack([layer[5].weight.detach().float().numpy() for layer in layers])
-        self.gate_up = _stacked([layer[6] for layer in layers])
-        self.down = _stacked([layer[7] for layer in layers])
+        self.gate_up = _listed([layer[6] for layer in layers])
+        self.down = _listed([layer[7] for layer in layers])
         self.norm_w = stack.norm.weight.detach().float().numpy()
 
     def over(self, cache: KVCache) -> NumbaBoundStep:
@@ -195,11 +199,11 @@ class NumbaBoundStep:
         width = stack.in_w.shape[1]
         self.x = np.empty(width, np.float32)
         self.h = np.empty(width, np.float32)
-        self.qkv = np.empty(stack.qkv[0].shape[1], np.float32)
+        self.qkv = np.empty(stack.qkv[1].shape[1], np.float32)
         self.qk = np.empty(d, np.float32)
         self.attn = np.empty(s.heads * d, np.float32)
         self.scores = np.empty((s.heads, cache.max_len), np.float32)
-        self.gu = np.empty(stack.gate_up[0].shape[1], np.float32)
+        self.gu = np.empty(stack.gate_up[1].shape[1], np.float32)
         self.act = np.empty(self.gu.shape[0] // 2, np.float32)
 
     def __call__(self, x: torch.Tensor, pos: int, final_norm: bool = True) -> torch.Tensor | None:
