@@ -28,7 +28,7 @@ from engine.kernels.snake import snake_beta
 
 Tails = dict[str, torch.Tensor]
 # A CPU convolution of k > 1 runs as a product when its output channels are at least this many times its frames
-# (docs/benchmarks.md#cpu-decoder)
+# (docs/benchmarks.md#cpu-conv-product)
 PRODUCT_FRAMES_PER_CHANNEL = 8
 Activation = Callable[..., torch.Tensor]  # a SnakeBeta, or one with its pre-activation bias bound (partial)
 
@@ -89,7 +89,7 @@ class CausalConv1d(StreamingLayer):
         extended = self._with_past(x, tails, activation)
         frames, (c_out, _, kernel) = x.shape[-1], conv.weight.shape
         # On a CPU a pointwise convolution, or one whose weight outweighs its input window (a few frames through
-        # many channels), is faster as one matrix product (docs/benchmarks.md#cpu-decoder); float64, the
+        # many channels), is faster as one matrix product (docs/benchmarks.md#cpu-conv-product); float64, the
         # reference, keeps the convolution
         if (extended.device.type == "cpu" and extended.dtype != torch.float64 and conv.groups == 1
                 and (kernel == 1 or frames * PRODUCT_FRAMES_PER_CHANNEL <= c_out)):

@@ -31,7 +31,7 @@ from engine.model.one_position import OnePosition
 
 log = logging.getLogger(__name__)
 
-ROW_BLOCK = 16  # rows of a product one task computes: enough to amortise a task, few enough to balance 8 cores
+ROW_BLOCK = 16  # rows of a product one task computes (docs/benchmarks.md#cpu-numba)
 
 try:
     import numba
