@@ -239,3 +239,28 @@ def test_top_k_keeps_every_token_tied_with_the_kth_and_draws_are_deterministic()
     draws = [int(sample(logits, s, seeds, torch.tensor([c]))[0]) for c in range(300)]
     assert set(draws) == {1, 2, 4}
     assert draws == [int(sample(logits, s, seeds, torch.tensor([c]))[0]) for c in range(300)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(vocab=st.integers(2, 300), greedy=st.booleans(), temperature=st.floats(0.05, 3.0),
+       top_k=st.integers(0, 320), top_p=st.sampled_from([1.0, 1.0, 0.9, 0.3]), levels=st.integers(0, 8),
+       seed=st.integers(0, MAX_SEED), counter=st.integers(0, 2**40), given_noise=st.booleans())
+def test_one_row_on_the_host_draws_what_the_reference_draws(vocab, greedy, temperature, top_k, top_p, levels, seed,
+                                                            counter, given_noise):
+    """``sample`` of one CPU row reads its settings and skips the sort (``_sample_one_row``): it must pick the
+    reference's token for any settings, with ties (logits rounded to a few levels), with or without the noise
+    given."""
+    from engine.sampling import sample_reference
+
+    g = torch.Generator().manual_seed(seed % 2**31)
+    logits = torch.randn(1, vocab, generator=g) * 4
+    if levels:
+        logits = (logits * levels).round() / levels  # many exact ties
+    s = StageSettings.allocate(1, "cpu")
+    s.set_row(0, greedy, temperature, top_k, top_p)
+    seeds, counters = torch.tensor([seed]), torch.tensor([counter])
+    noise = uniform_noise(seeds, counters, vocab) if given_noise else None
+    got = sample(logits, s, seeds, counters, noise)
+    expected = sample_reference(logits, s, seeds, counters, noise)
+    assert got.shape == expected.shape == (1,) and got.dtype == torch.int64
+    assert int(got[0]) == int(expected[0])
