@@ -80,7 +80,7 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
     if eng.cpu_compile:
         mode += ", compiled"
     elif eng.cpu_int8 and not eng.use_graphs:
-        mode += ", Numba steps" if getattr(eng._single_streamer(), "numba_steps", False) else ", PyTorch steps"
+        mode += ", Numba steps" if eng.cpu_numba_steps else ", PyTorch steps"
     return [summarize(SYSTEM, model_dir, mode, frames, raw, chunk_sizes, device, warmup.seconds, load.seconds,
                       f"graph capture {capture:.1f} s")]
 

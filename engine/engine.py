@@ -297,6 +297,15 @@ class Engine:
                               graphs=self.use_graphs, warmup=warmup, warmup_progress=warmup_progress,
                               prompt_positions=self._prompt_positions)
 
+    @property
+    def cpu_numba_steps(self) -> bool:
+        """Whether this engine's CPU frames step through the Numba kernels (``engine.model.one_position_numba``;
+        compiled now if not yet)."""
+        if self.use_graphs or not self.cpu_int8 or self.cpu_int4 or self.cpu_compile:
+            return False
+        streamer = self._single_streamer()
+        return isinstance(streamer, EagerStreamer) and streamer.numba_steps
+
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs; on a CPU: compile its predictor step, when it
         compiles); returns the seconds it took."""

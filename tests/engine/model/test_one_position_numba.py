@@ -145,3 +145,16 @@ def test_streams_on_two_threads_step_as_they_would_alone(fast, steps):
         t.join()
     for a, b in zip(alone, together, strict=True):
         np.testing.assert_array_equal(torch.cat(a).numpy(), torch.cat(b).numpy())
+
+
+def test_the_engine_says_whether_its_frames_step_through_numba(fast, engine_options, tiny_model_dir):
+    from qtapp.worker import describe_engine
+
+    assert fast.cpu_numba_steps is True
+    assert "(int8 weights, compiled steps, " in describe_engine(fast)
+    engine_options(cpu_numba=False)
+    plain = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
+    assert plain.cpu_numba_steps is False
+    assert "(int8 weights, " in describe_engine(plain) and "compiled" not in describe_engine(plain)
+    exact = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=False)
+    assert exact.cpu_numba_steps is False
