@@ -304,7 +304,7 @@ class SpeechWorker(QObject):
             self.model_status.emit("Preparing the GPU for fast speech (the first time takes up to a minute)…")
         elif engine.cpu_compile:
             self.model_status.emit("Preparing fast speech on the processor (the first time takes a few minutes)…")
-        elif engine.cpu_int8:
+        elif getattr(engine, "cpu_int8", False):  # display-only engines (tools/screenshots.py) have none
             self.model_status.emit("Preparing fast speech on the processor (the first time takes a few seconds)…")
         else:
             return
