@@ -18,7 +18,6 @@ stream steps at a time, and Numba's thread pool then never sees two callers.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 
@@ -45,8 +44,9 @@ _failed: list[str] = []
 
 
 def _cacheable() -> bool:
-    """Numba caches beside a module's source file; a frozen app has none, so it compiles in each process there."""
-    return Path(__file__).is_file() and os.access(Path(__file__).parent, os.W_OK | os.X_OK)
+    """Numba caches what it compiled beside a module's source file (in the user's cache folder where that folder
+    is read-only); a frozen app has no source, so it compiles in each process there."""
+    return Path(__file__).is_file()
 
 
 if numba is not None:
