@@ -301,7 +301,7 @@ class Engine:
     def cpu_numba_steps(self) -> bool:
         """Whether this engine's CPU frames step through the Numba kernels (``engine.model.one_position_numba``;
         compiled now if not yet)."""
-        if self.use_graphs or not self.cpu_int8 or self.cpu_int4 or self.cpu_compile:
+        if self.use_graphs:  # the streamer would be the graphs' (captured on first use)
             return False
         streamer = self._single_streamer()
         return isinstance(streamer, EagerStreamer) and streamer.numba_steps

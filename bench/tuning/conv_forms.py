@@ -1,5 +1,6 @@
 """The codec decoder's convolution shapes as PyTorch's convolution and as one product over each output frame's
-input window (``CausalConv1d._as_product``), on the CPU: milliseconds a call, best of 10, and the product's error.
+input window (``CausalConv1d._as_product``), on the CPU: milliseconds a call (the mean of 10 after one) and the
+product's error.
 
     taskset -c 0-7 python -m bench.tuning.conv_forms [--dtype bfloat16] [--threads 8]
 
@@ -10,22 +11,15 @@ Each shape is (input channels, output channels, frames, kernel, dilation), as th
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
 
+from bench.tuning.cpu_frame import timed
+
 SHAPES = [(1024, 1536, 16, 7, 1), (768, 768, 128, 7, 1), (768, 768, 128, 7, 9), (384, 384, 640, 7, 3),
           (192, 192, 2560, 7, 9), (96, 96, 7680, 7, 1), (96, 96, 7680, 7, 9), (96, 1, 7680, 7, 1),
           (512, 1024, 4, 3, 1), (768, 768, 128, 1, 1), (96, 96, 7680, 1, 1)]
-
-
-def best_ms(fn, repeats: int = 10) -> float:
-    fn()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    return (time.perf_counter() - start) / repeats * 1e3
 
 
 def main(argv=None) -> None:
@@ -51,8 +45,8 @@ def main(argv=None) -> None:
 
         exact = F.conv1d(x.double(), w.double(), b.double(), dilation=dilation)[0].t()
         error = float((product().double() - exact).norm() / exact.norm())
-        print({"shape": (c_in, c_out, frames, kernel, dilation), "conv_ms": round(best_ms(convolution), 3),
-               "product_ms": round(best_ms(product), 3), "product_error": f"{error:.1e}"}, flush=True)
+        print({"shape": (c_in, c_out, frames, kernel, dilation), "conv_ms": round(timed(convolution, 10), 3),
+               "product_ms": round(timed(product, 10), 3), "product_error": f"{error:.1e}"}, flush=True)
 
 
 if __name__ == "__main__":

@@ -155,9 +155,7 @@ class EagerStreamer:
         """Run what is compiled once now (two frames of a silent prompt; the Numba steps' compile and check), so
         the first call does not wait for the compiler."""
         if self.predictor_step is None and self.compiled is None:
-            stacks = one_position_stacks(self.talker)
-            if stacks is not None:
-                numba_stacks(self.talker, stacks)
+            self.numba_steps  # noqa: B018 - the property compiles and checks them
             return
         w = self.talker.codec_head.weight
         zeros = torch.zeros(1, 4, w.shape[1], dtype=w.dtype, device=self.device)
