@@ -5,10 +5,12 @@ A CPU frame of the 0.6B model is ~110 layer steps, and through ``engine.model.on
 operations around four int8 products: their dispatch costs as much as the products, and PyTorch's int8 kernel for one
 row reads its weights at well under the memory's speed. Here each layer is a few loops in one compiled function: the
 norms, RoPE, the cache writes and the attention as plain float32 loops, and each product as rows of int8 weights
-(the same ``Int8Weight`` values and row scales) times float32 activations, split over the cores in blocks of rows
-(docs/benchmarks.md#cpu-numba). The arithmetic is ``one_position``'s in float32 except that the products' activations
-stay float32 (PyTorch's kernel rounds them to bfloat16) and sums run in another order; tests/engine/model/
-test_one_position_numba.py holds the two together.
+(the same ``Int8Weight`` values and row scales) times its activations rounded to 15-bit integers with one scale,
+summed in int32 (the processor's multiply-add of 16-bit pairs: twice the weights an instruction of the float
+form), split over the cores in blocks of rows (docs/benchmarks.md#cpu-numba). The arithmetic is ``one_position``'s
+in float32 except for the activations' rounding (at most 1/32766 of the largest, where PyTorch's kernel rounds each
+to bfloat16, up to 1/256 of itself) and the order of the sums; tests/engine/model/test_one_position_numba.py holds
+the two together.
 
 Numba compiles these functions once per machine (seconds) and keeps them in its cache; where Numba is missing or a
 compile fails, ``numba_stacks`` returns None and the PyTorch steps run. Calls are serialised by a lock: one
@@ -31,6 +33,11 @@ from engine.model.one_position import OnePosition
 log = logging.getLogger(__name__)
 
 ROW_BLOCK = 16  # rows of a product one task computes (docs/benchmarks.md#cpu-numba)
+# A product's activations as int16 within +-ACTIVATION_MAX, its sums in int32 over runs of SEGMENT: the largest
+# run's sum, SEGMENT * 127 * ACTIVATION_MAX, stays under 2**31, so no sum can overflow.
+ACTIVATION_MAX = 16383
+SEGMENT = 1024
+TINY = np.float32(1e-30)  # activations all below this are zeros (their scale would underflow)
 
 try:
     import numba
@@ -40,6 +47,25 @@ except Exception as _error:  # missing, or its LLVM library does not load here: 
     numba = None
 
 _lock = threading.Lock()
+
+
+def _prefer_wide_vectors() -> None:
+    """Let LLVM vectorize with 512-bit registers where the processor has AVX-512: its tuning for these chips
+    prefers 256-bit ones, with which the products run up to half as fast (docs/benchmarks.md#cpu-numba). Takes
+    effect where nothing in this process has been compiled by Numba yet; a user's NUMBA_CPU_FEATURES stands."""
+    import llvmlite.binding as llvm
+
+    if numba.config.CPU_FEATURES is None:
+        features = llvm.get_host_cpu_features().flatten()
+        if "+avx512bw" in features.split(","):
+            numba.config.CPU_FEATURES = features + ",-prefer-256-bit"
+
+
+if numba is not None:
+    try:
+        _prefer_wide_vectors()
+    except Exception as _error:  # an llvmlite without host features: its default tuning stays
+        log.info("Numba keeps its default vector width (%s)", _error)
 _failed: list[str] = []
 
 
@@ -50,20 +76,51 @@ def _cacheable() -> bool:
 
 
 if numba is not None:
-    _JIT = {"fastmath": True, "cache": _cacheable(), "nogil": True, "boundscheck": False}
+    # fast-math's reassociation lets the sums vectorize; without its no-NaN and no-inf flags, which would let the
+    # compiler drop the checks that keep a NaN in an input a NaN in the output
+    _FAST = {"reassoc", "contract", "nsz", "arcp", "afn"}
+    _JIT = {"fastmath": _FAST, "cache": _cacheable(), "nogil": True, "boundscheck": False}
 
     @njit(inline="always", **_JIT)
-    def _rows(q, scale, x, y, block, add):
-        """y[n] (+)= scale[n] * (q[n] . x) for the rows of ``block``."""
+    def _quantize(x, xq):
+        """xq = x / sx rounded to integers within +-ACTIVATION_MAX; returns sx: NaN where x holds a NaN or an
+        infinity (the products' outputs are then NaN, as the float products' would be), 1 where every value is
+        under TINY (they count as zeros)."""
+        top = np.float32(0.0)
+        finite = True
+        for i in range(x.shape[0]):
+            a = abs(x[i])
+            finite &= a <= np.float32(np.inf) and a != np.float32(np.inf)
+            top = max(top, a)
+        if not finite or top < TINY:
+            for i in range(x.shape[0]):
+                xq[i] = 0
+            return np.float32(np.nan) if not finite else np.float32(1.0)
+        sx = top / np.float32(ACTIVATION_MAX)
+        inv = np.float32(1.0) / sx
+        for i in range(x.shape[0]):
+            xq[i] = np.int16(np.rint(x[i] * inv))
+        return sx
+
+    @njit(inline="always", **_JIT)
+    def _rows(q, scale, xq, sx, y, block, add):
+        """y[n] (+)= scale[n] * sx * (q[n] . xq) for the rows of ``block``: int8 times int16 summed in int32
+        over runs of SEGMENT (the form x86's multiply-add of 16-bit pairs takes), each run's sum then in
+        float32."""
         n_rows, k = q.shape
         for n in range(block * ROW_BLOCK, min(n_rows, block * ROW_BLOCK + ROW_BLOCK)):
+            row = q[n]
             acc = np.float32(0.0)
-            for i in range(k):
-                acc += np.float32(q[n, i]) * x[i]
+            for start in range(0, k, SEGMENT):
+                qs, xs = row[start : start + SEGMENT], xq[start : start + SEGMENT]
+                part = np.int32(0)
+                for i in range(qs.shape[0]):
+                    part = np.int32(part + np.int16(qs[i]) * xs[i])  # int32: the form that vectorizes
+                acc += np.float32(part)
             if add:
-                y[n] += acc * scale[n]
+                y[n] += acc * (scale[n] * sx)
             else:
-                y[n] = acc * scale[n]
+                y[n] = acc * (scale[n] * sx)
 
     @njit(inline="always", **_JIT)
     def _rms(x, weight, eps, out):
@@ -76,15 +133,16 @@ if numba is not None:
             out[i] = weight[i] * (x[i] * r)
 
     @njit(parallel=True, **_JIT)
-    def _product(q, scale, x, y):
-        """y = (q * scale[:, None]) @ x: one int8 product of one row, split over the cores."""
+    def _product(q, scale, x, xq, y):
+        """y = (q * scale[:, None]) @ x: one int8 product of one row, split over the cores (xq: scratch)."""
+        sx = _quantize(x, xq)
         for block in prange((q.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-            _rows(q, scale, x, y, block, False)
+            _rows(q, scale, xq, sx, y, block, False)
 
     @njit(parallel=True, **_JIT)
     def _stack_step(x, pos, cos, signed_sin, keys, values, in_w, qkv_q, qkv_s, qk_w, out_q, out_s, post_w, gu_q,
                     gu_s, down_q, down_s, norm_w, eps, heads, final_norm, out,
-                    h, qkv, qk, attn, scores, gu, act):
+                    h, qkv, qk, attn, scores, gu, act, hq, attnq, actq):
         """One position through every layer: x [H] (changed in place: the residual stream) at ``pos`` over keys
         and values [L, kv, S, d]; with ``final_norm`` the normed output into ``out`` [H]. The rest are scratch."""
         n_layers, kv, _, d = keys.shape
@@ -93,9 +151,10 @@ if numba is not None:
         length = pos + 1
         for layer in range(n_layers):
             _rms(x, in_w[layer], eps, h)
+            sx = _quantize(h, hq)
             wq, ws = qkv_q[layer], qkv_s[layer]  # read from the lists once, not in every task
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, h, qkv, block, False)
+                _rows(wq, ws, hq, sx, qkv, block, False)
             # q and k: each head normed, then rotated; k and v written at pos
             for r in range(heads + kv):
                 row = qkv[r * d : (r + 1) * d]
@@ -138,19 +197,22 @@ if numba is not None:
                     vt = values[layer, g, t]
                     for i in range(d):
                         q[i] += p * vt[i]
+            sx = _quantize(attn, attnq)
             wq, ws = out_q[layer], out_s[layer]
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, attn, x, block, True)
+                _rows(wq, ws, attnq, sx, x, block, True)
             _rms(x, post_w[layer], eps, h)
+            sx = _quantize(h, hq)
             wq, ws = gu_q[layer], gu_s[layer]
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, h, gu, block, False)
+                _rows(wq, ws, hq, sx, gu, block, False)
             for i in range(inter):
                 gate = gu[i]
                 act[i] = gate / (np.float32(1.0) + np.exp(-gate)) * gu[inter + i]
+            sx = _quantize(act, actq)
             wq, ws = down_q[layer], down_s[layer]
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, act, x, block, True)
+                _rows(wq, ws, actq, sx, x, block, True)
         if final_norm:
             _rms(x, norm_w, eps, out)
 
@@ -205,6 +267,7 @@ class NumbaBoundStep:
         self.scores = np.empty((s.heads, cache.max_len), np.float32)
         self.gu = np.empty(stack.gate_up[1].shape[1], np.float32)
         self.act = np.empty(self.gu.shape[0] // 2, np.float32)
+        self.hq, self.attnq, self.actq = (np.empty(a.shape[0], np.int16) for a in (self.h, self.attn, self.act))
 
     def __call__(self, x: torch.Tensor, pos: int, final_norm: bool = True) -> torch.Tensor | None:
         s, p = self.stack, self.stack.positions
@@ -216,7 +279,8 @@ class NumbaBoundStep:
             _follow_torch_threads()
             _stack_step(self.x, pos, p.cos.numpy(), p.signed_sin.numpy(), self.keys, self.values, s.in_w, *s.qkv,
                         s.qk_w, *s.out, s.post_w, *s.gate_up, *s.down, s.norm_w, s.eps, s.heads, final_norm, out,
-                        self.h, self.qkv, self.qk, self.attn, self.scores, self.gu, self.act)
+                        self.h, self.qkv, self.qk, self.attn, self.scores, self.gu, self.act, self.hq, self.attnq,
+                        self.actq)
         return torch.from_numpy(out)[None] if final_norm else None
 
 
@@ -225,12 +289,13 @@ class NumbaHead:
 
     def __init__(self, weight: Int8Weight):
         self.q, self.scale = weight.q.numpy(), weight.scale.float().numpy()
+        self.xq = np.empty(self.q.shape[1], np.int16)
 
     def row(self, x: torch.Tensor) -> torch.Tensor:
         y = np.empty(self.q.shape[0], np.float32)
         with _lock:
             _follow_torch_threads()
-            _product(self.q, self.scale, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), y)
+            _product(self.q, self.scale, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), self.xq, y)
         return torch.from_numpy(y)[None]
 
 
@@ -282,7 +347,8 @@ def compile_check(stacks: tuple[NumbaPosition, NumbaPosition]) -> bool:
             cache = KVCache(n_layers, 1, kv, 2, d, torch.float32, "cpu")
             stack.over(cache)(torch.ones(1, width), 0)
         q = np.zeros((ROW_BLOCK, 8), np.int8)
-        _product(q, np.ones(ROW_BLOCK, np.float32), np.zeros(8, np.float32), np.empty(ROW_BLOCK, np.float32))
+        _product(q, np.ones(ROW_BLOCK, np.float32), np.zeros(8, np.float32), np.empty(8, np.int16),
+                 np.empty(ROW_BLOCK, np.float32))
         return True
     except Exception as e:  # numba raises many types (typing, lowering, LLVM); the PyTorch steps always work
         _failed.append(str(e))

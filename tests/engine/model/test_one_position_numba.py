@@ -16,6 +16,9 @@ import threading
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import engine.model.one_position_numba as jit
 from engine import Engine, Sampling, Voice
@@ -72,6 +75,55 @@ def test_a_head_is_the_pytorch_product(fast, steps):
     assert relative_rms(got, expected) < 0.01
     exact = x.double() @ weight.dequantized().double().T  # float32 activations: nearer the float product
     assert relative_rms(got, exact) < relative_rms(expected, exact)
+
+
+def product_bound(q: np.ndarray, scale: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """How far the kernel's product may be from the exact one: each activation rounds by at most half its scale
+    step (1/ACTIVATION_MAX of the largest), and the float32 sums of the runs and the final scaling add a few
+    parts in a million of the absolute sum."""
+    step = np.abs(x).max() / jit.ACTIVATION_MAX
+    absolute = np.abs(q.astype(np.float64)) @ np.abs(x.astype(np.float64))
+    return scale * (0.5 * step * np.abs(q.astype(np.float64)).sum(1) + 1e-5 * absolute) + 1e-37
+
+
+activations = st.integers(1, 2 * jit.SEGMENT + 50).flatmap(lambda k: hnp.arrays(
+    np.float32, k, elements=st.floats(-(2.0**100), 2.0**100, width=32) | st.sampled_from([0.0, 1e-38, -3e-20, 5e4])))
+
+
+@settings(max_examples=150, deadline=None)
+@given(x=activations, rows=st.integers(1, 2 * jit.ROW_BLOCK + 3), seed=st.integers(0, 2**16))
+def test_a_product_is_within_its_rounding_of_the_exact_product(x, rows, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.integers(-127, 128, (rows, x.shape[0]), dtype=np.int8)
+    scale = rng.uniform(1e-4, 1e-1, rows).astype(np.float32)
+    y = np.empty(rows, np.float32)
+    jit._product(q, scale, x, np.empty(x.shape[0], np.int16), y)
+    exact = scale * (q.astype(np.float64) @ x.astype(np.float64))
+    if np.abs(x).max() < jit.TINY:
+        assert np.all(y == 0)  # values that small count as zeros
+        return
+    assert np.all(np.isfinite(y))
+    assert np.all(np.abs(y - exact) <= product_bound(q, scale, x))
+
+
+def test_the_largest_sums_do_not_overflow():
+    """Every weight and activation at its extreme: the int32 sums are at their largest, and stay exact."""
+    k = 3 * jit.SEGMENT + 5
+    q = np.full((3, k), 127, np.int8)
+    q[1] = -127
+    x = np.full(k, 7.5, np.float32)
+    y = np.empty(3, np.float32)
+    jit._product(q, np.ones(3, np.float32), x, np.empty(k, np.int16), y)
+    np.testing.assert_allclose(y, [127 * 7.5 * k, -127 * 7.5 * k, 127 * 7.5 * k], rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_infinity_in_the_activations_makes_the_outputs_nan(bad):
+    x = np.linspace(-1, 1, 300).astype(np.float32)
+    x[123] = bad
+    y = np.zeros(4, np.float32)
+    jit._product(np.ones((4, 300), np.int8), np.ones(4, np.float32), x, np.empty(300, np.int16), y)
+    assert np.all(np.isnan(y))  # as a float product's would be: never a finite value made from garbage
 
 
 def test_positions_outside_the_cache_are_refused(fast, steps):
