@@ -2,7 +2,9 @@
 
 Frames are forced with ``Sampling(min_frames=N)`` (EOS blocked for the first N frames) and
 ``max_frames=N``. ms/frame times prefill plus N frame steps on the streamer, synchronised, with no
-decoding; ×RT times a whole ``synthesize``; TTFA times ``stream`` until its first chunk is on the host.
+decoding; ×RT times a whole ``synthesize`` (25-frame chunks); TTFA times ``stream`` until its first chunk is on
+the host. On the CPU path the raw values also hold ×RT of a whole ``stream`` as the studio reads aloud (a 1-frame
+chunk, then 4-frame ones growing while ahead: ``xrt_streamed``) and with the chunks held at 4 (``xrt_streamed_4``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,18 @@ def first_chunk_ms(eng: Engine, text: str, voice: Voice, frames: int, c: int, de
     return sw.ms
 
 
+def streamed_xrt(eng: Engine, text: str, voice: Voice, frames: int, device: str,
+                 largest_chunk_frames: int | None = None) -> float:
+    """×RT of a whole ``stream`` in the studio's chunk sizes (a 1-frame chunk, then 4-frame ones)."""
+    with Stopwatch(device) as sw:
+        made = sum(c.n_frames for c in eng.stream(text, voice, chunk_frames=4, first_chunk_frames=1,
+                                                  sampling=forced(frames), max_frames=frames,
+                                                  largest_chunk_frames=largest_chunk_frames))
+    if made != frames:
+        raise RuntimeError(f"Orator streamed {made} frames, not the {frames} forced")
+    return real_time_factor(frames, sw.seconds)
+
+
 def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
         chunk_sizes: Sequence[int] = FIRST_CHUNK_SIZES) -> list[Result]:
     reset_peak_memory(device)
@@ -66,6 +80,8 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
             first_chunk_ms(eng, text, voice, frames, c, device)
     raw: dict[str, list[float]] = {"ms_per_frame": [], "xrt": []}
     raw.update({f"ttfa_ms_{c}": [] for c in chunk_sizes})
+    if eng.grows_chunks:
+        raw.update(xrt_streamed=[], xrt_streamed_4=[])
     for _ in range(runs):
         raw["ms_per_frame"].append(generation_ms_per_frame(eng, text, voice, frames, device))
         with Stopwatch(device) as total:
@@ -75,6 +91,9 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
         raw["xrt"].append(real_time_factor(frames, total.seconds))
         for c in chunk_sizes:
             raw[f"ttfa_ms_{c}"].append(first_chunk_ms(eng, text, voice, frames, c, device))
+        if eng.grows_chunks:
+            raw["xrt_streamed"].append(streamed_xrt(eng, text, voice, frames, device))
+            raw["xrt_streamed_4"].append(streamed_xrt(eng, text, voice, frames, device, largest_chunk_frames=4))
     mode = "CUDA graphs" if eng.use_graphs else ("CPU int4" if eng.cpu_int4 else "CPU int8" if eng.cpu_int8 else
                                                  f"eager {str(eng.dtype)[6:]}")
     if eng.cpu_compile:

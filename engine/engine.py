@@ -26,6 +26,7 @@ import torch
 from engine import options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, mapped_bf16_tensors, materialize_buffers, resolve_model_dir
+from engine.chunk_sizes import GROWN_CHUNK_FRAMES, ChunkSizes
 from engine.config import ModelConfig
 from engine.context import VoiceContext
 from engine.errors import VoiceError
@@ -255,19 +256,24 @@ class Engine:
     def stream(self, text: str | Sequence[Segment], voice: Voice, chunk_frames: int = 4, first_chunk_frames: int = 1,
                sampling: Sampling | None = None, cancel: threading.Event | None = None,
                max_frames: int | None = None, non_streaming: bool | None = None,
-               pronunciation: Lexicon | None = None, segment_chars: int | None = None) -> Iterator[Chunk]:
+               pronunciation: Lexicon | None = None, segment_chars: int | None = None,
+               largest_chunk_frames: int | None = None) -> Iterator[Chunk]:
         """Yield audio chunks as frames are generated; stops within one chunk once ``cancel`` is set. ``text`` may
         be segments already cut (``plan``): the chunks then carry their spans and index them. ``pronunciation``
         rules change what is said, not the spans (``plan``).
         The last chunk of the call has ``final=True``; when the end is only known after a chunk was
         sent (the utterance stopped right at a chunk boundary), an empty final chunk closes the call. A segment
-        cut by the runaway guard (``engine.frames.guard``) says why in its last chunk's ``warning``."""
-        if chunk_frames < 1 or first_chunk_frames < 1:
-            raise ValueError("chunk sizes must be at least one frame")
+        cut by the runaway guard (``engine.frames.guard``) says why in its last chunk's ``warning``.
+        ``largest_chunk_frames``: chunks may grow up to it while the audio is far enough ahead of real time
+        (``engine.chunk_sizes``); by default they do on the CPU path, up to ``GROWN_CHUNK_FRAMES``, and not on a
+        GPU, whose decoder's graphs are captured for the two sizes."""
+        if largest_chunk_frames is None:
+            largest_chunk_frames = max(chunk_frames, GROWN_CHUNK_FRAMES) if self.grows_chunks else chunk_frames
+        sizes = ChunkSizes(first_chunk_frames, chunk_frames, largest_chunk_frames)
         plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation, segment_chars)
         last = None
         for last, _ in self._run(plan, first_chunk_frames=first_chunk_frames, chunk_frames=chunk_frames,
-                                 cancel=cancel):
+                                 cancel=cancel, sizes=sizes):
             yield last
         if last is not None and not last.final and not (cancel is not None and cancel.is_set()):
             yield closing_chunk(last)
@@ -359,19 +365,21 @@ class Engine:
                 self._single = EagerStreamer(talker, self.decoder, step, governor, compiled)
         return self._single
 
-    def _run(self, plan: Plan, *, first_chunk_frames: int, chunk_frames: int,
-             cancel: threading.Event | None = None, decode: bool = True) -> Iterator[tuple[Chunk, np.ndarray]]:
-        """(chunk, its codes) for every segment of ``plan`` in turn, in one voice (chunk samples are None when
-        ``decode`` is False)."""
-        t0 = time.perf_counter()
-        sizes = iter(lambda: chunk_frames, None)
-        first = [True]
+    @property
+    def grows_chunks(self) -> bool:
+        """Whether a stream's chunks grow by default: on the CPU path, where a chunk's decode has a fixed cost
+        worth spreading over more frames; a GPU's decoder runs graphs captured for the stream's two sizes. The
+        ``grow_chunks`` option (``ORATOR_GROW_CHUNKS=0``) turns it off."""
+        return self.device.type == "cpu" and not self.use_graphs and options.current().grow_chunks
 
-        def chunk_size() -> int:
-            if first[0]:
-                first[0] = False
-                return first_chunk_frames
-            return next(sizes)
+    def _run(self, plan: Plan, *, first_chunk_frames: int, chunk_frames: int,
+             cancel: threading.Event | None = None, decode: bool = True,
+             sizes: ChunkSizes | None = None) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """(chunk, its codes) for every segment of ``plan`` in turn, in one voice (chunk samples are None when
+        ``decode`` is False); ``sizes``: the chunks' sizes (default: the first, then ``chunk_frames`` each)."""
+        t0 = time.perf_counter()
+        sizes = sizes or ChunkSizes(first_chunk_frames, chunk_frames)
+        chunk_size = sizes.next_size
 
         voice, segments = plan.voice, plan.segments
         context = VoiceContext(voice, self._prompt_positions(plan))
@@ -392,6 +400,7 @@ class Engine:
                                   time.perf_counter() - t0, final, guard.warning if ends else None)
                     frame += len(codes)
                     spoken.append(codes)
+                    sizes.made(len(codes))
                     yield chunk, codes
                 if cancel is not None and cancel.is_set():
                     return

@@ -9,6 +9,7 @@
 | `cpu_int4`| `ORATOR_CPU_INT4=1` | off     | (turns on) int4 weights instead of int8 (``engine.model.int4``) |
 | `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU frame steps        |
 | `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the int8 frame steps compiled by Numba (``one_position_numba``) |
+| `grow_chunks` | `ORATOR_GROW_CHUNKS=0` | on | a CPU stream's chunks growing while ahead (``engine.chunk_sizes``) |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |
 
 Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
@@ -42,6 +43,7 @@ class Options:
     cpu_int4: bool = False
     cpu_compile: bool = False
     cpu_numba: bool = True
+    grow_chunks: bool = True
     threads: int | None = None  # None: chosen from the cores this process may use
 
     def __post_init__(self):
@@ -63,6 +65,7 @@ class Options:
                    cpu_int4=env.get("ORATOR_CPU_INT4", "").strip().lower() in _ON,
                    cpu_compile=env.get("ORATOR_CPU_COMPILE", "").strip().lower() in _ON,
                    cpu_numba=env.get("ORATOR_CPU_NUMBA", "").strip().lower() not in _OFF,
+                   grow_chunks=env.get("ORATOR_GROW_CHUNKS", "").strip().lower() not in _OFF,
                    threads=int(threads) if threads else None)
 
 

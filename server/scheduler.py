@@ -76,7 +76,9 @@ class EngineBackend:
                      cancel=cancel, max_frames=job.max_frames)
         if isinstance(job.text, LiveText):  # no rules: server.speech refuses them for live text
             return self.engine.stream_live(job.text, job.voice, **sizes)
-        return self.engine.stream(job.text, job.voice, pronunciation=job.pronunciation, **sizes)
+        # the chunks a client asked for, as the batched backend sends them: the same request streams the same bytes
+        return self.engine.stream(job.text, job.voice, pronunciation=job.pronunciation,
+                                  largest_chunk_frames=job.chunk_frames, **sizes)
 
 
 class BatchedBackend:

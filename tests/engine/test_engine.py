@@ -38,7 +38,8 @@ def test_stream_concatenation_equals_synthesize(tiny_engine):
     v = Voice.preset("serena", "english")
     s = Sampling(seed=11)
     whole = eng.synthesize(TEXT, v, s, max_frames=9)
-    chunks = list(eng.stream(TEXT, v, chunk_frames=4, first_chunk_frames=1, sampling=s, max_frames=9))
+    chunks = list(eng.stream(TEXT, v, chunk_frames=4, first_chunk_frames=1, sampling=s, max_frames=9,
+                         largest_chunk_frames=4))  # fixed sizes: the chunks below are counted
     joined = np.concatenate([c.samples for c in chunks])
     assert joined.shape == whole.samples.shape == (len(whole.codes) * SAMPLES_PER_FRAME,)
     np.testing.assert_allclose(joined, whole.samples, atol=1e-5)

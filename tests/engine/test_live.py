@@ -110,9 +110,10 @@ def test_stream_live_takes_a_handle_or_an_iterator_of_deltas(engine, bad):
 
 # ---- speaking ---------------------------------------------------------------------------------------
 def _stream(engine, sampling, non_streaming):
-    """``Engine.stream`` of TEXT as live text plans it: one sentence a segment (``engine.live``)."""
+    """``Engine.stream`` of TEXT as live text plans it: one sentence a segment (``engine.live``), in live text's
+    chunk sizes (they do not grow: live speech follows its text)."""
     return engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES, segment_chars=0,
-                         non_streaming=non_streaming)
+                         non_streaming=non_streaming, largest_chunk_frames=4)
 
 
 def test_with_all_the_text_there_the_audio_is_that_of_stream(engine):

@@ -88,7 +88,8 @@ def test_a_cut_on_a_chunk_boundary_ends_its_segment_with_an_empty_chunk(misbehav
 @pytest.mark.parametrize("head", ["never_ends", "stuck"])
 def test_the_batched_path_cuts_the_same_frames_with_the_same_warnings(misbehaving, head):
     eng = misbehaving(head)
-    alone = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=3, sampling=GREEDY, max_frames=70))
+    alone = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=3, sampling=GREEDY, max_frames=70,
+                            largest_chunk_frames=3))  # the batched path's fixed sizes
     streams = eng.batched(2, warmup=False)
     batched = list(streams.stream(TWO_LINES, voice(eng), chunk_frames=3, sampling=GREEDY, max_frames=70))
     assert_same_chunks(batched, alone, atol=1e-5)
@@ -113,10 +114,12 @@ def test_the_static_step_path_cuts_the_same_frames_with_the_same_warnings(misbeh
     from engine.frames.graphs.runner import GraphStreamer
 
     eng = misbehaving(head)
-    alone = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=4, sampling=GREEDY, max_frames=70))
+    alone = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=4, sampling=GREEDY, max_frames=70,
+                            largest_chunk_frames=4))  # the graphs' fixed sizes
     eng._single = GraphStreamer(eng.model.talker, eng.decoder, (1, 4), enabled=False)
     try:
-        static = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=4, sampling=GREEDY, max_frames=70))
+        static = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=4, sampling=GREEDY, max_frames=70,
+                                 largest_chunk_frames=4))
     finally:
         eng._single = None
     assert_same_chunks(static, alone, atol=1e-5)
