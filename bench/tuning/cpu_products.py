@@ -5,16 +5,14 @@
     taskset -c 0-7 python -m bench.tuning.cpu_products [--threads 8 4 2] [--narrow-vectors]
 
 ``--narrow-vectors`` keeps LLVM's 256-bit tuning on AVX-512 processors (the engine asks for 512-bit vectors).
-Prints one JSON line: ms a call of each, and which multiply instructions each kernel was compiled to.
+Prints one JSON line: ms a call of each.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
-from collections import Counter
 
 import numpy as np
 
@@ -72,9 +70,6 @@ def main(argv=None) -> None:
         report[f"{threads}t_l2_int16"] = timed(lambda: jit._product(q, s, xs[1024], xq[1024], ys[6144]), 200)
         report[f"{threads}t_pass_float"] = timed(float_pass, 30)
         report[f"{threads}t_pass_int16"] = timed(engine_pass, 30)
-    for name, fn in (("float", float_product), ("int16", jit._product)):
-        ops = Counter(re.findall(r"^\s+(v\w+)", fn.inspect_asm(fn.signatures[0]), re.M))
-        report[f"{name}_ops"] = {k: v for k, v in ops.items() if k in ("vpmaddwd", "vpdpwssd", "vfmadd231ps")}
     print(json.dumps(report), flush=True)
 
 
