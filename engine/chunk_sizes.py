@@ -42,11 +42,11 @@ class ChunkSizes:
         self._asked += 1
         if self._asked == 1:
             return self.first
-        if self.largest == self.size or self._started is None or not self._frames:
+        if self.largest == self.size or not self._frames:
             return self.size
-        elapsed = self._clock() - self._started
-        ahead_s = self._frames / FRAME_RATE - elapsed  # audio made that its listener has not yet heard
-        per_frame_s = (self._clock() - self._begun) / self._frames  # a frame's making, prefill and decode included
+        now = self._clock()
+        ahead_s = self._frames / FRAME_RATE - (now - self._started)  # audio made that its listener has not heard
+        per_frame_s = (now - self._begun) / self._frames  # a frame's making, prefill and decode included
         grown = min(self.largest, 2 * self._current)
         if grown * per_frame_s * HEADROOM <= ahead_s:
             self._current = grown

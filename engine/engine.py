@@ -238,7 +238,7 @@ class Engine:
                        pronunciation: Lexicon | None = None, segment_chars: int | None = None) -> np.ndarray:
         """All frames for ``text`` (segments concatenated): int64 [T, 16]."""
         plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation, segment_chars)
-        codes = [c for _, c in self._run(plan, first_chunk_frames=25, chunk_frames=25, decode=False)]
+        codes = [c for _, c in self._run(plan, ChunkSizes(25, 25), decode=False)]
         return np.concatenate(codes) if codes else np.zeros((0, 16), dtype=np.int64)
 
     def synthesize(self, text: str, voice: Voice, sampling: Sampling | None = None,
@@ -246,7 +246,7 @@ class Engine:
                    pronunciation: Lexicon | None = None, segment_chars: int | None = None) -> Audio:
         plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation, segment_chars)
         chunks, codes = [], []
-        for chunk, chunk_codes in self._run(plan, first_chunk_frames=25, chunk_frames=25):
+        for chunk, chunk_codes in self._run(plan, ChunkSizes(25, 25)):
             chunks.append(chunk.samples)
             codes.append(chunk_codes)
         samples = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
@@ -272,8 +272,7 @@ class Engine:
         sizes = ChunkSizes(first_chunk_frames, chunk_frames, largest_chunk_frames)
         plan = self.plan(text, voice, sampling, max_frames, non_streaming, pronunciation, segment_chars)
         last = None
-        for last, _ in self._run(plan, first_chunk_frames=first_chunk_frames, chunk_frames=chunk_frames,
-                                 cancel=cancel, sizes=sizes):
+        for last, _ in self._run(plan, sizes, cancel=cancel):
             yield last
         if last is not None and not last.final and not (cancel is not None and cancel.is_set()):
             yield closing_chunk(last)
@@ -372,20 +371,18 @@ class Engine:
         ``grow_chunks`` option (``ORATOR_GROW_CHUNKS=0``) turns it off."""
         return self.device.type == "cpu" and not self.use_graphs and options.current().grow_chunks
 
-    def _run(self, plan: Plan, *, first_chunk_frames: int, chunk_frames: int,
-             cancel: threading.Event | None = None, decode: bool = True,
-             sizes: ChunkSizes | None = None) -> Iterator[tuple[Chunk, np.ndarray]]:
-        """(chunk, its codes) for every segment of ``plan`` in turn, in one voice (chunk samples are None when
-        ``decode`` is False); ``sizes``: the chunks' sizes (default: the first, then ``chunk_frames`` each)."""
+    def _run(self, plan: Plan, sizes: ChunkSizes, *, cancel: threading.Event | None = None,
+             decode: bool = True) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """(chunk, its codes) for every segment of ``plan`` in turn, in one voice, in the chunks ``sizes`` gives
+        (chunk samples are None when ``decode`` is False)."""
         t0 = time.perf_counter()
-        sizes = sizes or ChunkSizes(first_chunk_frames, chunk_frames)
         chunk_size = sizes.next_size
 
         voice, segments = plan.voice, plan.segments
         context = VoiceContext(voice, self._prompt_positions(plan))
         with self._lock:
-            streamer = self._single_streamer((first_chunk_frames, chunk_frames))
-            streamer.begin(voice.ref_codes if voice.in_context else None, (first_chunk_frames, chunk_frames))
+            streamer = self._single_streamer((sizes.first, sizes.size))
+            streamer.begin(voice.ref_codes if voice.in_context else None, (sizes.first, sizes.size))
             for index, seg in enumerate(segments):
                 prompt = build_prompt(self.model.talker, self.config, self.tokenizer,
                                       context.voice_for(seg.speech, plan.frame_budget(seg)), seg.speech,

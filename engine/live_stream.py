@@ -24,6 +24,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 
 from engine.audio.chunks import SAMPLE_RATE, Chunk, closing_chunk
+from engine.chunk_sizes import ChunkSizes
 from engine.frames.guard import FrameGuard
 from engine.live import POLL_S, LivePlanner, LiveText, LiveTrack, live_source, text_embedder
 from engine.plan import Plan, default_max_frames, draw_seed
@@ -38,8 +39,7 @@ def stream_live(engine, text: LiveText | Iterable[str], voice: Voice, chunk_fram
                 max_frames: int | None = None, non_streaming: bool = False) -> Iterator[Chunk]:
     """``Engine.stream`` of text that is still arriving (see the module). Chunks of a segment that is not final yet
     carry the span of its text so far; the last chunk of the call has ``final=True``."""
-    if chunk_frames < 1 or first_chunk_frames < 1:
-        raise ValueError("chunk sizes must be at least one frame")
+    sizes = ChunkSizes(first_chunk_frames, chunk_frames)  # live speech follows its text: they never grow
     source = live_source(text)
     voice = engine.prepare_voice(voice)
     check_voice(engine.config, voice)
@@ -52,10 +52,6 @@ def stream_live(engine, text: LiveText | Iterable[str], voice: Voice, chunk_fram
     embed = text_embedder(talker)
     stopped = lambda: (cancel is not None and cancel.is_set()) or planner.aborted  # noqa: E731
     t0 = time.perf_counter()
-    sizes = [first_chunk_frames]
-
-    def chunk_size() -> int:
-        return sizes.pop() if sizes else chunk_frames
 
     with engine._lock:
         streamer = engine._single_streamer((first_chunk_frames, chunk_frames))
@@ -76,7 +72,7 @@ def stream_live(engine, text: LiveText | Iterable[str], voice: Voice, chunk_fram
             frame = 0
             guard = FrameGuard(budget, f"live segment {index}")
             for codes, audio, ends in streamer.segment(prompt, plan.sampling, plan.segment_seed(index), budget,
-                                                       chunk_size, cancel, True, guard, live):
+                                                       sizes.next_size, cancel, True, guard, live):
                 known = seg or live.segment
                 span = (known.start, known.end) if known else (begins, live.end)
                 final = ends and planner.finished and (live is None or live.final)

@@ -47,6 +47,7 @@ except Exception as _error:  # missing, or its LLVM library does not load here: 
     numba = None
 
 _lock = threading.Lock()
+_failed: list[str] = []
 
 
 def _prefer_wide_vectors() -> None:
@@ -66,7 +67,6 @@ if numba is not None:
         _prefer_wide_vectors()
     except Exception as _error:  # an llvmlite without host features: its default tuning stays
         log.info("Numba keeps its default vector width (%s)", _error)
-_failed: list[str] = []
 
 
 def _cacheable() -> bool:
@@ -90,7 +90,7 @@ if numba is not None:
         finite = True
         for i in range(x.shape[0]):
             a = abs(x[i])
-            finite &= a <= np.float32(np.inf) and a != np.float32(np.inf)
+            finite &= a < np.float32(np.inf)  # False for a NaN too
             top = max(top, a)
         if not finite or top < TINY:
             for i in range(x.shape[0]):
