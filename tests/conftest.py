@@ -14,6 +14,9 @@ import torch
 
 # the tests' engines are exact (float32 weights on a CPU) unless a test asks for the int8 path itself
 os.environ.setdefault("ORATOR_CPU_INT8", "0")
+# a stream's chunks keep their requested sizes unless a test asks them to grow: growth follows the machine's speed,
+# and chunks of other sizes decode other last bits
+os.environ.setdefault("ORATOR_GROW_CHUNKS", "0")
 if not torch.cuda.is_available():  # Triton kernels run in its interpreter on CPU (set before engine imports)
     os.environ.setdefault("TRITON_INTERPRET", "1")
     # nor do they compile on a CPU (each engine would spend seconds in the compiler) unless a test asks

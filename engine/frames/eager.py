@@ -17,6 +17,7 @@ import torch
 
 from engine.frames.codes import TalkerLogitsProcessor, predict_codes, predict_codes_by_position, sample_code0
 from engine.frames.guard import FrameGuard
+from engine.frames.numba_predictor import NumbaPredictorFrame
 from engine.frames.threads import ThreadGovernor
 from engine.model.one_position import one_position_stacks
 from engine.model.one_position_numba import numba_stacks
@@ -68,11 +69,15 @@ class FrameGenerator:
         stacks = one_position_stacks(talker) if predictor_step is None else None
         self.talker_step = self.predictor_pass = self.compiled_talker = self.compiled_predictor = None
         self.heads = None  # the code predictor's heads where they are not ``cp.head(j)`` (the Numba steps')
+        self.fused = None  # the Numba steps' whole predictor frame (engine.frames.numba_predictor)
+        self.embedded = None  # the last frame's embedding sum where ``fused`` made it
         jitted = numba_stacks(talker, stacks) if stacks is not None and compiled is None else None
         if jitted is not None:
             stacks, self.heads = jitted[:2], jitted[2]
         if stacks is not None:
             self.talker_step, self.predictor_pass = stacks[0].over(self.cache), stacks[1].over(self.predictor_cache)
+            if jitted is not None:
+                self.fused = NumbaPredictorFrame(talker, self.predictor_pass, self.heads)
             if compiled is not None:
                 self.compiled_talker = compiled.talker_over(self.cache)
                 self.compiled_predictor = compiled.predictor_over(self.predictor_cache)
@@ -101,7 +106,7 @@ class FrameGenerator:
             if self.live is not None and not self.live.wait_for_row(step):
                 return  # cancelled while the text was awaited
             resumed = time.perf_counter()  # the consumer's time (decoding a chunk) and the text's are not the frame's
-            x = t.embed_frame(codes) + self.trailing(step)  # [1, H]
+            x = (t.embed_frame(codes) if self.embedded is None else self.embedded) + self.trailing(step)  # [1, H]
             compiled = None if self.compiled_talker is None else self.compiled_talker(x, L + step)
             if compiled is not None:
                 hidden = compiled
@@ -119,6 +124,10 @@ class FrameGenerator:
         return self.max_frames if self.live is None else min(self.max_frames, self.live.budget)
 
     def _codes(self, hidden, code0, frame) -> torch.Tensor:
+        self.embedded = None
+        if self.fused is not None and self.fused.takes(self.predictor_settings):
+            codes, self.embedded = self.fused(hidden, code0, self.predictor_settings, self.seeds, frame)
+            return codes
         if self.predictor_pass is not None:
             return predict_codes_by_position(self.talker, self.predictor_pass, hidden, code0, self.predictor_settings,
                                              self.seeds, frame, self.compiled_predictor, self.heads)

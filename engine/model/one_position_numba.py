@@ -249,7 +249,8 @@ class NumbaPosition:
 
 
 class NumbaBoundStep:
-    """``BoundStep``'s ``step(x, pos, final_norm)`` through the Numba kernel."""
+    """``BoundStep``'s ``step(x, pos, final_norm)`` through the Numba kernel. ``layers`` and ``scratch``: the
+    kernel's arguments before ``final_norm`` (after x and pos) and after ``out``, for kernels that call it."""
 
     def __init__(self, stack: NumbaPosition, cache: KVCache):
         self.stack = stack
@@ -260,27 +261,24 @@ class NumbaBoundStep:
         s, d = stack.positions, stack.positions.head_dim
         width = stack.in_w.shape[1]
         self.x = np.empty(width, np.float32)
-        self.h = np.empty(width, np.float32)
-        self.qkv = np.empty(stack.qkv[1].shape[1], np.float32)
-        self.qk = np.empty(d, np.float32)
-        self.attn = np.empty(s.heads * d, np.float32)
-        self.scores = np.empty((s.heads, cache.max_len), np.float32)
-        self.gu = np.empty(stack.gate_up[1].shape[1], np.float32)
-        self.act = np.empty(self.gu.shape[0] // 2, np.float32)
-        self.hq, self.attnq, self.actq = (np.empty(a.shape[0], np.int16) for a in (self.h, self.attn, self.act))
+        qkv = np.empty(stack.qkv[1].shape[1], np.float32)
+        gu = np.empty(stack.gate_up[1].shape[1], np.float32)
+        h, attn, act = np.empty(width, np.float32), np.empty(s.heads * d, np.float32), np.empty(gu.shape[0] // 2,
+                                                                                                 np.float32)
+        self.scratch = (h, qkv, np.empty(d, np.float32), attn, np.empty((s.heads, cache.max_len), np.float32), gu,
+                        act, *(np.empty(a.shape[0], np.int16) for a in (h, attn, act)))
+        self.layers = (s.cos.numpy(), s.signed_sin.numpy(), self.keys, self.values, stack.in_w, *stack.qkv,
+                       stack.qk_w, *stack.out, stack.post_w, *stack.gate_up, *stack.down, stack.norm_w, stack.eps,
+                       stack.heads)
 
     def __call__(self, x: torch.Tensor, pos: int, final_norm: bool = True) -> torch.Tensor | None:
-        s, p = self.stack, self.stack.positions
         if not 0 <= pos < self.keys.shape[2]:  # the kernel does not check its indices
             raise IndexError(f"position {pos} is outside this cache's {self.keys.shape[2]} slots")
         out = np.empty(self.x.shape[0], np.float32)
         self.x[:] = x.reshape(-1).numpy()
         with _lock:
             _follow_torch_threads()
-            _stack_step(self.x, pos, p.cos.numpy(), p.signed_sin.numpy(), self.keys, self.values, s.in_w, *s.qkv,
-                        s.qk_w, *s.out, s.post_w, *s.gate_up, *s.down, s.norm_w, s.eps, s.heads, final_norm, out,
-                        self.h, self.qkv, self.qk, self.attn, self.scores, self.gu, self.act, self.hq, self.attnq,
-                        self.actq)
+            _stack_step(self.x, pos, *self.layers, final_norm, out, *self.scratch)
         return torch.from_numpy(out)[None] if final_norm else None
 
 

@@ -82,9 +82,10 @@ def test_a_grown_chunk_never_outlasts_the_audio_ahead(first, size, extra, steps)
         made += n
 
 
-def test_a_cpu_stream_grows_its_chunks_and_says_the_same(tiny_engine):
+def test_a_cpu_stream_grows_its_chunks_and_says_the_same(tiny_engine, engine_options):
     """The tiny model runs far ahead of real time on the CPU: its chunks grow to GROWN_CHUNK_FRAMES, and the
     audio is the fixed-size stream's, sample for sample within the decoder's rounding."""
+    engine_options(grow_chunks=True)  # the engine's default (the tests' is off: tests/conftest.py)
     eng = tiny_engine("custom_voice")
     assert eng.grows_chunks
     voice, sampling = Voice.preset("vivian", "english"), Sampling(seed=5, min_frames=60)
