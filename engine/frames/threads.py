@@ -6,7 +6,11 @@ of those threads now and then, and every barrier waits for it: a frame can then 
 with one core left free, while on an idle machine all the cores are much faster (docs/benchmarks.md#cpu-threads).
 Neither count is right on every machine or every minute, so ``ThreadGovernor`` keeps a running mean of the frame
 time of each count it may use (the available cores, and one fewer), runs the faster, and tries the other for a
-few frames now and then, or at once when a frame takes far longer than the mean of its count.
+few frames now and then, or at once when a frame takes far longer than the mean of its count. Each trial that finds
+the other count clearly slower doubles the wait before the next, and one that does not brings the wait back to
+its shortest: on an idle 2-core machine one thread's frames take 1.6 times two threads'
+(docs/benchmarks.md#cpu-threads), and a trial every 48 frames would hold 6% of a long reading's frames (under 1%
+with the doubling).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import torch
 
 from engine.runtime import available_cores
 
-EXPLORE_EVERY = 48  # frames (about 4 s of audio) between trials of the count not in use
+EXPLORE_EVERY = 48  # frames (about 4 s of audio) between trials of the count not in use, at first
+EXPLORE_AT_MOST_EVERY = 384  # frames (about 31 s of audio): the longest wait, doubled up to from EXPLORE_EVERY
+CLEARLY_SLOWER = 1.25  # a trial's count whose mean is this many times the fastest's doubles the wait
 TRIAL_FRAMES = 3  # frames a trial runs; the first after a change is not counted (the pool resizes)
 SMOOTHING = 0.3  # weight of the newest frame in a count's running mean
 SPIKE = 3.0  # a frame this many times its count's mean starts a trial at once
@@ -38,6 +44,7 @@ class ThreadGovernor:
         self._trial_left = 0  # frames the running trial still has, counted ones
         self._skip_next = False  # the frame after a change is not counted
         self._since_trial = 0
+        self._explore_every = EXPLORE_EVERY
 
     @classmethod
     def for_this_machine(cls) -> ThreadGovernor | None:
@@ -61,11 +68,12 @@ class ThreadGovernor:
         if self._trial_left:
             self._trial_left -= 1
             if not self._trial_left:
+                self._pace_trials(self.current)
                 self._switch(self.fastest())
             return
         self._since_trial += 1
         untried = [n for n in self.choices if self.mean_ms[n] is None]
-        if untried or spike or self._since_trial >= EXPLORE_EVERY:
+        if untried or spike or self._since_trial >= self._explore_every:
             others = untried or [n for n in self.choices if n != self.current]
             if others:
                 trial = min(others, key=lambda n: self.mean_ms[n] or 0.0)
@@ -73,6 +81,12 @@ class ThreadGovernor:
                 self._since_trial = 0
                 self._trial_left = TRIAL_FRAMES - 1
                 self._switch(trial)
+
+    def _pace_trials(self, tried: int) -> None:
+        """The wait before the next trial, from the one of ``tried`` that just ended."""
+        best = self.fastest()
+        slower = best != tried and self.mean_ms[tried] >= CLEARLY_SLOWER * self.mean_ms[best]
+        self._explore_every = min(2 * self._explore_every, EXPLORE_AT_MOST_EVERY) if slower else EXPLORE_EVERY
 
     def fastest(self) -> int:
         known = {n: ms for n, ms in self.mean_ms.items() if ms is not None}

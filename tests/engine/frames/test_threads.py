@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice
 from engine.frames import threads
-from engine.frames.threads import EXPLORE_EVERY, ThreadGovernor
+from engine.frames.threads import EXPLORE_AT_MOST_EVERY, EXPLORE_EVERY, TRIAL_FRAMES, ThreadGovernor
 
 
 def drive(governor: ThreadGovernor, frame_ms, frames: int) -> list[int]:
@@ -30,6 +30,28 @@ def test_it_settles_on_the_faster_count_and_tries_the_other_now_and_then():
     assert used[-EXPLORE_EVERY:].count(2) >= EXPLORE_EVERY - 3
     assert 1 in used[100:]  # and the slower one is still tried now and then
     assert applied[0] == 1 and all(a != b for a, b in zip(applied, applied[1:], strict=False))  # only changes
+
+
+def trials(used: list[int], settled: int) -> list[int]:
+    """The frames at which a trial of a count other than ``settled`` began."""
+    return [i for i in range(1, len(used)) if used[i] != settled and used[i - 1] == settled]
+
+
+def test_trials_that_keep_finding_the_other_count_slow_come_ever_more_rarely():
+    governor = ThreadGovernor((1, 2), set_threads=lambda n: None)
+    used = drive(governor, lambda n, i: {1: 175.0, 2: 110.0}[n], 3000)  # an idle 2-core machine
+    gaps = [b - a for a, b in zip(trials(used, 2), trials(used, 2)[1:], strict=False)]
+    assert gaps[:4] == sorted(gaps[:4]) and gaps[1] > 1.5 * gaps[0]  # the wait doubles
+    trial = TRIAL_FRAMES + 1  # a gap holds the trial's frames and the one back
+    assert max(gaps) == gaps[-1] == EXPLORE_AT_MOST_EVERY + trial  # up to its longest, and there it stays
+    assert used.count(1) < 3000 / (EXPLORE_EVERY + trial) * TRIAL_FRAMES / 3  # a third of a fixed wait's
+
+
+def test_trials_keep_their_shortest_wait_while_the_counts_are_close():
+    governor = ThreadGovernor((1, 2), set_threads=lambda n: None)
+    used = drive(governor, lambda n, i: {1: 118.0, 2: 110.0}[n], 1000)
+    gaps = [b - a for a, b in zip(trials(used, 2), trials(used, 2)[1:], strict=False)]
+    assert gaps and set(gaps) == {EXPLORE_EVERY + TRIAL_FRAMES + 1}
 
 
 def test_a_count_that_turns_slow_is_left_within_a_few_frames_and_taken_again_once_fast():
