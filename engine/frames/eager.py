@@ -161,11 +161,11 @@ class EagerStreamer:
 
     @torch.inference_mode()
     def warm_up(self) -> None:
-        """Run what is compiled once now (two frames of a silent prompt; the Numba steps' compile and check), so
-        the first call does not wait for the compiler."""
-        if self.predictor_step is None and self.compiled is None:
-            self.numba_steps  # noqa: B018 - the property compiles and checks them
-            return
+        """Run what is compiled once now (the Numba steps' compile and check, then two frames of a silent prompt,
+        which compile the predictor frame's Numba call or the compiled steps), so the first call does not wait for
+        the compiler."""
+        if self.predictor_step is None and self.compiled is None and not self.numba_steps:
+            return  # the PyTorch steps: nothing to compile
         w = self.talker.codec_head.weight
         zeros = torch.zeros(1, 4, w.shape[1], dtype=w.dtype, device=self.device)
         prompt = Prompt(zeros, zeros[:, :0], zeros[:, :1])

@@ -112,3 +112,15 @@ def test_a_nan_logit_is_drawn_as_torch_draws_it():
     logits = np.array([1.0, np.nan, 3.0, np.nan], np.float32)
     assert _draw(logits.copy(), np.zeros(4, np.float32), True, np.float32(1), 2, np.empty(4, np.float32)) == \
         int(torch.from_numpy(logits).argmax()) == 1
+
+
+def test_warming_up_runs_the_predictor_frame(fast, monkeypatch):
+    """The engine's warm-up makes a frame through the predictor frame's call: its compile (seconds, once a
+    machine) comes at load, not before the first audio."""
+    from engine.frames import numba_predictor
+
+    calls = []
+    real = numba_predictor._frame
+    monkeypatch.setattr(numba_predictor, "_frame", lambda *args: (calls.append(1), real(*args))[1])
+    fast.warmup()
+    assert calls
