@@ -24,6 +24,7 @@ def test_the_pieces_make_up_the_text_and_are_token_sized(text):
 @pytest.mark.parametrize("batch", [1, 2])
 def test_the_benchmark_runs_and_hears_speech_before_the_text_ends(tiny_model_dir, tmp_path, capsys, batch):
     out = tmp_path / "live.jsonl"
+    before = set(engine_threads())  # other tests' servers may have left theirs in this process
     assert main(["--model", str(tiny_model_dir("custom_voice")), "--frames", "4", "--runs", "1", "--sessions", "1",
                  "--tokens-per-s", "30", "--batch", str(batch), "--out", str(out)]) == 0
     row = json.loads(out.read_text())
@@ -37,6 +38,10 @@ def test_the_benchmark_runs_and_hears_speech_before_the_text_ends(tiny_model_dir
     assert "| 1 |" in capsys.readouterr().out
     # its server is stopped: no engine thread of its scheduler is left behind in this process
     deadline = time.monotonic() + 10
-    while any(t.name.startswith("orator-engine") for t in threading.enumerate()) and time.monotonic() < deadline:
+    while set(engine_threads()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [t for t in threading.enumerate() if t.name.startswith("orator-engine")]
+    assert not set(engine_threads()) - before
+
+
+def engine_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("orator-engine")]
