@@ -166,6 +166,17 @@ def sample(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter:
     return sample_reference(logits, s, seeds, counter, noise)
 
 
+def gumbel(noise: torch.Tensor) -> torch.Tensor:
+    """The Gumbel terms of a draw from its uniform noise: the draw is the argmax of the filtered logits minus them."""
+    return torch.log(-torch.log(noise))
+
+
+def draws_without_sort(s: StageSettings, vocab: int) -> bool:
+    """Whether row 0's draw is one ``_sample_one_row`` makes without a sort: greedy, or top-k (0 < k < vocab)
+    without top-p."""
+    return bool(s.greedy[0]) or (0 < int(s.top_k[0]) < vocab and float(s.top_p[0]) >= 1)
+
+
 def _sample_one_row(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor, counter: torch.Tensor,
                     noise: torch.Tensor | None) -> torch.Tensor:
     """``sample_reference`` for one row on the host, where its settings can be read: a greedy row is an argmax, and
@@ -177,14 +188,14 @@ def _sample_one_row(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor,
     vocab = logits.shape[-1]
     if bool(s.greedy[0]):
         return logits.argmax(dim=-1)
-    top_k = int(s.top_k[0])
-    if not 0 < top_k < vocab or float(s.top_p[0]) < 1:
+    if not draws_without_sort(s, vocab):
         return sample_reference(logits, s, seeds, counter, noise)
+    top_k = int(s.top_k[0])
     scaled = logits.float() / s.temperature[:, None]
     kth = scaled.topk(top_k, dim=-1).values[:, -1:]
     if noise is None:
         noise = uniform_noise(seeds, counter, vocab)
-    perturbed = (scaled - torch.log(-torch.log(noise))).masked_fill_(scaled < kth, float("-inf"))
+    perturbed = (scaled - gumbel(noise)).masked_fill_(scaled < kth, float("-inf"))
     return perturbed.argmax(dim=-1)
 
 
@@ -196,6 +207,6 @@ def sample_reference(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor
     if noise is None:
         noise = uniform_noise(seeds, counter, logits.shape[-1])
     noise = noise.gather(-1, order)  # each token keeps its own noise
-    pick = (values - torch.log(-torch.log(noise))).argmax(dim=-1, keepdim=True)
+    pick = (values - gumbel(noise)).argmax(dim=-1, keepdim=True)
     drawn = order.gather(-1, pick)[:, 0]
     return torch.where(s.greedy, greedy_ids, drawn)

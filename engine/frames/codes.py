@@ -116,6 +116,13 @@ def predict_codes(talker: Talker, hidden, code0, cache, settings: StageSettings,
     return torch.stack(codes, dim=1)
 
 
+def predictor_draws(seeds, frame, draws: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The counters [draws] of one stream's predictor draws at frame index ``frame`` [1] (codebooks 1..draws) and
+    their uniform noise [draws, V], made at once."""
+    counters = frame * NUM_DRAWS + torch.arange(1, draws + 1)
+    return counters, uniform_noise(seeds.expand(draws), counters, vocab)
+
+
 def predict_codes_by_position(talker: Talker, step: BoundStep, hidden, code0, settings: StageSettings, seeds,
                               frame, compiled: CompiledPredictorPass | None = None, heads=None) -> torch.Tensor:
     """``predict_codes`` for one stream on the fast CPU path: the predictor stepped one position at a time over its
@@ -125,8 +132,7 @@ def predict_codes_by_position(talker: Talker, step: BoundStep, hidden, code0, se
     ``heads``: the 15 heads' products (``row(x)``) where they are not the predictor's own (the Numba steps')."""
     cp = talker.code_predictor
     draws = cp.config.num_code_groups - 1
-    counters = frame * NUM_DRAWS + torch.arange(1, draws + 1)  # [15]
-    noise = uniform_noise(seeds.expand(draws), counters, cp.config.vocab_size)  # [15, V]
+    counters, noise = predictor_draws(seeds, frame, draws, cp.config.vocab_size)  # [15], [15, V]
     first = cp.project(hidden)
     if compiled is None or not compiled.write(first, 0):
         step(first, 0, final_norm=False)

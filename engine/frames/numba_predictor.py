@@ -17,11 +17,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from engine.frames.codes import NUM_DRAWS, predictor_draws
 from engine.model import one_position_numba as jit
-from engine.noise import uniform_noise
-from engine.sampling import StageSettings
-
-NUM_DRAWS = 16  # random draws per frame (engine.frames.codes): codebook 0, then the predictor's 15
+from engine.sampling import StageSettings, draws_without_sort, gumbel
 
 if jit.numba is not None:
     from numba import njit, types
@@ -100,13 +98,14 @@ def _kernel_table(table: torch.Tensor) -> np.ndarray:
     """A table's values for the kernel without a copy: bfloat16 as its bits (uint16), float32 as it is."""
     if table.dtype == torch.bfloat16:
         return table.contiguous().view(torch.int16).numpy().view(np.uint16)
-    return table.detach().float().contiguous().numpy()
+    return table.float().contiguous().numpy()
 
 
 class PredictorTables:
     """What the kernel reads of a talker besides its steps, made once per talker (``predictor_tables``): the 15
     codebook tables, the rows each pass reads (the same tables, or for a narrower predictor each table's rows
-    through the projection: [V, h] float32, 117 MB for the 1.7B) and the heads' int8 values and scales."""
+    through the projection: [V, h] float32, 117 MB for the 1.7B), the heads' int8 values and scales, and the
+    zero Gumbel terms greedy draws are given."""
 
     def __init__(self, talker, heads: list[jit.NumbaHead]):
         cp = talker.code_predictor
@@ -119,6 +118,7 @@ class PredictorTables:
                 self.inputs = jit.numba.typed.List([cp.project(t.float()).contiguous().numpy() for t in tables[:-1]])
         self.head_q = jit.numba.typed.List([h.q for h in heads])
         self.head_s = np.stack([h.scale for h in heads])
+        self.no_gumbel = np.zeros(self.head_s.shape, np.float32)
 
 
 def predictor_tables(talker, heads: list[jit.NumbaHead]) -> PredictorTables:
@@ -143,13 +143,10 @@ class NumbaPredictorFrame:
         self.logits, self.scaled = np.empty(vocab, np.float32), np.empty(vocab, np.float32)
         self.hidden, self.first = np.empty(width, np.float32), np.empty(width, np.float32)
         self.row = np.empty(self.tables.rows[0].shape[1], np.float32)
-        self.no_gumbel = np.zeros((len(heads), vocab), np.float32)
 
     def takes(self, settings: StageSettings) -> bool:
         """Whether a draw with these settings (row 0) is one this kernel makes."""
-        if bool(settings.greedy[0]):
-            return True
-        return 0 < int(settings.top_k[0]) < self.logits.shape[0] and float(settings.top_p[0]) >= 1
+        return draws_without_sort(settings, self.logits.shape[0])
 
     def __call__(self, hidden: torch.Tensor, code0: torch.Tensor, settings: StageSettings, seeds: torch.Tensor,
                  frame: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -159,11 +156,10 @@ class NumbaPredictorFrame:
         draws = t.head_s.shape[0]
         greedy = bool(settings.greedy[0])
         if greedy:
-            gumbel = self.no_gumbel
+            terms = t.no_gumbel
         else:
-            counters = frame * NUM_DRAWS + torch.arange(1, draws + 1)  # [15]
-            noise = uniform_noise(seeds.expand(draws), counters, self.logits.shape[0])  # [15, V]
-            gumbel = torch.log(-torch.log(noise)).numpy()
+            _, noise = predictor_draws(seeds, frame, draws, self.logits.shape[0])  # [15, V]
+            terms = gumbel(noise).numpy()
         embedded = self.talker.embed_codec(code0).float()  # [1, H]
         self.first[:] = cp.project(hidden).reshape(-1).numpy()
         x = self.step.x
@@ -172,7 +168,7 @@ class NumbaPredictorFrame:
         codes = np.empty(draws, np.int64)
         with jit._lock:
             jit._follow_torch_threads()
-            _frame(self.first, x, t.inputs, t.rows, self.row, total, t.head_q, t.head_s, self.head_xq, gumbel, greedy,
+            _frame(self.first, x, t.inputs, t.rows, self.row, total, t.head_q, t.head_s, self.head_xq, terms, greedy,
                    np.float32(settings.temperature[0]), int(settings.top_k[0]), self.logits, self.scaled,
                    self.hidden, codes, self.step.layers, self.step.scratch)
         return torch.cat([code0, torch.from_numpy(codes)])[None], torch.from_numpy(total)[None]
