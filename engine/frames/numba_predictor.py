@@ -2,10 +2,11 @@
 with their heads and draws, and the sum of the frame's 16 code embeddings that feeds the next talker step.
 
 Through ``predict_codes_by_position`` each pass returns to Python for ~15 PyTorch operations (the next code's
-embedding row, the head's product, the draw), which cost as much as a pass's arithmetic once the products are
-split over several cores. Here the passes run back to back in compiled code: the same Numba steps and products
-(``engine.model.one_position_numba``), each draw as ``engine.sampling._sample_one_row`` makes it (greedy, or top-k
-without top-p; other settings take the per-pass path), from the same Gumbel terms made by PyTorch once a frame.
+embedding row, the head's product, the draw): 6-20% of a frame once the products are split over several cores
+(docs/benchmarks.md#cpu-predictor-frame). Here the passes run back to back in compiled code: the same Numba steps
+and products (``engine.model.one_position_numba``), each draw as ``engine.sampling._sample_one_row`` makes it
+(greedy, or top-k without top-p; other settings take the per-pass path), from the same Gumbel terms made by PyTorch
+once a frame.
 The draws and the embedding sum are plain IEEE float32 (no fast-math), so the codes are the per-pass path's
 wherever its inputs are (a predictor as wide as the talker reads its embedding rows as they are); a narrower
 predictor reads its rows from tables projected once at load, a product in another order than the per-pass one's.
