@@ -32,6 +32,7 @@ from engine.context import VoiceContext
 from engine.errors import VoiceError
 from engine.frames.capacity import fitted_budget
 from engine.frames.compile import cpu_compile_enabled
+from engine.frames.decode_apart import decoder_threads
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
 from engine.frames.guard import FrameGuard
@@ -311,6 +312,15 @@ class Engine:
         streamer = self._single_streamer()
         return isinstance(streamer, EagerStreamer) and streamer.numba_steps
 
+    @property
+    def cpu_vnni_products(self) -> tuple[bool, bool]:
+        """Whether the talker's and the code predictor's Numba steps take the VNNI products (``engine.model.vnni``:
+        where the processor has the instruction and they measured faster at load)."""
+        if not self.cpu_numba_steps:
+            return False, False
+        stacks = self.model.talker._numba_stacks[1]
+        return stacks[0].vnni, stacks[1].vnni
+
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs; on a CPU: compile its predictor step, when it
         compiles); returns the seconds it took."""
@@ -358,10 +368,12 @@ class Engine:
                 # compiled: the fast CPU path's one-position steps, or the exact path's predictor step
                 compiled = CompiledPositions.for_talker(talker, stacks) if self.cpu_compile and stacks else None
                 step = CompiledPredictorStep() if self.cpu_compile and not stacks else None
-                # the fast CPU path measures which thread count runs faster now; the exact path's are fixed
+                # the fast CPU path decodes on a thread of its own where there are cores enough, and measures
+                # which thread count runs its frames faster now, on the cores left; the exact path's are fixed
+                apart = decoder_threads() if self.cpu_int8 and self.device.type == "cpu" else 0
                 governed = self.cpu_int8 and options.current().threads is None
-                governor = ThreadGovernor.for_this_machine() if governed else None
-                self._single = EagerStreamer(talker, self.decoder, step, governor, compiled)
+                governor = ThreadGovernor.for_this_machine(reserved=apart) if governed else None
+                self._single = EagerStreamer(talker, self.decoder, step, governor, compiled, apart)
         return self._single
 
     @property
@@ -390,8 +402,11 @@ class Engine:
                 budget = fitted_budget(plan.frame_budget(seg), prompt.length)
                 guard = FrameGuard(budget, f"segment {index} ({seg.start}-{seg.end})")
                 frame, spoken = 0, []
+                # a stream's first chunk is decoded at once, for its listener's first audio
+                first_at_once = index == 0 and sizes.first < sizes.size
                 for codes, audio, ends in streamer.segment(prompt, plan.sampling, plan.segment_seed(index),
-                                                           budget, chunk_size, cancel, decode, guard):
+                                                           budget, chunk_size, cancel, decode, guard,
+                                                           first_at_once=first_at_once):
                     final = ends and index == len(segments) - 1
                     chunk = Chunk(audio, SAMPLE_RATE, frame, len(codes), index, (seg.start, seg.end),
                                   time.perf_counter() - t0, final, guard.warning if ends else None)

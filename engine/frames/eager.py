@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from engine.frames.codes import TalkerLogitsProcessor, predict_codes, predict_codes_by_position, sample_code0
+from engine.frames.decode_apart import DecodeApart
 from engine.frames.guard import FrameGuard
 from engine.frames.numba_predictor import NumbaPredictorFrame
 from engine.frames.threads import ThreadGovernor
@@ -144,14 +147,18 @@ class FrameGenerator:
 
 class EagerStreamer:
     def __init__(self, talker: Talker, decoder, predictor_step: Callable | None = None,
-                 governor: ThreadGovernor | None = None, compiled: CompiledPositions | None = None):
+                 governor: ThreadGovernor | None = None, compiled: CompiledPositions | None = None,
+                 decoder_threads: int = 0):
         """``predictor_step``: a compiled predictor step for every frame (``FrameGenerator``), or None.
         ``governor``: the CPU threads of every frame of every call (``engine.frames.threads``), or None.
-        ``compiled``: the fast CPU path's compiled one-position steps (``FrameGenerator``), or None."""
+        ``compiled``: the fast CPU path's compiled one-position steps (``FrameGenerator``), or None.
+        ``decoder_threads``: above 0, chunks after a segment's first decode on a thread of their own with that
+        many PyTorch threads while the next chunk's frames are made (``engine.frames.decode_apart``)."""
         self.talker, self.decoder, self.predictor_step = talker, decoder, predictor_step
         self.governor, self.compiled = governor, compiled
         self.device = talker.codec_head.weight.device
         self.decoder_state = decoder.new_state(1, self.device)
+        self.apart = DecodeApart(decoder_threads) if decoder_threads else None
 
     @property
     def numba_steps(self) -> bool:
@@ -183,35 +190,63 @@ class EagerStreamer:
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
                 chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True,
-                guard: FrameGuard | None = None, live: LiveTrack | None = None) -> CodedAudio:
+                guard: FrameGuard | None = None, live: LiveTrack | None = None,
+                first_at_once: bool = True) -> CodedAudio:
         """(codes int64 [n, 16], audio float32 [n * 1920], ends) chunks for one prompt; ``chunk_size()``
         gives the size of each next chunk. With ``decode=False`` the audio is None (codes only). ``guard``
         (default: one of ``max_frames``) cuts a segment that loops or reaches its budget; ``ends`` is True on
         the chunk where it does; an utterance that stops on EOS is only known to have ended after its last
         chunk. ``live``: the segment's text is still arriving (``engine.live``): a chunk is cut short when the
-        next frame must wait for text, so what is made is heard at once."""
+        next frame must wait for text, so what is made is heard at once. With a decoder thread of its own
+        (``decoder_threads``), a chunk decodes there while the next one's frames are made, except the segment's last
+        and, with ``first_at_once``, its first (a listener's first audio does not wait for another frame)."""
         guard = guard or FrameGuard(max_frames)
         gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step, live,
                              self.governor, self.compiled)
+        # chunks decoding on the decoder's thread, each with its ``ends``, yielded in order once decoded; a full chunk
+        # waits in ``held`` until the next frame is made, so that a segment's last chunk decodes here, at once
+        apart = self.apart if decode and live is None else None
+        pending: deque[tuple[Future, bool]] = deque()
+        held: list[torch.Tensor] | None = None
         buf: list[torch.Tensor] = []
         size = chunk_size()
-        done = 0
-        for frame in gen.frames():
-            if cancel is not None and cancel.is_set():
-                return
-            if live is not None:
-                guard.shrink(gen.budget())
-            if guard.keep(frame[:1].cpu().numpy()):  # the frame's code 0, read back as EOS was
-                buf.append(frame)
-            done += 1
-            starved = live is not None and not live.has_row(done - 1)
-            if len(buf) >= size or guard.cut or (starved and buf):
-                yield (*self._decode(buf, decode), guard.cut)
-                buf, size = [], chunk_size()
-            if guard.cut:
-                return
-        if buf and not (cancel is not None and cancel.is_set()):
-            yield (*self._decode(buf, decode), False)
+        done = chunks = 0
+        try:
+            for frame in gen.frames():
+                if held is not None:
+                    pending.append((apart.submit(self._decode, held, decode), False))
+                    held = None
+                if cancel is not None and cancel.is_set():
+                    return
+                if live is not None:
+                    guard.shrink(gen.budget())
+                if guard.keep(frame[:1].cpu().numpy()):  # the frame's code 0, read back as EOS was
+                    buf.append(frame)
+                done += 1
+                starved = live is not None and not live.has_row(done - 1)
+                if len(buf) >= size or guard.cut or (starved and buf):
+                    if apart is not None and (chunks or not first_at_once) and not guard.cut:
+                        held = buf
+                    else:
+                        yield from _in_order(pending)
+                        yield (*self._decode(buf, decode), guard.cut)
+                    buf, size, chunks = [], chunk_size(), chunks + 1
+                while pending and pending[0][0].done():
+                    future, ends = pending.popleft()
+                    yield (*future.result(), ends)
+                if guard.cut:
+                    return
+            yield from _in_order(pending)
+            for frames in (held, buf):
+                if frames and not (cancel is not None and cancel.is_set()):
+                    yield (*self._decode(frames, decode), False)
+        finally:
+            DecodeApart.wait(future for future, _ in pending)  # the decoder state is free again
+
+    def close(self) -> None:
+        """End the decoder's thread, if it has one."""
+        if self.apart is not None:
+            self.apart.close()
 
     def _decode(self, frames: list[torch.Tensor], decode: bool) -> tuple[np.ndarray, np.ndarray | None]:
         if not frames:
@@ -221,3 +256,12 @@ class EagerStreamer:
             return codes[0].cpu().numpy(), None
         audio = self.decoder.decode_chunk(codes, self.decoder_state)  # [1, n * 1920]
         return codes[0].cpu().numpy(), audio[0].float().cpu().numpy()
+
+
+def _in_order(pending: deque[tuple[Future, bool]]) -> CodedAudio:
+    """Each decoded chunk of ``pending`` with its ``ends``, in order, waiting for each (emptying ``pending``)."""
+    while pending:
+        future, ends = pending[0]
+        result = future.result()
+        pending.popleft()
+        yield (*result, ends)

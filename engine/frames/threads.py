@@ -47,9 +47,10 @@ class ThreadGovernor:
         self._explore_every = EXPLORE_EVERY
 
     @classmethod
-    def for_this_machine(cls) -> ThreadGovernor | None:
-        """A governor between all the cores this process may use and one fewer; None with one core."""
-        cores = available_cores()
+    def for_this_machine(cls, reserved: int = 0) -> ThreadGovernor | None:
+        """A governor between all the cores this process may use, less ``reserved`` (the decoder's own), and one
+        fewer; None with one core."""
+        cores = available_cores() - reserved
         return cls((cores - 1, cores)) if cores >= 2 else None
 
     def before_frame(self) -> None:

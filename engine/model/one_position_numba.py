@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from engine.model import vnni
 from engine.model.int8 import Int8Weight
 from engine.model.layers import DecoderStack, KVCache
 from engine.model.one_position import OnePosition
@@ -37,6 +39,7 @@ ROW_BLOCK = 16  # rows of a product one task computes (docs/benchmarks.md#cpu-nu
 # run's sum, SEGMENT * 127 * ACTIVATION_MAX, stays under 2**31, so no sum can overflow.
 ACTIVATION_MAX = 16383
 SEGMENT = 1024
+SCRATCH_ROW = 32  # 4-byte values a block's row of the VNNI products' scratch spans: no two blocks share a cache line
 TINY = np.float32(1e-30)  # activations all below this are zeros (their scale would underflow)
 
 try:
@@ -123,6 +126,28 @@ if numba is not None:
                 y[n] = acc * (scale[n] * sx)
 
     @njit(inline="always", **_JIT)
+    def _rows_vnni(q, scale, sums, lo, hi, sx, y, block, add, parts, accs):
+        """``_rows`` with the same int32 sums, four rows a step, made by ``engine.model.vnni`` from the activations'
+        two bytes (``lo``, ``hi``: ``vnni.split``) and ``sums`` (``vnni.weight_sums``); ``parts`` (int32) and
+        ``accs`` (float32), [blocks, SCRATCH_ROW], are scratch, a row a block. Rows in fours, runs in 64s
+        (``vnni.fits``)."""
+        n_rows, k = q.shape
+        part, acc = parts[block], accs[block]
+        for n in range(block * ROW_BLOCK, min(n_rows, block * ROW_BLOCK + ROW_BLOCK), vnni.ROWS):
+            for r in range(vnni.ROWS):
+                acc[r] = np.float32(0.0)
+            for seg in range(sums.shape[1]):
+                start = seg * SEGMENT
+                vnni.dot4(q, n, start, min(k, start + SEGMENT), lo, hi, part)
+                for r in range(vnni.ROWS):
+                    acc[r] += np.float32(vnni.joined(part[2 * r], part[2 * r + 1], sums[n + r, seg]))
+            for r in range(vnni.ROWS):
+                if add:
+                    y[n + r] += acc[r] * (scale[n + r] * sx)
+                else:
+                    y[n + r] = acc[r] * (scale[n + r] * sx)
+
+    @njit(inline="always", **_JIT)
     def _rms(x, weight, eps, out):
         """out = weight * x / sqrt(mean(x^2) + eps)."""
         s = np.float32(0.0)
@@ -140,11 +165,14 @@ if numba is not None:
             _rows(q, scale, xq, sx, y, block, False)
 
     @njit(parallel=True, **_JIT)
-    def _stack_step(x, pos, cos, signed_sin, keys, values, in_w, qkv_q, qkv_s, qk_w, out_q, out_s, post_w, gu_q,
-                    gu_s, down_q, down_s, norm_w, eps, heads, final_norm, out,
-                    h, qkv, qk, attn, scores, gu, act, hq, attnq, actq):
+    def _stack_step(x, pos, cos, signed_sin, keys, values, in_w, qkv_q, qkv_s, qkv_sum, qk_w, out_q, out_s, out_sum,
+                    post_w, gu_q, gu_s, gu_sum, down_q, down_s, down_sum, norm_w, eps, heads, vnni_on, final_norm, out,
+                    h, qkv, qk, attn, scores, gu, act, hq, attnq, actq, h_lo, h_hi, a_lo, a_hi, c_lo, c_hi, parts,
+                    accs):
         """One position through every layer: x [H] (changed in place: the residual stream) at ``pos`` over keys
-        and values [L, kv, S, d]; with ``final_norm`` the normed output into ``out`` [H]. The rest are scratch."""
+        and values [L, kv, S, d]; with ``final_norm`` the normed output into ``out`` [H]. ``vnni`` False: the
+        products in 16-bit pairs (``_rows``); True: through ``engine.model.vnni`` (``_rows_vnni``), with the
+        weights' ``*_sum``. The rest are scratch."""
         n_layers, kv, _, d = keys.shape
         half, group, q_width = d // 2, heads // kv, heads * d
         inter = gu.shape[0] // 2
@@ -153,8 +181,14 @@ if numba is not None:
             _rms(x, in_w[layer], eps, h)
             sx = _quantize(h, hq)
             wq, ws = qkv_q[layer], qkv_s[layer]  # read from the lists once, not in every task
-            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, hq, sx, qkv, block, False)
+            if vnni_on:
+                wsum = qkv_sum[layer]
+                vnni.split(hq, h_lo, h_hi)
+                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                    _rows_vnni(wq, ws, wsum, h_lo, h_hi, sx, qkv, block, False, parts, accs)
+            else:
+                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                    _rows(wq, ws, hq, sx, qkv, block, False)
             # q and k: each head normed, then rotated; k and v written at pos
             for r in range(heads + kv):
                 row = qkv[r * d : (r + 1) * d]
@@ -198,21 +232,39 @@ if numba is not None:
                     for i in range(d):
                         q[i] += p * vt[i]
             sx = _quantize(attn, attnq)
-            wq, ws = out_q[layer], out_s[layer]
-            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, attnq, sx, x, block, True)
+            wq, ws = out_q[layer], out_s[layer]  # read from the lists once, not in every task
+            if vnni_on:
+                wsum = out_sum[layer]
+                vnni.split(attnq, a_lo, a_hi)
+                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                    _rows_vnni(wq, ws, wsum, a_lo, a_hi, sx, x, block, True, parts, accs)
+            else:
+                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                    _rows(wq, ws, attnq, sx, x, block, True)
             _rms(x, post_w[layer], eps, h)
             sx = _quantize(h, hq)
-            wq, ws = gu_q[layer], gu_s[layer]
-            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, hq, sx, gu, block, False)
+            wq, ws = gu_q[layer], gu_s[layer]  # read from the lists once, not in every task
+            if vnni_on:
+                wsum = gu_sum[layer]
+                vnni.split(hq, h_lo, h_hi)
+                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                    _rows_vnni(wq, ws, wsum, h_lo, h_hi, sx, gu, block, False, parts, accs)
+            else:
+                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                    _rows(wq, ws, hq, sx, gu, block, False)
             for i in range(inter):
                 gate = gu[i]
                 act[i] = gate / (np.float32(1.0) + np.exp(-gate)) * gu[inter + i]
             sx = _quantize(act, actq)
-            wq, ws = down_q[layer], down_s[layer]
-            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, actq, sx, x, block, True)
+            wq, ws = down_q[layer], down_s[layer]  # read from the lists once, not in every task
+            if vnni_on:
+                wsum = down_sum[layer]
+                vnni.split(actq, c_lo, c_hi)
+                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                    _rows_vnni(wq, ws, wsum, c_lo, c_hi, sx, x, block, True, parts, accs)
+            else:
+                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                    _rows(wq, ws, actq, sx, x, block, True)
         if final_norm:
             _rms(x, norm_w, eps, out)
 
@@ -226,22 +278,33 @@ def _listed(weights: list[Int8Weight]) -> tuple[object, np.ndarray]:
     return q, torch.stack([w.scale for w in weights]).float().numpy()
 
 
-class NumbaPosition:
-    """``OnePosition`` as one Numba call a step; ``over(cache)`` binds a cache like ``OnePosition.over``."""
+def _sums(weights: list[Int8Weight], wanted: bool) -> object:
+    """The layers' weight sums for ``engine.model.vnni`` (a Numba list of int32 [N, runs]); empty unless ``wanted``
+    (the 16-bit products read none)."""
+    out = numba.typed.List()
+    for w in weights:
+        out.append(vnni.weight_sums(w.q.numpy(), SEGMENT) if wanted else np.zeros((1, 0), np.int32))
+    return out
 
-    def __init__(self, stack: OnePosition):
+
+class NumbaPosition:
+    """``OnePosition`` as one Numba call a step; ``over(cache)`` binds a cache like ``OnePosition.over``. With
+    ``vnni_sums`` (and products ``vnni.fits`` takes) it keeps the weight sums ``engine.model.vnni`` needs, and
+    ``vnni`` (True from then) says whether the steps bound from now on take those products."""
+
+    def __init__(self, stack: OnePosition, vnni_sums: bool = False):
         self.positions = stack
         layers = stack.layers
         self.eps = float(layers[0][3])
         self.heads = stack.heads
+        weights = [[layer[i] for layer in layers] for i in (1, 4, 6, 7)]  # qkv, out, gate_up, down
+        self.vnni = vnni_sums and all(vnni.fits(w.q.numpy(), SEGMENT) for ws in weights for w in ws)
         self.in_w = np.stack([layer[0].weight.detach().float().numpy() for layer in layers])
-        self.qkv = _listed([layer[1] for layer in layers])
+        self.qkv, self.out, self.gate_up, self.down = ((*_listed(ws), _sums(ws, self.vnni)) for ws in weights)
         self.qk_w = torch.stack([layer[2] for layer in layers]).numpy()  # q's rows carry the attention's 1/sqrt(d)
-        self.out = _listed([layer[4] for layer in layers])
         self.post_w = np.stack([layer[5].weight.detach().float().numpy() for layer in layers])
-        self.gate_up = _listed([layer[6] for layer in layers])
-        self.down = _listed([layer[7] for layer in layers])
         self.norm_w = stack.norm.weight.detach().float().numpy()
+        self.vnni_able = self.vnni
 
     def over(self, cache: KVCache) -> NumbaBoundStep:
         self.positions.tables(cache.max_len)
@@ -265,11 +328,15 @@ class NumbaBoundStep:
         gu = np.empty(stack.gate_up[1].shape[1], np.float32)
         h, attn, act = np.empty(width, np.float32), np.empty(s.heads * d, np.float32), np.empty(gu.shape[0] // 2,
                                                                                                  np.float32)
+        blocks = max(q.shape[0] for q in (stack.qkv[0][0], stack.out[0][0], stack.gate_up[0][0], stack.down[0][0]))
+        blocks = (blocks + ROW_BLOCK - 1) // ROW_BLOCK
         self.scratch = (h, qkv, np.empty(d, np.float32), attn, np.empty((s.heads, cache.max_len), np.float32), gu,
-                        act, *(np.empty(a.shape[0], np.int16) for a in (h, attn, act)))
+                        act, *(np.empty(a.shape[0], np.int16) for a in (h, attn, act)),
+                        *(np.empty(a.shape[0], np.uint8) for a in (h, h, attn, attn, act, act)),
+                        np.empty((blocks, SCRATCH_ROW), np.int32), np.empty((blocks, SCRATCH_ROW), np.float32))
         self.layers = (s.cos.numpy(), s.signed_sin.numpy(), self.keys, self.values, stack.in_w, *stack.qkv,
                        stack.qk_w, *stack.out, stack.post_w, *stack.gate_up, *stack.down, stack.norm_w, stack.eps,
-                       stack.heads)
+                       stack.heads, stack.vnni)
 
     def __call__(self, x: torch.Tensor, pos: int, final_norm: bool = True) -> torch.Tensor | None:
         if not 0 <= pos < self.keys.shape[2]:  # the kernel does not check its indices
@@ -328,11 +395,36 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
     cp = talker.code_predictor
     if (runs_numba(talker.model) and runs_numba(cp.model)
             and all(isinstance(w, Int8Weight) for w in cp.head_weights or [None])):
-        built = NumbaPosition(stacks[0]), NumbaPosition(stacks[1])
+        wanted = options.current().cpu_vnni and vnni.available()
+        built = NumbaPosition(stacks[0], wanted), NumbaPosition(stacks[1], wanted)
         if compile_check(built):
+            for stack in built:
+                stack.vnni = stack.vnni_able and vnni_faster(stack)
+            log.info("CPU products: talker %s, code predictor %s", *("VNNI" if s.vnni else "16-bit" for s in built))
             steps = (*built, [NumbaHead(w) for w in cp.head_weights])
     talker._numba_stacks = (stacks, steps)
     return steps
+
+
+def vnni_faster(stack: NumbaPosition, positions: int = 64, rounds: int = 4) -> bool:
+    """Whether ``stack``'s steps run faster here with the VNNI products than with the 16-bit ones: a step at the
+    middle of a ``positions``-slot cache each way, alternating, ``rounds`` times (the first of each untimed), the
+    medians compared. Which is faster depends on the processor and its caches: the same products, cached or
+    streamed from memory, run up to 1.5x faster on one machine and half as fast on another
+    (docs/benchmarks.md#cpu-vnni); both give the same outputs, bit for bit."""
+    cache = KVCache(stack.in_w.shape[0], 1, stack.positions.kv_heads, positions, stack.positions.head_dim,
+                    torch.float32, "cpu")
+    x = torch.linspace(-1.0, 1.0, stack.in_w.shape[1])[None]
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(rounds):
+        for way in (False, True):
+            stack.vnni = way
+            step = stack.over(cache)
+            start = time.perf_counter()
+            step(x, positions // 2)
+            times[way].append(time.perf_counter() - start)
+    stack.vnni = stack.vnni_able
+    return float(np.median(times[True][1:])) < float(np.median(times[False][1:]))
 
 
 def compile_check(stacks: tuple[NumbaPosition, NumbaPosition]) -> bool:

@@ -1,0 +1,140 @@
+"""The Numba steps' products through AVX512-VNNI (engine.model.vnni): the same integer sums as the 16-bit products,
+so the same outputs bit for bit. Where the processor lacks VNNI, ``vnni.dot4`` compiles to plain loops with the
+same sums, so these tests check the arithmetic on any machine; ``test_the_instruction_*`` needs the instruction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import engine.model.one_position_numba as jit
+from engine import Engine
+from engine.model import vnni
+from engine.model.one_position import one_position_stacks
+
+pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installed")
+
+if jit.numba is not None:
+    from numba import njit
+
+    @njit
+    def _dot4(q, row0, start, stop, lo, hi, out):
+        vnni.dot4(q, row0, start, stop, lo, hi, out)
+
+    _plain4 = njit(vnni._plain(4))
+
+
+def exact_sums(q, row0, start, stop, lo, hi):
+    w = q[row0:row0 + 4, start:stop].astype(np.int64)
+    return np.stack([w @ lo[start:stop].astype(np.int64), w @ hi[start:stop].astype(np.int64)], 1).reshape(-1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(runs=st.integers(1, 40), start_run=st.integers(0, 3), rows=st.integers(1, 3), seed=st.integers(0, 2**16),
+       extreme=st.booleans())
+def test_four_rows_sums_are_the_exact_integer_sums(runs, start_run, rows, seed, extreme):
+    rng = np.random.default_rng(seed)
+    k = (start_run + runs) * vnni.BYTES
+    if extreme:  # every product at its largest magnitude: the lanes' sums at their bound
+        q = np.where(rng.random((4 * rows, k)) < 0.5, -127, 127).astype(np.int8)
+        lo, hi = np.full(k, 255, np.uint8), np.full(k, 191, np.uint8)
+    else:
+        q = rng.integers(-127, 128, (4 * rows, k), dtype=np.int8)
+        lo, hi = rng.integers(0, 256, k).astype(np.uint8), rng.integers(64, 192, k).astype(np.uint8)
+    row0, start = 4 * rng.integers(0, rows), start_run * vnni.BYTES
+    for dot in (_dot4, _plain4):
+        out = np.full(8, -7, np.int32)
+        dot(q, row0, start, k, lo, hi, out)
+        assert out.tolist() == exact_sums(q, row0, start, k, lo, hi).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), k_runs=st.integers(1, 3 * jit.SEGMENT // vnni.BYTES),
+       scale_exponent=st.integers(-30, 30))
+def test_split_and_joined_give_the_16_bit_sums(seed, k_runs, scale_exponent):
+    """x . w from the activations' two bytes and the weight sums, for activations anywhere in their range."""
+    rng = np.random.default_rng(seed)
+    k = k_runs * vnni.BYTES
+    x = (rng.standard_normal(k) * 2.0**scale_exponent).astype(np.float32)
+    x[rng.integers(0, k)] = -np.abs(x).max() * 2  # the largest magnitude negative: -ACTIVATION_MAX
+    q = rng.integers(-127, 128, (8, k), dtype=np.int8)
+    scale = rng.uniform(1e-3, 1.0, 8).astype(np.float32)
+    want, got = np.empty(8, np.float32), np.empty(8, np.float32)
+    xq, lo, hi = np.empty(k, np.int16), np.empty(k, np.uint8), np.empty(k, np.uint8)
+    sx = jit._quantize(x, xq)
+    _rows16(q, scale, xq, sx, want)
+    vnni.split(xq, lo, hi)
+    assert np.array_equal(lo.astype(np.int32) + 256 * (hi.astype(np.int32) - 128), xq.astype(np.int32))
+    sums = vnni.weight_sums(q, jit.SEGMENT)
+    parts, accs = np.empty((1, jit.SCRATCH_ROW), np.int32), np.empty((1, jit.SCRATCH_ROW), np.float32)
+    _rows_vnni(q, scale, sums, lo, hi, sx, got, parts, accs)
+    assert np.array_equal(got, want)
+
+
+if jit.numba is not None:
+    @njit(fastmath=jit._FAST)  # the engine's flags: inlined code takes its caller's
+    def _rows_vnni(q, scale, sums, lo, hi, sx, y, parts, accs):
+        jit._rows_vnni(q, scale, sums, lo, hi, sx, y, 0, False, parts, accs)
+
+    @njit(fastmath=jit._FAST)
+    def _rows16(q, scale, xq, sx, y):
+        jit._rows(q, scale, xq, sx, y, 0, False)
+
+
+def test_fits_takes_rows_in_fours_and_runs_in_whole_instructions():
+    assert vnni.fits(np.zeros((4096, 1024), np.int8), jit.SEGMENT)
+    assert vnni.fits(np.zeros((8, 64), np.int8), jit.SEGMENT)
+    assert not vnni.fits(np.zeros((6, 64), np.int8), jit.SEGMENT)
+    assert not vnni.fits(np.zeros((8, 48), np.int8), jit.SEGMENT)
+    assert not vnni.fits(np.zeros((8, 64), np.int8), 1000)
+    sums = vnni.weight_sums(np.array([[1, -2, 3], [127, 127, -127]], np.int8), 2)
+    assert sums.tolist() == [[-1, 3], [254, -127]] and sums.dtype == np.int32
+
+
+@pytest.fixture(scope="module")
+def fast(tiny_model_dir):
+    return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
+
+
+def test_a_talker_step_is_the_16_bit_step_bit_for_bit(fast):
+    """The tiny talker's products all fit (the tiny predictor's 48-wide ones do not: they keep the 16-bit form)."""
+    talker = fast.model.talker
+    stacks = one_position_stacks(talker)
+    made = jit.NumbaPosition(stacks[0], vnni_sums=True)
+    assert made.vnni and made.vnni_able
+    assert not jit.NumbaPosition(stacks[1], vnni_sums=True).vnni_able
+    width, positions = made.in_w.shape[1], 12
+    x = torch.randn(positions, width, generator=torch.Generator().manual_seed(5)) * 3
+    caches = {way: talker.model.new_cache(1, 16, torch.float32, "cpu") for way in (False, True)}
+    steps = {}
+    for way in (False, True):
+        made.vnni = way
+        steps[way] = made.over(caches[way])
+    with torch.inference_mode():
+        for pos in range(positions):
+            outs = {way: steps[way](x[pos:pos + 1], pos) for way in (False, True)}
+            assert torch.equal(outs[True], outs[False]), pos
+    assert torch.equal(caches[True].k, caches[False].k) and torch.equal(caches[True].v, caches[False].v)
+
+
+def test_the_faster_way_is_measured_and_the_choice_left_as_it_was(fast):
+    made = jit.NumbaPosition(one_position_stacks(fast.model.talker)[0], vnni_sums=True)
+    assert isinstance(jit.vnni_faster(made), bool)
+    assert made.vnni is True  # vnni_faster tries both ways, then restores the stack's own
+
+
+def test_without_the_option_no_stack_takes_the_vnni_products(tiny_model_dir, engine_options):
+    engine_options(cpu_vnni=False)
+    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
+    talker = eng.model.talker
+    made = jit.numba_stacks(talker, one_position_stacks(talker))
+    assert made is not None and not made[0].vnni and not made[1].vnni and not made[0].vnni_able
+
+
+@pytest.mark.skipif(jit.numba is None or not vnni.available(), reason="the processor lacks AVX512-VNNI")
+def test_the_instruction_is_in_the_compiled_code():
+    assembly = "\n".join(_dot4.inspect_asm().values())
+    assert "vpdpbusd" in assembly
