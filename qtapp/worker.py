@@ -85,6 +85,8 @@ def describe_engine(engine: Engine) -> str:
                 "int8 weights" if getattr(engine, "cpu_int8", False) else "exact float32")
         if getattr(engine, "cpu_numba_steps", False) is True:
             path += ", compiled steps"
+            if any(getattr(engine, "cpu_vnni_products", ())):
+                path += ", VNNI products"
         counts = getattr(engine, "cpu_thread_counts", None) or (torch.get_num_threads(),)
         threads = (" or ".join(map(str, counts)) + " threads as measured" if len(counts) > 1 else
                    f"{counts[0]} thread{'' if counts[0] == 1 else 's'}")

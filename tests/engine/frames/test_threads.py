@@ -106,5 +106,8 @@ def test_the_fast_cpu_path_is_governed_and_the_exact_path_and_a_chosen_count_are
     from qtapp.worker import describe_engine
 
     steps = ", compiled steps" if fast.cpu_numba_steps else ""  # the Numba steps, where Numba runs
+    steps += ", VNNI products" if any(fast.cpu_vnni_products) else ""  # where they measured faster at load
     assert describe_engine(fast).endswith(f"(int8 weights{steps}, 1 or 2 threads as measured)")
+    steps = ", compiled steps" if chosen.cpu_numba_steps else ""
+    steps += ", VNNI products" if any(chosen.cpu_vnni_products) else ""
     assert describe_engine(chosen).endswith(f"(int8 weights{steps}, 1 thread)")
