@@ -68,9 +68,11 @@ class GraphStreamer:
     @torch.inference_mode()
     def segment(self, prompt: Prompt, sampling: Sampling, seed: int, max_frames: int,
                 chunk_size: Callable[[], int], cancel: threading.Event | None, decode: bool = True,
-                guard: FrameGuard | None = None, live: LiveTrack | None = None) -> CodedAudio:
+                guard: FrameGuard | None = None, live: LiveTrack | None = None,
+                first_at_once: bool = True) -> CodedAudio:
         """``EagerStreamer.segment``; with ``live``, the trailing text is written into the state as it arrives, and a
-        chunk ends early where its next step would wait for text."""
+        chunk ends early where its next step would wait for text. Every chunk decodes at once here (on the GPU, in
+        its graph), so ``first_at_once`` changes nothing."""
         s = self.state
         room = s.max_seq - prompt.length
         max_frames = min(max_frames, room)
