@@ -142,9 +142,9 @@ def test_a_whole_synthesis_decodes_its_first_chunk_apart_too(tiny_model_dir, eng
     for threads in (0, 1):
         eng = engine_with(tiny_model_dir, engine_options, threads)
         submitted = []
-        if eng._single_streamer().apart is not None:
-            real = eng._single_streamer().apart.submit
-            eng._single_streamer().apart.submit = lambda fn, *args, real=real: submitted.append(1) or real(fn, *args)
+        apart = eng._single_streamer().apart
+        if apart is not None:
+            apart.submit = lambda fn, *args, real=apart.submit, seen=submitted: seen.append(1) or real(fn, *args)
         audio[threads] = eng.synthesize(TEXT, VOICE, Sampling(seed=3, min_frames=40), max_frames=40)
         assert len(submitted) == threads  # the 25-frame chunk apart, the 15-frame last one at once
     assert np.array_equal(audio[0].codes, audio[1].codes) and audio[1].codes.shape[0] == 40
