@@ -148,6 +148,19 @@ if numba is not None:
                     y[n + r] = acc[r] * (scale[n + r] * sx)
 
     @njit(inline="always", **_JIT)
+    def _product_into(wq, ws, wsum, xq, lo, hi, sx, y, add, vnni_on, parts, accs):
+        """y (+)= the product of int8 weights ``wq`` (row scales ``ws``) with activations ``xq`` (scale ``sx``),
+        split over the cores in blocks of rows: through ``engine.model.vnni`` (``lo``, ``hi`` filled here;
+        ``wsum`` its weight sums) where ``vnni_on``, else in 16-bit pairs."""
+        if vnni_on:  # the arguments are read once, here, not in every task: so are the lists' entries given
+            vnni.split(xq, lo, hi)
+            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                _rows_vnni(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs)
+        else:
+            for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+                _rows(wq, ws, xq, sx, y, block, add)
+
+    @njit(inline="always", **_JIT)
     def _rms(x, weight, eps, out):
         """out = weight * x / sqrt(mean(x^2) + eps)."""
         s = np.float32(0.0)
@@ -170,9 +183,8 @@ if numba is not None:
                     h, qkv, qk, attn, scores, gu, act, hq, attnq, actq, h_lo, h_hi, a_lo, a_hi, c_lo, c_hi, parts,
                     accs):
         """One position through every layer: x [H] (changed in place: the residual stream) at ``pos`` over keys
-        and values [L, kv, S, d]; with ``final_norm`` the normed output into ``out`` [H]. ``vnni`` False: the
-        products in 16-bit pairs (``_rows``); True: through ``engine.model.vnni`` (``_rows_vnni``), with the
-        weights' ``*_sum``. The rest are scratch."""
+        and values [L, kv, S, d]; with ``final_norm`` the normed output into ``out`` [H]. ``vnni_on``: the products
+        through ``engine.model.vnni``, with the weights' ``*_sum`` (``_product_into``). The rest are scratch."""
         n_layers, kv, _, d = keys.shape
         half, group, q_width = d // 2, heads // kv, heads * d
         inter = gu.shape[0] // 2
@@ -180,15 +192,8 @@ if numba is not None:
         for layer in range(n_layers):
             _rms(x, in_w[layer], eps, h)
             sx = _quantize(h, hq)
-            wq, ws = qkv_q[layer], qkv_s[layer]  # read from the lists once, not in every task
-            if vnni_on:
-                wsum = qkv_sum[layer]
-                vnni.split(hq, h_lo, h_hi)
-                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                    _rows_vnni(wq, ws, wsum, h_lo, h_hi, sx, qkv, block, False, parts, accs)
-            else:
-                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                    _rows(wq, ws, hq, sx, qkv, block, False)
+            _product_into(qkv_q[layer], qkv_s[layer], qkv_sum[layer], hq, h_lo, h_hi, sx, qkv, False, vnni_on,
+                          parts, accs)
             # q and k: each head normed, then rotated; k and v written at pos
             for r in range(heads + kv):
                 row = qkv[r * d : (r + 1) * d]
@@ -232,39 +237,18 @@ if numba is not None:
                     for i in range(d):
                         q[i] += p * vt[i]
             sx = _quantize(attn, attnq)
-            wq, ws = out_q[layer], out_s[layer]  # read from the lists once, not in every task
-            if vnni_on:
-                wsum = out_sum[layer]
-                vnni.split(attnq, a_lo, a_hi)
-                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                    _rows_vnni(wq, ws, wsum, a_lo, a_hi, sx, x, block, True, parts, accs)
-            else:
-                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                    _rows(wq, ws, attnq, sx, x, block, True)
+            _product_into(out_q[layer], out_s[layer], out_sum[layer], attnq, a_lo, a_hi, sx, x, True, vnni_on,
+                          parts, accs)
             _rms(x, post_w[layer], eps, h)
             sx = _quantize(h, hq)
-            wq, ws = gu_q[layer], gu_s[layer]  # read from the lists once, not in every task
-            if vnni_on:
-                wsum = gu_sum[layer]
-                vnni.split(hq, h_lo, h_hi)
-                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                    _rows_vnni(wq, ws, wsum, h_lo, h_hi, sx, gu, block, False, parts, accs)
-            else:
-                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                    _rows(wq, ws, hq, sx, gu, block, False)
+            _product_into(gu_q[layer], gu_s[layer], gu_sum[layer], hq, h_lo, h_hi, sx, gu, False, vnni_on,
+                          parts, accs)
             for i in range(inter):
                 gate = gu[i]
                 act[i] = gate / (np.float32(1.0) + np.exp(-gate)) * gu[inter + i]
             sx = _quantize(act, actq)
-            wq, ws = down_q[layer], down_s[layer]  # read from the lists once, not in every task
-            if vnni_on:
-                wsum = down_sum[layer]
-                vnni.split(actq, c_lo, c_hi)
-                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                    _rows_vnni(wq, ws, wsum, c_lo, c_hi, sx, x, block, True, parts, accs)
-            else:
-                for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                    _rows(wq, ws, actq, sx, x, block, True)
+            _product_into(down_q[layer], down_s[layer], down_sum[layer], actq, c_lo, c_hi, sx, x, True, vnni_on,
+                          parts, accs)
         if final_norm:
             _rms(x, norm_w, eps, out)
 
