@@ -27,6 +27,8 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[8, 4, 2])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--model", help="a checkpoint whose steps to time too")
+    ap.add_argument("--sets", nargs="+", default=["l2", "layer", "predictor", "talker"],
+                    choices=["l2", "layer", "predictor", "talker"], help="which sets of products to time")
     args = ap.parse_args(argv)
     import numba
     from numba import njit, prange
@@ -72,8 +74,8 @@ def main(argv=None) -> None:
             out.append((q, rng.random(s[0], dtype=np.float32), vnni.weight_sums(q, jit.SEGMENT)))
         return out
 
-    sets = {"l2": weights([(1024, 1024)]), "layer": weights(layer), "predictor": weights(layer * 5),
-            "talker": weights(layer * 28)}
+    shapes = {"l2": [(1024, 1024)], "layer": layer, "predictor": layer * 5, "talker": layer * 28}
+    sets = {name: weights(shapes[name]) for name in args.sets}
     xs = {k: rng.standard_normal(k).astype(np.float32) for k in (1024, 2048, 3072)}
     xq = {k: np.empty(k, np.int16) for k in xs}
     lo = {k: np.empty(k, np.uint8) for k in xs}
@@ -92,7 +94,7 @@ def main(argv=None) -> None:
         return run
 
     runs = {"int16": engine_way, **{name: vnni_way(fn) for name, fn in ways.items()}}
-    for q, s, w in sets["layer"]:  # the same outputs, bit for bit
+    for q, s, w in weights(layer):  # the same outputs, bit for bit
         k, n = q.shape[1], q.shape[0]
         want = np.empty(n, np.float32)
         jit._product(q, s, xs[k], xq[k], want)
@@ -132,29 +134,30 @@ def steps(model: str, thread_counts, rounds: int) -> dict:
     from engine.model.layers import KVCache
     from engine.model.one_position import one_position_stacks
 
-    eng = Engine.from_pretrained(model, device="cpu", dtype=torch.float32)
+    eng = Engine.from_pretrained(model, device="cpu", dtype=torch.float32, cpu_int8=True)
     talker = eng.model.talker
     stacks = one_position_stacks(talker)
     bound = {}
     for name, stack, length, pos in (("talker", stacks[0], 256, 150), ("predictor", stacks[1], 17, 8)):
         made = jit.NumbaPosition(stack, vnni_sums=True)
-        for way in (False, True):
+        for way in (False, True) if made.vnni_able else (False,):  # a stack vnni.fits does not take: 16-bit only
             made.vnni = way
             cache = KVCache(made.in_w.shape[0], 1, stack.kv_heads, length, stack.head_dim, torch.float32, "cpu")
             bound[name, way] = (made.over(cache), pos)
-    x = torch.randn(1, bound["talker", False][0].x.shape[0], generator=torch.Generator().manual_seed(0))
-    outs = {key: step(x, pos) for key, (step, pos) in bound.items()}
+    xs = {name: torch.randn(1, step.x.shape[0], generator=torch.Generator().manual_seed(0))
+          for (name, _), (step, _) in bound.items()}
+    outs = {(name, way): step(xs[name], pos) for (name, way), (step, pos) in bound.items()}
     same = all(torch.equal(outs[name, way], outs[name, False]) for name, way in outs)
-    report = {"steps_same_outputs": same}
+    report = {"steps_same_outputs": same, "steps_vnni": sorted(name for name, way in outs if way)}
     for threads in (t for t in thread_counts if t <= numba.config.NUMBA_NUM_THREADS):
         torch.set_num_threads(threads)
         for _ in range(rounds):
             for (name, way), (step, pos) in bound.items():
                 repeats = 10 if name == "talker" else 60
-                step(x, pos)
+                step(xs[name], pos)
                 start = time.perf_counter()
                 for _ in range(repeats):
-                    step(x, pos)
+                    step(xs[name], pos)
                 ms = (time.perf_counter() - start) / repeats * 1e3
                 report.setdefault(f"{threads}t_{name}_step_{'vnni' if way else 'int16'}", []).append(round(ms, 3))
     return report

@@ -10,7 +10,9 @@ summed in int32 (the processor's multiply-add of 16-bit pairs: twice the weights
 form), split over the cores in blocks of rows (docs/benchmarks.md#cpu-numba). The arithmetic is ``one_position``'s
 in float32 except for the activations' rounding (at most 1/32766 of the largest, where PyTorch's kernel rounds each
 to bfloat16, up to 1/256 of itself) and the order of the sums; tests/engine/model/test_one_position_numba.py holds
-the two together.
+the two together. Where the processor has AVX512-VNNI the same integer sums can come from its 8-bit dot products
+(``engine.model.vnni``): each stack measures both ways at load and keeps the faster (``vnni_faster``), with the
+same outputs either way.
 
 Numba compiles these functions once per machine (seconds) and keeps them in its cache; where Numba is missing or a
 compile fails, ``numba_stacks`` returns None and the PyTorch steps run. Calls are serialised by a lock: one
@@ -320,7 +322,7 @@ class NumbaBoundStep:
                         np.empty((blocks, SCRATCH_ROW), np.int32), np.empty((blocks, SCRATCH_ROW), np.float32))
         self.layers = (s.cos.numpy(), s.signed_sin.numpy(), self.keys, self.values, stack.in_w, *stack.qkv,
                        stack.qk_w, *stack.out, stack.post_w, *stack.gate_up, *stack.down, stack.norm_w, stack.eps,
-                       stack.heads, stack.vnni)
+                       stack.heads, stack.vnni and stack.vnni_able)
 
     def __call__(self, x: torch.Tensor, pos: int, final_norm: bool = True) -> torch.Tensor | None:
         if not 0 <= pos < self.keys.shape[2]:  # the kernel does not check its indices

@@ -138,3 +138,16 @@ def test_without_the_option_no_stack_takes_the_vnni_products(tiny_model_dir, eng
 def test_the_instruction_is_in_the_compiled_code():
     assembly = "\n".join(_dot4.inspect_asm().values())
     assert "vpdpbusd" in assembly
+
+
+def test_a_stack_whose_products_do_not_fit_keeps_the_16_bit_form(fast):
+    """The tiny predictor's 48-wide products: asking it for VNNI changes nothing (its steps would misread them)."""
+    stack = one_position_stacks(fast.model.talker)[1]
+    made = jit.NumbaPosition(stack, vnni_sums=True)
+    x = torch.randn(1, made.in_w.shape[1], generator=torch.Generator().manual_seed(6))
+    outs = []
+    for way in (False, True):
+        made.vnni = way
+        cache = fast.model.talker.code_predictor.model.new_cache(1, 4, torch.float32, "cpu")
+        outs.append(made.over(cache)(x, 1))
+    assert torch.equal(outs[0], outs[1])
