@@ -243,11 +243,6 @@ class EagerStreamer:
         finally:
             DecodeApart.wait(future for future, _ in pending)  # the decoder state is free again
 
-    def close(self) -> None:
-        """End the decoder's thread, if it has one."""
-        if self.apart is not None:
-            self.apart.close()
-
     def _decode(self, frames: list[torch.Tensor], decode: bool) -> tuple[np.ndarray, np.ndarray | None]:
         if not frames:
             return np.zeros((0, 16), np.int64), np.zeros(0, np.float32) if decode else None
