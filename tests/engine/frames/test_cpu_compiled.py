@@ -34,11 +34,6 @@ def pytorch_steps(engine_options):
     engine_options(cpu_numba=False)
 
 
-@pytest.fixture(scope="module")
-def fast(tiny_model_dir):
-    return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
-
-
 def test_the_compiled_talker_step_is_the_eager_one(fast):
     talker = fast.model.talker
     stacks = one_position_stacks(talker)

@@ -22,12 +22,6 @@ pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installe
 
 
 @pytest.fixture(scope="module")
-def fast(tiny_model_dir):
-    """The tiny model on the int8 Numba path: its predictor (48 wide) is narrower than the talker (64)."""
-    return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
-
-
-@pytest.fixture(scope="module")
 def as_wide(tmp_path_factory):
     """A tiny model whose predictor is as wide as its talker (as the 0.6B's): no projection between them."""
     from engine.synthetic import checkpoint

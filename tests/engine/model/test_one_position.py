@@ -22,11 +22,6 @@ def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
     return float((got.double() - expected.double()).norm() / expected.double().norm())
 
 
-@pytest.fixture(scope="module")
-def fast(tiny_model_dir):
-    return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
-
-
 @pytest.mark.parametrize("which", ["talker", "predictor"])
 def test_a_step_is_the_stacks_forward_at_its_position(fast, which):
     talker = fast.model.talker

@@ -34,11 +34,6 @@ def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
 
 
 @pytest.fixture(scope="module")
-def fast(tiny_model_dir):
-    return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
-
-
-@pytest.fixture(scope="module")
 def steps(fast):
     talker = fast.model.talker
     made = jit.numba_stacks(talker, one_position_stacks(talker))

@@ -94,11 +94,6 @@ def test_fits_takes_rows_in_fours_and_runs_in_whole_instructions():
     assert sums.tolist() == [[-1, 3], [254, -127]] and sums.dtype == np.int32
 
 
-@pytest.fixture(scope="module")
-def fast(tiny_model_dir):
-    return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
-
-
 def test_a_talker_step_is_the_16_bit_step_bit_for_bit(fast):
     """The tiny talker's products all fit (the tiny predictor's 48-wide ones do not: they keep the 16-bit form)."""
     talker = fast.model.talker
