@@ -66,6 +66,10 @@ def test_bad_changes_are_refused(engine_options, changes):
     ({"ORATOR_CPU_INT8": "yes"}, {"cpu_int8": True}),
     ({"ORATOR_THREADS": "4"}, {"threads": 4}),
     ({"ORATOR_THREADS": " 12 "}, {"threads": 12}),
+    ({"ORATOR_CPU_VNNI": "off"}, {"cpu_vnni": False}),
+    ({}, {"cpu_vnni": True, "decoder_threads": None}),
+    ({"ORATOR_DECODER_THREADS": "0"}, {"decoder_threads": 0}),
+    ({"ORATOR_DECODER_THREADS": " 2 "}, {"decoder_threads": 2}),
 ])
 def test_cpu_options_from_the_environment(environ, expected):
     got = Options.from_environment(environ)
@@ -78,10 +82,24 @@ def test_a_bad_thread_count_is_a_clear_error(threads):
         Options.from_environment({"ORATOR_THREADS": threads})
 
 
+@pytest.mark.parametrize("threads", ["abc", "-1", "1.5", "99999", "4 4"])
+def test_a_bad_decoder_thread_count_is_a_clear_error(threads):
+    with pytest.raises(ValueError, match="ORATOR_DECODER_THREADS|decoder_threads"):
+        Options.from_environment({"ORATOR_DECODER_THREADS": threads})
+
+
 @pytest.mark.parametrize("threads", [0, -3, True, 2.0, "8", 10**9])
 def test_bad_threads_in_code_are_refused(threads, engine_options):
     with pytest.raises((TypeError, ValueError)):
         options.configure(threads=threads)
+
+
+@pytest.mark.parametrize("threads", [-1, True, 2.0, "1", 10**9])
+def test_bad_decoder_threads_in_code_are_refused(threads, engine_options):
+    before = options.current()
+    with pytest.raises((TypeError, ValueError)):
+        options.configure(decoder_threads=threads)
+    assert options.current() == before
 
 
 def test_threads_default_to_the_usable_cores_less_one(monkeypatch):
