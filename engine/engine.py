@@ -45,7 +45,14 @@ from engine.model.one_position import one_position_stacks
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice, prompt_positions
 from engine.pronunciation import Lexicon, pronounce
-from engine.runtime import check_device, check_torch, default_dtype, fast_cpu_decoder_dtype, use_cpu_threads
+from engine.runtime import (
+    check_device,
+    check_torch,
+    default_dtype,
+    fast_cpu_decoder_dtype,
+    release_free_memory,
+    use_cpu_threads,
+)
 from engine.sampling import Sampling
 from engine.text import Segment, segments_of
 from engine.tokenizer import TextTokenizer
@@ -142,6 +149,8 @@ class Engine:
         from engine.codec.decoder import SpeechDecoder
 
         decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
+        if device.type == "cpu":
+            release_free_memory()
         use_graphs = graphs_enabled(device) if graphs is None else graphs
         return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
                    int8, not use_graphs and not int4 and cpu_compile_enabled(device), int4)

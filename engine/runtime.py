@@ -5,6 +5,7 @@ once a model is ready (``settle_heap``)."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import gc
 import os
@@ -158,3 +159,16 @@ def settle_heap() -> None:
     gc.freeze()
     young, *older = gc.get_threshold()
     gc.set_threshold(max(YOUNG_COLLECTION_EVERY, young), *older)
+
+
+def release_free_memory() -> bool:
+    """Give the system back the heap memory this process has freed but the C allocator still holds (glibc's
+    ``malloc_trim``): loading a model frees hundreds of MB of checkpoint reads and conversions in pieces the
+    allocator keeps for reuse, resident until then (docs/benchmarks.md#cpu-memory). False where the C library has
+    no such call (not glibc)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim(0)
+    return True

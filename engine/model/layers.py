@@ -9,6 +9,9 @@ Triton block (``attention_block``: the kernels of engine/kernels/short_attention
 
 from __future__ import annotations
 
+import math
+import mmap
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -54,18 +57,32 @@ class RotaryEmbedding(nn.Module):
         return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
 
 
+def zeros_untouched(shape: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
+    """``torch.zeros``, except that on the CPU the memory is an anonymous map, whose pages the system zeroes and
+    makes resident one at a time as they are first written: ``torch.zeros`` writes every byte, and NumPy's zeros
+    ask for 2 MB pages, so either would make a whole cache resident at once."""
+    if torch.device(device).type != "cpu":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    size = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+    if not size:
+        return torch.zeros(shape, dtype=dtype)
+    return torch.frombuffer(mmap.mmap(-1, size), dtype=torch.uint8).view(dtype).view(shape)
+
+
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
 
 
 class KVCache:
-    """One preallocated key/value tensor pair for all layers: [L, B, kv_heads, max_len, head_dim]."""
+    """One preallocated key/value tensor pair for all layers: [L, B, kv_heads, max_len, head_dim]. On the CPU its
+    pages become resident only as positions are written (``zeros_untouched``): a segment's cache is sized for its
+    whole frame budget, up to hundreds of MB, of which a reading fills a small part."""
 
     def __init__(self, layers, batch, kv_heads, max_len, head_dim, dtype, device):
         shape = (layers, batch, kv_heads, max_len, head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.k = zeros_untouched(shape, dtype, device)
+        self.v = zeros_untouched(shape, dtype, device)
 
     @property
     def max_len(self) -> int:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.model.layers import decode_attention, prefill_attention, short_attention
+from engine.model.layers import KVCache, decode_attention, prefill_attention, short_attention, zeros_untouched
 
 
 @pytest.mark.parametrize(("attend", "slots", "positions", "dim"), [
@@ -39,3 +41,32 @@ def test_prefill_attention_equals_sdpa_with_gqa_and_mask(kv):
     mask = (causal & filled)[:, None]  # [B, 1, T, S]
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
     torch.testing.assert_close(prefill_attention(q, k, v, mask), expected, rtol=1e-12, atol=1e-12)
+
+
+def _resident_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads resident memory from Linux's /proc")
+def test_a_cpu_cache_becomes_resident_only_where_written():
+    """A segment's cache is sized for its whole frame budget: on the CPU only the pages of the positions written
+    become resident (256 MiB asked, a few positions written), and it reads as zeros everywhere else."""
+    before = _resident_mb()
+    cache = KVCache(28, 1, 8, 2048, 128, torch.float32, "cpu")  # 2 x 224 MiB
+    assert cache.k.shape == (28, 1, 8, 2048, 128) and cache.k.dtype == torch.float32 and cache.k.is_contiguous()
+    cache.k[:, :, :, :16] = 1.0
+    cache.v[:, :, :, :16] = 2.0
+    grown = _resident_mb() - before
+    assert grown < 40, f"{grown:.0f} MiB resident for 16 positions of a 448 MiB cache"
+    assert cache.k[0, 0, 0, 16:].abs().max() == 0 and cache.v[27, 0, 7, 2047].abs().max() == 0
+    assert cache.k[5, 0, 3, :16].eq(1.0).all() and cache.v[5, 0, 3, :16].eq(2.0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(2, 1, 2, 5, 4), (3, 2, 1, 0, 8), (1, 1, 1, 1, 1)], ids=["small", "empty", "one"])
+def test_zeros_untouched_are_zeros_of_the_shape_and_dtype(shape, dtype):
+    z = zeros_untouched(shape, dtype, "cpu")
+    assert z.shape == shape and z.dtype == dtype and z.is_contiguous() and not z.any()
+    z += 1  # writable, and its own memory
+    assert zeros_untouched(shape, dtype, "cpu").sum() == 0
