@@ -3,9 +3,10 @@
 On a CPU a frame is bound by reading weights: one talker step and fifteen code-predictor steps read every
 projection of 33 decoder layers' worth of weights, and a head, one row of activations each. Stored as int8 with
 one float scale per output row, those weights are a quarter of their float32 bytes, and PyTorch's own CPU kernel
-(``torch.ops.aten._weight_int8pack_mm``, bfloat16 activations, float32 accumulation) multiplies by them
-directly. The embedding tables stay in the checkpoint's bfloat16 (rows widened as read); everything else (norms,
-attention, the talker's head, sampling) is float32, and the codec decoder is ``engine.runtime``'s choice.
+(``torch.ops.aten._weight_int8pack_mm``, bfloat16 activations, float32 accumulation) multiplies one row by them
+directly; a prompt's many rows go through int8 matrix products of their 15-bit integer activations
+(``integer_rows``). The embedding tables stay in the checkpoint's bfloat16 (rows widened as read); everything else
+(norms, attention, the talker's head, sampling) is float32, and the codec decoder is ``engine.runtime``'s choice.
 
 Rounding each weight to the nearest of 255 levels of its row's range perturbs a projection's output by well
 under 1% (relative RMS); tests/engine/model/test_int8.py bounds the error a frame accumulates. The exact
@@ -14,6 +15,7 @@ float32 path stays one switch away (``Engine.from_pretrained(cpu_int8=False)``, 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -23,15 +25,20 @@ from torch import nn
 from engine.runtime import cpu_bf16_units
 
 LEVELS = 127  # symmetric int8: -127..127, so that the scale maps the row's largest magnitude exactly
-# From this many rows (a prompt's prefill) a product is a bfloat16 matrix product on the int8 values widened, where
-# the CPU multiplies bfloat16 natively: the int8 kernel's time grows with every row, a matrix product's far less
-# (docs/benchmarks.md#cpu-prefill).
-GEMM_ROWS = 32
+# A product's activations, where the integer forms take them, as integers within +-ACTIVATION_MAX of one scale a row
+# (15 bits: the form the processors' 16-bit multiply-adds and the 8-bit dot products of its two bytes take), or
+# zeros where the row's largest magnitude is under TINY (its scale would underflow).
+ACTIVATION_MAX = 16383
+TINY = 1e-30
+# From this many rows (a prompt's prefill) a product is a matrix product (``prefill_form``), whose time grows far
+# less with the rows than the one-row kernel's (docs/benchmarks.md#cpu-prefill).
+GEMM_ROWS = 16
 
 
 class Int8Weight:
     """A projection's weight [N, K] as int8 rows and a scale per row; ``matmul(x)`` is ``F.linear(x, weight)``
-    for x [..., K] of any float dtype (the product runs on bfloat16 activations, the result has x's dtype)."""
+    for x [..., K] of any float dtype (up to ``GEMM_ROWS`` rows on bfloat16 activations, more in ``prefill_form``'s
+    form; the result has x's dtype)."""
 
     __slots__ = ("q", "scale", "shape")
 
@@ -66,11 +73,14 @@ class Int8Weight:
         return w
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [M, K]
-        if flat.shape[0] >= GEMM_ROWS and cpu_bf16_units():
-            y = F.linear(flat, self.q.to(torch.bfloat16)) * self.scale  # int8 values are exact in bfloat16
+        flat = x.reshape(-1, x.shape[-1])  # [M, K]
+        form = prefill_form() if flat.shape[0] >= GEMM_ROWS else "kernel"
+        if form == "integer":
+            y = integer_rows(flat.float(), self.q, self.scale)
+        elif form == "bf16":
+            y = F.linear(flat.to(torch.bfloat16), self.q.to(torch.bfloat16)) * self.scale  # int8 is exact in bf16
         else:
-            y = torch.ops.aten._weight_int8pack_mm(flat, self.q, self.scale)  # [M, N] bfloat16
+            y = torch.ops.aten._weight_int8pack_mm(flat.to(torch.bfloat16), self.q, self.scale)  # [M, N] bfloat16
         return y.view(*x.shape[:-1], self.shape[0]).to(x.dtype)
 
     def row(self, x: torch.Tensor) -> torch.Tensor:
@@ -81,6 +91,52 @@ class Int8Weight:
     def dequantized(self) -> torch.Tensor:
         """The float32 weight these int8 values stand for [N, K] (tests compare against it)."""
         return self.q.float() * self.scale.float()[:, None]
+
+
+PREFILL_FORMS = ("integer", "bf16", "kernel")
+
+
+@functools.cache
+def prefill_form() -> str:
+    """How a product of ``GEMM_ROWS`` rows or more runs here: ``integer`` (``integer_rows``) wherever PyTorch has
+    the int8 matrix product, else ``bf16`` (a bfloat16 matrix product of the int8 values widened, where the processor
+    multiplies bfloat16) or ``kernel`` (the one-row kernel's, row after row). Integers everywhere, though bfloat16
+    ran a long prompt of the 0.6B faster on a Xeon with AMX (85 against 107 ms at 8 cores) and on Zen 4: one rule
+    gives one machine the same audio from run to run whatever its load, the integers are the exact product of the
+    Numba steps' rounding, and they ran short prompts and the 1.7B's faster (170 against 269 ms)
+    (docs/benchmarks.md#cpu-prefill)."""
+    if int_products():
+        return "integer"
+    return "bf16" if cpu_bf16_units() else "kernel"
+
+
+@functools.cache
+def int_products() -> bool:
+    """Whether this PyTorch multiplies int8 matrices on the CPU into int32 (``torch._int_mm``)."""
+    try:
+        a = torch.ones(2, 8, dtype=torch.int8)
+        return torch._int_mm(a, a.t()).eq(8).all().item()
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return False
+
+
+def integer_rows(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """x [M, K] float32 times int8 weights q [N, K] with row scales [N] -> [M, N] float32, in integers: each row of x
+    rounded to integers within +-ACTIVATION_MAX of one scale (the Numba steps' rounding,
+    ``engine.model.one_position_numba``), split into a high part within +-64 and a low byte, both as rows of one
+    int8 matrix product summed exactly in int32, joined and scaled in float32. No float copy of the weights is made,
+    and a prompt's rows are rounded as each later position's are. A row holding a NaN or an infinity gives NaNs; a
+    row all under TINY gives zeros."""
+    m = x.shape[0]
+    top = x.abs().amax(dim=1, keepdim=True)  # [M, 1]; NaN where the row has one
+    finite = torch.isfinite(top)
+    sx = torch.where(top < TINY, 1.0, top / ACTIVATION_MAX)
+    xi = torch.where(finite, x / sx, 0.0).round_().clamp_(-ACTIVATION_MAX, ACTIVATION_MAX).to(torch.int16)
+    hi = (xi + 128) >> 8  # xi = 256 hi + lo with lo in [-128, 127]
+    parts = torch.cat([hi, xi - (hi << 8)]).to(torch.int8)  # [2M, K]
+    sums = torch._int_mm(parts, q.t())  # [2M, N]; q.t() is a view, the product's fast layout
+    y = sums[:m].float().mul_(256.0).add_(sums[m:])
+    return y.mul_(torch.where(finite, sx, torch.nan)).mul_(scale.float())
 
 
 def quantize_layers(module: nn.Module, quantize: Callable[..., Int8Weight] = Int8Weight.stacked) -> int:

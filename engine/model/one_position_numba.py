@@ -29,20 +29,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.model import vnni
-from engine.model.int8 import Int8Weight
+from engine.model import int8, vnni
+from engine.model.int8 import ACTIVATION_MAX, Int8Weight
 from engine.model.layers import DecoderStack, KVCache
 from engine.model.one_position import OnePosition
 
 log = logging.getLogger(__name__)
 
 ROW_BLOCK = 16  # rows of a product one task computes (docs/benchmarks.md#cpu-numba)
-# A product's activations as int16 within +-ACTIVATION_MAX, its sums in int32 over runs of SEGMENT: the largest
-# run's sum, SEGMENT * 127 * ACTIVATION_MAX, stays under 2**31, so no sum can overflow.
-ACTIVATION_MAX = 16383
+# A product's activations as int16 within +-ACTIVATION_MAX (``engine.model.int8``), its sums in int32 over runs of
+# SEGMENT: the largest run's sum, SEGMENT * 127 * ACTIVATION_MAX, stays under 2**31, so no sum can overflow.
 SEGMENT = 1024
 SCRATCH_ROW = 32  # 4-byte values a block's row of the VNNI products' scratch spans: no two blocks share a cache line
-TINY = np.float32(1e-30)  # activations all below this are zeros (their scale would underflow)
+TINY = np.float32(int8.TINY)  # activations all below this are zeros (their scale would underflow)
 
 try:
     import numba

@@ -1,7 +1,7 @@
 """The Numba steps' int8 products through the processor's 8-bit dot-product instruction (AVX512-VNNI ``vpdpbusd``:
 64 unsigned-by-signed byte products summed into 16 int32 lanes, one instruction).
 
-The engine's products take activations as 15-bit integers (``one_position_numba.ACTIVATION_MAX``). Here each one is
+The engine's products take activations as 15-bit integers (``int8.ACTIVATION_MAX``). Here each one is
 split into its low byte (0..255) and its high byte plus 128 (64..191, unsigned): two instructions cover 64 weights
 where the 16-bit form takes six (widen the weights, multiply-add pairs, add), and the sums are the same integers:
 ``x . w = 256 * (hi . w - 128 * sum(w)) + lo . w``, with ``sum(w)`` counted once per row and run of weights at

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice
 from engine.kernels.gemv import linear
+from engine.model import int8, one_position_numba
 from engine.model.int8 import Int8Weight
 from engine.model.one_position import one_position_stacks
 from engine.prompts import build_prompt
@@ -46,25 +47,63 @@ def test_a_product_is_close_to_the_float_product(n, k, m):
     assert relative_rms(got, F.linear(x.bfloat16().float(), q.dequantized())) < 0.006
 
 
-@pytest.mark.parametrize("native_bf16", [True, False])
-def test_a_prefills_rows_take_the_matrix_product_only_where_the_cpu_multiplies_bf16(native_bf16, monkeypatch):
-    """From ``GEMM_ROWS`` rows the product is a bfloat16 matrix product of the widened int8 values (one more bfloat16
-    rounding than the int8 kernel's, ~0.1% RMS), where the CPU multiplies bfloat16 natively; elsewhere the int8
-    kernel, row after row."""
-    from engine.model import int8
-
-    monkeypatch.setattr(int8, "cpu_bf16_units", lambda: native_bf16)
-    calls, linear_product = [], F.linear
-    monkeypatch.setattr(int8.F, "linear", lambda *a: calls.append(a) or linear_product(*a))
+@pytest.mark.parametrize("form", int8.PREFILL_FORMS)
+def test_a_prefills_rows_take_the_chosen_form_and_each_is_close_to_the_row_kernels(form, monkeypatch):
+    """From ``GEMM_ROWS`` rows a product takes ``prefill_form``'s form: each is within rounding of the one-row kernel
+    (bfloat16 activations, ~0.3% RMS), the integer form nearer the exact product (15-bit activations); fewer rows
+    always take the row kernel."""
+    if form == "integer" and not int8.int_products():
+        pytest.skip("this PyTorch has no CPU int8 matrix product")
+    monkeypatch.setattr(int8, "prefill_form", lambda: form)
+    calls, int_mm = [], torch._int_mm
+    monkeypatch.setattr(torch, "_int_mm", lambda *a: calls.append(a) or int_mm(*a))
     g = torch.Generator().manual_seed(7)
-    q = Int8Weight(torch.randn(512, 256, generator=g) * 0.02)
+    w = torch.randn(512, 256, generator=g) * 0.02
+    q = Int8Weight(w)
     x = torch.randn(int8.GEMM_ROWS, 256, generator=g)
     rows = torch.cat([q.matmul(x[i : i + 1]) for i in range(len(x))])  # the int8 kernel, a row at a time
     assert not calls
     got = q.matmul(x)
-    assert len(calls) == (1 if native_bf16 else 0)
-    assert relative_rms(got, rows) < 0.004
-    assert q.matmul(x[:-1]).shape == (int8.GEMM_ROWS - 1, 512) and len(calls) == (1 if native_bf16 else 0)
+    assert got.dtype == torch.float32 and got.shape == (int8.GEMM_ROWS, 512)
+    assert len(calls) == (1 if form == "integer" else 0)
+    assert relative_rms(got, rows) < 0.006
+    exact = F.linear(x.double(), q.dequantized().double())
+    assert relative_rms(got, exact) < (1e-4 if form == "integer" else 0.006)
+    assert q.matmul(x[:-1]).shape == (int8.GEMM_ROWS - 1, 512) and len(calls) == (1 if form == "integer" else 0)
+
+
+@pytest.mark.skipif(one_position_numba.numba is None or not int8.int_products(),
+                    reason="needs Numba and PyTorch's CPU int8 matrix product")
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.sampled_from(["zero", "tiny", "huge", "outlier", "normal", "nan", "inf", "negative"]),
+                     min_size=1, max_size=6), k=st.sampled_from([8, 64, 200]))
+def test_integer_rows_are_the_numba_steps_products_row_by_row(rows, k):
+    """A prompt's rows through ``integer_rows`` equal, row by row, the Numba steps' product of the same row (the same
+    15-bit rounding, the same integer sums; float32 rounding apart): so a prompt's positions are computed as each
+    later position is. Hostile rows: a NaN or an infinity gives NaNs (as a float product would), all-zero and
+    subnormal rows give zeros, huge and outlier rows stay finite."""
+    g = torch.Generator().manual_seed(k + len(rows))
+    q = Int8Weight(torch.randn(40, k, generator=g) * 0.02)
+    made = {"zero": torch.zeros(k), "tiny": torch.full((k,), 1e-38), "huge": torch.randn(k, generator=g) * 1e30,
+            "normal": torch.randn(k, generator=g), "negative": -torch.rand(k, generator=g) - 1,
+            "nan": torch.randn(k, generator=g).index_fill_(0, torch.tensor([k // 2]), float("nan")),
+            "inf": torch.randn(k, generator=g).index_fill_(0, torch.tensor([0]), float("-inf"))}
+    outlier = torch.randn(k, generator=g) * 1e-3
+    outlier[k - 1] = 50.0
+    made["outlier"] = outlier
+    x = torch.stack([made[r] for r in rows])
+    got = int8.integer_rows(x, q.q, q.scale)
+    for i, r in enumerate(rows):
+        expected = np.empty(40, np.float32)
+        one_position_numba._product(q.q.numpy(), q.scale.float().numpy(), x[i].numpy().copy(), np.empty(k, np.int16),
+                                    expected)
+        if r in ("nan", "inf"):
+            assert got[i].isnan().all() and np.isnan(expected).all()
+        elif r in ("zero", "tiny"):
+            assert got[i].eq(0).all()
+        else:
+            assert torch.isfinite(got[i]).all()
+            np.testing.assert_allclose(got[i].numpy(), expected, rtol=1e-5, atol=1e-6 * np.abs(expected).max())
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,0 +1,67 @@
+"""A prompt's prefill on the fast CPU path with each form of its many-row int8 products (``engine.model.int8``:
+``integer``, ``bf16``, ``kernel``), timed in alternating rounds on one model, with the outputs' distance from the
+``integer`` form's, and the form the engine takes here (``prefill_form``).
+
+    taskset -c 0-7 python -m bench.tuning.cpu_prefill --model DIR [--threads 8] [--tokens 109 16] [--rounds 3]
+
+Prints one JSON line: for each prompt length, each form's milliseconds a round, and the relative RMS distance of its
+last hidden state from the ``integer`` form's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from bench.common import device_name
+from engine import Engine
+from engine.model import int8
+from engine.runtime import cpu_bf16_units
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("--tokens", type=int, nargs="+", default=[109, 16])
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    if min(args.tokens) < int8.GEMM_ROWS:
+        ap.error(f"prompts of fewer than {int8.GEMM_ROWS} tokens take the one-row kernel in every form")
+    eng = Engine.from_pretrained(args.model, device="cpu", dtype=torch.float32, cpu_int8=True)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    talker = eng.model.talker
+    forms = [f for f in int8.PREFILL_FORMS if (f != "integer" or int8.int_products()) and
+             (f != "bf16" or cpu_bf16_units())]
+    chosen = int8.prefill_form
+    report = {"device": device_name("cpu"), "chosen": chosen(), "forms": forms}
+    g = torch.Generator().manual_seed(0)
+    try:
+        with torch.inference_mode():
+            for n in args.tokens:
+                x = torch.randn(1, n, talker.model.layers[0].self_attn.qkv_weight.shape[1], generator=g) * 0.05
+                positions = torch.arange(n)[None]
+                cache = talker.model.new_cache(1, n, torch.float32, "cpu")
+                times, outs = {f: [] for f in forms}, {}
+                for r in range(args.rounds + 1):  # the first round untimed
+                    for form in forms:
+                        int8.prefill_form = lambda form=form: form
+                        start = time.perf_counter()
+                        outs[form] = talker.model(x, positions, cache, kv_len=n)[:, -1]
+                        if r:
+                            times[form].append(round((time.perf_counter() - start) * 1e3, 2))
+                base = outs.get("integer", outs[forms[0]]).double()
+                report[f"{n}_ms"] = times
+                report[f"{n}_distance"] = {f: float((o.double() - base).norm() / base.norm()) for f, o in outs.items()}
+    finally:
+        int8.prefill_form = chosen
+    report["threads"] = torch.get_num_threads()
+    print(json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    main()
