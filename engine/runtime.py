@@ -9,6 +9,7 @@ import ctypes
 import functools
 import gc
 import os
+import sys
 from collections.abc import Iterator
 
 import torch
@@ -165,10 +166,12 @@ def release_free_memory() -> bool:
     """Give the system back the heap memory this process has freed but the C allocator still holds (glibc's
     ``malloc_trim``): loading a model frees hundreds of MB of checkpoint reads and conversions in pieces the
     allocator keeps for reuse, resident until then (docs/benchmarks.md#cpu-memory). False where the C library has
-    no such call (not glibc)."""
+    no such call (not Linux's glibc)."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return False
     trim(0)
     return True

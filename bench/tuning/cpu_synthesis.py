@@ -39,13 +39,13 @@ def timed(name: str, fn):
             return fn(*args, **kwargs)
         finally:
             spent[name] += time.perf_counter() - start
+    wrapper.timed_part = name
     return wrapper
 
 
-@contextlib.contextmanager
-def instrumented(eng: Engine) -> Iterator[None]:
-    """Each part's function wrapped while inside (after the warm-up, whose calls are not counted), put back after."""
-    parts = [(engine_module, "build_prompt", "prompt"),
+def parts_of(eng: Engine) -> list[tuple[object, str, str]]:
+    """(owner, attribute, part) of each function a part's time is counted in."""
+    return [(engine_module, "build_prompt", "prompt"),
              (eng.model.talker.model, "forward", "prefill"),  # the steps after it go one position at a time
              (eager, "sample_code0", "code0"),
              (numba_predictor, "predictor_draws", "noise"), (numba_predictor, "gumbel", "noise"),
@@ -53,6 +53,12 @@ def instrumented(eng: Engine) -> Iterator[None]:
              (numba_predictor.NumbaPredictorFrame, "__call__", "predictor_call"),
              (one_position_numba.NumbaBoundStep, "__call__", "talker_step"),
              (eng.decoder, "decode_chunk", "decode")]
+
+
+@contextlib.contextmanager
+def instrumented(eng: Engine) -> Iterator[None]:
+    """Each part's function wrapped while inside (after the warm-up, whose calls are not counted), put back after."""
+    parts = parts_of(eng)
     originals = [(owner, name, owner.__dict__.get(name, None)) for owner, name, _ in parts]
     for owner, name, part in parts:
         setattr(owner, name, timed(part, getattr(owner, name)))

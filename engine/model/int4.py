@@ -68,8 +68,8 @@ class Int4Weight:
         return out
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
-        # every row count through the kernel: widening the codes for a bfloat16 matrix product, as int8 does for a
-        # prefill, made the Xeon's first audio three times later (docs/benchmarks.md#cpu-int4)
+        # every row count through the kernel: widening the codes for a bfloat16 matrix product for a prefill made the
+        # Xeon's first audio three times later (docs/benchmarks.md#cpu-int4)
         flat = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [M, K]
         y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scale_zeros)
         return y.view(*x.shape[:-1], self.shape[0]).to(x.dtype)

@@ -28,6 +28,8 @@ LEVELS = 127  # symmetric int8: -127..127, so that the scale maps the row's larg
 # A product's activations, where the integer forms take them, as integers within +-ACTIVATION_MAX of one scale a row
 # (15 bits: the form the processors' 16-bit multiply-adds and the 8-bit dot products of its two bytes take), or
 # zeros where the row's largest magnitude is under TINY (its scale would underflow).
+# (Numba's cache of engine.model.one_position_numba, which reads both, keys on that file alone: touch it when they
+# change.)
 ACTIVATION_MAX = 16383
 TINY = 1e-30
 # From this many rows (a prompt's prefill) a product is a matrix product (``prefill_form``), whose time grows far
@@ -37,8 +39,8 @@ GEMM_ROWS = 16
 
 class Int8Weight:
     """A projection's weight [N, K] as int8 rows and a scale per row; ``matmul(x)`` is ``F.linear(x, weight)``
-    for x [..., K] of any float dtype (up to ``GEMM_ROWS`` rows on bfloat16 activations, more in ``prefill_form``'s
-    form; the result has x's dtype)."""
+    for x [..., K] of any float dtype (fewer than ``GEMM_ROWS`` rows on bfloat16 activations, more in
+    ``prefill_form``'s form; the result has x's dtype)."""
 
     __slots__ = ("q", "scale", "shape")
 
@@ -112,19 +114,28 @@ def prefill_form() -> str:
 
 @functools.cache
 def int_products() -> bool:
-    """Whether this PyTorch multiplies int8 matrices on the CPU into int32 (``torch._int_mm``)."""
+    """Whether this PyTorch multiplies int8 matrices on the CPU into int32 (``torch._int_mm``) through oneDNN and
+    exactly for ``integer_rows``' values. Processors without 8-bit dot products (VNNI, AMX) multiply-add byte pairs
+    into 16-bit sums, which saturate for them; without oneDNN the product is a plain loop, 50 times slower."""
+    if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled):
+        return False
     try:
-        a = torch.ones(2, 8, dtype=torch.int8)
-        return torch._int_mm(a, a.t()).eq(8).all().item()
+        g = torch.Generator().manual_seed(0)
+        a = torch.randint(-128, 128, (2 * GEMM_ROWS, 256), generator=g, dtype=torch.int8)
+        a[:4] = torch.tensor([[127], [-128], [64], [-64]], dtype=torch.int8)  # the halves' extremes, whole rows
+        w = torch.randint(0, 2, (48, 256), generator=g, dtype=torch.int8) * 254 - 127  # +-127
+        w[:2] = torch.tensor([[127], [-127]], dtype=torch.int8)
+        return torch.equal(torch._int_mm(a, w.t()).long(), a.long() @ w.long().t())
     except (AttributeError, RuntimeError, NotImplementedError):
         return False
 
 
 def integer_rows(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """x [M, K] float32 times int8 weights q [N, K] with row scales [N] -> [M, N] float32, in integers: each row of x
-    rounded to integers within +-ACTIVATION_MAX of one scale (the Numba steps' rounding,
-    ``engine.model.one_position_numba``), split into a high part within +-64 and a low byte, both as rows of one
-    int8 matrix product summed exactly in int32, joined and scaled in float32. No float copy of the weights is made,
+    rounded to integers within +-ACTIVATION_MAX of one scale (the Numba steps' rule,
+    ``engine.model.one_position_numba``, whose fast-math code rounds about 2 values in 10,000 to the neighbouring
+    integer instead), split into a high part within +-64 and a low byte, both as rows of one int8 matrix product
+    summed exactly in int32, joined and scaled in float32. No float copy of the weights is made,
     and a prompt's rows are rounded as each later position's are. A row holding a NaN or an infinity gives NaNs; a
     row all under TINY gives zeros."""
     m = x.shape[0]

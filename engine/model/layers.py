@@ -58,15 +58,17 @@ class RotaryEmbedding(nn.Module):
 
 
 def zeros_untouched(shape: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
-    """``torch.zeros``, except that on the CPU the memory is an anonymous map, whose pages the system zeroes and
-    makes resident one at a time as they are first written: ``torch.zeros`` writes every byte, and NumPy's zeros
-    ask for 2 MB pages, so either would make a whole cache resident at once."""
-    if torch.device(device).type != "cpu":
-        return torch.zeros(shape, dtype=dtype, device=device)
+    """``torch.zeros``, except that on the CPU the memory is a private anonymous map in 4 KiB pages, which the
+    system makes resident one at a time as they are first written (a read of an unwritten page maps the one shared
+    page of zeros): ``torch.zeros`` writes every byte, and NumPy's zeros ask for 2 MiB pages, so either would make a
+    whole cache resident at once. Where there is no ``mmap.MAP_PRIVATE`` (Windows) it is ``torch.zeros``."""
     size = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
-    if not size:
-        return torch.zeros(shape, dtype=dtype)
-    return torch.frombuffer(mmap.mmap(-1, size), dtype=torch.uint8).view(dtype).view(shape)
+    if torch.device(device).type != "cpu" or not size or not hasattr(mmap, "MAP_PRIVATE"):
+        return torch.zeros(shape, dtype=dtype, device=device)
+    pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        pages.madvise(mmap.MADV_NOHUGEPAGE)  # where the system gives 2 MiB pages by default, a write would fault 2 MiB
+    return torch.frombuffer(pages, dtype=torch.uint8).view(dtype).view(shape)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
