@@ -171,7 +171,7 @@ def release_free_memory() -> bool:
         return False
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):
+    except (OSError, AttributeError):
         return False
     trim(0)
     return True

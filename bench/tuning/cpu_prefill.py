@@ -19,7 +19,6 @@ import torch
 from bench.common import device_name
 from engine import Engine
 from engine.model import int8
-from engine.runtime import cpu_bf16_units
 
 
 def main(argv=None) -> None:
@@ -35,8 +34,7 @@ def main(argv=None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     talker = eng.model.talker
-    forms = [f for f in int8.PREFILL_FORMS if (f != "integer" or int8.int_products()) and
-             (f != "bf16" or cpu_bf16_units())]
+    forms = int8.prefill_forms()
     chosen = int8.prefill_form
     report = {"device": device_name("cpu"), "chosen": chosen(), "forms": forms}
     g = torch.Generator().manual_seed(0)

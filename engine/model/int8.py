@@ -98,18 +98,22 @@ class Int8Weight:
 PREFILL_FORMS = ("integer", "bf16", "kernel")
 
 
+def prefill_forms() -> list[str]:
+    """The forms a product of ``GEMM_ROWS`` rows or more can take here, the engine's first: ``integer``
+    (``integer_rows``) wherever PyTorch has the exact int8 matrix product, ``bf16`` (a bfloat16 matrix product of the
+    int8 values widened) where the processor multiplies bfloat16, and ``kernel`` (the one-row kernel's, row after
+    row) always."""
+    return [f for f in PREFILL_FORMS if (f != "integer" or int_products()) and (f != "bf16" or cpu_bf16_units())]
+
+
 @functools.cache
 def prefill_form() -> str:
-    """How a product of ``GEMM_ROWS`` rows or more runs here: ``integer`` (``integer_rows``) wherever PyTorch has
-    the int8 matrix product, else ``bf16`` (a bfloat16 matrix product of the int8 values widened, where the processor
-    multiplies bfloat16) or ``kernel`` (the one-row kernel's, row after row). Integers everywhere, though bfloat16
-    ran a long prompt of the 0.6B faster on a Xeon with AMX (85 against 107 ms at 8 cores) and on Zen 4: one rule
-    gives one machine the same audio from run to run whatever its load, the integers are the exact product of the
-    Numba steps' rounding, and they ran short prompts and the 1.7B's faster (170 against 269 ms)
-    (docs/benchmarks.md#cpu-prefill)."""
-    if int_products():
-        return "integer"
-    return "bf16" if cpu_bf16_units() else "kernel"
+    """The form the engine's products of ``GEMM_ROWS`` rows or more take: the first of ``prefill_forms``.
+    Integers wherever they run, though bfloat16 ran a long prompt of the 0.6B faster on a Xeon with AMX (85 against
+    107 ms at 8 cores) and on Zen 4: one rule gives one machine the same audio from run to run whatever its load,
+    the integers follow the Numba steps' rounding rule, and they ran short prompts and the 1.7B's faster (170
+    against 269 ms) (docs/benchmarks.md#cpu-prefill)."""
+    return prefill_forms()[0]
 
 
 @functools.cache

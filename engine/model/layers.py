@@ -62,7 +62,7 @@ def zeros_untouched(shape: tuple[int, ...], dtype: torch.dtype, device) -> torch
     system makes resident one at a time as they are first written (a read of an unwritten page maps the one shared
     page of zeros): ``torch.zeros`` writes every byte, and NumPy's zeros ask for 2 MiB pages, so either would make a
     whole cache resident at once. Where there is no ``mmap.MAP_PRIVATE`` (Windows) it is ``torch.zeros``."""
-    size = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+    size = math.prod(shape) * dtype.itemsize
     if torch.device(device).type != "cpu" or not size or not hasattr(mmap, "MAP_PRIVATE"):
         return torch.zeros(shape, dtype=dtype, device=device)
     pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -12,3 +14,17 @@ def fast(tiny_model_dir):
     from engine import Engine
 
     return Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
+
+
+@pytest.fixture
+def resident_mib():
+    """A reader of this process's resident memory in MiB (Linux's /proc); the test is skipped elsewhere."""
+    status = Path("/proc/self/status")
+    if not status.is_file():
+        pytest.skip("reads resident memory from Linux's /proc")
+
+    def read() -> float:
+        with status.open() as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+    return read

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import weakref
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -127,8 +126,7 @@ def test_settled_heap_takes_a_burst_of_new_objects_without_a_collection_and_stil
         gc.unfreeze()
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads resident memory from Linux's /proc")
-def test_release_free_memory_gives_back_what_the_heap_kept():
+def test_release_free_memory_gives_back_what_the_heap_kept(resident_mib):
     """Many small tensors freed with every 64th kept (so the heap cannot shrink from its top) stay resident in the
     C allocator's free lists until ``release_free_memory`` returns their pages to the system."""
     if not release_free_memory():
@@ -136,12 +134,8 @@ def test_release_free_memory_gives_back_what_the_heap_kept():
     blocks = [torch.ones(16 * 1024) for _ in range(4096)]  # 64 KiB each, under glibc's mmap threshold: 256 MiB
     kept = blocks[::64]
     del blocks
-    before = _resident_mb()
+    before = resident_mib()
     assert release_free_memory()
-    assert before - _resident_mb() > 128
+    assert before - resident_mib() > 128
     assert all(b.eq(1.0).all() for b in kept)  # what is still in use is untouched
 
-
-def _resident_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024

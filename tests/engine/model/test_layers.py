@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -43,23 +41,18 @@ def test_prefill_attention_equals_sdpa_with_gqa_and_mask(kv):
     torch.testing.assert_close(prefill_attention(q, k, v, mask), expected, rtol=1e-12, atol=1e-12)
 
 
-def _resident_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
-
-@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads resident memory from Linux's /proc")
-def test_a_cpu_cache_becomes_resident_only_where_written():
+def test_a_cpu_cache_becomes_resident_only_where_written(resident_mib):
     """A segment's cache is sized for its whole frame budget: on the CPU only the pages of the positions written
     become resident (448 MiB asked, a few positions written), though the whole is read (as the batched loop's
     attention reads it), and it reads as zeros everywhere else."""
-    before = _resident_mb()
+    before = resident_mib()
     cache = KVCache(28, 1, 8, 2048, 128, torch.float32, "cpu")  # 2 x 224 MiB
     assert cache.k.shape == (28, 1, 8, 2048, 128) and cache.k.dtype == torch.float32 and cache.k.is_contiguous()
     cache.k[:, :, :, :16] = 1.0
     cache.v[:, :, :, :16] = 2.0
     assert float(cache.k.sum()) == 28 * 8 * 16 * 128 and float(cache.v.sum()) == 2 * 28 * 8 * 16 * 128  # read whole
-    grown = _resident_mb() - before
+    grown = resident_mib() - before
     assert grown < 40, f"{grown:.0f} MiB resident for 16 positions of a 448 MiB cache, read whole"
     assert cache.k[0, 0, 0, 16:].abs().max() == 0 and cache.v[27, 0, 7, 2047].abs().max() == 0
     assert cache.k[5, 0, 3, :16].eq(1.0).all() and cache.v[5, 0, 3, :16].eq(2.0).all()
