@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.model import int8, vnni
+from engine.model import int4_numba, int8, vnni
+from engine.model.int4 import Int4Weight
 from engine.model.int8 import ACTIVATION_MAX, Int8Weight
 from engine.model.layers import DecoderStack, KVCache
 from engine.model.one_position import OnePosition
@@ -45,7 +46,8 @@ TINY = np.float32(int8.TINY)  # activations all below this are zeros (their scal
 
 try:
     import numba
-    from numba import njit, prange
+    from numba import njit, prange, types
+    from numba.extending import overload
 except Exception as _error:  # missing, or its LLVM library does not load here: the PyTorch steps run instead
     log.info("Numba is not usable here (%s); the CPU frames run through PyTorch", _error)
     numba = None
@@ -148,18 +150,64 @@ if numba is not None:
                 else:
                     y[n + r] = acc[r] * (scale[n + r] * sx)
 
+    def _plain_rows(wq, ws, wsum, xq, sx, y, block, add):
+        """y[n] (+)= row n of the product for the rows of ``block``: int8 weights (``_rows``) or int4 ones
+        (``engine.model.int4_numba``, whose run sums are ``wsum``), chosen by the weights' type as compiled."""
+
+    @overload(_plain_rows, inline="always", jit_options=_JIT)
+    def _plain_rows_typed(wq, ws, wsum, xq, sx, y, block, add):
+        if wq.dtype == types.uint8:
+            def int4(wq, ws, wsum, xq, sx, y, block, add):
+                start = block * ROW_BLOCK
+                int4_numba.rows(wq, ws, wsum, xq, sx, y, start, min(wq.shape[0], start + ROW_BLOCK), add)
+            return int4
+
+        def int8(wq, ws, wsum, xq, sx, y, block, add):
+            _rows(wq, ws, xq, sx, y, block, add)
+        return int8
+
+    def _vnni_rows(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs):
+        """``_rows_vnni`` for int8 weights; never called for int4 ones (their stacks have no VNNI form)."""
+
+    @overload(_vnni_rows, inline="always", jit_options=_JIT)
+    def _vnni_rows_typed(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs):
+        if wq.dtype == types.uint8:
+            def none(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs):
+                pass
+            return none
+
+        def int8(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs):
+            _rows_vnni(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs)
+        return int8
+
+    def _prepare(wq, wsum, xq):
+        """What a product's rows share, made once before them: int4 weights' run sums into ``wsum``."""
+
+    @overload(_prepare, inline="always", jit_options=_JIT)
+    def _prepare_typed(wq, wsum, xq):
+        if wq.dtype == types.uint8:
+            def int4(wq, wsum, xq):
+                int4_numba.run_sums(xq, wsum)
+            return int4
+
+        def int8(wq, wsum, xq):
+            pass
+        return int8
+
     @njit(inline="always", **_JIT)
     def _product_into(wq, ws, wsum, xq, lo, hi, sx, y, add, vnni_on, parts, accs):
-        """y (+)= the product of int8 weights ``wq`` (row scales ``ws``) with activations ``xq`` (scale ``sx``),
-        split over the cores in blocks of rows: through ``engine.model.vnni`` (``lo``, ``hi`` filled here;
-        ``wsum`` its weight sums) where ``vnni_on``, else in 16-bit pairs."""
+        """y (+)= the product of weights ``wq`` (int8 with row scales ``ws``, or int4: ``engine.model.int4``) with
+        activations ``xq`` (scale ``sx``), split over the cores in blocks of rows: int8 through
+        ``engine.model.vnni`` (``lo``, ``hi`` filled here; ``wsum`` its weight sums) where ``vnni_on``, else in
+        16-bit pairs; for int4 ``wsum`` is scratch for its run sums."""
+        _prepare(wq, wsum, xq)
         if vnni_on:  # the arguments are read once, here, not in every task: so are the lists' entries given
             vnni.split(xq, lo, hi)
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows_vnni(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs)
+                _vnni_rows(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs)
         else:
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _rows(wq, ws, xq, sx, y, block, add)
+                _plain_rows(wq, ws, wsum, xq, sx, y, block, add)
 
     @njit(inline="always", **_JIT)
     def _rms(x, weight, eps, out):
@@ -172,11 +220,14 @@ if numba is not None:
             out[i] = weight[i] * (x[i] * r)
 
     @njit(parallel=True, **_JIT)
-    def _product(q, scale, x, xq, y):
-        """y = (q * scale[:, None]) @ x: one int8 product of one row, split over the cores (xq: scratch)."""
+    def _product(q, scale, sums, x, xq, y):
+        """y = the product of int8 weights ``q`` (row scales ``scale``; ``sums`` unread) or int4 ones (``scale``
+        their scales and zeros, ``sums`` scratch [K/GROUP] float32) with one row x, split over the cores (xq:
+        scratch)."""
         sx = _quantize(x, xq)
+        _prepare(q, sums, xq)
         for block in prange((q.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-            _rows(q, scale, xq, sx, y, block, False)
+            _plain_rows(q, scale, sums, xq, sx, y, block, False)
 
     @njit(parallel=True, **_JIT)
     def _stack_step(x, pos, cos, signed_sin, keys, values, in_w, qkv_q, qkv_s, qkv_sum, qk_w, out_q, out_s, out_sum,
@@ -254,21 +305,25 @@ if numba is not None:
             _rms(x, norm_w, eps, out)
 
 
-def _listed(weights: list[Int8Weight]) -> tuple[object, np.ndarray]:
-    """The layers' int8 values as a Numba list of [N, K] arrays over the weights' own memory (a copy would stay
-    resident: the allocator keeps what the originals freed) and their row scales as float32 [L, N]."""
+def _listed(weights: list[Int8Weight | Int4Weight]) -> tuple[object, np.ndarray]:
+    """The layers' int8 or int4 values as a Numba list of arrays over the weights' own memory (a copy would stay
+    resident: the allocator keeps what the originals freed) and their scales as float32 [L, N] (int8) or
+    [L, N, K/GROUP, 2] (int4)."""
     q = numba.typed.List()
     for w in weights:
         q.append(w.q.numpy())
     return q, torch.stack([w.scale for w in weights]).float().numpy()
 
 
-def _sums(weights: list[Int8Weight], wanted: bool) -> object:
-    """The layers' weight sums for ``engine.model.vnni`` (a Numba list of int32 [N, runs]); empty unless ``wanted``
-    (the 16-bit products read none)."""
+def _sums(weights: list[Int8Weight | Int4Weight], wanted: bool) -> object:
+    """For int8 the layers' weight sums for ``engine.model.vnni`` (a Numba list of int32 [N, runs]), empty unless
+    ``wanted`` (the 16-bit products read none); for int4 each layer's scratch for its activations' run sums."""
     out = numba.typed.List()
     for w in weights:
-        out.append(vnni.weight_sums(w.q.numpy(), SEGMENT) if wanted else np.zeros((1, 0), np.int32))
+        if isinstance(w, Int4Weight):
+            out.append(np.zeros(w.shape[1] // int4_numba.GROUP, np.float32))
+        else:
+            out.append(vnni.weight_sums(w.q.numpy(), SEGMENT) if wanted else np.zeros((1, 0), np.int32))
     return out
 
 
@@ -283,7 +338,8 @@ class NumbaPosition:
         self.eps = float(layers[0][3])
         self.heads = stack.heads
         weights = [[layer[i] for layer in layers] for i in (1, 4, 6, 7)]  # qkv, out, gate_up, down
-        self.vnni_able = vnni_sums and all(vnni.fits(w.q.numpy(), SEGMENT) for ws in weights for w in ws)
+        self.vnni_able = vnni_sums and all(isinstance(w, Int8Weight) and vnni.fits(w.q.numpy(), SEGMENT)
+                                           for ws in weights for w in ws)
         self.vnni = self.vnni_able
         self.in_w = np.stack([layer[0].weight.detach().float().numpy() for layer in layers])
         self.qkv, self.out, self.gate_up, self.down = ((*_listed(ws), _sums(ws, self.vnni_able)) for ws in weights)
@@ -335,27 +391,52 @@ class NumbaBoundStep:
 
 
 class NumbaHead:
-    """A code-predictor head's ``Int8Weight`` as ``row(x)`` -> float32 logits [1, N] through the Numba product."""
+    """A code-predictor head's ``Int8Weight`` or ``Int4Weight`` as ``row(x)`` -> float32 logits [1, N] through the
+    Numba product; ``sums``: an int4 product's scratch (empty for int8)."""
 
-    def __init__(self, weight: Int8Weight):
-        self.q, self.scale = weight.q.numpy(), weight.scale.float().numpy()
-        self.xq = np.empty(self.q.shape[1], np.int16)
+    def __init__(self, weight: Int8Weight | Int4Weight):
+        self.q, self.scale, self.width = weight.q.numpy(), weight.scale.float().numpy(), weight.shape[1]
+        self.sums = _run_sums_scratch(weight)
 
     def row(self, x: torch.Tensor) -> torch.Tensor:
-        y = np.empty(self.q.shape[0], np.float32)
-        with _lock:
-            _follow_torch_threads()
-            _product(self.q, self.scale, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), self.xq, y)
-        return torch.from_numpy(y)[None]
+        return _row(self.q, self.scale, self.sums, x)
+
+
+def _run_sums_scratch(weight: Int8Weight | Int4Weight) -> np.ndarray:
+    return np.empty(weight.shape[1] // int4_numba.GROUP if isinstance(weight, Int4Weight) else 0, np.float32)
+
+
+def _row(q: np.ndarray, scale: np.ndarray, sums: np.ndarray, x: torch.Tensor) -> torch.Tensor:
+    y = np.empty(q.shape[0], np.float32)
+    xq = np.empty(x.shape[-1], np.int16)
+    with _lock:
+        _follow_torch_threads()
+        _product(q, scale, sums, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), xq, y)
+    return torch.from_numpy(y)[None]
+
+
+def product_row(q: np.ndarray, scale_zero: np.ndarray, x: torch.Tensor) -> torch.Tensor:
+    """An ``Int4Weight``'s product with one float32 row x [1, K] -> [1, N] float32, through the Numba product."""
+    return _row(q, scale_zero, np.empty(scale_zero.shape[1], np.float32), x)
+
+
+def widened(q: np.ndarray, scale_zero: np.ndarray, k: int) -> torch.Tensor:
+    """An ``Int4Weight``'s weights [N, k] as float32 (``engine.model.int4_numba.widen``)."""
+    out = np.empty((q.shape[0], k), np.float32)
+    with _lock:
+        _follow_torch_threads()
+        int4_numba.widen(q, scale_zero, out)
+    return torch.from_numpy(out)
 
 
 def runs_numba(stack: DecoderStack) -> bool:
-    """Whether Numba is here and ``stack``'s projections are all ``Int8Weight`` (int4 keeps the PyTorch steps)."""
+    """Whether Numba is here and ``stack``'s projections are all ``Int8Weight`` or all ``Int4Weight`` (a Numba list
+    holds one type; a mixed stack keeps the PyTorch steps)."""
     if numba is None or _failed:
         return False
-    return all(isinstance(w, Int8Weight) for layer in stack.layers
-               for w in (layer.self_attn.qkv_weight, layer.self_attn.out_weight, layer.mlp.gate_up_weight,
-                         layer.mlp.down_weight))
+    weights = [w for layer in stack.layers for w in (layer.self_attn.qkv_weight, layer.self_attn.out_weight,
+                                                      layer.mlp.gate_up_weight, layer.mlp.down_weight)]
+    return any(all(isinstance(w, kind) for w in weights) for kind in (Int8Weight, Int4Weight))
 
 
 def _follow_torch_threads() -> None:
@@ -379,14 +460,15 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
     steps = None
     cp = talker.code_predictor
     if (runs_numba(talker.model) and runs_numba(cp.model)
-            and all(isinstance(w, Int8Weight) for w in cp.head_weights or [None])):
+            and any(all(isinstance(w, kind) for w in cp.head_weights or [None]) for kind in (Int8Weight, Int4Weight))):
         wanted = options.current().cpu_vnni and vnni.available()
         built = NumbaPosition(stacks[0], wanted), NumbaPosition(stacks[1], wanted)
-        if compile_check(built):
+        heads = [NumbaHead(w) for w in cp.head_weights]
+        if compile_check(built, heads):
             for stack in built:
                 stack.vnni = stack.vnni_able and vnni_faster(stack)
             log.info("CPU products: talker %s, code predictor %s", *("VNNI" if s.vnni else "16-bit" for s in built))
-            steps = (*built, [NumbaHead(w) for w in cp.head_weights])
+            steps = (*built, heads)
     talker._numba_stacks = (stacks, steps)
     return steps
 
@@ -414,9 +496,9 @@ def vnni_faster(stack: NumbaPosition, positions: int = 64, rounds: int = 4) -> b
     return float(np.median(times[True][1:])) < float(np.median(times[False][1:]))
 
 
-def compile_check(stacks: tuple[NumbaPosition, NumbaPosition]) -> bool:
-    """Compile the kernels now (a step of a scratch cache each) so that a failure falls back before the first
-    frame; False, logged, when Numba cannot compile them here."""
+def compile_check(stacks: tuple[NumbaPosition, NumbaPosition], heads: list[NumbaHead] = ()) -> bool:
+    """Compile the kernels now (a step of a scratch cache each, a row through the first head) so that a failure
+    falls back before the first frame; False, logged, when Numba cannot compile them here."""
     try:
         for stack in stacks:
             width = stack.in_w.shape[1]
@@ -424,8 +506,10 @@ def compile_check(stacks: tuple[NumbaPosition, NumbaPosition]) -> bool:
             cache = KVCache(n_layers, 1, kv, 2, d, torch.float32, "cpu")
             stack.over(cache)(torch.ones(1, width), 0)
         q = np.zeros((ROW_BLOCK, 8), np.int8)
-        _product(q, np.ones(ROW_BLOCK, np.float32), np.zeros(8, np.float32), np.empty(8, np.int16),
-                 np.empty(ROW_BLOCK, np.float32))
+        _product(q, np.ones(ROW_BLOCK, np.float32), np.empty(0, np.float32), np.zeros(8, np.float32),
+                 np.empty(8, np.int16), np.empty(ROW_BLOCK, np.float32))
+        for head in heads[:1]:
+            head.row(torch.zeros(1, head.width))
         return True
     except Exception as e:  # numba raises many types (typing, lowering, LLVM); the PyTorch steps always work
         _failed.append(str(e))
