@@ -2,11 +2,12 @@
 
 The same projections as ``engine.model.int8``, in a little over half its bytes: each run of ``GROUP`` weights along
 a row is rounded to the nearest of 16 levels between the run's smallest and largest value (a scale and offset per
-run, rounded to bfloat16), two codes a byte (``engine.model.int4_numba`` holds the layout and its loops). A frame
-reads half int8's bytes, and on a CPU a frame is bound by reading its weights (docs/benchmarks.md#cpu-int4); the
-Numba steps (``engine.model.one_position_numba``) multiply one row by the codes directly, a prompt's many rows go
-through the widened weights in a matrix product. The price is precision: 16 levels perturb a projection's output
-by several percent (relative RMS), where int8's 255 stay under 1%; tests/engine/model/test_int4.py bounds both.
+run, rounded to bfloat16), two codes a byte (``engine.model.int4_numba`` holds the layout and its loops). The Numba
+steps (``engine.model.one_position_numba``) multiply one row by the codes directly, a prompt's many rows go through
+the widened weights in a matrix product. A frame reads half int8's bytes but does more arithmetic a byte: faster only
+where reading bounds the processor (docs/benchmarks.md#cpu-int4). The price is precision: 16 levels perturb a
+projection's output by several percent (relative RMS), where int8's 255 stay under 1%; tests/engine/model/test_int4.py
+bounds both.
 Chosen with ``Engine.from_pretrained(cpu_int4=True)`` (``ORATOR_CPU_INT4=1``, Settings → Processor path → Small);
 int8 stays the default.
 """

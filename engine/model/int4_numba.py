@@ -10,8 +10,7 @@ row and run. A product takes its activations as the int8 products do (15-bit int
     y_n = sx * sum_g [scale_ng * (sum_k code_k * xq_k - 8 * S_g) + zero_ng * S_g]
 
 where each run's sum of codes times activations is an exact int32 (at most 15 * 16383 * 64 < 2**24, so exact in
-float32 too): only the sum over runs is rounded. The 16-bit multiply-adds read a byte for two weights, so a product
-streams half int8's bytes (docs/benchmarks.md#cpu-int4).
+float32 too): only the sum over runs is rounded.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-GROUP = 64  # weights of a run with one scale and zero: a multiple of 32 (docs/benchmarks.md#cpu-int4)
+GROUP = 64  # weights of a run with one scale and zero: a multiple of 32 (docs/benchmarks.md#cpu-gemv)
 HALF = GROUP // 2  # bytes of a run
 
 try:

@@ -12,7 +12,8 @@ in float32 except for the activations' rounding (at most 1/32766 of the largest,
 to bfloat16, up to 1/256 of itself) and the order of the sums; tests/engine/model/test_one_position_numba.py holds
 the two together. Where the processor has AVX512-VNNI the same integer sums can come from its 8-bit dot products
 (``engine.model.vnni``): each stack measures both ways at load and keeps the faster (``vnni_faster``), with the
-same outputs either way.
+same outputs either way. int4 weights (``engine.model.int4``) take the same steps, their products the rows of
+``engine.model.int4_numba`` (a stack is all int8 or all int4: the kernels are compiled for one type).
 
 Numba compiles these functions once per machine (seconds) and keeps them in its cache; where Numba is missing or a
 compile fails, ``numba_stacks`` returns None and the PyTorch steps run. Calls are serialised by a lock: one
