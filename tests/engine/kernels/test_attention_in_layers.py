@@ -89,6 +89,7 @@ def test_compiled_with_a_symbolic_batch_over_the_first_rows_of_a_bigger_cache(mo
     from engine.frames.state import CacheRows
 
     slots, n, first, block = CACHES[cache]
+    n = min(n, first + 3)  # the batch sizes and the cache rows are the point here, not the slot blocks crossed
     stack = decoder_stack(torch.float32)
     xs = torch.randn(4, n, 256, generator=torch.Generator().manual_seed(4)).to(DEVICE)
 
