@@ -38,7 +38,7 @@ from engine.frames.graphs.capture import graphs_enabled
 from engine.frames.guard import FrameGuard
 from engine.frames.threads import ThreadGovernor
 from engine.model import Qwen3TTS
-from engine.model.int4 import quantize_int4
+from engine.model.int4 import int4_available, quantize_int4
 from engine.model.int8 import Int8Weight, keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.model.one_position import one_position_stacks
@@ -104,7 +104,8 @@ class Engine:
         ``cpu_int8`` (default: the ``cpu_int8`` option, on) gives a float32 model on a CPU int8 projections in its
         decoder layers (``engine.model.int8``): the fast CPU path; False keeps the exact float32 weights.
         ``cpu_int4`` (default: the ``cpu_int4`` option, off) makes those projections int4 instead
-        (``engine.model.int4``: half int8's bytes, faster, less precise)."""
+        (``engine.model.int4``: about 60% of int8's bytes, less precise; faster only where reading memory bounds
+        the processor) where its Numba loops run, else int8 with a warning."""
         check_torch()
         device = torch.device(device)
         check_device(device)
@@ -112,6 +113,9 @@ class Engine:
         int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
         int8 = int8 and dtype == torch.float32
         int4 = int8 and (options.current().cpu_int4 if cpu_int4 is None else cpu_int4)
+        if int4 and not int4_available():
+            log.warning("int4 weights need Numba's CPU loops (Numba not usable, or ORATOR_CPU_NUMBA=0): int8 instead")
+            int4 = False
         if decoder_dtype is None:
             decoder_dtype = (fast_cpu_decoder_dtype() if int8 else
                              torch.float64 if dtype == torch.float64 else torch.float32)

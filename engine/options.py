@@ -8,7 +8,7 @@
 | `cpu_int8`| `ORATOR_CPU_INT8=0` | on      | int8 weights on a CPU (``engine.model.int8``): float32 instead |
 | `cpu_int4`| `ORATOR_CPU_INT4=1` | off     | (turns on) int4 weights instead of int8 (``engine.model.int4``) |
 | `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU frame steps        |
-| `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the int8 frame steps compiled by Numba (``one_position_numba``) |
+| `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the CPU steps compiled by Numba (``one_position_numba``; int4 needs it) |
 | `cpu_vnni` | `ORATOR_CPU_VNNI=0` | on | those steps' products through AVX512-VNNI where the CPU has it (``vnni``) |
 | `grow_chunks` | `ORATOR_GROW_CHUNKS=0` | on | a CPU stream's chunks growing while ahead (``engine.chunk_sizes``) |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |

@@ -11,6 +11,8 @@ row and run. A product takes its activations as the int8 products do (15-bit int
 
 where each run's sum of codes times activations is an exact int32 (at most 15 * 16383 * 64 < 2**24, so exact in
 float32 too): only the sum over runs is rounded.
+(Numba's cache of engine.model.one_position_numba, which inlines these loops into its steps, keys on that file
+alone: touch it when they change.)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-GROUP = 64  # weights of a run with one scale and zero: a multiple of 32 (docs/benchmarks.md#cpu-gemv)
+GROUP = 64  # weights of a run with one scale and zero (a multiple of 32): the runs test_int4.py's error bounds hold for
 HALF = GROUP // 2  # bytes of a run
 
 try:
@@ -28,7 +30,8 @@ except Exception:  # Numba missing or its LLVM not loadable: engine.model.int4 w
     njit = None
 
 if njit is not None:
-    # plain IEEE arithmetic: the run sums are integers, and a widened weight is its formula's float32 value
+    # no fast-math here: a widened weight is its formula's float32 value (the run sums are exact integers either
+    # way, also inlined into the fast-math steps of engine.model.one_position_numba)
     _JIT = {"cache": Path(__file__).is_file(), "nogil": True, "boundscheck": False}
 
     @njit(inline="always", **_JIT)

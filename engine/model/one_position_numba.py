@@ -167,17 +167,18 @@ if numba is not None:
             _rows(wq, ws, xq, sx, y, block, add)
         return int8
 
-    def _vnni_rows(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs):
-        """``_rows_vnni`` for int8 weights; never called for int4 ones (their stacks have no VNNI form)."""
+    def _vnni_rows(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs):
+        """``_rows_vnni`` for int8 weights; int4 ones have no VNNI form (their stacks never ask for it): their
+        plain rows."""
 
     @overload(_vnni_rows, inline="always", jit_options=_JIT)
-    def _vnni_rows_typed(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs):
+    def _vnni_rows_typed(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs):
         if wq.dtype == types.uint8:
-            def none(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs):
-                pass
-            return none
+            def int4(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs):
+                _plain_rows(wq, ws, wsum, xq, sx, y, block, add)
+            return int4
 
-        def int8(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs):
+        def int8(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs):
             _rows_vnni(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs)
         return int8
 
@@ -205,7 +206,7 @@ if numba is not None:
         if vnni_on:  # the arguments are read once, here, not in every task: so are the lists' entries given
             vnni.split(xq, lo, hi)
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _vnni_rows(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs)
+                _vnni_rows(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs)
         else:
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
                 _plain_rows(wq, ws, wsum, xq, sx, y, block, add)
@@ -313,7 +314,11 @@ def _listed(weights: list[Int8Weight | Int4Weight]) -> tuple[object, np.ndarray]
     q = numba.typed.List()
     for w in weights:
         q.append(w.q.numpy())
-    return q, torch.stack([w.scale for w in weights]).float().numpy()
+    scales = torch.stack([w.scale for w in weights]).float()
+    if isinstance(weights[0], Int4Weight):  # float32 already: each weight's becomes a view of the stack, not a twin
+        for w, scale in zip(weights, scales, strict=True):
+            w.scale = scale
+    return q, scales.numpy()
 
 
 def _sums(weights: list[Int8Weight | Int4Weight], wanted: bool) -> object:
@@ -449,8 +454,8 @@ def _follow_torch_threads() -> None:
 def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[NumbaPosition, NumbaPosition,
                                                                            list[NumbaHead]] | None:
     """The talker's and its code predictor's Numba steps and the predictor's heads, made and compiled once per
-    talker; None where the ``cpu_numba`` option is off, Numba is missing, a projection is not int8, or a compile
-    failed (the PyTorch steps then run)."""
+    talker; None where the ``cpu_numba`` option is off, Numba is missing, a stack's projections or the heads are
+    neither all int8 nor all int4, or a compile failed (the PyTorch steps then run)."""
     from engine import options
 
     if not options.current().cpu_numba:

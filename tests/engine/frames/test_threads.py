@@ -95,8 +95,16 @@ def test_the_fast_cpu_path_is_governed_and_the_exact_path_and_a_chosen_count_are
     governor = fast._single_streamer().governor
     assert governor is not None and governor.choices == [1, 2]
     voice = Voice.preset("vivian", "english")
+    measured, after_frame = set(), governor.after_frame
+
+    def counted(ms):  # a spike near the end may start a trial afresh (its mean None again): count as they come
+        if not governor._skip_next:
+            measured.add(governor.current)
+        after_frame(ms)
+
+    governor.after_frame = counted
     fast.synthesize("Hello there.", voice, Sampling(greedy=True, min_frames=8), max_frames=8)
-    assert all(ms is not None for ms in governor.mean_ms.values())  # both counts measured on real frames
+    assert measured == {1, 2}  # both counts measured on real frames
     assert fast.cpu_thread_counts == (1, 2)
     exact = Engine.from_pretrained(path, device="cpu", cpu_int8=False)
     assert exact._single_streamer().governor is None and len(exact.cpu_thread_counts) == 1

@@ -143,6 +143,16 @@ def test_the_engine_takes_int4_where_asked_and_the_runs_fit(tiny_model_dir, engi
     assert not options.Options.from_environment({}).cpu_int4
 
 
+def test_without_numbas_loops_int4_falls_back_to_int8_and_says_so(tiny_model_dir, engine_options, caplog):
+    """int4's products are Numba's loops: with the ``cpu_numba`` option off (or Numba not usable) the engine loads
+    int8 weights and says why."""
+    engine_options(cpu_numba=False)
+    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True, cpu_int4=True)
+    assert eng.cpu_int8 and not eng.cpu_int4
+    assert isinstance(eng.model.talker.model.layers[0].mlp.down_weight, Int8Weight)
+    assert "int4 weights need Numba" in caplog.text
+
+
 def test_without_numba_the_products_are_the_widened_weights(monkeypatch):
     """Where Numba cannot run, a row's product and the widened weights come from PyTorch, as the Numba ones are."""
     import engine.model.int4 as int4

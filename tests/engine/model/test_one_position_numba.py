@@ -160,6 +160,8 @@ def test_int4_weights_step_through_numba_as_the_float_products_would(tiny_model_
     made = jit.numba_stacks(talker, stacks)
     assert made is not None and isinstance(talker.model.layers[0].mlp.down_weight, Int4Weight)
     assert made[0].qkv[0][0].dtype == np.uint8 and not made[0].vnni
+    # the steps' stacked scales are the weights' own: one copy of them in memory
+    assert np.shares_memory(made[0].qkv[1], talker.model.layers[1].self_attn.qkv_weight.scale.numpy())
     stack, width, positions = talker.model, talker.model.norm.weight.shape[0], 14
     x = torch.randn(positions, width, generator=torch.Generator().manual_seed(5))
     cache, expected_cache = (stack.new_cache(1, 16, torch.float32, "cpu") for _ in range(2))
