@@ -134,7 +134,10 @@ class Engine:
                      given=mapped_bf16_tensors(weights) if int8 else None)
         materialize_buffers(net, device)
         if int8:
-            quantize_int4(net.talker) if int4 else quantize_layers(net.talker, Int8Weight.stacked)
+            if int4:
+                quantize_int4(net.talker)
+            else:
+                quantize_layers(net.talker, Int8Weight.stacked)
         fuse_projections(net)
         if int8:
             narrow = narrow_tables(net.talker)

@@ -4,8 +4,8 @@ The same projections as ``engine.model.int8``, in about 60% of its bytes: each r
 a row is rounded to the nearest of 16 levels between the run's smallest and largest value (a scale and offset per
 run, rounded to bfloat16), two codes a byte (``engine.model.int4_numba`` holds the layout and its loops). The Numba
 steps (``engine.model.one_position_numba``) multiply one row by the codes directly, a prompt's many rows go through
-the widened weights in a matrix product. A frame reads ~60% of int8's bytes but does more arithmetic a byte: faster only
-where reading bounds the processor (docs/benchmarks.md#cpu-int4). The price is precision: 16 levels perturb a
+the widened weights in a matrix product. It does more arithmetic a byte than int8: faster only where reading bounds
+the processor (docs/benchmarks.md#cpu-int4). The price is precision: 16 levels perturb a
 projection's output by several percent (relative RMS), where int8's 255 stay under 1%; tests/engine/model/test_int4.py
 bounds both.
 Chosen with ``Engine.from_pretrained(cpu_int4=True)`` (``ORATOR_CPU_INT4=1``, Settings → Processor path → Small);
@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.model import int4_numba
 from engine.model.int4_numba import GROUP, HALF
 from engine.model.int8 import GEMM_ROWS, Int8Weight, quantize_layers
 from engine.runtime import cpu_bf16_units
@@ -78,31 +77,34 @@ class Int4Weight:
     def row(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ weight.T`` for one float32 row x [1, K]: [1, N] float32, through the Numba product (as the Numba
         steps compute it), or the widened weights where Numba is not usable."""
-        from engine.model import one_position_numba as jit
-
-        if jit.numba is None or jit._failed:
-            return F.linear(x.float(), self.dequantized())
-        return jit.product_row(self.q.numpy(), self.scale.numpy(), x)
+        jit = _numba_loops()
+        return F.linear(x.float(), self.dequantized()) if jit is None else jit.product_row(self, x)
 
     def dequantized(self) -> torch.Tensor:
         """The weight these codes stand for [N, K], float32: ``(code - 8) * scale + zero``."""
-        from engine.model import one_position_numba as jit
-
+        jit = _numba_loops()
+        if jit is not None:
+            return jit.widened(self)
         n, k = self.shape
-        if int4_numba.njit is not None and jit.numba is not None and not jit._failed:
-            return jit.widened(self.q.numpy(), self.scale.numpy(), k)
         q = self.q.view(n, k // GROUP, HALF)
         codes = torch.cat([q & 15, q >> 4], dim=-1).float()  # [N, runs, GROUP]
         return ((codes - 8) * self.scale[..., :1] + self.scale[..., 1:]).view(n, k)
+
+
+def _numba_loops():
+    """``engine.model.one_position_numba`` where its Numba loops run here (loaded, none failed to compile), else
+    None (the PyTorch forms then run)."""
+    from engine.model import one_position_numba as jit
+
+    return jit if jit.numba is not None and not jit._failed else None
 
 
 def int4_available() -> bool:
     """Whether the int4 path runs here: its products are Numba's loops, so Numba must load and the ``cpu_numba``
     option be on (without them every product would widen its whole weight first)."""
     from engine import options
-    from engine.model import one_position_numba as jit
 
-    return jit.numba is not None and not jit._failed and options.current().cpu_numba
+    return _numba_loops() is not None and options.current().cpu_numba
 
 
 def quantize_int4(talker: nn.Module) -> None:

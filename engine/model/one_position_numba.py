@@ -327,7 +327,7 @@ def _sums(weights: list[Int8Weight | Int4Weight], wanted: bool) -> object:
     out = numba.typed.List()
     for w in weights:
         if isinstance(w, Int4Weight):
-            out.append(np.zeros(w.shape[1] // int4_numba.GROUP, np.float32))
+            out.append(_run_sums_scratch(w))
         else:
             out.append(vnni.weight_sums(w.q.numpy(), SEGMENT) if wanted else np.zeros((1, 0), np.int32))
     return out
@@ -402,36 +402,37 @@ class NumbaHead:
 
     def __init__(self, weight: Int8Weight | Int4Weight):
         self.q, self.scale, self.width = weight.q.numpy(), weight.scale.float().numpy(), weight.shape[1]
-        self.sums = _run_sums_scratch(weight)
+        self.xq, self.sums = np.empty(self.width, np.int16), _run_sums_scratch(weight)
 
     def row(self, x: torch.Tensor) -> torch.Tensor:
-        return _row(self.q, self.scale, self.sums, x)
+        return _row(self.q, self.scale, self.sums, self.xq, x)
 
 
 def _run_sums_scratch(weight: Int8Weight | Int4Weight) -> np.ndarray:
+    """An int4 product's scratch for its activations' run sums [K/GROUP] (int8 products read none: empty)."""
     return np.empty(weight.shape[1] // int4_numba.GROUP if isinstance(weight, Int4Weight) else 0, np.float32)
 
 
-def _row(q: np.ndarray, scale: np.ndarray, sums: np.ndarray, x: torch.Tensor) -> torch.Tensor:
+def _row(q: np.ndarray, scale: np.ndarray, sums: np.ndarray, xq: np.ndarray, x: torch.Tensor) -> torch.Tensor:
     y = np.empty(q.shape[0], np.float32)
-    xq = np.empty(x.shape[-1], np.int16)
     with _lock:
         _follow_torch_threads()
         _product(q, scale, sums, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), xq, y)
     return torch.from_numpy(y)[None]
 
 
-def product_row(q: np.ndarray, scale_zero: np.ndarray, x: torch.Tensor) -> torch.Tensor:
+def product_row(weight: Int4Weight, x: torch.Tensor) -> torch.Tensor:
     """An ``Int4Weight``'s product with one float32 row x [1, K] -> [1, N] float32, through the Numba product."""
-    return _row(q, scale_zero, np.empty(scale_zero.shape[1], np.float32), x)
+    return _row(weight.q.numpy(), weight.scale.numpy(), _run_sums_scratch(weight),
+                np.empty(weight.shape[1], np.int16), x)
 
 
-def widened(q: np.ndarray, scale_zero: np.ndarray, k: int) -> torch.Tensor:
-    """An ``Int4Weight``'s weights [N, k] as float32 (``engine.model.int4_numba.widen``)."""
-    out = np.empty((q.shape[0], k), np.float32)
+def widened(weight: Int4Weight) -> torch.Tensor:
+    """An ``Int4Weight``'s weights [N, K] as float32 (``engine.model.int4_numba.widen``)."""
+    out = np.empty(tuple(weight.shape), np.float32)
     with _lock:
         _follow_torch_threads()
-        int4_numba.widen(q, scale_zero, out)
+        int4_numba.widen(weight.q.numpy(), weight.scale.numpy(), out)
     return torch.from_numpy(out)
 
 
@@ -440,8 +441,12 @@ def runs_numba(stack: DecoderStack) -> bool:
     holds one type; a mixed stack keeps the PyTorch steps)."""
     if numba is None or _failed:
         return False
-    weights = [w for layer in stack.layers for w in (layer.self_attn.qkv_weight, layer.self_attn.out_weight,
-                                                      layer.mlp.gate_up_weight, layer.mlp.down_weight)]
+    return _one_kind([w for layer in stack.layers for w in (layer.self_attn.qkv_weight, layer.self_attn.out_weight,
+                                                             layer.mlp.gate_up_weight, layer.mlp.down_weight)])
+
+
+def _one_kind(weights: list) -> bool:
+    """Whether ``weights`` are all ``Int8Weight`` or all ``Int4Weight`` (a Numba list holds one type)."""
     return any(all(isinstance(w, kind) for w in weights) for kind in (Int8Weight, Int4Weight))
 
 
@@ -466,7 +471,7 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
     steps = None
     cp = talker.code_predictor
     if (runs_numba(talker.model) and runs_numba(cp.model)
-            and any(all(isinstance(w, kind) for w in cp.head_weights or [None]) for kind in (Int8Weight, Int4Weight))):
+            and _one_kind(cp.head_weights or [None])):
         wanted = options.current().cpu_vnni and vnni.available()
         built = NumbaPosition(stacks[0], wanted), NumbaPosition(stacks[1], wanted)
         heads = [NumbaHead(w) for w in cp.head_weights]

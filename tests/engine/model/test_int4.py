@@ -153,16 +153,24 @@ def test_without_numbas_loops_int4_falls_back_to_int8_and_says_so(tiny_model_dir
     assert "int4 weights need Numba" in caplog.text
 
 
-def test_without_numba_the_products_are_the_widened_weights(monkeypatch):
-    """Where Numba cannot run, a row's product and the widened weights come from PyTorch, as the Numba ones are."""
-    import engine.model.int4 as int4
-
+@pytest.mark.parametrize("why", ["missing", "failed"])
+def test_without_numba_the_products_are_the_widened_weights(monkeypatch, why):
+    """Where Numba cannot run (missing, or a compile failed), a row's product and the widened weights come from
+    PyTorch, as the Numba ones are."""
     g = torch.Generator().manual_seed(8)
     q = Int4Weight(torch.randn(192, 2 * GROUP, generator=g))
     x = torch.randn(1, 2 * GROUP, generator=g)
     widened, row = q.dequantized(), q.row(x)
-    monkeypatch.setattr(int4.int4_numba, "njit", None)
-    monkeypatch.setattr(jit, "numba", None)
+    if why == "missing":
+        monkeypatch.setattr(jit, "numba", None)
+    else:
+        monkeypatch.setattr(jit, "_failed", ["no LLVM here"])
+
+    def not_numba(*args):
+        raise AssertionError("the Numba loops ran")
+
+    monkeypatch.setattr(jit, "product_row", not_numba)
+    monkeypatch.setattr(jit, "widened", not_numba)
     assert torch.equal(q.dequantized(), widened)
     assert relative_rms(q.row(x), row) < 1e-4
 

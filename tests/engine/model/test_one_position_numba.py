@@ -171,7 +171,6 @@ def test_int4_weights_step_through_numba_as_the_float_products_would(tiny_model_
             got = step(x[pos : pos + 1], pos)
             with monkeypatch.context() as m:
                 m.setattr(jit, "numba", None)  # Int4Weight.row: F.linear of the weights widened by PyTorch
-                m.setattr(jit.int4_numba, "njit", None)
                 expected = expected_step(x[pos : pos + 1], pos)
             assert relative_rms(got, expected) < 0.01, pos
     assert relative_rms(cache.k, expected_cache.k) < 0.01 and relative_rms(cache.v, expected_cache.v) < 0.01
