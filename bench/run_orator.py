@@ -99,7 +99,8 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
     if eng.cpu_compile:
         mode += ", compiled"
     elif eng.cpu_int8 and not eng.use_graphs:
-        mode += ", Numba steps" if eng.cpu_numba_steps else ", PyTorch steps"
+        mode += (", Numba steps" + (" (one region a step)" if eng.cpu_team_steps else "")
+                 if eng.cpu_numba_steps else ", PyTorch steps")
         vnni = [name for name, on in zip(("talker", "predictor"), eng.cpu_vnni_products, strict=True) if on]
         mode += f", VNNI products ({' and '.join(vnni)})" if vnni else ""
         mode += ", decoder apart" if getattr(eng._single_streamer(), "apart", None) is not None else ""

@@ -20,6 +20,7 @@ import torch.nn as nn
 
 from engine.frames.codes import NUM_DRAWS, predictor_draws
 from engine.model import one_position_numba as jit
+from engine.model.one_position_team import step
 from engine.sampling import StageSettings, draws_without_sort, gumbel
 
 if jit.numba is not None:
@@ -77,17 +78,18 @@ if jit.numba is not None:
 
     @njit(**jit._JIT)
     def _frame(first, x, inputs, rows, row, total, head_q, head_s, head_sums, head_xq, gumbel, greedy, temperature,
-               top_k, logits, scaled, hidden, codes, layers, scratch):
+               top_k, logits, scaled, hidden, codes, layers, scratch, team_args, team):
         """The predictor's 15 passes: ``first`` written at position 0, ``x`` (code 0's input) stepped at position
         1; pass j reads code j's input row from ``inputs[j - 1]``; codes [15] out; ``total`` (code 0's row in)
-        gains each code's row of ``rows`` (``row``: scratch of its width)."""
-        jit._stack_step(first, 0, *layers, False, hidden, *scratch)
+        gains each code's row of ``rows`` (``row``: scratch of its width). Steps as ``one_position_team.step``
+        takes them (``team_args`` None: the per-region steps)."""
+        step(first, 0, layers, False, hidden, scratch, team_args, team)
         for j in range(codes.shape[0]):
             if j:
                 _row_into(inputs[j - 1], codes[j - 1], x)
                 _row_into(rows[j - 1], codes[j - 1], row)
                 _add_into(total, row)
-            jit._stack_step(x, j + 1, *layers, True, hidden, *scratch)
+            step(x, j + 1, layers, True, hidden, scratch, team_args, team)
             jit._product(head_q[j], head_s[j], head_sums, hidden, head_xq, logits)
             codes[j] = _draw(logits, gumbel[j], greedy, temperature, top_k, scaled)
         last = codes.shape[0] - 1
@@ -168,8 +170,8 @@ class NumbaPredictorFrame:
         total = embedded.reshape(-1).numpy().copy()
         codes = np.empty(draws, np.int64)
         with jit._lock:
-            jit._follow_torch_threads()
+            team = jit._follow_torch_threads()
             _frame(self.first, x, t.inputs, t.rows, self.row, total, t.head_q, t.head_s, self.head_sums, self.head_xq,
                    terms, greedy, np.float32(settings.temperature[0]), int(settings.top_k[0]), self.logits,
-                   self.scaled, self.hidden, codes, self.step.layers, self.step.scratch)
+                   self.scaled, self.hidden, codes, self.step.layers, self.step.scratch, self.step.team, team)
         return torch.cat([code0, torch.from_numpy(codes)])[None], torch.from_numpy(total)[None]

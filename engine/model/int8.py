@@ -141,7 +141,17 @@ def integer_rows(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch
     integer instead), split into a high part within +-64 and a low byte, both as rows of one int8 matrix product
     summed exactly in int32, joined and scaled in float32. No float copy of the weights is made,
     and a prompt's rows are rounded as each later position's are. A row holding a NaN or an infinity gives NaNs; a
-    row all under TINY gives zeros."""
+    row all under TINY gives zeros. Where Numba runs, the rounding and the joining are its loops
+    (``engine.model.prompt_rows_numba``, the same values), else ``integer_rows_torch``."""
+    from engine.model import prompt_rows_numba  # imported here: it imports this module
+
+    if prompt_rows_numba.runs_here():
+        return prompt_rows_numba.integer_rows(x, q, scale)
+    return integer_rows_torch(x, q, scale)
+
+
+def integer_rows_torch(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """``integer_rows`` in PyTorch's operations."""
     m = x.shape[0]
     top = x.abs().amax(dim=1, keepdim=True)  # [M, 1]; NaN where the row has one
     finite = torch.isfinite(top)

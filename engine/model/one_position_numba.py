@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engine import options
 from engine.model import int4_numba, int8, vnni
 from engine.model.int4 import Int4Weight
 from engine.model.int8 import ACTIVATION_MAX, Int8Weight
@@ -110,16 +111,15 @@ if numba is not None:
         return sx
 
     @njit(inline="always", **_JIT)
-    def _rows(q, scale, xq, sx, y, block, add):
-        """y[n] (+)= scale[n] * sx * (q[n] . xq) for the rows of ``block``: int8 times int16 summed in int32
-        over runs of SEGMENT (the form x86's multiply-add of 16-bit pairs takes), each run's sum then in
-        float32."""
-        n_rows, k = q.shape
-        for n in range(block * ROW_BLOCK, min(n_rows, block * ROW_BLOCK + ROW_BLOCK)):
+    def row_range(q, scale, xq, sx, y, start, stop, add):
+        """y[n] (+)= scale[n] * sx * (q[n] . xq) for rows [start, stop): int8 times int16 summed in int32 over runs
+        of SEGMENT (the form x86's multiply-add of 16-bit pairs takes), each run's sum then in float32."""
+        k = q.shape[1]
+        for n in range(start, stop):
             row = q[n]
             acc = np.float32(0.0)
-            for start in range(0, k, SEGMENT):
-                qs, xs = row[start : start + SEGMENT], xq[start : start + SEGMENT]
+            for first in range(0, k, SEGMENT):
+                qs, xs = row[first : first + SEGMENT], xq[first : first + SEGMENT]
                 part = np.int32(0)
                 for i in range(qs.shape[0]):
                     part = np.int32(part + np.int16(qs[i]) * xs[i])  # int32: the form that vectorizes
@@ -130,19 +130,24 @@ if numba is not None:
                 y[n] = acc * (scale[n] * sx)
 
     @njit(inline="always", **_JIT)
-    def _rows_vnni(q, scale, sums, lo, hi, sx, y, block, add, parts, accs):
-        """``_rows`` with the same int32 sums, four rows a step, made by ``engine.model.vnni`` from the activations'
-        two bytes (``lo``, ``hi``: ``vnni.split``) and ``sums`` (``vnni.weight_sums``); ``parts`` (int32) and
-        ``accs`` (float32), [blocks, SCRATCH_ROW], are scratch, a row a block. Rows in fours, runs in 64s
-        (``vnni.fits``)."""
-        n_rows, k = q.shape
-        part, acc = parts[block], accs[block]
-        for n in range(block * ROW_BLOCK, min(n_rows, block * ROW_BLOCK + ROW_BLOCK), vnni.ROWS):
+    def _rows(q, scale, xq, sx, y, block, add):
+        """``row_range`` for the rows of ``block``."""
+        start = block * ROW_BLOCK
+        row_range(q, scale, xq, sx, y, start, min(q.shape[0], start + ROW_BLOCK), add)
+
+    @njit(inline="always", **_JIT)
+    def vnni_range(q, scale, sums, lo, hi, sx, y, start, stop, add, part, acc):
+        """``row_range``'s rows with the same int32 sums, four rows a step (``start`` a multiple of 4), made by
+        ``engine.model.vnni`` from the activations' two bytes (``lo``, ``hi``: ``vnni.split``) and ``sums``
+        (``vnni.weight_sums``); ``part`` (int32) and ``acc`` (float32), [SCRATCH_ROW], are scratch. Rows in
+        fours, runs in 64s (``vnni.fits``)."""
+        k = q.shape[1]
+        for n in range(start, stop, vnni.ROWS):
             for r in range(vnni.ROWS):
                 acc[r] = np.float32(0.0)
             for seg in range(sums.shape[1]):
-                start = seg * SEGMENT
-                vnni.dot4(q, n, start, min(k, start + SEGMENT), lo, hi, part)
+                first = seg * SEGMENT
+                vnni.dot4(q, n, first, min(k, first + SEGMENT), lo, hi, part)
                 for r in range(vnni.ROWS):
                     acc[r] += np.float32(vnni.joined(part[2 * r], part[2 * r + 1], sums[n + r, seg]))
             for r in range(vnni.ROWS):
@@ -150,6 +155,13 @@ if numba is not None:
                     y[n + r] += acc[r] * (scale[n + r] * sx)
                 else:
                     y[n + r] = acc[r] * (scale[n + r] * sx)
+
+    @njit(inline="always", **_JIT)
+    def _rows_vnni(q, scale, sums, lo, hi, sx, y, block, add, parts, accs):
+        """``vnni_range`` for the rows of ``block``; ``parts`` and ``accs`` [blocks, SCRATCH_ROW]: a row a block."""
+        start = block * ROW_BLOCK
+        vnni_range(q, scale, sums, lo, hi, sx, y, start, min(q.shape[0], start + ROW_BLOCK), add, parts[block],
+                   accs[block])
 
     def _plain_rows(wq, ws, wsum, xq, sx, y, block, add):
         """y[n] (+)= row n of the product for the rows of ``block``: int8 weights (``_rows``) or int4 ones
@@ -221,6 +233,68 @@ if numba is not None:
         for i in range(x.shape[0]):
             out[i] = weight[i] * (x[i] * r)
 
+    @njit(inline="always", **_JIT)
+    def normed_rotated(qkv, r, layer, pos, cos, signed_sin, keys, qk_w, eps, heads, qk, attn):
+        """Head r of q (r < heads) or of k in ``qkv`` normed by its row of ``qk_w`` and rotated for ``pos``: into
+        ``attn``'s head r or the key cache at ``pos`` (qk: scratch [d])."""
+        d = qk.shape[0]
+        half = d // 2
+        row = qkv[r * d : (r + 1) * d]
+        s = np.float32(0.0)
+        for i in range(d):
+            s += row[i] * row[i]
+        inv = np.float32(1.0) / np.sqrt(s / np.float32(d) + np.float32(eps))
+        w = qk_w[layer, r]
+        for i in range(d):
+            qk[i] = w[i] * (row[i] * inv)
+        target = attn[r * d : (r + 1) * d] if r < heads else keys[layer, r - heads, pos]
+        for i in range(d):
+            j = i + half if i < half else i - half
+            target[i] = qk[i] * cos[pos, i] + qk[j] * signed_sin[pos, i]
+
+    @njit(inline="always", **_JIT)
+    def value_written(qkv, g, layer, pos, values, heads):
+        """Head g of v in ``qkv`` into the value cache at ``pos``."""
+        d = values.shape[3]
+        start = (heads + values.shape[1] + g) * d
+        for i in range(d):
+            values[layer, g, pos, i] = qkv[start + i]
+
+    @njit(inline="always", **_JIT)
+    def attended(attn, head, layer, pos, keys, values, sc):
+        """Query ``head`` of ``attn`` over the cache's slots [0, pos], replaced by its attention's output (sc:
+        scratch [slots])."""
+        d = keys.shape[3]
+        g = head // (attn.shape[0] // d // keys.shape[1])
+        q = attn[head * d : (head + 1) * d]
+        top = np.float32(-np.inf)
+        for t in range(pos + 1):
+            acc = np.float32(0.0)
+            kt = keys[layer, g, t]
+            for i in range(d):
+                acc += q[i] * kt[i]
+            sc[t] = acc
+            top = max(top, acc)
+        total = np.float32(0.0)
+        for t in range(pos + 1):
+            sc[t] = np.exp(sc[t] - top)
+            total += sc[t]
+        for i in range(d):
+            q[i] = np.float32(0.0)
+        for t in range(pos + 1):
+            p = sc[t] / total
+            vt = values[layer, g, t]
+            for i in range(d):
+                q[i] += p * vt[i]
+
+    @njit(inline="always", **_JIT)
+    def silu_times(gu, act, start, stop):
+        """act[i] = silu(gate[i]) * up[i] for i in [start, stop), ``gu`` = [gate | up]."""
+        inter = act.shape[0]
+        for i in range(start, stop):
+            gate = gu[i]
+            act[i] = gate / (np.float32(1.0) + np.exp(-gate)) * gu[inter + i]
+
     @njit(parallel=True, **_JIT)
     def _product(q, scale, sums, x, xq, y):
         """y = the product of int8 weights ``q`` (row scales ``scale``; ``sums`` unread) or int4 ones (``scale``
@@ -239,10 +313,8 @@ if numba is not None:
         """One position through every layer: x [H] (changed in place: the residual stream) at ``pos`` over keys
         and values [L, kv, S, d]; with ``final_norm`` the normed output into ``out`` [H]. ``vnni_on``: the products
         through ``engine.model.vnni``, with the weights' ``*_sum`` (``_product_into``). The rest are scratch."""
-        n_layers, kv, _, d = keys.shape
-        half, group, q_width = d // 2, heads // kv, heads * d
+        n_layers, kv = keys.shape[:2]
         inter = gu.shape[0] // 2
-        length = pos + 1
         for layer in range(n_layers):
             _rms(x, in_w[layer], eps, h)
             sx = _quantize(h, hq)
@@ -250,46 +322,12 @@ if numba is not None:
                           parts, accs)
             # q and k: each head normed, then rotated; k and v written at pos
             for r in range(heads + kv):
-                row = qkv[r * d : (r + 1) * d]
-                s = np.float32(0.0)
-                for i in range(d):
-                    s += row[i] * row[i]
-                inv = np.float32(1.0) / np.sqrt(s / np.float32(d) + np.float32(eps))
-                w = qk_w[layer, r]
-                for i in range(d):
-                    qk[i] = w[i] * (row[i] * inv)
-                target = attn[r * d : (r + 1) * d] if r < heads else keys[layer, r - heads, pos]
-                for i in range(d):
-                    j = i + half if i < half else i - half
-                    target[i] = qk[i] * cos[pos, i] + qk[j] * signed_sin[pos, i]
-            v_start = q_width + kv * d
+                normed_rotated(qkv, r, layer, pos, cos, signed_sin, keys, qk_w, eps, heads, qk, attn)
             for g in range(kv):
-                for i in range(d):
-                    values[layer, g, pos, i] = qkv[v_start + g * d + i]
+                value_written(qkv, g, layer, pos, values, heads)
             # attention of each query head over the filled slots; its output replaces the head's query in attn
             for head in prange(heads):
-                g = head // group
-                q = attn[head * d : (head + 1) * d]
-                sc = scores[head]
-                top = np.float32(-np.inf)
-                for t in range(length):
-                    acc = np.float32(0.0)
-                    kt = keys[layer, g, t]
-                    for i in range(d):
-                        acc += q[i] * kt[i]
-                    sc[t] = acc
-                    top = max(top, acc)
-                total = np.float32(0.0)
-                for t in range(length):
-                    sc[t] = np.exp(sc[t] - top)
-                    total += sc[t]
-                for i in range(d):
-                    q[i] = np.float32(0.0)
-                for t in range(length):
-                    p = sc[t] / total
-                    vt = values[layer, g, t]
-                    for i in range(d):
-                        q[i] += p * vt[i]
+                attended(attn, head, layer, pos, keys, values, scores[head])
             sx = _quantize(attn, attnq)
             _product_into(out_q[layer], out_s[layer], out_sum[layer], attnq, a_lo, a_hi, sx, x, True, vnni_on,
                           parts, accs)
@@ -297,9 +335,7 @@ if numba is not None:
             sx = _quantize(h, hq)
             _product_into(gu_q[layer], gu_s[layer], gu_sum[layer], hq, h_lo, h_hi, sx, gu, False, vnni_on,
                           parts, accs)
-            for i in range(inter):
-                gate = gu[i]
-                act[i] = gate / (np.float32(1.0) + np.exp(-gate)) * gu[inter + i]
+            silu_times(gu, act, 0, inter)
             sx = _quantize(act, actq)
             _product_into(down_q[layer], down_s[layer], down_sum[layer], actq, c_lo, c_hi, sx, x, True, vnni_on,
                           parts, accs)
@@ -347,6 +383,7 @@ class NumbaPosition:
         self.vnni_able = vnni_sums and all(isinstance(w, Int8Weight) and vnni.fits(w.q.numpy(), SEGMENT)
                                            for ws in weights for w in ws)
         self.vnni = self.vnni_able
+        self.team = options.current().cpu_team  # steps bound from now on by a team, where it takes the stack
         self.in_w = np.stack([layer[0].weight.detach().float().numpy() for layer in layers])
         self.qkv, self.out, self.gate_up, self.down = ((*_listed(ws), _sums(ws, self.vnni_able)) for ws in weights)
         self.qk_w = torch.stack([layer[2] for layer in layers]).numpy()  # q's rows carry the attention's 1/sqrt(d)
@@ -384,6 +421,13 @@ class NumbaBoundStep:
         self.layers = (s.cos.numpy(), s.signed_sin.numpy(), self.keys, self.values, stack.in_w, *stack.qkv,
                        stack.qk_w, *stack.out, stack.post_w, *stack.gate_up, *stack.down, stack.norm_w, stack.eps,
                        stack.heads, stack.vnni and stack.vnni_able)
+        from engine.model import one_position_team  # imported here: it imports this module
+
+        self.team = None  # a team's own scratch, where a team steps this stack (``one_position_team``)
+        if stack.team and one_position_team.takes(stack):
+            self.team = one_position_team.TeamScratch(numba.config.NUMBA_NUM_THREADS, width, s.heads, d,
+                                                      gu.shape[0] // 2).args
+        self._step = one_position_team.step
 
     def __call__(self, x: torch.Tensor, pos: int, final_norm: bool = True) -> torch.Tensor | None:
         if not 0 <= pos < self.keys.shape[2]:  # the kernel does not check its indices
@@ -391,8 +435,7 @@ class NumbaBoundStep:
         out = np.empty(self.x.shape[0], np.float32)
         self.x[:] = x.reshape(-1).numpy()
         with _lock:
-            _follow_torch_threads()
-            _stack_step(self.x, pos, *self.layers, final_norm, out, *self.scratch)
+            self._step(self.x, pos, self.layers, final_norm, out, self.scratch, self.team, _follow_torch_threads())
         return torch.from_numpy(out)[None] if final_norm else None
 
 
@@ -450,10 +493,12 @@ def _one_kind(weights: list) -> bool:
     return any(all(isinstance(w, kind) for w in weights) for kind in (Int8Weight, Int4Weight))
 
 
-def _follow_torch_threads() -> None:
+def _follow_torch_threads() -> int:
     """Numba's threads for the calling thread's next kernels: PyTorch's count (which ``engine.frames.threads``
-    chooses frame by frame), at most Numba's pool."""
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    chooses frame by frame), at most Numba's pool; returns it."""
+    threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(threads)
+    return threads
 
 
 def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[NumbaPosition, NumbaPosition,
@@ -461,8 +506,6 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
     """The talker's and its code predictor's Numba steps and the predictor's heads, made and compiled once per
     talker; None where the ``cpu_numba`` option is off, Numba is missing, a stack's projections or the heads are
     neither all int8 nor all int4, or a compile failed (the PyTorch steps then run)."""
-    from engine import options
-
     if not options.current().cpu_numba:
         return None
     made = getattr(talker, "_numba_stacks", None)

@@ -23,6 +23,7 @@ from hypothesis.extra import numpy as hnp
 import engine.model.one_position_numba as jit
 from engine import Engine, Sampling, Voice
 from engine.frames.eager import FrameGenerator
+from engine.model import one_position_team
 from engine.model.one_position import one_position_stacks
 from engine.prompts import build_prompt
 
@@ -186,7 +187,7 @@ def test_a_failed_compile_falls_back_to_the_pytorch_steps(tiny_model_dir, monkey
     def broken(*args):
         raise RuntimeError("no LLVM here")
 
-    monkeypatch.setattr(jit, "_stack_step", broken)
+    monkeypatch.setattr(one_position_team, "step", broken)  # what a bound step calls
     monkeypatch.setattr(jit, "_failed", [])
     with caplog.at_level(logging.WARNING, logger=jit.__name__):
         assert jit.numba_stacks(talker, one_position_stacks(talker)) is None
