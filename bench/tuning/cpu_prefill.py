@@ -1,7 +1,8 @@
 """A prompt's prefill on the fast CPU path with each form of its many-row int8 products (``engine.model.int8``:
-``integer``, ``bf16``, ``kernel``; and ``integer-pytorch``, the integer form with its rounding and joining in
-PyTorch's operations instead of ``engine.model.prompt_rows_numba``'s loops), timed in alternating rounds on one
-model, with the outputs' distance from the ``integer`` form's, and the form the engine takes here
+``integer``, ``bf16``, ``kernel``; ``integer-layers-pytorch``, the integer form with the layers' other
+operations in PyTorch instead of ``engine.model.prompt_numba``'s loops, and ``integer-pytorch``, also its rounding
+and joining in PyTorch's operations instead of ``engine.model.prompt_rows_numba``'s), timed in alternating rounds
+on one model, with the outputs' distance from the ``integer`` form's, and the form the engine takes here
 (``prefill_form``).
 
     taskset -c 0-7 python -m bench.tuning.cpu_prefill --model DIR [--threads 8] [--tokens 109 16] [--rounds 3]
@@ -20,7 +21,7 @@ import torch
 
 from bench.common import device_name
 from engine import Engine
-from engine.model import int8, prompt_rows_numba
+from engine.model import int8, prompt_numba, prompt_rows_numba
 
 
 def main(argv=None) -> None:
@@ -38,8 +39,8 @@ def main(argv=None) -> None:
     talker = eng.model.talker
     forms = int8.prefill_forms()
     if "integer" in forms and prompt_rows_numba.runs_here():
-        forms.insert(1, "integer-pytorch")
-    chosen, loops = int8.prefill_form, prompt_rows_numba.runs_here
+        forms[1:1] = ["integer-layers-pytorch", "integer-pytorch"]
+    chosen, loops, takes = int8.prefill_form, prompt_rows_numba.runs_here, prompt_numba.takes
     report = {"device": device_name("cpu"), "chosen": chosen(), "forms": forms}
     g = torch.Generator().manual_seed(0)
     try:
@@ -51,8 +52,9 @@ def main(argv=None) -> None:
                 times, outs = {f: [] for f in forms}, {}
                 for r in range(args.rounds + 1):  # the first round untimed
                     for form in forms:
-                        int8.prefill_form = lambda form=form: form.removesuffix("-pytorch")
-                        prompt_rows_numba.runs_here = loops if form == "integer" else lambda: False
+                        int8.prefill_form = lambda form=form: form.split("-")[0]
+                        prompt_rows_numba.runs_here = loops if form != "integer-pytorch" else lambda: False
+                        prompt_numba.takes = takes if form == "integer" else lambda *a: False
                         start = time.perf_counter()
                         outs[form] = talker.model(x, positions, cache, kv_len=n)[:, -1]
                         if r:
@@ -61,7 +63,7 @@ def main(argv=None) -> None:
                 report[f"{n}_ms"] = times
                 report[f"{n}_distance"] = {f: float((o.double() - base).norm() / base.norm()) for f, o in outs.items()}
     finally:
-        int8.prefill_form, prompt_rows_numba.runs_here = chosen, loops
+        int8.prefill_form, prompt_rows_numba.runs_here, prompt_numba.takes = chosen, loops, takes
     report["threads"] = torch.get_num_threads()
     print(json.dumps(report), flush=True)
 

@@ -318,6 +318,11 @@ class DecoderStack(nn.Module):
         """x: [B, T, H]; positions: [B, T] (also the cache slots). Attends to slots <= own position
         within the first ``kv_len`` slots (all of the cache when None). Returns normed [B, T, H]."""
         kv_len = cache.max_len if kv_len is None else kv_len
+        if not x.is_cuda and x.shape[1] > 1:  # a CPU prompt of int8 weights: its Numba pass where it takes it
+            from engine.model import prompt_numba  # imported here: it imports this module
+
+            if prompt_numba.takes(self, x, cache):
+                return prompt_numba.forward(self, x, positions, cache, kv_len)
         cos, sin = self.rotary(positions, x.dtype)
         slots = torch.arange(kv_len, device=x.device)
         mask = (slots[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]

@@ -1,0 +1,210 @@
+"""A prompt's pass through an int8 decoder stack on the CPU (one stream) in ~12 calls a layer: the four integer
+matrix products (``torch._int_mm``), PyTorch's attention, and Numba loops for everything between them.
+
+``DecoderStack.forward`` spends ~70 PyTorch operations a layer on a prompt: norms, the q and k heads' norms and
+rotations, cache writes, splits, SiLU, residual adds, and the rounding around each integer product; at 8 threads
+each costs tens of microseconds whatever its size, and together they took longer than the products
+(docs/benchmarks.md#cpu-prompt-layers). Here each row's norm is fused with its rounding into a product's two int8
+parts (``engine.model.prompt_rows_numba``'s rule), a product's int32 sums are joined with the residual add and
+the next norm, the SiLU, or the heads' norms, rotations and cache writes. The arithmetic is ``DecoderStack``'s
+with ``integer_rows`` products; the norms' sums are plain float32 loops instead of PyTorch's reductions, so the
+outputs agree within float32 rounding (tests/engine/model/test_prompt_numba.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from engine.model import int8, prompt_rows_numba
+from engine.model.int8 import ACTIVATION_MAX, TINY, Int8Weight
+from engine.model.one_position_numba import _cacheable, _follow_torch_threads, _lock, numba
+
+if numba is not None:
+    from numba import njit, prange
+
+    _JIT = {"cache": _cacheable(), "nogil": True, "boundscheck": False}
+    _MAX = np.float32(ACTIVATION_MAX)
+    _TINY = np.float32(TINY)
+
+    @njit(inline="always", **_JIT)
+    def _rounded_row(values, hi, lo):
+        """A row's values as integers within +-ACTIVATION_MAX of one scale, split as ``prompt_rows_numba._split``
+        splits them; returns the scale (NaN, parts zero, where a value is not finite)."""
+        k = values.shape[0]
+        top = np.float32(0.0)
+        finite = True
+        for j in range(k):
+            a = abs(values[j])
+            finite &= a < np.float32(np.inf)
+            top = max(top, a)
+        if not finite:
+            for j in range(k):
+                hi[j] = 0
+                lo[j] = 0
+            return np.float32(np.nan)
+        s = np.float32(1.0) if top < _TINY else top / _MAX
+        for j in range(k):
+            xi = np.int32(min(max(np.rint(values[j] / s), -_MAX), _MAX))
+            h = (xi + 128) >> 8
+            hi[j] = np.int8(h)
+            lo[j] = np.int8(xi - (h << 8))
+        return s
+
+    @njit(inline="always", **_JIT)
+    def _normed_into(x, weight, eps, out):
+        """out = weight * (x * 1 / sqrt(mean(x^2) + eps)) (RMSNorm), in float32."""
+        k = x.shape[0]
+        total = np.float32(0.0)
+        for j in range(k):
+            total += x[j] * x[j]
+        r = np.float32(1.0) / np.sqrt(total / np.float32(k) + np.float32(eps))
+        for j in range(k):
+            out[j] = weight[j] * (x[j] * r)
+
+    @njit(parallel=True, **_JIT)
+    def norm_split(x, weight, eps, parts, sx):
+        """Each row of x [M, K] normed (``weight``) and rounded into parts [2M, K] with its scale sx[i]."""
+        m, k = x.shape
+        for i in prange(m):
+            normed = np.empty(k, np.float32)
+            _normed_into(x[i], weight, eps, normed)
+            sx[i] = _rounded_row(normed, parts[i], parts[m + i])
+
+    @njit(parallel=True, **_JIT)
+    def split(x, parts, sx):
+        """Each row of x [M, K] rounded into parts [2M, K] with its scale sx[i]."""
+        m = x.shape[0]
+        for i in prange(m):
+            sx[i] = _rounded_row(x[i], parts[i], parts[m + i])
+
+    @njit(inline="always", **_JIT)
+    def _joined(high, low, s, scale, j):
+        return (np.float32(high[j]) * np.float32(256.0) + np.float32(low[j])) * s * scale[j]
+
+    @njit(parallel=True, **_JIT)
+    def add_norm_split(sums, sx, scale, x, weight, eps, parts, sx_next):
+        """x [M, N] += the product joined from sums [2M, N] (``prompt_rows_numba._join``'s values); then each row
+        of x normed (``weight``) and rounded into parts [2M, N] and sx_next for the next product."""
+        m, n = x.shape
+        for i in prange(m):
+            row, high, low, s = x[i], sums[i], sums[m + i], sx[i]
+            for j in range(n):
+                row[j] = row[j] + _joined(high, low, s, scale, j)
+            normed = np.empty(n, np.float32)
+            _normed_into(row, weight, eps, normed)
+            sx_next[i] = _rounded_row(normed, parts[i], parts[m + i])
+
+    @njit(parallel=True, **_JIT)
+    def add(sums, sx, scale, x):
+        """x [M, N] += the product joined from sums [2M, N]."""
+        m, n = x.shape
+        for i in prange(m):
+            row, high, low, s = x[i], sums[i], sums[m + i], sx[i]
+            for j in range(n):
+                row[j] = row[j] + _joined(high, low, s, scale, j)
+
+    @njit(parallel=True, **_JIT)
+    def silu_split(sums, sx, scale, parts, sx_next):
+        """The gate and up product joined from sums [2M, 2I], silu(gate) * up rounded into parts [2M, I]."""
+        m, inter = sums.shape[0] // 2, sums.shape[1] // 2
+        for i in prange(m):
+            high, low, s = sums[i], sums[m + i], sx[i]
+            act = np.empty(inter, np.float32)
+            for j in range(inter):
+                gate = _joined(high, low, s, scale, j)
+                act[j] = gate / (np.float32(1.0) + np.exp(-gate)) * _joined(high, low, s, scale, inter + j)
+            sx_next[i] = _rounded_row(act, parts[i], parts[m + i])
+
+    @njit(parallel=True, **_JIT)
+    def heads_rotated(qkv, q_weight, k_weight, eps, cos, sin, slots, q, keys, values):
+        """From qkv [T, (H + 2 KV) d]: each q head normed (``q_weight``) and rotated into q [H, T, d], each k head
+        the same into keys [KV, S, d] at its row's slot, each v head into values; cos and sin [T, d]."""
+        t_len = qkv.shape[0]
+        heads, d = q.shape[0], q.shape[2]
+        kv = keys.shape[0]
+        half = d // 2
+        for task in prange(t_len * (heads + 2 * kv)):
+            t, r = task // (heads + 2 * kv), task % (heads + 2 * kv)
+            row = qkv[t, r * d : (r + 1) * d]
+            if r >= heads + kv:
+                target = values[r - heads - kv, slots[t]]
+                for i in range(d):
+                    target[i] = row[i]
+                continue
+            normed = np.empty(d, np.float32)
+            _normed_into(row, q_weight if r < heads else k_weight, eps, normed)
+            target = q[r, t] if r < heads else keys[r - heads, slots[t]]
+            for i in range(d):
+                turned = -normed[i + half] if i < half else normed[i - half]
+                target[i] = normed[i] * cos[t, i] + turned * sin[t, i]
+
+
+def takes(stack, x: torch.Tensor, cache) -> bool:
+    """Whether this pass runs here: a CPU prompt of one stream (``int8.GEMM_ROWS`` rows or more) in float32
+    through a stack of int8 weights whose products take the integer form, with Numba's loops running."""
+    layer = stack.layers[0]
+    return (x.device.type == "cpu" and x.dim() == 3 and x.shape[0] == 1 and x.shape[1] >= int8.GEMM_ROWS
+            and x.dtype == torch.float32 and cache.k.dtype == torch.float32 and cache.k.shape[1] == 1
+            and isinstance(layer.self_attn.qkv_weight, Int8Weight) and int8.prefill_form() == "integer"
+            and prompt_rows_numba.runs_here())
+
+
+def _numba(kernel, *args) -> None:
+    with _lock:
+        _follow_torch_threads()
+        kernel(*args)
+
+
+def _product(parts: torch.Tensor, weight: Int8Weight) -> tuple[torch.Tensor, np.ndarray]:
+    """The int32 sums [2M, N] of parts with the weight, and its row scales as float32."""
+    return torch._int_mm(parts, weight.q.t()), weight.scale.float().numpy()
+
+
+def forward(stack, x: torch.Tensor, positions: torch.Tensor, cache, kv_len: int) -> torch.Tensor:
+    """``stack(x, positions, cache, kv_len)`` for a prompt that ``takes`` says runs here: x [1, T, H] -> normed
+    [1, T, H]; the keys and values written into ``cache`` at ``positions``."""
+    t_len, width = x.shape[1], x.shape[2]
+    attn = stack.layers[0].self_attn
+    heads, d = attn.heads, attn.head_dim
+    cos, sin = stack.rotary(positions, torch.float32)
+    cos, sin = cos[0, 0].contiguous().numpy(), sin[0, 0].contiguous().numpy()
+    slots = positions[0].to(torch.int64).contiguous().numpy()
+    mask = (torch.arange(kv_len)[None, None, :] <= positions[:, :, None])[:, None]  # [1, 1, T, kv_len]
+    h = x[0].float().contiguous().clone()  # the residual stream [T, H], changed in place
+    hn = h.numpy()
+    parts, sx = torch.empty(2 * t_len, width, dtype=torch.int8), np.empty(t_len, np.float32)
+    q = torch.empty(1, heads, t_len, d)
+    first = stack.layers[0]
+    _numba(norm_split, hn, first.input_layernorm.weight.detach().float().numpy(), first.input_layernorm.eps,
+           parts.numpy(), sx)
+    for i, layer in enumerate(stack.layers):
+        a, mlp = layer.self_attn, layer.mlp
+        keys, values = cache.k[i][0], cache.v[i][0]  # [KV, S, d]
+        sums, scale = _product(parts, a.qkv_weight)
+        qkv = np.empty((t_len, sums.shape[1]), np.float32)
+        _numba(prompt_rows_numba._join, sums.numpy(), sx, scale, qkv)
+        _numba(heads_rotated, qkv, a.q_norm.weight.detach().float().numpy(),
+               a.k_norm.weight.detach().float().numpy(), a.q_norm.eps, cos, sin, slots, q[0].numpy(), keys.numpy(),
+               values.numpy())
+        out = F.scaled_dot_product_attention(q, keys[None, :, :kv_len], values[None, :, :kv_len], attn_mask=mask,
+                                             enable_gqa=True)  # [1, heads, T, d]
+        out = out[0].transpose(0, 1).reshape(t_len, heads * d).contiguous()
+        attn_parts = torch.empty(2 * t_len, heads * d, dtype=torch.int8)
+        _numba(split, out.numpy(), attn_parts.numpy(), sx)
+        sums, scale = _product(attn_parts, a.out_weight)
+        post = layer.post_attention_layernorm
+        _numba(add_norm_split, sums.numpy(), sx, scale, hn, post.weight.detach().float().numpy(), post.eps,
+               parts.numpy(), sx)
+        sums, scale = _product(parts, mlp.gate_up_weight)
+        act_parts = torch.empty(2 * t_len, sums.shape[1] // 2, dtype=torch.int8)
+        _numba(silu_split, sums.numpy(), sx, scale, act_parts.numpy(), sx)
+        sums, scale = _product(act_parts, mlp.down_weight)
+        if i + 1 < len(stack.layers):
+            norm = stack.layers[i + 1].input_layernorm
+            _numba(add_norm_split, sums.numpy(), sx, scale, hn, norm.weight.detach().float().numpy(), norm.eps,
+                   parts.numpy(), sx)
+        else:
+            _numba(add, sums.numpy(), sx, scale, hn)
+    return stack.norm(h[None])
