@@ -321,7 +321,7 @@ class DecoderStack(nn.Module):
         if not x.is_cuda and x.shape[1] > 1:  # a CPU prompt of int8 weights: its Numba pass where it takes it
             from engine.model import prompt_numba  # imported here: it imports this module
 
-            if prompt_numba.takes(self, x, cache):
+            if prompt_numba.takes(self, x, positions, cache, kv_len):
                 return prompt_numba.forward(self, x, positions, cache, kv_len)
         cos, sin = self.rotary(positions, x.dtype)
         slots = torch.arange(kv_len, device=x.device)

@@ -8,7 +8,8 @@ activations' rounding, which every row of a product reads, each member makes for
 per-region step's, each row, head and norm computed whole by one member (tests/engine/model/test_one_position_team.py
 holds them within float32 rounding: fast-math may order or contract a sum differently in code compiled apart).
 Where the team cannot gather (``team_sync.join_team``) the call returns False before writing anything and ``step``
-has one member step instead. int4 stacks keep the per-region steps.
+runs the per-region step instead; after GIVE_UPS such calls in a row (a threading layer that runs members one
+after another) a bound step keeps the per-region steps. int4 stacks keep the per-region steps.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from engine.model.one_position_numba import (
     value_written,
     vnni_range,
 )
+
+GIVE_UPS = 3  # teams of a bound step that gave up in a row before it stops trying
 
 if numba is not None:
     from numba import njit, prange
@@ -62,7 +65,7 @@ if numba is not None:
     def team_step(x, pos, cos, signed_sin, keys, values, in_w, qkv_q, qkv_s, qkv_sum, qk_w, out_q, out_s, out_sum,
                   post_w, gu_q, gu_s, gu_sum, down_q, down_s, down_sum, norm_w, eps, heads, vnni_on, final_norm, out,
                   qkv, attn, scores, gu, act, hs, hqs, h_los, h_his, qks, aqs, a_los, a_his, cqs, c_los, c_his, parts,
-                  accs, sync, spins, team):
+                  accs, sync, limit, team):
         """``_stack_step`` (the same arguments up to ``out``) by a team of ``team`` members (at most Numba's threads);
         shared scratch ``qkv``, ``attn``, ``scores``, ``gu``, ``act``; each member's own scratch is row ``member`` of
         ``hs`` ... ``accs`` (``TeamScratch``); ``sync`` int64 [team_sync.SYNC_WORDS]. Returns whether the team
@@ -71,7 +74,7 @@ if numba is not None:
         inter = act.shape[0]
         team_sync.reset(sync)
         for member in prange(team):
-            if not team_sync.join_team(sync, team, spins):
+            if not team_sync.join_team(sync, team, limit):
                 continue
             h, hq, h_lo, h_hi, qk = hs[member], hqs[member], h_los[member], h_his[member], qks[member]
             aq, a_lo, a_hi, cq, c_lo, c_hi = aqs[member], a_los[member], a_his[member], cqs[member], c_los[member], \
@@ -117,14 +120,20 @@ if numba is not None:
     @njit(**_JIT)
     def step(x, pos, layers, final_norm, out, scratch, team_args, team):
         """One position through a stack: ``_stack_step``'s arguments as ``layers`` (after x and pos) and ``scratch``
-        (after out); by a team of ``team`` where ``team_args`` (``TeamScratch.args`` after the shared scratch) is
-        given, by one member where the team does not gather (the same arithmetic), else by ``_stack_step``."""
+        (after out); by a team of ``team`` (at most its scratch's rows) where ``team_args`` (``TeamScratch.args``
+        after the shared scratch) is given, else, or where the team does not gather, by ``_stack_step`` (the same
+        arithmetic, within float32 rounding); after GIVE_UPS teams in a row gave up, by ``_stack_step`` alone."""
         if team_args is None:
             _stack_step(x, pos, *layers, final_norm, out, *scratch)
-        else:
+            return
+        sync = team_args[-2]
+        if sync[team_sync.FAILED] < GIVE_UPS:
             shared = (scratch[1], scratch[3], scratch[4], scratch[5], scratch[6])  # qkv, attn, scores, gu, act
-            if not team_step(x, pos, *layers, final_norm, out, *shared, *team_args, team):
-                team_step(x, pos, *layers, final_norm, out, *shared, *team_args, 1)
+            if team_step(x, pos, *layers, final_norm, out, *shared, *team_args, min(team, team_args[0].shape[0])):
+                sync[team_sync.FAILED] = 0
+                return
+            sync[team_sync.FAILED] += 1
+        _stack_step(x, pos, *layers, final_norm, out, *scratch)
 
 
 def takes(stack) -> bool:
@@ -147,4 +156,4 @@ class TeamScratch:
         self.args = (rows(width, np.float32), rows(width, np.int16), rows(width, np.uint8), rows(width, np.uint8),
                      rows(head_dim, np.float32), rows(attn, np.int16), rows(attn, np.uint8), rows(attn, np.uint8),
                      rows(inter, np.int16), rows(inter, np.uint8), rows(inter, np.uint8),
-                     rows(SCRATCH_ROW, np.int32), rows(SCRATCH_ROW, np.float32), self.sync, team_sync.GATHER_SPINS)
+                     rows(SCRATCH_ROW, np.int32), rows(SCRATCH_ROW, np.float32), self.sync, team_sync.GATHER_CYCLES)

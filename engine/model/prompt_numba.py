@@ -13,6 +13,9 @@ outputs agree within float32 rounding (tests/engine/model/test_prompt_numba.py).
 
 from __future__ import annotations
 
+import functools
+import logging
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -20,6 +23,8 @@ import torch.nn.functional as F
 from engine.model import int8, prompt_rows_numba
 from engine.model.int8 import ACTIVATION_MAX, TINY, Int8Weight
 from engine.model.one_position_numba import _cacheable, _follow_torch_threads, _lock, numba
+
+log = logging.getLogger(__name__)
 
 if numba is not None:
     from numba import njit, prange
@@ -141,14 +146,38 @@ if numba is not None:
                 target[i] = normed[i] * cos[t, i] + turned * sin[t, i]
 
 
-def takes(stack, x: torch.Tensor, cache) -> bool:
+def takes(stack, x: torch.Tensor, positions: torch.Tensor, cache, kv_len: int) -> bool:
     """Whether this pass runs here: a CPU prompt of one stream (``int8.GEMM_ROWS`` rows or more) in float32
-    through a stack of int8 weights whose products take the integer form, with Numba's loops running."""
+    through a stack of int8 weights whose products take the integer form, at positions inside the cache (the loops
+    do not check their indices), with Numba's loops running and compiled."""
     layer = stack.layers[0]
     return (x.device.type == "cpu" and x.dim() == 3 and x.shape[0] == 1 and x.shape[1] >= int8.GEMM_ROWS
             and x.dtype == torch.float32 and cache.k.dtype == torch.float32 and cache.k.shape[1] == 1
             and isinstance(layer.self_attn.qkv_weight, Int8Weight) and int8.prefill_form() == "integer"
-            and prompt_rows_numba.runs_here())
+            and 0 < kv_len <= cache.max_len and int(positions.min()) >= 0 and int(positions.max()) < cache.max_len
+            and prompt_rows_numba.runs_here() and _compiled())
+
+
+@functools.cache
+def _compiled() -> bool:
+    """Compile the loops once (a row or two each); False, logged, where Numba cannot (PyTorch's pass then runs)."""
+    f32, i8 = np.float32, np.int8
+    try:
+        with _lock:
+            norm_split(np.ones((1, 4), f32), np.ones(4, f32), 1e-6, np.empty((2, 4), i8), np.empty(1, f32))
+            split(np.ones((1, 4), f32), np.empty((2, 4), i8), np.empty(1, f32))
+            sums = np.ones((2, 4), np.int32)
+            add_norm_split(sums, np.ones(1, f32), np.ones(4, f32), np.ones((1, 4), f32), np.ones(4, f32), 1e-6,
+                           np.empty((2, 4), i8), np.empty(1, f32))
+            add(sums, np.ones(1, f32), np.ones(4, f32), np.ones((1, 4), f32))
+            silu_split(sums, np.ones(1, f32), np.ones(4, f32), np.empty((2, 2), i8), np.empty(1, f32))
+            heads_rotated(np.ones((1, 8), f32), np.ones(2, f32), np.ones(2, f32), 1e-6, np.ones((1, 2), f32),
+                          np.ones((1, 2), f32), np.zeros(1, np.int64), np.empty((2, 1, 2), f32),
+                          np.empty((1, 1, 2), f32), np.empty((1, 1, 2), f32))
+        return True
+    except Exception as e:  # numba raises many types (typing, lowering, LLVM)
+        log.warning("compiling the Numba prompt pass failed; prompts run PyTorch's: %s", str(e)[-2000:])
+        return False
 
 
 def _numba(kernel, *args) -> None:

@@ -24,11 +24,14 @@ except Exception:  # Numba missing or its LLVM not loadable: nothing here is use
     njit = None
 
 COUNT, GENERATION, ARRIVED, STATE = 0, 16, 32, 48  # words of ``sync``, 128 bytes apart
+FAILED = 56  # teams of this ``sync`` that gave up in a row (kept by ``reset``)
 SYNC_WORDS = 64
 PENDING, GO, GIVEN_UP = 0, 1, 2  # STATE
-# Spins (each a ``pause``, 10-150 cycles) a member waits for the team to gather before the team gives up: a few
-# milliseconds, far longer than threads that are running take, and short against a frame.
-GATHER_SPINS = 100_000
+# Processor cycles (x86's time-stamp counter: 1-4 GHz) a member waits for the team to gather before it gives up:
+# 10-50 ms, far longer than running threads take to start and longer than a scheduler's time slice, so a team gives
+# up only where its members do not all run at once. Where there is no such counter, MAX_SPINS spins.
+GATHER_CYCLES = 50_000_000
+MAX_SPINS = 10_000_000
 
 if njit is not None:
     _X86 = llvm.get_process_triple().startswith(("x86_64", "i686", "i386"))
@@ -84,6 +87,20 @@ if njit is not None:
         return sig, codegen
 
     @intrinsic
+    def cycles(typingctx):
+        """The processor's cycle counter (x86 ``rdtsc``); 0 elsewhere."""
+        sig = types.int64()
+
+        def codegen(context, builder, signature, args):
+            if not _X86:
+                return ir.Constant(ir.IntType(64), 0)
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), []),
+                                                "llvm.readcyclecounter")
+            return builder.call(fn, [])
+
+        return sig, codegen
+
+    @intrinsic
     def pause(typingctx):
         """The processor's spin-wait hint (x86 ``pause``; nothing elsewhere)."""
         sig = types.void()
@@ -99,23 +116,24 @@ if njit is not None:
 
     @njit(inline="always", nogil=True)
     def reset(sync):
-        """Ready ``sync`` for a new team (before its parallel region)."""
-        for i in range(sync.shape[0]):
+        """Ready ``sync`` for a new team (before its parallel region); FAILED stays."""
+        for i in (COUNT, GENERATION, ARRIVED, STATE):
             sync[i] = 0
 
     @njit(inline="always", nogil=True)
-    def join_team(sync, team, spins):
+    def join_team(sync, team, limit):
         """Arrive, and wait for the ``team``'s other members: True once all have arrived; False, for every member,
-        where they had not within ``spins`` spins (they do not all run at once), or the team gave up before."""
+        where they had not within ``limit`` cycles (or MAX_SPINS spins: they do not all run at once), or the team
+        gave up before."""
         fetch_add(sync, ARRIVED, np.int64(1))
-        waited = 0
+        start, waited = cycles(), 0
         while True:
             state = load(sync, STATE)
             if state != PENDING:
                 return state == GO
             if load(sync, ARRIVED) == team:
                 compare_swap(sync, STATE, np.int64(PENDING), np.int64(GO))
-            elif waited > spins:
+            elif waited > MAX_SPINS or ((waited & 1023) == 0 and cycles() - start > limit):
                 compare_swap(sync, STATE, np.int64(PENDING), np.int64(GIVEN_UP))
             waited += 1
             pause()

@@ -41,7 +41,7 @@ def test_a_prompt_is_the_pytorch_pass_within_rounding(fast, monkeypatch, which):
     talker = fast.model.talker
     stack = talker.model if which == "talker" else talker.code_predictor.model
     x = torch.randn(1, 21, stack.norm.weight.shape[0], generator=torch.Generator().manual_seed(5)) * 0.5
-    assert prompt_numba.takes(stack, x, stack.new_cache(1, 30, torch.float32, "cpu"))
+    assert prompt_numba.takes(stack, x, torch.arange(3, 24)[None], stack.new_cache(1, 30, torch.float32, "cpu"), 24)
     calls = []
     real = prompt_numba.forward
     monkeypatch.setattr(prompt_numba, "forward", lambda *a: calls.append(1) or real(*a))
@@ -73,15 +73,34 @@ def test_a_hostile_last_row_gives_what_the_pytorch_pass_gives(fast, monkeypatch,
 
 
 def test_which_prompts_it_takes(fast, engine_options):
-    stack = fast.model.talker.model
+    """One stream's CPU float32 prompt of GEMM_ROWS rows or more at positions inside the cache; not a shorter one
+    (the one-row kernels'), a batch, float64, positions outside the cache (the loops do not check indices: the
+    PyTorch pass raises there) or with the Numba option off."""
+    stack = stack_of(fast)
     width = stack.norm.weight.shape[0]
     cache = stack.new_cache(1, 40, torch.float32, "cpu")
-    assert prompt_numba.takes(stack, torch.zeros(1, int8.GEMM_ROWS, width), cache)
-    assert not prompt_numba.takes(stack, torch.zeros(1, int8.GEMM_ROWS - 1, width), cache)  # the one-row kernels'
-    assert not prompt_numba.takes(stack, torch.zeros(2, 20, width), stack.new_cache(2, 40, torch.float32, "cpu"))
-    assert not prompt_numba.takes(stack, torch.zeros(1, 20, width, dtype=torch.float64), cache)
+
+    def takes(x, positions=None, kv_len=40, cache=cache):
+        positions = torch.arange(x.shape[1])[None] if positions is None else positions
+        return prompt_numba.takes(stack, x, positions, cache, kv_len)
+
+    rows = int8.GEMM_ROWS
+    assert takes(torch.zeros(1, rows, width))
+    assert not takes(torch.zeros(1, rows - 1, width))
+    assert not takes(torch.zeros(2, 20, width), cache=stack.new_cache(2, 40, torch.float32, "cpu"))
+    assert not takes(torch.zeros(1, 20, width, dtype=torch.float64))
+    assert not takes(torch.zeros(1, 20, width), torch.arange(30, 50)[None])  # past the cache's 40 slots
+    assert not takes(torch.zeros(1, 20, width), torch.arange(-1, 19)[None])
+    assert not takes(torch.zeros(1, 20, width), kv_len=41)
+    with pytest.raises(IndexError):  # the PyTorch pass, which such a prompt takes, refuses it
+        with torch.inference_mode():
+            stack(torch.zeros(1, 20, width), torch.arange(30, 50)[None], cache, kv_len=40)
     engine_options(cpu_numba=False)
-    assert not prompt_numba.takes(stack, torch.zeros(1, 20, width), cache)
+    assert not takes(torch.zeros(1, 20, width))
+
+
+def stack_of(engine):
+    return engine.model.talker.model
 
 
 def test_a_synthesis_prefills_through_it(fast, monkeypatch):
