@@ -383,7 +383,9 @@ class NumbaPosition:
         self.vnni_able = vnni_sums and all(isinstance(w, Int8Weight) and vnni.fits(w.q.numpy(), SEGMENT)
                                            for ws in weights for w in ws)
         self.vnni = self.vnni_able
-        self.team = options.current().cpu_team  # steps bound from now on by a team, where it takes the stack
+        # steps bound from now on by a team, where it takes the stack; not where nothing compiled is cached (a frozen
+        # app compiles at each start, and the team's compile costs more than it saves in a short session)
+        self.team = options.current().cpu_team and _cacheable()
         self.in_w = np.stack([layer[0].weight.detach().float().numpy() for layer in layers])
         self.qkv, self.out, self.gate_up, self.down = ((*_listed(ws), _sums(ws, self.vnni_able)) for ws in weights)
         self.qk_w = torch.stack([layer[2] for layer in layers]).numpy()  # q's rows carry the attention's 1/sqrt(d)

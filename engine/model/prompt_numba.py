@@ -149,13 +149,14 @@ if numba is not None:
 def takes(stack, x: torch.Tensor, positions: torch.Tensor, cache, kv_len: int) -> bool:
     """Whether this pass runs here: a CPU prompt of one stream (``int8.GEMM_ROWS`` rows or more) in float32
     through a stack of int8 weights whose products take the integer form, at positions inside the cache (the loops
-    do not check their indices), with Numba's loops running and compiled."""
+    do not check their indices), with Numba's loops running, compiled, and cached on disk (a frozen app, which
+    compiles at each start, keeps PyTorch's pass: the compile would cost more than it saves in a short session)."""
     layer = stack.layers[0]
     return (x.device.type == "cpu" and x.dim() == 3 and x.shape[0] == 1 and x.shape[1] >= int8.GEMM_ROWS
             and x.dtype == torch.float32 and cache.k.dtype == torch.float32 and cache.k.shape[1] == 1
             and isinstance(layer.self_attn.qkv_weight, Int8Weight) and int8.prefill_form() == "integer"
             and 0 < kv_len <= cache.max_len and int(positions.min()) >= 0 and int(positions.max()) < cache.max_len
-            and prompt_rows_numba.runs_here() and _compiled())
+            and prompt_rows_numba.runs_here() and _cacheable() and _compiled())
 
 
 @functools.cache

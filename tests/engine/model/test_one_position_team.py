@@ -59,17 +59,24 @@ def KV(stack):
                          ids=["talker-16-bit", "talker-vnni", "predictor-16-bit"])  # the tiny predictor's 48 columns
 def test_a_team_steps_as_the_per_region_step_whatever_its_size(stacks, which, vnni):
     """Each position's output and the caches: teams of one and of two members (each gathered) and the per-region
-    step agree within float32 rounding: the same arithmetic, each row, head and norm computed whole by one member,
-    in code compiled apart (fast-math may contract or order a sum's terms otherwise in each); a row computed
-    wrongly or by no member would be off by its whole value."""
+    step agree within the activations' rounding: the same arithmetic, each row, head and norm computed whole by
+    one member, in code compiled apart (fast-math may contract or order a sum's terms otherwise in each, and a
+    value a float32 step apart can round an activation to its neighbouring 15-bit step, 1/16383 of the largest);
+    one row of a product computed wrongly or by no member would be off by its whole value, a relative RMS of
+    several percent."""
     stack = stacks[which]
     assert stack.vnni_able or not vnni
     inputs = torch.randn(POSITIONS, stack.in_w.shape[1], generator=torch.Generator().manual_seed(which))
     regions = stepped(stack, None, vnni, inputs)
     for team in range(1, min(2, numba.config.NUMBA_NUM_THREADS) + 1):
         for got, expected in zip(stepped(stack, team, vnni, inputs), regions, strict=True):
-            np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5 * float(np.abs(expected).max()))
+            assert relative_rms(got, expected) < 1e-3
+            assert np.abs(got - expected).max() < 5e-3 * np.abs(expected).max()
     assert np.abs(regions[0]).max() > 0
+
+
+def relative_rms(got: np.ndarray, expected: np.ndarray) -> float:
+    return float(np.linalg.norm((got - expected).ravel()) / np.linalg.norm(expected.ravel()))
 
 
 def test_a_team_that_cannot_gather_writes_nothing(stacks):
@@ -107,7 +114,7 @@ def test_a_step_whose_team_gives_up_steps_per_region_and_stops_trying(stacks):
             bound.x[:], alone.x[:] = x.numpy(), x.numpy()
             one_position_team.step(bound.x, pos, bound.layers, True, got, bound.scratch, bound.team, 2)
             jit._stack_step(alone.x, pos, *alone.layers, True, expected, *alone.scratch)
-            np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5 * float(np.abs(expected).max()))
+            assert relative_rms(got, expected) < 1e-3  # the per-region step, compiled inside ``step``
             assert sync[team_sync.FAILED] == min(pos + 1, one_position_team.GIVE_UPS)
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
@@ -137,6 +144,14 @@ def test_barriers_keep_every_member_in_the_same_round():
     assert _rounds(sync, written, 1, team, errors) in (True, False)  # the first call starts the threads
     assert _rounds(sync, written, 20_000, team, errors)
     assert not errors.any() and (written == 19_999).all()
+
+
+def test_a_frozen_app_keeps_the_per_region_steps(fast, monkeypatch):
+    """Where nothing compiled is cached (a frozen app compiles at each start), a stack is not stepped by a team:
+    its compile would cost more than it saves in a short session."""
+    monkeypatch.setattr(jit, "_cacheable", lambda: False)
+    stack = jit.NumbaPosition(one_position_stacks(fast.model.talker)[1])
+    assert not stack.team and stack.over(KV(stack)).team is None
 
 
 def test_the_option_turns_the_team_off(tiny_model_dir, engine_options):

@@ -99,6 +99,16 @@ def test_which_prompts_it_takes(fast, engine_options):
     assert not takes(torch.zeros(1, 20, width))
 
 
+def test_a_frozen_app_keeps_pytorchs_pass(fast, monkeypatch):
+    """Where nothing compiled is cached (a frozen app compiles at each start) prompts keep PyTorch's pass."""
+    stack = stack_of(fast)
+    x = torch.zeros(1, 20, stack.norm.weight.shape[0])
+    cache = stack.new_cache(1, 40, torch.float32, "cpu")
+    assert prompt_numba.takes(stack, x, torch.arange(20)[None], cache, 40)
+    monkeypatch.setattr(prompt_numba, "_cacheable", lambda: False)
+    assert not prompt_numba.takes(stack, x, torch.arange(20)[None], cache, 40)
+
+
 def stack_of(engine):
     return engine.model.talker.model
 
