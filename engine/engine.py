@@ -336,11 +336,7 @@ class Engine:
     @property
     def cpu_team_steps(self) -> bool:
         """Whether this engine's Numba steps run as one parallel region a step (``engine.model.one_position_team``)."""
-        if not self.cpu_numba_steps:
-            return False
-        from engine.model import one_position_team
-
-        return all(s.team and one_position_team.takes(s) for s in self.model.talker._numba_stacks[1][:2])
+        return self.cpu_numba_steps and all(s.teamed for s in self.model.talker._numba_stacks[1][:2])
 
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs; on a CPU: compile its predictor step, when it

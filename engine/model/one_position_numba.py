@@ -239,14 +239,7 @@ if numba is not None:
         ``attn``'s head r or the key cache at ``pos`` (qk: scratch [d])."""
         d = qk.shape[0]
         half = d // 2
-        row = qkv[r * d : (r + 1) * d]
-        s = np.float32(0.0)
-        for i in range(d):
-            s += row[i] * row[i]
-        inv = np.float32(1.0) / np.sqrt(s / np.float32(d) + np.float32(eps))
-        w = qk_w[layer, r]
-        for i in range(d):
-            qk[i] = w[i] * (row[i] * inv)
+        _rms(qkv[r * d : (r + 1) * d], qk_w[layer, r], eps, qk)
         target = attn[r * d : (r + 1) * d] if r < heads else keys[layer, r - heads, pos]
         for i in range(d):
             j = i + half if i < half else i - half
@@ -392,6 +385,13 @@ class NumbaPosition:
         self.post_w = np.stack([layer[5].weight.detach().float().numpy() for layer in layers])
         self.norm_w = stack.norm.weight.detach().float().numpy()
 
+    @property
+    def teamed(self) -> bool:
+        """Whether the steps bound from now on run as one parallel region (``engine.model.one_position_team``)."""
+        from engine.model import one_position_team  # imported here: it imports this module
+
+        return self.team and one_position_team.takes(self)
+
     def over(self, cache: KVCache) -> NumbaBoundStep:
         self.positions.tables(cache.max_len)
         return NumbaBoundStep(self, cache)
@@ -426,7 +426,7 @@ class NumbaBoundStep:
         from engine.model import one_position_team  # imported here: it imports this module
 
         self.team = None  # a team's own scratch, where a team steps this stack (``one_position_team``)
-        if stack.team and one_position_team.takes(stack):
+        if stack.teamed:
             self.team = one_position_team.TeamScratch(numba.config.NUMBA_NUM_THREADS, width, s.heads, d,
                                                       gu.shape[0] // 2).args
         self._step = one_position_team.step

@@ -61,6 +61,14 @@ if numba is not None:
             vnni.split(xq, lo, hi)
         return sx
 
+    @njit(inline="always", **_JIT)
+    def _added_to_residual(q, scale, sums, values, xq, lo, hi, x, member, team, vnni_on, part, acc):
+        """x += the member's share of rows of the product of ``values`` (the attention's or the SiLU's output,
+        rounded by each member for itself) with an output or down projection."""
+        sx = _rounded(values, xq, lo, hi, vnni_on)
+        start, stop = _share(x.shape[0], member, team)
+        _rows_of(q, scale, sums, xq, lo, hi, sx, x, start, stop, True, vnni_on, part, acc)
+
     @njit(parallel=True, **_JIT)
     def team_step(x, pos, cos, signed_sin, keys, values, in_w, qkv_q, qkv_s, qkv_sum, qk_w, out_q, out_s, out_sum,
                   post_w, gu_q, gu_s, gu_sum, down_q, down_s, down_sum, norm_w, eps, heads, vnni_on, final_norm, out,
@@ -95,10 +103,8 @@ if numba is not None:
                 for head in range(member, heads, team):
                     attended(attn, head, layer, pos, keys, values, scores[head])
                 team_sync.wait_all(sync, team)
-                sx = _rounded(attn, aq, a_lo, a_hi, vnni_on)
-                start, stop = _share(x.shape[0], member, team)
-                _rows_of(out_q[layer], out_s[layer], out_sum[layer], aq, a_lo, a_hi, sx, x, start, stop, True,
-                         vnni_on, part, acc)
+                _added_to_residual(out_q[layer], out_s[layer], out_sum[layer], attn, aq, a_lo, a_hi, x, member, team,
+                                   vnni_on, part, acc)
                 team_sync.wait_all(sync, team)
                 _rms(x, post_w[layer], eps, h)
                 sx = _rounded(h, hq, h_lo, h_hi, vnni_on)
@@ -108,10 +114,8 @@ if numba is not None:
                              first + stop, False, vnni_on, part, acc)
                 silu_times(gu, act, start, stop)
                 team_sync.wait_all(sync, team)
-                sx = _rounded(act, cq, c_lo, c_hi, vnni_on)
-                start, stop = _share(x.shape[0], member, team)
-                _rows_of(down_q[layer], down_s[layer], down_sum[layer], cq, c_lo, c_hi, sx, x, start, stop, True,
-                         vnni_on, part, acc)
+                _added_to_residual(down_q[layer], down_s[layer], down_sum[layer], act, cq, c_lo, c_hi, x, member,
+                                   team, vnni_on, part, acc)
                 team_sync.wait_all(sync, team)
             if member == 0 and final_norm:
                 _rms(x, norm_w, eps, out)

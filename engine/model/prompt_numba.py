@@ -21,8 +21,9 @@ import torch
 import torch.nn.functional as F
 
 from engine.model import int8, prompt_rows_numba
-from engine.model.int8 import ACTIVATION_MAX, TINY, Int8Weight
-from engine.model.one_position_numba import _cacheable, _follow_torch_threads, _lock, numba
+from engine.model.int8 import Int8Weight
+from engine.model.one_position_numba import _cacheable, _follow_torch_threads, _lock, _rms, numba
+from engine.model.prompt_rows_numba import joined, rounded_row, split
 
 log = logging.getLogger(__name__)
 
@@ -30,43 +31,6 @@ if numba is not None:
     from numba import njit, prange
 
     _JIT = {"cache": _cacheable(), "nogil": True, "boundscheck": False}
-    _MAX = np.float32(ACTIVATION_MAX)
-    _TINY = np.float32(TINY)
-
-    @njit(inline="always", **_JIT)
-    def _rounded_row(values, hi, lo):
-        """A row's values as integers within +-ACTIVATION_MAX of one scale, split as ``prompt_rows_numba._split``
-        splits them; returns the scale (NaN, parts zero, where a value is not finite)."""
-        k = values.shape[0]
-        top = np.float32(0.0)
-        finite = True
-        for j in range(k):
-            a = abs(values[j])
-            finite &= a < np.float32(np.inf)
-            top = max(top, a)
-        if not finite:
-            for j in range(k):
-                hi[j] = 0
-                lo[j] = 0
-            return np.float32(np.nan)
-        s = np.float32(1.0) if top < _TINY else top / _MAX
-        for j in range(k):
-            xi = np.int32(min(max(np.rint(values[j] / s), -_MAX), _MAX))
-            h = (xi + 128) >> 8
-            hi[j] = np.int8(h)
-            lo[j] = np.int8(xi - (h << 8))
-        return s
-
-    @njit(inline="always", **_JIT)
-    def _normed_into(x, weight, eps, out):
-        """out = weight * (x * 1 / sqrt(mean(x^2) + eps)) (RMSNorm), in float32."""
-        k = x.shape[0]
-        total = np.float32(0.0)
-        for j in range(k):
-            total += x[j] * x[j]
-        r = np.float32(1.0) / np.sqrt(total / np.float32(k) + np.float32(eps))
-        for j in range(k):
-            out[j] = weight[j] * (x[j] * r)
 
     @njit(parallel=True, **_JIT)
     def norm_split(x, weight, eps, parts, sx):
@@ -74,32 +38,21 @@ if numba is not None:
         m, k = x.shape
         for i in prange(m):
             normed = np.empty(k, np.float32)
-            _normed_into(x[i], weight, eps, normed)
-            sx[i] = _rounded_row(normed, parts[i], parts[m + i])
-
-    @njit(parallel=True, **_JIT)
-    def split(x, parts, sx):
-        """Each row of x [M, K] rounded into parts [2M, K] with its scale sx[i]."""
-        m = x.shape[0]
-        for i in prange(m):
-            sx[i] = _rounded_row(x[i], parts[i], parts[m + i])
-
-    @njit(inline="always", **_JIT)
-    def _joined(high, low, s, scale, j):
-        return (np.float32(high[j]) * np.float32(256.0) + np.float32(low[j])) * s * scale[j]
+            _rms(x[i], weight, eps, normed)
+            sx[i] = rounded_row(normed, parts[i], parts[m + i])
 
     @njit(parallel=True, **_JIT)
     def add_norm_split(sums, sx, scale, x, weight, eps, parts, sx_next):
-        """x [M, N] += the product joined from sums [2M, N] (``prompt_rows_numba._join``'s values); then each row
+        """x [M, N] += the product joined from sums [2M, N] (``prompt_rows_numba.joined``); then each row
         of x normed (``weight``) and rounded into parts [2M, N] and sx_next for the next product."""
         m, n = x.shape
         for i in prange(m):
             row, high, low, s = x[i], sums[i], sums[m + i], sx[i]
             for j in range(n):
-                row[j] = row[j] + _joined(high, low, s, scale, j)
+                row[j] = row[j] + joined(high, low, s, scale, j)
             normed = np.empty(n, np.float32)
-            _normed_into(row, weight, eps, normed)
-            sx_next[i] = _rounded_row(normed, parts[i], parts[m + i])
+            _rms(row, weight, eps, normed)
+            sx_next[i] = rounded_row(normed, parts[i], parts[m + i])
 
     @njit(parallel=True, **_JIT)
     def add(sums, sx, scale, x):
@@ -108,7 +61,7 @@ if numba is not None:
         for i in prange(m):
             row, high, low, s = x[i], sums[i], sums[m + i], sx[i]
             for j in range(n):
-                row[j] = row[j] + _joined(high, low, s, scale, j)
+                row[j] = row[j] + joined(high, low, s, scale, j)
 
     @njit(parallel=True, **_JIT)
     def silu_split(sums, sx, scale, parts, sx_next):
@@ -118,9 +71,9 @@ if numba is not None:
             high, low, s = sums[i], sums[m + i], sx[i]
             act = np.empty(inter, np.float32)
             for j in range(inter):
-                gate = _joined(high, low, s, scale, j)
-                act[j] = gate / (np.float32(1.0) + np.exp(-gate)) * _joined(high, low, s, scale, inter + j)
-            sx_next[i] = _rounded_row(act, parts[i], parts[m + i])
+                gate = joined(high, low, s, scale, j)
+                act[j] = gate / (np.float32(1.0) + np.exp(-gate)) * joined(high, low, s, scale, inter + j)
+            sx_next[i] = rounded_row(act, parts[i], parts[m + i])
 
     @njit(parallel=True, **_JIT)
     def heads_rotated(qkv, q_weight, k_weight, eps, cos, sin, slots, q, keys, values):
@@ -139,7 +92,7 @@ if numba is not None:
                     target[i] = row[i]
                 continue
             normed = np.empty(d, np.float32)
-            _normed_into(row, q_weight if r < heads else k_weight, eps, normed)
+            _rms(row, q_weight if r < heads else k_weight, eps, normed)
             target = q[r, t] if r < heads else keys[r - heads, slots[t]]
             for i in range(d):
                 turned = -normed[i + half] if i < half else normed[i - half]
@@ -166,7 +119,6 @@ def _compiled() -> bool:
     try:
         with _lock:
             norm_split(np.ones((1, 4), f32), np.ones(4, f32), 1e-6, np.empty((2, 4), i8), np.empty(1, f32))
-            split(np.ones((1, 4), f32), np.empty((2, 4), i8), np.empty(1, f32))
             sums = np.ones((2, 4), np.int32)
             add_norm_split(sums, np.ones(1, f32), np.ones(4, f32), np.ones((1, 4), f32), np.ones(4, f32), 1e-6,
                            np.empty((2, 4), i8), np.empty(1, f32))
@@ -214,7 +166,7 @@ def forward(stack, x: torch.Tensor, positions: torch.Tensor, cache, kv_len: int)
         keys, values = cache.k[i][0], cache.v[i][0]  # [KV, S, d]
         sums, scale = _product(parts, a.qkv_weight)
         qkv = np.empty((t_len, sums.shape[1]), np.float32)
-        _numba(prompt_rows_numba._join, sums.numpy(), sx, scale, qkv)
+        _numba(prompt_rows_numba.join, sums.numpy(), sx, scale, qkv)
         _numba(heads_rotated, qkv, a.q_norm.weight.detach().float().numpy(),
                a.k_norm.weight.detach().float().numpy(), a.q_norm.eps, cos, sin, slots, q[0].numpy(), keys.numpy(),
                values.numpy())

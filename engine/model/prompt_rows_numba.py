@@ -28,43 +28,53 @@ if numba is not None:
     _MAX = np.float32(ACTIVATION_MAX)
     _TINY = np.float32(TINY)
 
-    @njit(parallel=True, **_JIT)
-    def _split(x, parts, sx):
-        """Row i of x [M, K] as integers xi within +-ACTIVATION_MAX of the scale sx[i] (its largest magnitude over
-        ACTIVATION_MAX; 1 where that is under TINY; NaN where the row holds a NaN or an infinity, its integers
-        then zeros), written as xi = 256 * parts[i] + parts[M + i] with the low part in [-128, 127]."""
-        m, k = x.shape
-        for i in prange(m):
-            row = x[i]
-            top = np.float32(0.0)
-            finite = True
+    @njit(inline="always", **_JIT)
+    def rounded_row(values, hi, lo):
+        """A row's values as integers xi within +-ACTIVATION_MAX of one scale (its largest magnitude over
+        ACTIVATION_MAX; 1 where that is under TINY; NaN where the row holds a NaN or an infinity, its integers then
+        zeros), written as xi = 256 * hi + lo with lo in [-128, 127]; returns the scale."""
+        k = values.shape[0]
+        top = np.float32(0.0)
+        finite = True
+        for j in range(k):
+            a = abs(values[j])
+            finite &= a < np.float32(np.inf)  # False for a NaN too
+            top = max(top, a)
+        if not finite:
             for j in range(k):
-                a = abs(row[j])
-                finite &= a < np.float32(np.inf)  # False for a NaN too
-                top = max(top, a)
-            hi, lo = parts[i], parts[m + i]
-            if not finite:
-                sx[i] = np.float32(np.nan)
-                for j in range(k):
-                    hi[j] = 0
-                    lo[j] = 0
-                continue
-            s = np.float32(1.0) if top < _TINY else top / _MAX
-            sx[i] = s
-            for j in range(k):
-                xi = np.int32(min(max(np.rint(row[j] / s), -_MAX), _MAX))
-                h = (xi + 128) >> 8
-                hi[j] = np.int8(h)
-                lo[j] = np.int8(xi - (h << 8))
+                hi[j] = 0
+                lo[j] = 0
+            return np.float32(np.nan)
+        s = np.float32(1.0) if top < _TINY else top / _MAX
+        for j in range(k):
+            xi = np.int32(min(max(np.rint(values[j] / s), -_MAX), _MAX))
+            h = (xi + 128) >> 8
+            hi[j] = np.int8(h)
+            lo[j] = np.int8(xi - (h << 8))
+        return s
+
+    @njit(inline="always", **_JIT)
+    def joined(high, low, s, scale, j):
+        """Column j of a product from its parts' int32 sums: (256 * high + low) * s * scale, in float32 in that
+        order."""
+        return (np.float32(high[j]) * np.float32(256.0) + np.float32(low[j])) * s * scale[j]
 
     @njit(parallel=True, **_JIT)
-    def _join(sums, sx, scale, y):
-        """y [M, N] = (256 * sums[i] + sums[M + i]) * sx[i] * scale, in float32 in that order."""
+    def split(x, parts, sx):
+        """Each row i of x [M, K] rounded (``rounded_row``) into parts[i] (high) and parts[M + i] (low), [2M, K],
+        with its scale sx[i]."""
+        m = x.shape[0]
+        for i in prange(m):
+            sx[i] = rounded_row(x[i], parts[i], parts[m + i])
+
+    @njit(parallel=True, **_JIT)
+    def join(sums, sx, scale, y):
+        """y [M, N] = the product joined (``joined``) from its parts' sums [2M, N]."""
         m, n = y.shape
         for i in prange(m):
             high, low, s, out = sums[i], sums[m + i], sx[i], y[i]
             for j in range(n):
-                out[j] = (np.float32(high[j]) * np.float32(256.0) + np.float32(low[j])) * s * scale[j]
+                out[j] = joined(high, low, s, scale, j)
 
 
 def runs_here() -> bool:
@@ -79,8 +89,8 @@ def _compiled() -> bool:
     """Compile both loops once (a row each way); False, logged, where Numba cannot (PyTorch's operations then run)."""
     try:
         with _lock:
-            _split(np.ones((1, 4), np.float32), np.empty((2, 4), np.int8), np.empty(1, np.float32))
-            _join(np.ones((2, 3), np.int32), np.ones(1, np.float32), np.ones(3, np.float32),
+            split(np.ones((1, 4), np.float32), np.empty((2, 4), np.int8), np.empty(1, np.float32))
+            join(np.ones((2, 3), np.int32), np.ones(1, np.float32), np.ones(3, np.float32),
                   np.empty((1, 3), np.float32))
         return True
     except Exception as e:  # numba raises many types (typing, lowering, LLVM)
@@ -96,10 +106,10 @@ def integer_rows(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch
     parts, sx = torch.empty(2 * m, k, dtype=torch.int8), torch.empty(m)
     with _lock:
         _follow_torch_threads()
-        _split(x.numpy(), parts.numpy(), sx.numpy())
+        split(x.numpy(), parts.numpy(), sx.numpy())
     sums = torch._int_mm(parts, q.t())  # [2M, N]
     y = torch.empty(m, q.shape[0])
     with _lock:
         _follow_torch_threads()
-        _join(sums.numpy(), sx.numpy(), scale.float().contiguous().numpy(), y.numpy())
+        join(sums.numpy(), sx.numpy(), scale.float().contiguous().numpy(), y.numpy())
     return y
