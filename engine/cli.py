@@ -181,6 +181,7 @@ def _speak(engine, text, voice, sampling, max_frames, out: Path, pronunciation=N
     import numpy as np
 
     from engine.audio.files import write_audio
+    from engine.frames.guard import describe_cuts
 
     start = time.perf_counter()
     chunks = list(engine.stream(text, voice, sampling=sampling, max_frames=max_frames, pronunciation=pronunciation,
@@ -194,6 +195,9 @@ def _speak(engine, text, voice, sampling, max_frames, out: Path, pronunciation=N
     # since a console's code page may lack the studio's "×"
     speed = f"{duration / seconds:.2f}x real time" if seconds > 0 else "speed n/a"
     print(f"wrote {out}: {duration:.2f} s of audio in {seconds:.2f} s ({speed}{first_audio})")
+    cuts = describe_cuts([c.warning for c in chunks if c.warning is not None], len({c.segment for c in chunks}))
+    if cuts:
+        print(f"orator say: {cuts}", file=sys.stderr)
     return 0
 
 
@@ -288,6 +292,7 @@ def _export(args: argparse.Namespace) -> int:
     from engine.audio.export import BookExporter, ExportOptions
     from engine.audio.segment_cache import SegmentCache, default_cache_dir
     from engine.audio.sources import load_book
+    from engine.frames.guard import describe_cuts
 
     books = [(Path(name), load_book(Path(name))) for name in args.inputs]  # every input read before any work
     if args.list_chapters:
@@ -341,6 +346,9 @@ def _export(args: argparse.Namespace) -> int:
             raise _OutputError(f"cannot write {output}: {e.strerror or e}") from None
         finally:
             exporter.progress.close()
+        cuts = describe_cuts(exporter.cuts, exporter.generated_segments)
+        if cuts:
+            print(f"orator export: {label}: {cuts}", file=sys.stderr)
         written.extend(files)
     for file in written:
         print(f"wrote {file}")

@@ -15,6 +15,8 @@ from engine.errors import CheckpointError
 
 MODEL_TYPES = ("base", "custom_voice", "voice_design")
 MODEL_SIZES = ("0b6", "1b7")
+# the codec decoder's precisions ``Engine.from_pretrained`` takes, by name: the command lines' choices
+DECODER_DTYPE_NAMES = ("float32", "float64", "bfloat16", "float16")
 
 
 @dataclass(slots=True)

@@ -27,7 +27,7 @@ from engine import options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, mapped_bf16_tensors, materialize_buffers, resolve_model_dir
 from engine.chunk_sizes import GROWN_CHUNK_FRAMES, ChunkSizes
-from engine.config import ModelConfig
+from engine.config import DECODER_DTYPE_NAMES, ModelConfig
 from engine.context import VoiceContext
 from engine.errors import VoiceError
 from engine.frames.capacity import fitted_budget
@@ -64,8 +64,7 @@ if TYPE_CHECKING:
 
 ENCODINGS_KEPT = 16  # clone encodings remembered per engine
 log = logging.getLogger(__name__)
-DECODER_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)  # from_pretrained's decoder_dtype
-DECODER_DTYPE_NAMES = tuple(str(d).removeprefix("torch.") for d in DECODER_DTYPES)  # the command lines' choices
+DECODER_DTYPES = tuple(getattr(torch, name) for name in DECODER_DTYPE_NAMES)  # from_pretrained's decoder_dtype
 
 
 class Engine:

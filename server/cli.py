@@ -8,7 +8,7 @@ import logging
 import sys
 from dataclasses import replace
 
-from engine.engine import DECODER_DTYPE_NAMES
+from engine.config import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
 
 log = logging.getLogger("orator.server")
@@ -113,8 +113,20 @@ def check_ray_arguments(args: argparse.Namespace) -> str | None:
     return None
 
 
+def missing_server_extra() -> str | None:
+    """A one-line message naming the extra to install when the web stack ``serve`` needs is missing, else None."""
+    try:
+        import fastapi  # noqa: F401
+        import multipart  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        return (f"the server extra is not installed (no module {e.name!r}): pip install -e '.[server]' in a source "
+                "checkout, or pip install 'orator[server]'")
+    return None
+
+
 def run_serve_command(args: argparse.Namespace) -> int:
-    problem = check_ray_arguments(args)
+    problem = missing_server_extra() or check_ray_arguments(args)
     if problem:
         print(f"serve: {problem}", file=sys.stderr)
         return 2

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from engine.pronunciation import Lexicon
-from server.errors import APIError
+if TYPE_CHECKING:  # the command line parses its arguments without the web stack (server.errors needs FastAPI)
+    from engine.pronunciation import Lexicon
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MAX_WS_MESSAGE_BYTES = 1 << 20  # a larger WebSocket message closes its connection (1009) before it is read whole
@@ -67,6 +68,8 @@ def is_loopback(host: str) -> bool:
 
 def check_model(name: str, settings: ServerSettings) -> str:
     """``name`` if a speech request may ask for it (the server's model or an OpenAI alias), else a 400."""
+    from server.errors import APIError
+
     if name == settings.model_name or name in OPENAI_MODEL_ALIASES:
         return name
     raise APIError(400, f"unknown model {name!r}; this server speaks with {settings.model_name!r} (also accepted: "

@@ -44,6 +44,10 @@ def test_preset_voice_to_wav_matches_the_engine(tiny_model_dir, tiny_engine, tmp
     assert len(expected.codes) <= 4  # one segment of two sentences, at most 4 frames
     assert samples.shape == (len(expected.codes) * SAMPLES_PER_FRAME,)
     np.testing.assert_allclose(samples, np.clip(expected.samples, -1, 1), atol=1.5 * PCM16_STEP)
+    # the user hears of a cut once, in words, and sees no compiler or library noise
+    cut = len(expected.codes) == 4
+    assert result.stderr.count("cut short") == int(cut) and "cut at its frame budget" not in result.stderr
+    assert "Warning" not in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
 def test_designed_voice_to_flac(tiny_model_dir, tmp_path):

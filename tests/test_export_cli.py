@@ -55,6 +55,10 @@ def test_a_text_book_to_m4b_with_subtitles(tiny_model_dir, tmp_path):
     assert out.strip() == f"wrote {Path('book.m4b')}"
     progress = [line for line in err.splitlines() if line.startswith("book.txt:")]
     assert progress and "100%" in progress[-1] and all("left" in line for line in progress)
+    # segments the guard cut (the tiny model never ends by itself) are told once, not one line each
+    cuts = [line for line in err.splitlines() if "cut" in line]
+    assert len(cuts) == 1 and re.fullmatch(r"orator export: book\.txt: \d+ of \d+ segments? (was|were) cut short: .*",
+                                           cuts[0]), err
     assert [c.title for c in mutagen.File(tmp_path / "book.m4b").chapters] == ["Chapter 1", "Chapter 2"]
     vtt = (tmp_path / "book.vtt").read_text(encoding="utf-8")
     # a cue per heading; each paragraph is one segment (its three sentences merged), over three cues' worth of

@@ -151,6 +151,8 @@ class BookExporter:
         self.cancel = cancel or threading.Event()
         self._model_keys: dict[int, dict] = {}
         self._voice_keys: dict[int, dict] = {}
+        self.generated_segments = 0  # segments spoken by the engine (not read from the cache) over every run
+        self.cuts: list[str] = []  # the runaway guard's warning for each of them it cut (engine.frames.guard)
 
     # ---- planning -----------------------------------------------------------------------------------------
     def plan(self, book: Book, output: str | os.PathLike, options: ExportOptions,
@@ -306,8 +308,12 @@ class BookExporter:
                                first_chunk_frames=EXPORT_CHUNK_FRAMES, cancel=self.cancel,
                                sampling=dataclasses.replace(sampling, seed=seed), max_frames=options.max_frames,
                                pronunciation=self.pronunciation)
+        parts = []
         try:
-            parts = [chunk.samples for chunk in stream]
+            for chunk in stream:
+                parts.append(chunk.samples)
+                if chunk.warning is not None:
+                    self.cuts.append(chunk.warning)
         finally:
             stream.close()
         if self.cancel.is_set():
@@ -317,6 +323,7 @@ class BookExporter:
             audio = self.cache.put(speech.key, audio)
         self._generating_s += time.perf_counter() - started
         self._generated_chars += len(speech.text)
+        self.generated_segments += 1
         return audio
 
     def _report(self, output: Path, chars: int, samples: int) -> None:

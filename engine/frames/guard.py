@@ -3,8 +3,9 @@
 Every path (eager, single-stream graphs, batched) reads each frame's codes back to the host before decoding them
 and hands them to its segment's ``FrameGuard``, which says how many of them to keep; the path stops the segment
 there, as it would at EOS, and the guard's ``warning`` goes to the caller on the segment's last chunk
-(``Chunk.warning``). The guard is host code only, so the same frames are cut on every path and the CPU tests
-exercise the code the GPU paths run.
+(``Chunk.warning``). Each cut is logged at debug level only: a long job can cut hundreds of segments, so callers
+count them and tell the user once (``describe_cuts``). The guard is host code only, so the same frames are cut on
+every path and the CPU tests exercise the code the GPU paths run.
 
 A loop is code 0 (the semantic codebook) repeating a short pattern: over the last ``LOOP_WINDOW`` frames, each
 frame equals the one ``p`` frames before it, for some period ``p`` up to ``LOOP_PERIOD``.
@@ -27,6 +28,8 @@ LOOP_PERIOD = 10
 # end: 1-2 s) is well under this, so a normal utterance never trips it; a sampled loop rarely repeats exactly,
 # which the frame budget catches.
 LOOP_WINDOW = 62
+BUDGET_CUT = "cut at its frame budget"  # how a ``warning`` begins for each kind of cut: ``describe_cuts`` counts them
+LOOP_CUT = "cut after"
 
 
 class FrameGuard:
@@ -74,13 +77,13 @@ class FrameGuard:
         if loop_at < n and loop_at < budget_at:
             period = int(np.argmax(runs[:, loop_at] >= self.window)) + 1
             self.frames += loop_at
-            self._cut(f"cut after {self.frames / FRAME_RATE:.1f} s: its speech codes repeat a pattern of {period} "
+            self._cut(f"{LOOP_CUT} {self.frames / FRAME_RATE:.1f} s: its speech codes repeat a pattern of {period} "
                       f"frame{'s' if period > 1 else ''} for {self.window / FRAME_RATE:.0f} s (a generation stuck "
                       "in a loop)")
             return loop_at
         if budget_at <= n:
             self.frames = self.budget
-            self._cut(f"cut at its frame budget ({self.budget} frames, {self.budget / FRAME_RATE:.1f} s) before "
+            self._cut(f"{BUDGET_CUT} ({self.budget} frames, {self.budget / FRAME_RATE:.1f} s) before "
                       "the model ended it (a generation that does not stop)")
             return budget_at
         self.frames += n
@@ -90,4 +93,20 @@ class FrameGuard:
 
     def _cut(self, why: str) -> None:
         self.warning = why
-        log.warning("%s %s", self.label, why)
+        log.debug("%s %s", self.label, why)
+
+
+def describe_cuts(warnings: list[str], segments: int) -> str | None:
+    """One sentence for the user about the segments the guard cut (their ``Chunk.warning``s) out of ``segments``
+    spoken, or None when none was cut: "3 of 250 segments were cut at their frame budget"."""
+    if not warnings:
+        return None
+    budget = sum(w.startswith(BUDGET_CUT) for w in warnings)
+    looped = len(warnings) - budget
+    kinds = []
+    if budget:
+        kinds.append(f"{budget} at {'its' if budget == 1 else 'their'} frame budget (speech that did not end)")
+    if looped:
+        kinds.append(f"{looped} because {'its' if looped == 1 else 'their'} speech codes looped")
+    were = "was" if len(warnings) == 1 else "were"
+    return f"{len(warnings)} of {segments} segment{'s' if segments != 1 else ''} {were} cut short: {', '.join(kinds)}"

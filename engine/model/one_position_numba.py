@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +71,22 @@ def _prefer_wide_vectors() -> None:
             numba.config.CPU_FEATURES = features + ",-prefer-256-bit"
 
 
+def _compiler_warnings_to_debug_log() -> None:
+    """Numba's warnings (its pedantic IR checks ask whoever sees them to report them upstream) say nothing a user can
+    act on: they go to this module's debug log; every other warning is shown as before."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, numba.NumbaWarning):
+            log.debug("%s:%s: %s: %s", filename, lineno, category.__name__, message)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 if numba is not None:
+    _compiler_warnings_to_debug_log()
     try:
         _prefer_wide_vectors()
     except Exception as _error:  # an llvmlite without host features: its default tuning stays

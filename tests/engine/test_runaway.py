@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine import Engine, Sampling, Voice
-from engine.frames.guard import LOOP_WINDOW
+from engine.frames.guard import LOOP_WINDOW, describe_cuts
 from engine.plan import default_max_frames
 from engine.synthetic.checkpoint import build_checkpoint
 from tests.engine.concurrent_streams import assert_same_chunks
@@ -46,7 +46,7 @@ def per_segment(chunks) -> dict[int, tuple[int, list]]:
 
 def test_a_model_that_never_ends_is_cut_at_every_segments_budget(misbehaving, caplog):
     eng = misbehaving("never_ends")
-    with caplog.at_level("WARNING", logger="engine"):
+    with caplog.at_level("DEBUG", logger="engine"):
         chunks = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=4, sampling=GREEDY, max_frames=9))
     got = per_segment(chunks)
     assert list(got) == [0, 1]  # the cut segment is not the end of the call
@@ -54,7 +54,23 @@ def test_a_model_that_never_ends_is_cut_at_every_segments_budget(misbehaving, ca
         assert frames == 9 and len(warnings) == 1 and "frame budget (9 frames" in warnings[0]
     last_of_each = [c for c in chunks if c.warning]
     assert [c.segment for c in last_of_each] == [0, 1] and last_of_each[-1] is chunks[-1] and chunks[-1].final
-    assert [r.getMessage().split(" cut ")[0] for r in caplog.records] == ["segment 0 (0-15)", "segment 1 (16-32)"]
+    cut_records = [r for r in caplog.records if " cut " in r.getMessage()]
+    assert [r.getMessage().split(" cut ")[0] for r in cut_records] == ["segment 0 (0-15)", "segment 1 (16-32)"]
+    assert {r.levelname for r in cut_records} == {"DEBUG"}  # a long job cuts hundreds: callers say it once
+    assert describe_cuts([c.warning for c in last_of_each], len(got)) == (
+        "2 of 2 segments were cut short: 2 at their frame budget (speech that did not end)")
+
+
+def test_cuts_are_described_once_by_kind():
+    budget = "cut at its frame budget (9 frames, 0.7 s) before the model ended it"
+    loop = "cut after 5.0 s: its speech codes repeat a pattern of 1 frame for 5 s"
+    assert describe_cuts([], 250) is None
+    assert describe_cuts([budget] * 3, 250) == (
+        "3 of 250 segments were cut short: 3 at their frame budget (speech that did not end)")
+    assert describe_cuts([budget, loop], 2) == (
+        "2 of 2 segments were cut short: 1 at its frame budget (speech that did not end), 1 because its speech "
+        "codes looped")
+    assert describe_cuts([loop], 1) == "1 of 1 segment was cut short: 1 because its speech codes looped"
 
 
 def test_the_default_budget_scales_with_the_segments_text(misbehaving):

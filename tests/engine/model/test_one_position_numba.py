@@ -231,3 +231,26 @@ def test_the_engine_says_whether_its_frames_step_through_numba(fast, engine_opti
     assert "(int8 weights, " in describe_engine(plain) and "compiled" not in describe_engine(plain)
     exact = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=False)
     assert exact.cpu_numba_steps is False
+
+
+# A fresh interpreter: the module's warning routing applies to the process, as in the command line or the studio.
+WARNINGS_PROBE = """
+import logging, sys, warnings
+import numba
+import engine.model.one_position_numba
+logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(levelname)s %(name)s %(message)s")
+warnings.warn("a pedantic internal check", numba.NumbaIRAssumptionWarning)
+warnings.warn("something a user should read", UserWarning)
+"""
+
+
+def test_numbas_compiler_warnings_go_to_the_debug_log_and_others_still_show():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-W", "default", "-c", WARNINGS_PROBE], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "a pedantic internal check" not in done.stderr  # nothing on the user's terminal
+    assert f"DEBUG {jit.__name__}" in done.stdout and "a pedantic internal check" in done.stdout
+    assert "UserWarning: something a user should read" in done.stderr
