@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -112,15 +111,18 @@ def test_config_of_another_model(model_copy):
         Engine.from_pretrained(model_copy)
 
 
-def test_hub_id_without_network_fails_quickly(monkeypatch):
+def test_hub_id_without_network_fails_without_trying_the_network(monkeypatch):
+    import socket
+
     import huggingface_hub.constants
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read once at import
-    start = time.perf_counter()
+    tried = []
+    monkeypatch.setattr(socket.socket, "connect", lambda self, address: tried.append(address))
     with pytest.raises(CheckpointError, match="could not download 'orator-tests/no-such-model'"):
         Engine.from_pretrained("orator-tests/no-such-model")
-    assert time.perf_counter() - start < 10
+    assert tried == []  # offline means no connection and no retries: the error comes at once
 
 
 def test_a_bf16_table_is_read_in_place_from_the_file(tiny_model_dir, tmp_path):
