@@ -31,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.errors import OratorError, TextError, UnsupportedError, VoiceError
+from engine.reading_policy import ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 
 EXIT_ERROR = 2
@@ -243,6 +244,11 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-chapter", action="store_true", help="one numbered file per chapter, in a folder")
     parser.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1,3-5 (see --list-chapters)")
     parser.add_argument("--list-chapters", action="store_true", help="print each input's chapters and stop")
+    parser.add_argument("--read-urls", action="store_true", help="read web addresses in full (default: the site "
+                                                                 "name only)")
+    parser.add_argument("--read-code", action="store_true",
+                        help="read code, shell and Python sessions and diagrams as written (default: say \"Code "
+                             "example\" and skip them)")
     parser.add_argument("--subtitles", choices=("srt", "vtt"), help="write subtitles beside each audio file")
     parser.add_argument("--cover", metavar="IMAGE", help="a JPEG or PNG cover (default: an EPUB's own)")
     parser.add_argument("--bitrate", type=_positive_int, metavar="KBPS", help="of mp3, opus, m4b and m4a")
@@ -296,6 +302,7 @@ def _export(args: argparse.Namespace) -> int:
             for number, chapter in enumerate(book.chapters, 1):
                 print(f"  {number:3d}. {chapter.title}")
         return 0
+    policy = ReadingPolicy(read_urls=args.read_urls, read_code=args.read_code)
     fmt = _export_format(args)
     selections = []
     for path, book in books:
@@ -332,7 +339,7 @@ def _export(args: argparse.Namespace) -> int:
                                 bitrate=args.bitrate * 1000 if args.bitrate else None)
         label = f"[{number}/{len(books)}] {path.name}" if len(books) > 1 else path.name
         exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label),
-                                pronunciation=pronunciation)
+                                pronunciation=pronunciation, reading_policy=policy)
         plans = exporter.plan(book, output, options, voices)
         try:
             with _ctrl_c_cancels(exporter.cancel):
