@@ -59,7 +59,7 @@ _URL = re.compile(r"""\b(?:(?:[a-z][a-z0-9+.-]{0,15}://)++(?:[^\s/@<>"']*@)?|(?=
                   r"""([^\s/?#:<>"'()\[\]]+)(?::\d+)?(?:[/?#](?:[^\s<>"]*[^\s<>".,;:!?)\]'”’])?)?""", re.IGNORECASE)
 # "[text][]", "[text][label]", "[text](target)": Markdown left unrendered; the text is said.
 _MARKDOWN_REFERENCE = re.compile(r"\[([^\[\]\n]{1,200})\](?:\[[^\[\]\n]{0,200}\]|\([^()\s]{1,500}\))")
-_SYMBOL_RUN = re.compile(r"([^\w\s])\1{3,}")  # "=====", "......", "****"
+_SYMBOL_RUN = re.compile(r"([^\w\s!?])\1{3,}")  # "=====", "......", "****"; "No!!!!" keeps its voice
 
 
 def _site(match: re.Match) -> str:

@@ -41,6 +41,7 @@ def said(text: str, policy: ReadingPolicy | None = None) -> list[str]:
     ("See [the guide][guide] and [this](guide.html).", "See the guide and this."),
     ("Clone git://http://anonscm.debian.org/git/x.git first.", "Clone anonscm.debian.org first."),
     ("Contents ............ 5", "Contents 5"),
+    ("No!!!! Not that?!?!", "No!!!! Not that?!?!"),
 ])
 def test_what_a_sentence_is_said_as(written, spoken):
     [segment] = policy_segments(written)
