@@ -6,6 +6,7 @@
     python main.py say --model DIR --list-voices
     python main.py export book.epub --model DIR --voice vivian --format m4b --subtitles srt
     python main.py export a.txt b.md --model DIR --voice-file narrator.voice --format mp3 --per-chapter -o out/
+    python main.py export manual.html --list-segments --read-urls
 
 A ``say`` voice is one of ``--voice`` (preset speaker), ``--design``, ``--clone`` or ``--voice-file``; the
 model type decides which apply. Both commands speak with the studio's pronunciation rules (its
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import signal
 import sys
 import threading
@@ -31,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.errors import OratorError, TextError, UnsupportedError, VoiceError
+from engine.reading_policy import ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 
 EXIT_ERROR = 2
@@ -233,7 +237,8 @@ EXPORT_FORMATS = ("m4b", "m4a", "mp3", "opus", "flac", "wav")
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="INPUT",
                         help="documents to read: .txt .md (and .epub .html .pdf .docx with the studio's readers)")
-    parser.add_argument("--model", help="a model directory or a Hugging Face id (not needed for --list-chapters)")
+    parser.add_argument("--model", help="a model directory or a Hugging Face id (not needed for --list-chapters "
+                                        "or --list-segments)")
     voices = parser.add_mutually_exclusive_group()
     voices.add_argument("--voice", metavar="NAME", help="the default voice: a voice of the library or a preset "
                                                         "speaker of the model")
@@ -247,6 +252,14 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-chapter", action="store_true", help="one numbered file per chapter, in a folder")
     parser.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1,3-5 (see --list-chapters)")
     parser.add_argument("--list-chapters", action="store_true", help="print each input's chapters and stop")
+    parser.add_argument("--list-segments", action="store_true",
+                        help="print what would be spoken, one JSON object a line ({chapter, title, voice, text}: the "
+                             "text as the reading policy gives it, before pronunciation rules), and stop")
+    parser.add_argument("--read-urls", action="store_true", help="read web addresses in full (default: the site "
+                                                                 "name only)")
+    parser.add_argument("--read-code", action="store_true",
+                        help="read code, shell and Python sessions and diagrams as written (default: say \"Code "
+                             "example\" and skip them)")
     parser.add_argument("--subtitles", choices=("srt", "vtt"), help="write subtitles beside each audio file")
     parser.add_argument("--cover", metavar="IMAGE", help="a JPEG or PNG cover (default: an EPUB's own)")
     parser.add_argument("--bitrate", type=_positive_int, metavar="KBPS", help="of mp3, opus, m4b and m4a")
@@ -301,6 +314,7 @@ def _export(args: argparse.Namespace) -> int:
             for number, chapter in enumerate(book.chapters, 1):
                 print(f"  {number:3d}. {chapter.title}")
         return 0
+    policy = ReadingPolicy(read_urls=args.read_urls, read_code=args.read_code)
     fmt = _export_format(args)
     selections = []
     for path, book in books:
@@ -309,6 +323,16 @@ def _export(args: argparse.Namespace) -> int:
                               if args.chapters else None)
         except ValueError as e:
             raise UnsupportedError(f"--chapters {args.chapters}: {e} ({path.name})") from None
+    if args.list_segments:
+        try:
+            for (path, book), chapters in zip(books, selections, strict=True):
+                for warning in book.warnings:
+                    print(f"orator export: {path.name}: {warning}", file=sys.stderr)
+                _print_segments(book, chapters, policy, args.segment_chars)
+            sys.stdout.flush()
+        except BrokenPipeError:  # a reader that stopped early ("| head"): what it read is what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     try:
         pauses = Pauses(args.pause_sentence, args.pause_paragraph, args.pause_heading, args.pause_chapter)
     except ValueError as e:
@@ -337,7 +361,7 @@ def _export(args: argparse.Namespace) -> int:
                                 bitrate=args.bitrate * 1000 if args.bitrate else None)
         label = f"[{number}/{len(books)}] {path.name}" if len(books) > 1 else path.name
         exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label),
-                                pronunciation=pronunciation)
+                                pronunciation=pronunciation, reading_policy=policy)
         plans = exporter.plan(book, output, options, voices)
         try:
             with _ctrl_c_cancels(exporter.cancel):
@@ -353,6 +377,19 @@ def _export(args: argparse.Namespace) -> int:
     for file in written:
         print(f"wrote {file}")
     return 0
+
+
+def _print_segments(book, chapters: tuple[int, ...] | None, policy, segment_chars: int | None) -> None:
+    """``--list-segments``: each segment export would speak of ``book``'s chosen chapters (None: all), one JSON
+    object a line, as the exporter plans them (``engine.audio.export.passage_speech``)."""
+    from engine.audio.export import passage_speech
+
+    for index in range(len(book.chapters)) if chapters is None else chapters:
+        chapter = book.chapters[index]
+        for passage in chapter.passages:
+            for _, said in passage_speech(passage, policy, segment_chars):
+                print(json.dumps({"chapter": index + 1, "title": chapter.title, "voice": passage.voice,
+                                  "text": said}))
 
 
 @contextlib.contextmanager

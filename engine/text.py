@@ -4,8 +4,9 @@ Each segment keeps its character span in the original text so a reader can highl
 spoken. Sentences end at Western (. ! ? …) and CJK (。！？；) punctuation and at blank lines, except
 where Western punctuation is followed by a lowercase word (``e.g. this``, ``"Why?" she asked``) or a
 period ends a title, a Latin abbreviation or an initial (``Dr. Smith``, ``J. R. R. Tolkien``);
-a sentence longer than ``max_chars`` is cut at the last clause mark (, ; : 、，) or space before
-the limit, so no segment is unbounded and no model context is exceeded.
+a sentence longer than ``max_chars`` is cut where a reader would breathe (``_cut_point``): after the last clause
+mark before the limit (, ; : — – -- … 、，；：), else before the last conjunction (and, but, which, that...),
+else at the last space, so no segment is unbounded, no model context is exceeded and a phrase stays whole.
 
 Segments are planned for speech, not for grammar: consecutive sentences are merged while the merged span stays
 within ``target_chars`` ("Quick! Close the door!" is one generation, with the prosody of the whole), never across
@@ -41,7 +42,24 @@ _SENTENCE_END = re.compile(
     r"""|(?:[。！？；]+[」』”’）)]*)"""
     r"""|(?:\n\s*\n)"""
 )
-_CLAUSE_MARK = re.compile(r"[,;:、，；：]\s*|\s+")
+# Where a long sentence is cut, best first (``_cut_point``). A clause mark ends its piece: a comma, semicolon or
+# colon followed by a space (not "1,000" or "10:30"), with the quotes or brackets that close on it; a dash
+# between words (em dash, a spaced en dash or hyphen, "--" as typewritten text writes it); an ellipsis inside a
+# sentence; the CJK marks, which need no space. A conjunction starts the next piece: the cut is the space before it.
+# A mark or word must be followed by the space that proves it whole, so a prefix of the text never finds a
+# candidate the whole text lacks (``settled_end`` relies on it).
+_CLAUSE_MARK = re.compile(
+    r"""[,;:]["'”’)\]]*+(?=\s)"""
+    r"""|[—―]++["'”’)\]]*+"""
+    r"""|(?<=\s)(?:–|-{1,2})(?=\s)|(?<=\w)--(?=[\w\s])"""
+    r"""|(?:…|\.\.\.)(?=\s)"""
+    r"""|[、，；：]"""
+)
+_CONJUNCTION = re.compile(
+    r"\s+(?=(?:and|but|or|nor|yet|which|that|because|although|though|while|whereas|unless|until|when|where|"
+    r"whether|who|whom|whose|since|if)\s)"
+)
+_SPACE = re.compile(r"\s+")
 # Words that a period follows without ending the sentence (compared in lowercase, without the period).
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "mt", "jr", "sr", "vs", "e.g", "i.e", "cf"})
 _LAST_WORD = re.compile(r"[\w.]+$")
@@ -299,21 +317,36 @@ def _add(out: list[Segment], text: str, start: int, end: int, max_chars: int) ->
         out.append(Segment(start, end, text[start:end]))
 
 
-def _cut_point(text: str, start: int, limit: int) -> int:
-    """The end of the last clause mark or space in text[start:limit], or ``limit`` if none."""
+def _cut_point(text: str, start: int, limit: int, known: int | None = None) -> int:
+    """Where the piece of a long sentence that starts at ``start`` ends, within ``text[start:limit]``: after the
+    last clause mark, else before the last conjunction, else at the last space, each looked for in the last two
+    thirds of the span (a mark near its start would leave a scrap); with none there, the last space before them;
+    ``limit`` if there is no space at all. ``known``: where the text received so far ends, when that is before
+    ``limit``: the cut found then is at or before the one the whole text gets (candidates only add up as text
+    arrives), which is what lets live text settle words early (``settled_end``)."""
+    end = limit if known is None else min(known, limit)
+    low = start + max(1, (limit - start) // 3)
+    for pattern, after in ((_CLAUSE_MARK, True), (_CONJUNCTION, False), (_SPACE, False)):
+        best = None
+        for m in pattern.finditer(text, low, end):
+            best = m.end() if after else m.start()
+        if best is not None and best > start:
+            return best
     best = None
-    for m in _CLAUSE_MARK.finditer(text, start + 1, limit):
-        best = m.end() if not text[m.start()].isspace() else m.start()
-    return best if best and best > start else limit
+    for m in _SPACE.finditer(text, start + 1, min(low, end)):
+        best = m.start()
+    return best if best is not None and best > start else limit
 
 
 def settled_end(text: str, start: int, max_chars: int = DEFAULT_MAX_CHARS) -> int:
     """How far the segment that begins at ``start`` (the first non-space character after the previous segment) is
     certain to reach however ``text``, received so far, goes on: an offset at a word boundary, at most its first
     sentence end that is undecided (too little text after it, ``_LOOK_AHEAD``) or decided to end a sentence, and
-    within ``max_chars`` of ``start`` (a longer sentence is cut at its last clause mark or space, never earlier).
-    Live text speaks a segment's words up to here before the segment is final (``engine.live``)."""
+    within ``max_chars`` of ``start`` and at most where a longer sentence would be cut by what has arrived (a cut
+    only moves later as text arrives: ``_cut_point``). Live text speaks a segment's words up to here before the
+    segment is final (``engine.live``)."""
     bound = start + max_chars - 1  # a cut is found before the limit, never at it (``_cut_point``)
+    bound = min(bound, _cut_point(text, start, start + max_chars, len(text)))
     for m in _SENTENCE_END.finditer(text, start):
         if m.start() >= bound or m.end() + _LOOK_AHEAD > len(text) or not _continues(text, m):
             bound = min(bound, m.end())

@@ -316,6 +316,7 @@ def _settings_dialog(window) -> None:
         window.settings.save()
         # from the next reading and the next export job on
         window.reader.segment_chars = window.exports.runner.segment_chars = window.settings.segment_chars
+        window.reader.reading_policy = window.exports.runner.reading_policy = window.settings.reading_policy()
         if changed:
             window.reload_models()
 

@@ -57,6 +57,7 @@ class ExportRunner(QObject):
         # and each job reads it when it starts
         self.pronunciation = pronunciation
         self.segment_chars = segment_chars  # the segments' target (engine.text); None: the default
+        self.reading_policy = None  # engine.reading_policy.ReadingPolicy; None: the default; read as a job starts
         self.queue = queue  # only its read-only ``book`` is called from this thread
         self.engine_for = engine_for  # (voice, cancel=event) -> engine; may block while a model loads
         self.cache_folder = cache_folder
@@ -112,7 +113,8 @@ class ExportRunner(QObject):
                 raise ExportPaused
 
         exporter = BookExporter(self._engine, sampling=sampling, cache=SegmentCache(self.cache_folder),
-                                progress=heard, cancel=self.cancel, pronunciation=self.pronunciation)
+                                progress=heard, cancel=self.cancel, pronunciation=self.pronunciation,
+                                reading_policy=self.reading_policy)
         plans = exporter.plan(book, job.output, options, voices)
         self.planned.emit(job.id, [str(plan.path) for plan in plans])
         if self.pause.is_set():

@@ -147,10 +147,12 @@ class MainWindow(QMainWindow):
             self.model_status.loading(f"the model for {initial_spec.kind} voices ({initial_spec.checkpoint})")
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
         self.reader.segment_chars = settings.segment_chars
+        self.reader.reading_policy = settings.reading_policy()
         self.exports = ExportQueueController(settings.root(), self.worker.engine_when_ready,
                                              self.resolve_export_voice, self.ensure_model,
                                              pronunciation=self.pronunciation,
                                              segment_chars=settings.segment_chars, parent=self)
+        self.exports.runner.reading_policy = self.reader.reading_policy
         self.export_request = None  # the open Export dialog's request (qtapp.export_requests)
         self.export_panel = ExportPanel(self.exports)
         self.export_dock = QDockWidget("Export queue", self)

@@ -43,6 +43,7 @@ class ReadingController(QObject):
         self.ensure_model = ensure_model
         self.plan: ReadingPlan | None = None
         self.segment_chars: int | None = None  # the plans' segment target (engine.text); None: the default
+        self.reading_policy = None  # the plans' engine.reading_policy.ReadingPolicy; None: the default
         self.state = IDLE
         self.current_sentence = -1
         self._next_job_id = 0
@@ -63,7 +64,8 @@ class ReadingController(QObject):
     def read(self, source: TextSource, start: int = 0, end: int | None = None,
              from_position: int | None = None) -> None:
         """Read ``source``'s text [start, end), beginning at the sentence holding ``from_position``."""
-        plan = ReadingPlan(source.pieces(start, end), voice_at(source, start), self.segment_chars)
+        plan = ReadingPlan(source.pieces(start, end), voice_at(source, start), self.segment_chars,
+                           self.reading_policy)
         index = plan.index_at(start if from_position is None else from_position)
         if index is None:
             self.message.emit("There is nothing to read here.")

@@ -5,9 +5,10 @@ from a position as line pieces: ``(offset, text)``, contiguous, each ending at a
 or cut from a longer line. ``iter_sentences`` turns those pieces into ``Sentence``s: a line that starts
 with ``[voice: NAME]`` starts a passage in that voice that holds to the next blank line or the next mark
 (``engine.voice_marks``, the rule export follows too), every other run of lines is a passage in the default
-voice, and each passage is cut by ``engine.text.Segmenter``, so the
-sentences are exactly the segments the engine would cut from each passage and their spans are document
-offsets. A "sentence" here is one such segment: short sentences of a passage merged into one (``engine.text``).
+voice, and each passage is cut by ``engine.reading_policy.PolicySegmenter`` (``engine.text.Segmenter`` with
+the reading policy: what is said of URLs, code and decoration), so the sentences are exactly the segments the
+engine would cut from each passage and their spans are document offsets. A "sentence" here is one such
+segment: short sentences of a passage merged into one (``engine.text``).
 ``ReadingPlan`` keeps the sentences read so far and pulls more only when asked, so starting
 to read a 20 MB book costs what its first sentences cost.
 
@@ -22,7 +23,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.text import Segment, Segmenter
+from engine.reading_policy import PolicySegmenter, ReadingPolicy
+from engine.text import Segment
 from engine.voice_marks import ends_marks, parse_mark, voice_above
 
 # Characters per piece: a source cuts longer lines, so no one step reads a whole book; a voice mark is read
@@ -100,11 +102,11 @@ def line_pieces(offset: int, text: str) -> Iterator[tuple[int, str]]:
 
 
 def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
-                   target_chars: int | None = None) -> Iterator[Sentence]:
+                   target_chars: int | None = None, policy: ReadingPolicy | None = None) -> Iterator[Sentence]:
     """The sentences of the text the line pieces hold, in order (see the module docstring); ``voice``: the mark in
     effect where the pieces start (``voice_at``); ``target_chars``: the segments' target length
-    (``engine.text.Segmenter``)."""
-    segmenter: Segmenter | None = None
+    (``engine.text.Segmenter``); ``policy``: the reading policy (None: the default one)."""
+    segmenter: PolicySegmenter | None = None
     at_line_start = True
     for offset, piece in pieces:
         if at_line_start:
@@ -117,7 +119,7 @@ def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
                     voice = name
                 elif blank:
                     voice = None
-                segmenter = Segmenter(offset + mark_len, target_chars=target_chars)
+                segmenter = PolicySegmenter(policy, offset + mark_len, target_chars=target_chars)
                 piece = piece[mark_len:]
         at_line_start = piece.endswith("\n")
         yield from _sentences(segmenter.feed(piece), voice)
@@ -146,8 +148,8 @@ class ReadingPlan:
     """The sentences of one reading, numbered from 0, planned from ``pieces`` as they are asked for."""
 
     def __init__(self, pieces: Iterable[tuple[int, str]], voice: str | None = None,
-                 target_chars: int | None = None):
-        self._source = iter_sentences(pieces, voice, target_chars)
+                 target_chars: int | None = None, policy: ReadingPolicy | None = None):
+        self._source = iter_sentences(pieces, voice, target_chars, policy)
         self.sentences: list[Sentence] = []  # planned so far
         self._ends: list[int] = []  # sentence ends, for lookups by position
         self.complete = False  # every sentence is planned

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine.atomic import atomic_write_text
 from engine.pronunciation import Lexicon, LexiconFileError, default_lexicon, default_lexicon_path, load_lexicon
+from engine.reading_policy import ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 from engine.voices.library import data_dir, default_library_dir
 
@@ -95,6 +96,9 @@ class Settings:
     chunk_frames: int = 4
     # a line's short sentences are spoken together up to this many characters (engine.text); 0: one at a time
     segment_chars: int = DEFAULT_TARGET_CHARS
+    # the reading policy (engine.reading_policy): web addresses in full, code and diagrams read as written
+    read_urls: bool = False
+    read_code: bool = False
     autosave_interval_s: float = 5.0
     window_geometry: str = ""  # hex of QMainWindow.saveGeometry()
     cpu_speed: dict[str, float] = field(default_factory=dict)  # model size -> ×RT measured on this processor
@@ -119,6 +123,9 @@ class Settings:
     @property
     def pronunciation_path(self) -> Path:
         return default_lexicon_path()
+
+    def reading_policy(self) -> ReadingPolicy:
+        return ReadingPolicy(read_urls=self.read_urls, read_code=self.read_code)
 
     # ---- model choices --------------------------------------------------------------------------
     def model_spec(self, kind: str) -> ModelSpec:

@@ -2,8 +2,8 @@
 optional subtitles, resumable. Qt-free: the command line (``orator export``) uses it, and the studio can.
 
 ``BookExporter.plan`` decides everything before a sound is made: which chapters, which file each goes to (named
-``NN - Title.ext`` when per chapter), the tags, and per file the sequence of segments (``engine.text`` sentences
-of each passage, with their voices) and pauses (``Pauses``: between sentences, paragraphs, around headings,
+``NN - Title.ext`` when per chapter), the tags, and per file the sequence of segments (each passage cut by
+``engine.text`` and said as the reading policy says, ``engine.reading_policy``, with their voices) and pauses (``Pauses``: between sentences, paragraphs, around headings,
 between chapters). ``BookExporter.run`` then speaks the segments one engine call each and streams them, with the
 pauses, into a ``FileEncoder`` (and the cues into a subtitle writer, timed by the samples actually written);
 chapter marks go in when the file is finished, at the positions where their first samples were written.
@@ -37,13 +37,14 @@ from pathlib import Path
 import numpy as np
 
 from engine.atomic import sync_folder
-from engine.audio.book import Book, Pauses
+from engine.audio.book import Book, Passage, Pauses
 from engine.audio.chunks import SAMPLE_RATE
 from engine.audio.encode import ChapterMark, Cover, FileEncoder, Tags, audio_format, create_temp_beside
 from engine.audio.segment_cache import SegmentCache, model_key, segment_key, voice_key
 from engine.audio.subtitles import Cue, chapters_vtt, subtitle_writer
+from engine.reading_policy import ReadingPolicy, policy_segments
 from engine.sampling import MAX_SEED
-from engine.text import split_segments
+from engine.text import Segment
 
 EXPORT_CHUNK_FRAMES = 25  # 2 s of audio per engine chunk: fewer, larger writes
 MAX_FILE_TITLE_CHARS = 80  # of a chapter's title in its file name
@@ -89,10 +90,13 @@ class Speech:
     voice: object  # engine Voice
     key: str
     spoken: str = ""  # what is said (the pronunciation rules applied); what its key and seed come from
+    said: str = ""  # what the reading policy hands to speech, before the pronunciation rules
 
     def __post_init__(self):
+        if not self.said:
+            object.__setattr__(self, "said", self.text)
         if not self.spoken:
-            object.__setattr__(self, "spoken", self.text)
+            object.__setattr__(self, "spoken", self.said)
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,17 @@ def chapter_file_name(number: int, count: int, title: str, suffix: str) -> str:
     return f"{number:0{digits}d} - {safe.rstrip(' .') or f'Chapter {number}'}{suffix}"
 
 
+def passage_speech(passage: Passage, policy: ReadingPolicy | None = None,
+                   target_chars: int | None = None) -> list[tuple[str, str]]:
+    """(as written, as said) of each segment export speaks of ``passage``: its segments under the reading policy
+    (``engine.reading_policy``; None: the default policy), each with its runs of whitespace made one space. What
+    is said is before the pronunciation rules. ``orator export --list-segments`` prints the same."""
+    out = []
+    for seg in policy_segments(passage.text, policy, target_chars=target_chars):
+        out.append((" ".join(seg.text.split()), " ".join(seg.speech.split())))
+    return out
+
+
 def segment_seed(seed: int, text: str) -> int:
     """A segment's seed from the export's: its text decides it, not its position, so editing one paragraph does
     not change how every later one sounds."""
@@ -137,14 +152,16 @@ def segment_seed(seed: int, text: str) -> int:
 class BookExporter:
     """``engine_for(voice)`` gives the engine that speaks a voice; ``progress(Progress)`` hears of each segment;
     ``cancel`` stops within one engine chunk (``ExportCancelled``); ``pronunciation`` (an
-    ``engine.pronunciation.Lexicon``) changes what is said, not the subtitles, and a sentence's cache key is made
-    from what is said, so editing a rule regenerates only the sentences it changes."""
+    ``engine.pronunciation.Lexicon``) and ``reading_policy`` (``engine.reading_policy.ReadingPolicy``; None: the
+    default one) change what is said, not the subtitles, and a sentence's cache key is made from what is said, so
+    editing a rule or the policy regenerates only the sentences it changes."""
 
     def __init__(self, engine_for: Callable, sampling=None, cache: SegmentCache | None = None,
                  progress: Callable[[Progress], None] | None = None, cancel: threading.Event | None = None,
-                 pronunciation=None):
+                 pronunciation=None, reading_policy: ReadingPolicy | None = None):
         self.engine_for = engine_for
         self.pronunciation = pronunciation
+        self.reading_policy = reading_policy
         self.sampling = sampling
         self.cache = cache
         self.progress = progress
@@ -194,19 +211,18 @@ class BookExporter:
             items.append(ChapterStart(chapter.title))
             previous = None
             for passage in chapter.passages:
-                segments = [s.text for s in split_segments(passage.text, target_chars=options.segment_chars)]
+                segments = passage_speech(passage, self.reading_policy, options.segment_chars)
                 if not segments:
                     continue
                 if previous is not None:
                     items.append(Pause(pauses.between(previous, passage)))
                 voice = voices[passage.voice]
-                for i, text in enumerate(segments):
+                for i, (text, said) in enumerate(segments):
                     if i and pauses.sentence:
                         items.append(Pause(pauses.sentence))
-                    text = " ".join(text.split())
-                    spoken = (text if self.pronunciation is None
-                              else self.pronunciation.apply(text, getattr(voice, "name", None)))
-                    items.append(Speech(text, voice, self._key(spoken, voice, options), spoken))
+                    spoken = (said if self.pronunciation is None
+                              else self.pronunciation.apply(said, getattr(voice, "name", None)))
+                    items.append(Speech(text, voice, self._key(spoken, voice, options), spoken, said))
                 previous = passage
         return items
 
@@ -304,7 +320,9 @@ class BookExporter:
         sampling = self.sampling or engine.defaults
         seed = random.getrandbits(62) if sampling.seed is None else segment_seed(sampling.seed, speech.spoken)
         started = time.perf_counter()
-        stream = engine.stream(speech.text, speech.voice, chunk_frames=EXPORT_CHUNK_FRAMES,
+        # the segment as planned: the engine applies the pronunciation rules to what the policy says
+        segment = Segment(0, len(speech.text), speech.text, None if speech.said == speech.text else speech.said)
+        stream = engine.stream([segment], speech.voice, chunk_frames=EXPORT_CHUNK_FRAMES,
                                first_chunk_frames=EXPORT_CHUNK_FRAMES, cancel=self.cancel,
                                sampling=dataclasses.replace(sampling, seed=seed), max_frames=options.max_frames,
                                pronunciation=self.pronunciation)

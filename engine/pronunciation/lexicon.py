@@ -112,8 +112,10 @@ class Lexicon:
 
 
 def pronounce(segments: list[Segment], lexicon: Lexicon | None, voice_name: str | None) -> list[Segment]:
-    """``segments`` with what each is spoken as (``Segment.spoken``) by ``lexicon`` in the voice ``voice_name``;
-    spans and written text unchanged. Without a lexicon, or with no rule, the segments are returned as given."""
+    """``segments`` with what each is spoken as (``Segment.spoken``) by ``lexicon`` in the voice ``voice_name``,
+    applied to what the segment says already (``Segment.speech``: the reading policy's form, ``engine.reading_policy``,
+    else its text); spans and written text unchanged. Without a lexicon, or with no rule, the segments are returned
+    as given."""
     if lexicon is None:
         return segments
     if not isinstance(lexicon, Lexicon):
@@ -122,6 +124,6 @@ def pronounce(segments: list[Segment], lexicon: Lexicon | None, voice_name: str 
         return segments
     out = []
     for seg in segments:
-        spoken = lexicon.apply(seg.text, voice_name)
+        spoken = lexicon.apply(seg.speech, voice_name)
         out.append(seg if spoken == seg.speech else dataclasses.replace(seg, spoken=spoken))
     return out

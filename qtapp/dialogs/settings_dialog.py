@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -103,6 +104,12 @@ class SettingsDialog(QDialog):
         self.segment_chars.setToolTip("The short sentences of a line are spoken in one go, keeping the voice of "
                                       "one thought, up to this many characters (at least 20)")
         runtime_form.addRow("Speak together:", self.segment_chars)
+        self.read_urls = QCheckBox("Read web addresses in full", checked=settings.read_urls)
+        self.read_urls.setToolTip("Off: a web address is read as its site name (docs.python.org)")
+        runtime_form.addRow("Reading:", self.read_urls)
+        self.read_code = QCheckBox("Read code, shell sessions and diagrams", checked=settings.read_code)
+        self.read_code.setToolTip("Off: each is announced (“Code example”, “Diagram”) and skipped")
+        runtime_form.addRow("", self.read_code)
         runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. The precision applies on a "
                                    "GPU (bfloat16 is the checkpoints' own); on the processor speech runs in "
                                    "float32, with int8 weights on the fast path.</small>", wordWrap=True))
@@ -137,5 +144,6 @@ class SettingsDialog(QDialog):
         self.settings.chunk_frames = self.chunk_frames.value()
         chars = self.segment_chars.value()
         self.settings.segment_chars = chars if chars == 0 else max(chars, MIN_SEGMENT_CHARS)
+        self.settings.read_urls, self.settings.read_code = self.read_urls.isChecked(), self.read_code.isChecked()
         s.cpu_path, s.threads = self.cpu_path.currentData(), self.threads.value()
         return before != (s.checkpoints, s.device, s.precision, s.cpu_path, s.threads)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -211,3 +212,90 @@ def test_long_punctuation_runs_take_linear_time(run):
     segments = split_sentences(run)
     assert time.perf_counter() - started < 2.0
     assert "".join(s.text for s in segments) == run
+
+
+# ---- where a long sentence is cut -----------------------------------------------------------------------------
+DOCUMENTS = Path(__file__).resolve().parents[1] / "data" / "documents"
+# What ends a piece at a clause mark, or what starts the next at a conjunction (``engine.text._cut_point``'s rule,
+# written out here from the punctuation a reader pauses at).
+_ENDS_AT_CLAUSE = re.compile(r"""(?:[,;:]|--|[—–…])["'”’)\]]*$""")
+_CONJUNCTIONS = {"and", "but", "or", "nor", "yet", "which", "that", "because", "although", "though", "while",
+                 "whereas", "unless", "until", "when", "where", "whether", "who", "whom", "whose", "since", "if"}
+
+
+def _cuts(text: str) -> list[tuple[str, str]]:
+    """(piece before, piece after) for every cut of a sentence too long for one segment in ``text``'s
+    passages, as export reads them (``book_from_text``)."""
+    from engine.audio.book import book_from_text
+
+    cuts = []
+    for chapter in book_from_text(text, "book").chapters:
+        for passage in chapter.passages:
+            pieces = split_sentences(passage.text)
+            for before, after in zip(pieces, pieces[1:], strict=False):
+                if _same_sentence(passage.text, before, after):
+                    cuts.append((before.text, after.text))
+    return cuts
+
+
+def _same_sentence(text: str, before, after) -> bool:
+    return len(split_sentences(text[before.start:after.end], max_chars=10**9)) == 1
+
+
+def test_a_novels_long_sentences_are_cut_where_a_reader_breathes():
+    """Pride and Prejudice, chapters 1-12 (Project Gutenberg's text): its sentences over 300 characters were cut at
+    the last space, inside a phrase ("…Mr. Morris immediately; that he is to take" / "possession before
+    Michaelmas"); now at a clause mark, else before a conjunction."""
+    cuts = _cuts((DOCUMENTS / "pride-and-prejudice-ch1-12.txt").read_text(encoding="utf-8"))
+    assert len(cuts) >= 20
+    at_clause = [c for c in cuts if _ENDS_AT_CLAUSE.search(c[0])]
+    before_conjunction = [c for c in cuts if c not in at_clause and c[1].split()[0] in _CONJUNCTIONS]
+    assert len(at_clause) >= 0.9 * len(cuts), [c for c in cuts if c not in at_clause][:5]
+    assert len(at_clause) + len(before_conjunction) == len(cuts)
+    assert any(b.endswith("Mr. Morris immediately;") and a.startswith("that he is to take possession")
+               for b, a in cuts)
+
+
+@pytest.mark.parametrize(("sentence", "first_piece_ends"), [
+    ("a" * 150 + " went on and on, and then the rest " + "b " * 80, "on,"),
+    ("a" * 150 + " went on — and on " + "b " * 80, "—"),
+    ("a" * 150 + " went on -- on " + "b " * 80, "--"),
+    ("a" * 150 + " went on--on " + "b " * 80, "--"),
+    ("a" * 150 + " went on – on " + "b " * 80, "–"),
+])
+def test_dashes_are_clause_marks(sentence, first_piece_ends):
+    first = split_sentences(sentence)[0].text
+    assert first.endswith(first_piece_ends), first[-30:]
+
+
+def test_a_long_sentence_without_clause_marks_is_cut_before_a_conjunction():
+    sentence = " ".join(["word"] * 40) + " which " + " ".join(["word"] * 60) + "."
+    pieces = split_sentences(sentence)
+    assert pieces[1].text.startswith("which word")
+
+
+def test_numbers_and_times_are_no_clause_marks():
+    sentence = "x " * 60 + "it cost 1,000 at 10:30 and " + "y " * 100
+    pieces = split_sentences(sentence)
+    assert not pieces[0].text.endswith(("1,", "10:")) and pieces[1].text.startswith("and y")
+
+
+_CLAUSE_ALPHABET = st.sampled_from(["word", "phrase", " ", " ", " ", ",", ";", ":", "—", "--", " – ", " - ", "…",
+                                    " and ", " that ", " which ", "\n", ".", "1,000", "10:30", "x" * 25, "、", "，"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_CLAUSE_ALPHABET, max_size=200), max_chars=st.integers(min_value=20, max_value=80))
+def test_cutting_at_clause_marks_keeps_every_character_in_order_within_the_limit(pieces, max_chars):
+    assert_exact_cover("".join(pieces), max_chars=max_chars)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(_CLAUSE_ALPHABET, max_size=200), max_chars=st.integers(min_value=20, max_value=80),
+       cuts=st.lists(st.integers(min_value=0, max_value=3000), max_size=8))
+def test_clause_cuts_are_the_same_however_the_text_arrives(pieces, max_chars, cuts):
+    text = "".join(pieces)
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    fed = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    got = list(iter_segments(fed, max_chars=max_chars, target_chars=0))
+    assert spans(got) == reference_split(text, max_chars)

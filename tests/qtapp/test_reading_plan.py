@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.text import split_segments
+from engine.reading_policy import CODE_ANNOUNCEMENT, ReadingPolicy, policy_segments
 from engine.voice_marks import parse_mark
 from qtapp import reading_plan
 from qtapp.reading_plan import ReadingPlan, StrText, iter_sentences
@@ -15,7 +15,7 @@ from qtapp.reading_plan import ReadingPlan, StrText, iter_sentences
 
 def reference_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str | None]]:
     """Passages cut from the whole range at once (a marked passage from its mark to the next blank line or mark,
-    runs of other lines together), each split whole by ``split_segments``."""
+    runs of other lines together), each split whole by ``policy_segments`` (the reading policy's segmenter)."""
     end = len(text) if end is None else end
     passages, run_start, voice, position = [], None, None, start
     while position < end:
@@ -31,7 +31,7 @@ def reference_sentences(text: str, start: int = 0, end: int | None = None) -> li
         position = line_end + 1
     if run_start is not None:
         passages.append((run_start, end, voice))
-    return [(a + s.start, a + s.end, voice) for a, b, voice in passages for s in split_segments(text[a:b])]
+    return [(a + s.start, a + s.end, voice) for a, b, voice in passages for s in policy_segments(text[a:b])]
 
 
 def planned(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str | None]]:
@@ -53,7 +53,7 @@ def test_sentences_are_the_passages_split_whole_however_the_text_is_cut(words, b
         patch.setattr(reading_plan, "MAX_PIECE", piece)
         assert planned(text, start, end) == reference_sentences(text, start, end)
         for s in iter_sentences(StrText(text).pieces(start, end)):
-            assert text[s.start:s.end] == s.segment.text
+            assert text[s.start:s.end] == s.segment.text or s.segment.spoken == CODE_ANNOUNCEMENT
 
 
 def test_sentences_map_to_document_spans():
@@ -99,3 +99,19 @@ def test_a_long_text_is_planned_only_as_far_as_it_is_asked():
     assert len(plan.sentences) < 100
     far = plan.index_at(50_000, reach=100_000)
     assert plan.sentences[far].start <= 50_000 < plan.sentences[far].end + 1
+
+
+def test_the_reading_policy_changes_what_is_said_not_the_spans():
+    """The editor's text as written; the plan says a URL as its site and announces a session, or reads both as
+    written by choice, each sentence keeping its span in the document."""
+    text = ("Docs live at https://docs.python.org/3/library/re.html today.\n\n>>> import re\n>>> re.match('a', 'a')\n"
+            "<re.Match object; span=(0, 1), match='a'>\n\nThat is all.")
+    plan = ReadingPlan(StrText(text).pieces(0))
+    said = [(s.segment.speech, text[s.start:s.end]) for s in iter(lambda: plan.get(len(plan.sentences)), None)]
+    assert said == [("Docs live at docs.python.org today.", text[:text.index("\n")]),
+                    (CODE_ANNOUNCEMENT, text[text.index(">>>"):text.index("\n\nThat")]),
+                    ("That is all.", "That is all.")]
+    read_all = ReadingPlan(StrText(text).pieces(0), policy=ReadingPolicy(read_urls=True, read_code=True))
+    spoken = [s.segment.speech for s in iter(lambda: read_all.get(len(read_all.sentences)), None)]
+    assert spoken[0] == "Docs live at https://docs.python.org/3/library/re.html today."
+    assert any(">>> import re" in s for s in spoken) and CODE_ANNOUNCEMENT not in spoken

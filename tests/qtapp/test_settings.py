@@ -105,6 +105,21 @@ def test_the_segment_target_is_a_setting_the_engine_takes(qtbot, shown, kept):
     assert settings.segment_chars == kept == check_target_chars(kept)
 
 
+def test_the_reading_policy_is_a_setting_kept_across_runs(qtbot, isolated_data_dir):
+    from engine.reading_policy import ReadingPolicy
+    from qtapp.dialogs.settings_dialog import SettingsDialog
+
+    settings = Settings()
+    assert settings.reading_policy() == ReadingPolicy()  # URLs as their site, code announced
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    dialog.read_urls.setChecked(True)
+    dialog.read_code.setChecked(True)
+    assert not dialog.apply()  # no model reloads for it
+    settings.save()
+    assert Settings.load().reading_policy() == ReadingPolicy(read_urls=True, read_code=True)
+
+
 @pytest.mark.parametrize("stored", [5, -1, 301, 10**9, 2.5, "200", True, None])
 def test_a_stored_segment_target_that_is_none_falls_back_to_the_default(isolated_data_dir, stored):
     isolated_data_dir.mkdir(parents=True)

@@ -39,7 +39,8 @@ class CountingEngine:
         self.calls: list[str] = []
 
     def stream(self, text, *args, **kwargs):
-        self.calls.append(text)
+        # export gives each call its one planned segment; its written text is recorded
+        self.calls.append(text if isinstance(text, str) else " ".join(seg.text for seg in text))
         return self._engine.stream(text, *args, **kwargs)
 
     def __getattr__(self, name):
@@ -265,3 +266,32 @@ def test_pronunciation_changes_what_is_said_not_the_subtitles_and_keys_the_cache
     run(versus, "c.wav")  # back to the first rule: all from the cache, the same file
     assert engine.calls == []
     assert (tmp_path / "c.wav").read_bytes() == path.read_bytes()
+
+
+def test_the_reading_policy_changes_what_is_said_not_the_subtitles_and_keys_the_cache(engine, tmp_path):
+    from engine.pronunciation import Lexicon, Rule
+    from engine.reading_policy import CODE_ANNOUNCEMENT, ReadingPolicy
+
+    text = ("Chapter 1\n\nSee https://docs.python.org/3/library/re.html today.\n\n$ python3 -m venv env\n\n"
+            "The night was cold.\n")
+    options = replace(OPTIONS, format="wav", subtitles="srt")
+    cache = SegmentCache(tmp_path / "cache")
+    book = book_from_text(text, "B")
+    lexicon = Lexicon((Rule("docs.python.org", "the Python docs"),))  # applies to what the policy says
+
+    def run(policy, name):
+        exporter = BookExporter(lambda voice: engine, sampling=replace(engine.defaults, seed=5), cache=cache,
+                                pronunciation=lexicon, reading_policy=policy)
+        plans = exporter.plan(book, tmp_path / name, options, voices())
+        return exporter.run(plans, book, options)[0], [(s.said, s.spoken) for s in plans[0].speeches]
+
+    path, said = run(None, "a.wav")
+    assert said == [("Chapter 1", "Chapter 1"), ("See docs.python.org today.", "See the Python docs today."),
+                    (CODE_ANNOUNCEMENT, CODE_ANNOUNCEMENT), ("The night was cold.", "The night was cold.")]
+    assert [t for _, _, t in cues(path.with_suffix(".srt"))] == [
+        "Chapter 1", "See https://docs.python.org/3/library/re.html today.", "$ python3 -m venv env",
+        "The night was cold."]
+    engine.calls.clear()
+    _, said = run(ReadingPolicy(read_code=True), "b.wav")  # only the sentence the change touches is spoken again
+    assert said[2] == ("$ python3 -m venv env", "$ python3 -m venv env")
+    assert engine.calls == ["$ python3 -m venv env"]

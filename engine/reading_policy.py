@@ -1,0 +1,225 @@
+"""The reading policy: what of a document is spoken, and how, decided when its text is planned for speech. Qt-free.
+
+The document stays as written (the editor shows it, highlighting and subtitles use its spans); the policy changes
+only what each segment is spoken as (``Segment.spoken``, which pronunciation rules then refine), so a change of
+policy applies from the next reading or export, without importing the document again. ``ReadingPolicy`` holds the
+choices; ``PolicySegmenter`` is ``engine.text.Segmenter`` with the policy applied, used by the studio's reading
+plan and by export (``policy_segments`` for a whole text). What it does:
+
+- A URL is said as its site name ("https://docs.python.org/3/library/re.html" -> "docs.python.org"), unless
+  ``read_urls``.
+- A line that is only decoration (no letter or digit: "=====", "* * *", "+----+") is skipped, and a run of four
+  or more of one symbol inside a line ("Contents ........ 5") is not said.
+- Interactive sessions (lines after a ">>> ", "$ ", "# command" or "In [1]: " prompt, with their output, up to a
+  line of prose or a blank line followed by something else), code lines no prose has ("#include <", a line
+  ending with "{", "def f(x):") and box-drawing diagrams are announced once per run ("Code example.",
+  "Diagram.") and skipped, unless ``read_code``: then they are read as written. The announcement's span is the
+  whole run, so highlighting marks what it stands for.
+- An unresolved Markdown reference or link ("[url.parse()][]", "[text](target)") is said as its text.
+
+Ordinary prose (no URL, prompt, code line, box drawing or Markdown brackets) is never changed: its segments are
+``engine.text.split_segments``'s and every word is said. The readers know no element kinds yet (a ``<pre>``
+block is a paragraph like any other), so code is recognised by its lines; a line is classified on at most
+``LINE_DECIDE`` characters, so memory stays bounded by the segmenter's, whatever the lines' length.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.text import DEFAULT_MAX_CHARS, Segment, Segmenter
+
+LINE_DECIDE = 1024  # characters of a line that decide its kind; a longer line is prose unless it starts a run
+CODE_ANNOUNCEMENT = "Code example."
+DIAGRAM_ANNOUNCEMENT = "Diagram."
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingPolicy:
+    """What is read as written: URLs in full (else their site name), code, sessions and diagrams (else announced
+    and skipped)."""
+
+    read_urls: bool = False
+    read_code: bool = False
+
+    def spoken(self, text: str) -> str:
+        """What one segment of prose is said as (see the module docstring); ``text`` itself when nothing changes."""
+        said = _MARKDOWN_REFERENCE.sub(r"\1", text) if "[" in text else text
+        if not self.read_urls and ("://" in said or "www." in said):
+            said = _URL.sub(_site, said)
+        said = _SYMBOL_RUN.sub(" ", said)
+        return text if said == text else " ".join(said.split())
+
+
+# ---- inline ---------------------------------------------------------------------------------------------------
+# A URL with a scheme (repeated, as a typo can: "git://http://"), or starting "www.": its host is said. The
+# punctuation that ends the sentence around it is no part of it.
+_URL = re.compile(r"""\b(?:(?:[a-z][a-z0-9+.-]{0,15}://)++(?:[^\s/@<>"']*@)?|(?=www\.))"""
+                  r"""([^\s/?#:<>"'()\[\]]+)(?::\d+)?(?:[/?#](?:[^\s<>"]*[^\s<>".,;:!?)\]'”’])?)?""", re.IGNORECASE)
+# "[text][]", "[text][label]", "[text](target)": Markdown left unrendered; the text is said.
+_MARKDOWN_REFERENCE = re.compile(r"\[([^\[\]\n]{1,200})\](?:\[[^\[\]\n]{0,200}\]|\([^()\s]{1,500}\))")
+_SYMBOL_RUN = re.compile(r"([^\w\s!?])\1{3,}")  # "=====", "......", "****"; "No!!!!" keeps its voice
+
+
+def _site(match: re.Match) -> str:
+    host = match.group(1).rstrip(".")
+    return host or match.group(0)
+
+
+# ---- lines ----------------------------------------------------------------------------------------------------
+_PROMPT = re.compile(r">>>(?:\s|$)|\$\s+[^\s\d]|#\s+[a-z/.~]\S*|In \[\d+\]:\s|PS(?: [^>\n]*)?>\s")
+_CONTINUATION = re.compile(r"\.\.\.(?:\s|$)")  # a Python session's continuation line
+_CODE_LINE = re.compile(r"#include\s*[<\"]|(?:async\s+)?def\s+\w+\s*\(.*\)\s*(?:->.*)?:$|class\s+\w+\s*(?:\(.*\))?:$"
+                        r"|.*\{$|\}|.*\w\([^()]*\);$")
+_BOX_DRAWING = re.compile("[\u2500-\u259f]")
+# A line of prose: a capital (after an opening quote or bracket), four words or more, a sentence end.
+_PROSE_LINE = re.compile(r"""["'“‘(]?[A-Z][^\s]*(?:\s+[^\s]+){3,}[.!?]["'”’)]*""")
+
+PROSE, DECORATION, CODE, DIAGRAM, BLANK = "prose", "decoration", "code", "diagram", "blank"
+_SKIP, _RUN = "skip", "run"  # what becomes of the rest of a line once its kind is decided (besides PROSE)
+
+
+def line_kind(line: str, in_run: bool = False) -> str:
+    """The kind of one line (stripped of its line end): ``BLANK``, ``DECORATION``, ``CODE`` (a prompt, a session's
+    continuation or output when ``in_run``, a code line), ``DIAGRAM`` or ``PROSE``."""
+    stripped = line.strip()
+    if not stripped:
+        return BLANK
+    if not any(ch.isalnum() for ch in stripped):
+        return DECORATION
+    if _BOX_DRAWING.search(stripped):
+        return DIAGRAM
+    prompt = _PROMPT.match(stripped)
+    if prompt is not None and not _PROSE_LINE.fullmatch(stripped[prompt.end():].strip()):
+        return CODE
+    if _CODE_LINE.match(stripped):
+        return CODE
+    if in_run and (_CONTINUATION.match(stripped) or not _PROSE_LINE.fullmatch(stripped)):
+        return CODE  # a session's continuation or output
+    return PROSE
+
+
+class PolicySegmenter:
+    """``engine.text.Segmenter`` (same arguments, same ``feed``/``finish``) with ``policy`` applied: prose lines are
+    cut as the segmenter cuts them and said as ``policy.spoken`` says; decoration lines are skipped; a run of code
+    or diagram lines is one segment spanning the run, said as its announcement (or, with ``read_code``, read as
+    prose). A skipped line ends the segment before it, as a blank line does."""
+
+    def __init__(self, policy: ReadingPolicy | None = None, start: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
+                 target_chars: int | None = None):
+        self.policy = policy or ReadingPolicy()
+        self.max_chars, self.target_chars = max_chars, target_chars
+        Segmenter(start, max_chars, target_chars)  # the arguments checked now, as the segmenter checks them
+        self._offset = start  # of the next character fed
+        self._segmenter: Segmenter | None = None
+        self._line = ""  # the current line while its kind is undecided
+        self._line_start = start
+        self._mode: str | None = None  # the rest of the current line: PROSE, _SKIP or _RUN; None: undecided
+        self._run: list | None = None  # [kind, start, end, first line] of the code or diagram run being collected
+        self._run_blank = False  # a blank line followed the run's last line
+
+    def feed(self, piece: str) -> list[Segment]:
+        out: list[Segment] = []
+        at = 0
+        while at < len(piece):
+            newline = piece.find("\n", at)
+            stop = len(piece) if newline < 0 else newline + 1
+            self._take(piece[at:stop], out)
+            if newline >= 0:
+                self._end_line(out)
+            at = stop
+        return out
+
+    def finish(self) -> list[Segment]:
+        out: list[Segment] = []
+        if self._mode is None and self._line:
+            self._decide(out)
+        self._close_run(out)
+        if self._segmenter is not None:
+            out += self._said(self._segmenter.finish())
+            self._segmenter = None
+        return out
+
+    # ---- internals ------------------------------------------------------------------------------------------
+    def _take(self, text: str, out: list[Segment]) -> None:
+        """Part of one line (its end included, if it is there)."""
+        if self._mode is None:  # the line's first LINE_DECIDE characters decide it, however they arrive
+            head, text = text[:LINE_DECIDE - len(self._line)], text[LINE_DECIDE - len(self._line):]
+            self._line += head
+            self._offset += len(head)
+            if head.endswith("\n") or len(self._line) >= LINE_DECIDE:
+                self._decide(out)
+            if not text:
+                return
+        start = self._offset
+        self._offset += len(text)
+        if self._mode == PROSE:
+            out += self._said(self._prose(start).feed(text))
+        elif self._mode == _RUN and text.strip():
+            self._run[2] = start + len(text.rstrip())
+
+    def _decide(self, out: list[Segment]) -> None:
+        line, start = self._line, self._line_start
+        self._line = ""
+        run_kind = self._run[0] if self._run is not None else None
+        kind = line_kind(line, in_run=run_kind == CODE and not self._run_blank)
+        if kind in (CODE, DIAGRAM) and self.policy.read_code:
+            kind = PROSE
+        if kind == BLANK and run_kind is not None:
+            self._run_blank, self._mode = True, _SKIP  # the run may go on after it
+            return
+        if kind in (BLANK, PROSE):
+            self._close_run(out)
+            self._mode = PROSE
+            out += self._said(self._prose(start).feed(line))
+            return
+        if self._segmenter is not None:  # what came before is final: a skipped line ends it, as a blank line does
+            out += self._said(self._segmenter.finish())
+            self._segmenter = None
+        end = start + len(line.rstrip())
+        if kind == DECORATION:  # said by nothing; inside a run, part of it
+            self._mode = _SKIP
+            return
+        self._mode = _RUN
+        if run_kind == kind:
+            self._run[2], self._run_blank = end, False
+            return
+        self._close_run(out)
+        self._run, self._run_blank = [kind, start + len(line) - len(line.lstrip()), end, line.strip()], False
+
+    def _end_line(self, out: list[Segment]) -> None:
+        self._mode = None
+        self._line_start = self._offset
+
+    def _close_run(self, out: list[Segment]) -> None:
+        if self._run is None:
+            return
+        kind, start, end, first = self._run
+        self._run = None
+        self._run_blank = False
+        announcement = CODE_ANNOUNCEMENT if kind == CODE else DIAGRAM_ANNOUNCEMENT
+        out.append(Segment(start, end, first[:self.max_chars].strip(), announcement))
+
+    def _prose(self, start: int) -> Segmenter:
+        if self._segmenter is None:
+            self._segmenter = Segmenter(start, self.max_chars, self.target_chars)
+        return self._segmenter
+
+    def _said(self, segments: list[Segment]) -> list[Segment]:
+        out = []
+        for seg in segments:
+            said = self.policy.spoken(seg.text)
+            if said == seg.text:
+                out.append(seg)
+            elif said.strip():
+                out.append(Segment(seg.start, seg.end, seg.text, said))
+            # else: only symbols, nothing to say
+        return out
+
+
+def policy_segments(text: str, policy: ReadingPolicy | None = None, start: int = 0,
+                    max_chars: int = DEFAULT_MAX_CHARS, target_chars: int | None = None) -> list[Segment]:
+    """The segments of ``text`` as speech gets them under ``policy`` (``PolicySegmenter``), offsets from ``start``."""
+    segmenter = PolicySegmenter(policy, start, max_chars, target_chars)
+    return segmenter.feed(text) + segmenter.finish()

@@ -1,0 +1,76 @@
+"""``python main.py export INPUT... --list-segments``: what an export would speak, one JSON object a line, with no
+model; the text as the reading policy hands it to speech (``--read-urls``, ``--read-code``), chapters chosen as
+export chooses them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = ROOT / "tests" / "data" / "documents"
+HANDBOOK = DOCUMENTS / "debian-handbook-sect.apt-get.html"
+NOVEL = DOCUMENTS / "pride-and-prejudice-ch1-12.txt"
+
+
+def segments(capsys, *args: str) -> list[dict]:
+    code = main.main(["export", *args, "--list-segments"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    lines = captured.out.splitlines()
+    objects = [json.loads(line) for line in lines]
+    for obj in objects:
+        assert set(obj) == {"chapter", "title", "voice", "text"}
+        assert isinstance(obj["chapter"], int) and obj["chapter"] >= 1
+        assert isinstance(obj["title"], str) and isinstance(obj["text"], str) and obj["text"].strip()
+        assert obj["voice"] is None or isinstance(obj["voice"], str)
+    return objects
+
+
+def test_a_real_manual_is_listed_with_urls_shortened_and_code_skipped(capsys):
+    """Debian's handbook page on apt: its "$ sudo apt …" and "# apt install …" examples are announced, its
+    proxy URL is said as its site; with --read-urls --read-code both are read as written."""
+    listed = [s["text"] for s in segments(capsys, str(HANDBOOK))]
+    assert len(listed) > 50
+    assert "Code example." in listed
+    assert not any(t.startswith(("$ ", "# ")) or "://" in t for t in listed)
+    assert any('Acquire::http::proxy "yourproxy"' in t for t in listed)
+    assert any("you can use the APT configuration parameter Acquire::PDiffs and set it to false." in t
+               for t in listed)  # the prose around the examples is said whole
+
+    everything = [s["text"] for s in segments(capsys, str(HANDBOOK), "--read-urls", "--read-code")]
+    assert "Code example." not in everything
+    assert any('$ sudo apt -o "Acquire::PDiffs=false" update' in t for t in everything)
+    assert any('"http://yourproxy:3128"' in t for t in everything)
+
+
+def test_chapters_and_voices_are_those_export_speaks(capsys, tmp_path):
+    # numbered as --list-chapters numbers them: the title page before "Chapter 1" is chapter 1
+    chosen = segments(capsys, str(NOVEL), "--chapters", "3-4")
+    assert {(s["chapter"], s["title"]) for s in chosen} == {(3, "Chapter 2"), (4, "Chapter 3")}
+    assert chosen[1]["text"].startswith("Mr. Bennet was among the earliest of those who waited on Mr. Bingley.")
+    assert all(len(s["text"]) <= 300 for s in chosen)
+
+    marked = tmp_path / "play.txt"
+    marked.write_text("Chapter 1\n\nThe narrator begins.\n\n[voice: Ryan] I answer him.\n\nThe narrator ends.\n")
+    assert [(s["voice"], s["text"]) for s in segments(capsys, str(marked))] == [
+        (None, "Chapter 1"), (None, "The narrator begins."), ("Ryan", "I answer him."), (None, "The narrator ends.")]
+
+
+def test_listing_needs_no_model_and_runs_as_a_command(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "main.py"), "export", str(HANDBOOK), "--list-segments"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(json.loads(line)["chapter"] == 1 for line in lines) and len(lines) > 50
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_a_bad_chapter_list_is_still_one_clear_line(capsys):
+    code = main.main(["export", str(NOVEL), "--list-segments", "--chapters", "40"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the book has 13 chapters" in err and len(err.strip().splitlines()) == 1
