@@ -3,10 +3,11 @@ optional subtitles, resumable. Qt-free: the command line (``orator export``) use
 
 ``BookExporter.plan`` decides everything before a sound is made: which chapters, which file each goes to (named
 ``NN - Title.ext`` when per chapter), the tags, and per file the sequence of segments (each passage cut by
-``engine.text`` and said as the reading policy says, ``engine.reading_policy``, with their voices) and pauses (``Pauses``: between sentences, paragraphs, around headings,
-between chapters). ``BookExporter.run`` then speaks the segments one engine call each and streams them, with the
-pauses, into a ``FileEncoder`` (and the cues into a subtitle writer, timed by the samples actually written);
-chapter marks go in when the file is finished, at the positions where their first samples were written.
+``engine.text`` and said as the reading policy says, ``engine.reading_policy``, with their voices) and pauses
+(``Pauses``: between sentences, paragraphs, around headings, between chapters). ``BookExporter.run`` then speaks
+the segments one engine call each and streams them, with the pauses, into a ``FileEncoder`` (and the cues into a
+subtitle writer, timed by the samples actually written); chapter marks go in when the file is finished, at the
+positions where their first samples were written.
 
 Each segment is its own call with its own seed (derived from the export's seed and the segment's text, or drawn
 at random when none is given), so its audio depends on nothing but its key (``segment_cache.segment_key``). With
