@@ -8,6 +8,7 @@ the synthetic-checkpoint builder uses to write configs the official code also ac
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,16 @@ from engine.errors import CheckpointError
 
 MODEL_TYPES = ("base", "custom_voice", "voice_design")
 MODEL_SIZES = ("0b6", "1b7")
+MODEL_NAMES = {"custom_voice": "CustomVoice", "voice_design": "VoiceDesign", "base": "Base"}
+_SIZE_TAG = re.compile(r"(\d+)b(\d+)")
+
+
+def model_title(model_type: str, model_size: str) -> str:
+    """A model as people name it, from its config's tags: ("voice_design", "0b6") -> "VoiceDesign 0.6B"; a tag
+    this table does not know is shown as it is."""
+    size = _SIZE_TAG.fullmatch(model_size or "")
+    size_text = f"{size[1]}.{size[2]}B" if size else (model_size or "")
+    return " ".join(part for part in (MODEL_NAMES.get(model_type, model_type or ""), size_text) if part)
 
 
 @dataclass(slots=True)
