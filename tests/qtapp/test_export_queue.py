@@ -13,6 +13,7 @@ from PySide6.QtTest import QTest
 from engine import Voice
 from engine.audio.queue import CANCELLED, DONE, PAUSED, QUEUE_FILE, QUEUED, RUNNING, Job, Snapshot
 from engine.voices.library import data_dir
+from qtapp.export_panel import FILE, FORMAT, PROGRESS, STATE, TITLE
 from qtapp.export_queue import ExportQueueController
 from qtapp.export_requests import open_export_dialog
 from tests.qtapp.conftest import FakeEngine
@@ -84,7 +85,25 @@ def test_two_jobs_run_in_order_in_the_background_while_the_editor_is_usable(qtbo
         assert decoded(job.output).size > 0
     assert no_hidden_files(window.settings.root().parent / "out")
     panel = window.export_panel
-    assert [panel.list.topLevelItem(i).text(1) for i in range(2)] == ["Done", "Done"]
+    assert [panel.list.topLevelItem(i).text(STATE) for i in range(2)] == ["Done", "Done"]
+
+
+def test_a_row_shows_the_whole_title_the_format_and_the_file(qtbot, open_window):
+    window = open_window(loaded=True)
+    title = "The Remarkably Long Title of a Book Nobody Reads to the End"
+    one = queue_text(window, title, "A short one.", fmt="mp3")
+    per_chapter = queue_text(window, "Chapters", "Another one.", fmt="opus", per_chapter=True)
+    panel = window.export_panel
+    window.export_dock.show()
+    rows = [panel.list.topLevelItem(i) for i in range(2)]
+    assert [(r.text(TITLE), r.text(FORMAT), r.text(FILE)) for r in rows] == [
+        (title, "MP3", f"{title}.mp3"), ("Chapters", "OPUS", "Chapters/")]
+    assert one.output in rows[0].toolTip(FILE) and one.output in rows[0].toolTip(TITLE)
+    assert per_chapter.output in rows[1].toolTip(PROGRESS) and "per chapter" in rows[1].toolTip(FILE)
+    metrics = panel.list.fontMetrics()
+    for column, text in ((TITLE, title), (FILE, f"{title}.mp3")):  # nothing cut short
+        assert panel.list.columnWidth(column) >= metrics.horizontalAdvance(text), column
+    qtbot.waitUntil(lambda: state(window, per_chapter) == DONE, timeout=20_000)
 
 
 def test_a_job_keeps_the_segment_target_it_was_queued_with(qtbot, open_window):
@@ -113,7 +132,7 @@ def test_progress_per_job_and_overall_with_time_left(qtbot, open_window):
     fraction, eta = window.exports.overall()
     assert 0 < fraction < 1 and eta is not None and eta > 0
     assert "left" in window.export_panel.overall_label.text()
-    assert "sentence" in window.export_panel.list.topLevelItem(0).text(2)
+    assert "sentence" in window.export_panel.list.topLevelItem(0).text(PROGRESS)
     qtbot.waitUntil(lambda: state(window, job) == DONE, timeout=20_000)
     done = [p.done_segments for p in seen if str(p.output) == job.output]
     assert done == list(range(1, 17)) and seen[0].total_segments == 16
@@ -334,4 +353,4 @@ def test_a_job_whose_document_is_gone_fails_with_its_name_and_the_next_runs(qtbo
     failed = window.exports.queue.get(gone.id)
     assert failed.state == "failed" and "lost.txt" in failed.error
     assert "Lost book" in window.banner.label.text()
-    assert window.export_panel.list.topLevelItem(0).text(1) == "Failed"
+    assert window.export_panel.list.topLevelItem(0).text(STATE) == "Failed"
