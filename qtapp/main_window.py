@@ -104,6 +104,7 @@ class MainWindow(QMainWindow):
         self.save_path: Path | None = None  # where Save writes without asking: a plain text opened or saved
         self._heard_at: int | None = None  # start of the last sentence heard in this document
         self.document_chapters: list[Chapter] = []  # spans in the loaded text, for jumping by chapter
+        self.document_author = ""  # the open document's, for the tags of its exports
         self._chapter_marks: list[QTextCursor] = []  # chapter starts; cursors, so edits before them move them
         self._injected_factory = engine_factory
         self._pending_keep: str | None = None
@@ -510,6 +511,7 @@ class MainWindow(QMainWindow):
         self.document_path = Path(path)
         self.save_path = self.document_path if self.document_path.suffix.lower() in SAVE_IN_PLACE_SUFFIXES else None
         self.document_chapters = document.chapters
+        self.document_author = getattr(document, "author", "") or ""
         self.settings.add_recent_file(path)
         self.settings.save()
         self.window_actions.rebuild_recent_menu()
@@ -540,6 +542,7 @@ class MainWindow(QMainWindow):
         self._remember_position()
         self.document_path = self.save_path = None
         self.document_chapters = []
+        self.document_author = ""
         self._chapter_marks = []
         self.setWindowTitle("Orator")
         self.editor.load_text("")

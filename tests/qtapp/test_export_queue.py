@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import soundfile
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
 from engine import Voice
@@ -281,6 +282,41 @@ def test_default_output_beside_an_opened_document(qtbot, open_window, tmp_path):
     assert request.source == str(book.resolve())  # the unchanged document is the source
     assert request.dialog.output() == (tmp_path / "books" / "tale.m4b").resolve()
     request.dialog.reject()
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_selection_is_exported_under_a_name_of_its_own_with_the_author(qtbot, open_window, tmp_path, edited):
+    import mutagen
+
+    book = tmp_path / "books" / "tale.md"
+    book.parent.mkdir()
+    book.write_text("---\ntitle: The Tale\nauthor: Ann Author\n---\n\n# One\n\nOnce upon a time. The end.\n",
+                    encoding="utf-8")
+    window = open_window(loaded=True)
+    assert window.open_path(book)
+    qtbot.waitUntil(lambda: not window.editor.is_loading, timeout=5000)
+    text = window.editor.toPlainText()
+    if edited:  # a changed text is exported from a snapshot, which keeps the author too
+        window.editor.textCursor().insertText("Foreword. ")
+        text = window.editor.toPlainText()
+    cursor = window.editor.textCursor()
+    cursor.setPosition(text.index("Once"))
+    cursor.setPosition(text.index("The end."), QTextCursor.MoveMode.KeepAnchor)
+    window.editor.setTextCursor(cursor)
+    request = open_export_dialog(window)
+    dialog = request.dialog
+    assert dialog.selection_only.isChecked()
+    dialog.format.setCurrentIndex(dialog.format.findData("flac"))
+    assert dialog.output() == (tmp_path / "books" / "tale (selection).flac").resolve()
+    dialog.selection_only.setChecked(False)  # the whole text keeps the document's name
+    assert dialog.output() == (tmp_path / "books" / "tale.flac").resolve()
+    dialog.selection_only.setChecked(True)
+    QTest.keyClick(dialog, Qt.Key.Key_Return)
+    [job] = window.exports.jobs
+    qtbot.waitUntil(lambda: state(window, job) == DONE, timeout=20_000)
+    assert spoken(window) == ["Once upon a time."]
+    tags = mutagen.File(job.output).tags
+    assert tags["artist"] == ["Ann Author"] and tags["title"] == ["The Tale"]
 
 
 def test_controller_without_a_window_resumes_a_job_left_running(qtbot, tmp_path):
