@@ -13,6 +13,7 @@ from PySide6.QtTest import QTest
 
 from engine import Voice
 from engine.audio.queue import CANCELLED, DONE, PAUSED, QUEUE_FILE, QUEUED, RUNNING, Job, Snapshot
+from engine.cli import format_time_left
 from engine.voices.library import data_dir
 from qtapp.export_panel import FILE, FORMAT, PROGRESS, STATE, TITLE
 from qtapp.export_queue import ExportQueueController
@@ -129,15 +130,18 @@ def test_progress_per_job_and_overall_with_time_left(qtbot, open_window):
     window.exports.runner.progress.connect(lambda job_id, p: seen.append(p))
     job = queue_text(window, "Progress")
     queue_text(window, "Later", "Waiting its turn.")
-    qtbot.waitUntil(lambda: len(seen) >= 3, timeout=10_000)
+    qtbot.waitUntil(lambda: len(seen) >= 3 and window.exports.progress.get(job.id) in seen[2:], timeout=10_000)
     fraction, eta = window.exports.overall()
     assert 0 < fraction < 1 and eta is not None and eta > 0
     assert "left" in window.export_panel.overall_label.text()
-    assert "sentence" in window.export_panel.list.topLevelItem(0).text(PROGRESS)
+    row = window.export_panel.list.topLevelItem(0).text(PROGRESS)
+    shown = window.exports.progress[job.id].eta_s  # the exporter's one smoothed estimate
+    assert "sentence" in row and format_time_left(shown) in row
     qtbot.waitUntil(lambda: state(window, job) == DONE, timeout=20_000)
     done = [p.done_segments for p in seen if str(p.output) == job.output]
     assert done == list(range(1, 17)) and seen[0].total_segments == 16
-    assert all(p.eta_s is not None for p in seen[1:])
+    # none from the first two sentences (the first holds one-off costs), then one every sentence
+    assert [p.eta_s is None for p in seen if str(p.output) == job.output] == [True, True] + [False] * 14
     assert window.exports.queue.get(job.id).audio_s == pytest.approx(decoded(job.output).size / 24000, abs=0.01)
 
 
