@@ -310,8 +310,8 @@ def help_html(window) -> str:
             rows.append(f"<tr><td>{html.escape(_menu_text(act.text()))}</td><td><b>{keys}</b></td></tr>")
     return ("<h3>Keyboard shortcuts</h3><table cellspacing='4'>" + "".join(rows) + "</table>"
             "<p>Tab moves between the text, the voice list and the other controls. "
-            "Double-click a sentence to read from there.</p>" + READING_HELP + VOICE_MARKS_HELP + PRONUNCIATION_HELP
-            + MODELS_HELP)
+            "While reading, double-click a sentence to read on from there.</p>" + READING_HELP + VOICE_MARKS_HELP
+            + PRONUNCIATION_HELP + MODELS_HELP)
 
 
 def _menu_text(text: str) -> str:

@@ -433,6 +433,7 @@ class MainWindow(QMainWindow):
         self.window_actions.previous.setEnabled(state != IDLE)
         self.window_actions.next.setEnabled(state != IDLE)
         self.window_actions.play.setText("Resume" if state == PAUSED else "Play")
+        self.editor.jump_on_double_click = state != IDLE  # idle, a double-click selects a word and starts nothing
         if state == PLAYING and self._gauge_state == IDLE:  # a resume keeps the counts since Play
             self.gauges.reset()
         self._gauge_state = state
