@@ -324,8 +324,7 @@ def _show_help(window) -> None:
 
 
 def _open_dialog(window) -> None:
-    start = str(Path(window.settings.recent_files[0]).parent) if window.settings.recent_files else ""
-    path, _ = QFileDialog.getOpenFileName(window, "Open a document", start, OPEN_FILTER)
+    path, _ = QFileDialog.getOpenFileName(window, "Open a document", str(window.settings.start_folder()), OPEN_FILTER)
     if path:
         window.open_path(Path(path))
 

@@ -117,7 +117,8 @@ class MainWindow(QMainWindow):
         self.find_bar = FindBar(self.editor)
         self.banner = Banner()
         self.library = VoiceLibrary(settings.library_dir)
-        self.library_panel = LibraryPanel(self.library, settings.default_voice, preset_speakers=self.preset_speakers)
+        self.library_panel = LibraryPanel(self.library, settings.default_voice, preset_speakers=self.preset_speakers,
+                                          start_folder=settings.start_folder)
         self.gauges = GaugePanel()
         editor_column = QWidget()
         column = QVBoxLayout(editor_column)
@@ -562,8 +563,7 @@ class MainWindow(QMainWindow):
         if self.document_path is not None:
             start = str(self.document_path.with_suffix(".txt"))
         else:
-            start = str(Path(self.settings.recent_files[0]).parent / "Untitled.txt") if self.settings.recent_files \
-                else "Untitled.txt"
+            start = str(self.settings.start_folder() / "Untitled.txt")
         name, _ = QFileDialog.getSaveFileName(self, "Save the text as", start, SAVE_FILTER)
         if not name:
             return False

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from qtapp.recorder import MAX_RECORD_S, MicRecorder
-from qtapp.settings import LANGUAGES
+from qtapp.settings import LANGUAGES, documents_folder
 
 AUDIO_FILTER = "Audio (*.wav *.flac *.ogg *.mp3 *.m4a *.aiff *.aif);;All files (*)"
 RECORDING_POLL_MS = 100
@@ -179,7 +179,7 @@ class CloneVoiceDialog(_VoiceDialog):
         self.finish_layout()
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a recording", "", AUDIO_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a recording", str(documents_folder()), AUDIO_FILTER)
         if path:
             try:
                 self.set_audio_file(Path(path))
