@@ -8,6 +8,7 @@ the synthetic-checkpoint builder uses to write configs the official code also ac
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,16 @@ MODEL_TYPES = ("base", "custom_voice", "voice_design")
 MODEL_SIZES = ("0b6", "1b7")
 # the codec decoder's precisions ``Engine.from_pretrained`` takes, by name: the command lines' choices
 DECODER_DTYPE_NAMES = ("float32", "float64", "bfloat16", "float16")
+MODEL_NAMES = {"custom_voice": "CustomVoice", "voice_design": "VoiceDesign", "base": "Base"}
+_SIZE_TAG = re.compile(r"(\d+)b(\d+)")
+
+
+def model_title(model_type: str, model_size: str) -> str:
+    """A model as people name it, from its config's tags: ("voice_design", "0b6") -> "VoiceDesign 0.6B"; a tag
+    this table does not know is shown as it is."""
+    size = _SIZE_TAG.fullmatch(model_size or "")
+    size_text = f"{size[1]}.{size[2]}B" if size else (model_size or "")
+    return " ".join(part for part in (MODEL_NAMES.get(model_type, model_type or ""), size_text) if part)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.config import ModelConfig
+from engine.config import MODEL_NAMES, ModelConfig
 from engine.errors import TextError, UnsupportedError, VoiceError
 from engine.frames.capacity import MAX_SEQ, MAX_TRAILING, MIN_ROOM_FRAMES
 from engine.model.talker import Talker
@@ -27,8 +27,6 @@ from engine.runtime import on_device
 from engine.text import check_text
 from engine.tokenizer import TextTokenizer
 from engine.voices.voice import MODEL_TYPE_FOR_VOICE, Voice
-
-MODEL_NAMES = {"custom_voice": "CustomVoice", "voice_design": "VoiceDesign", "base": "Base"}
 
 
 @dataclass(slots=True)

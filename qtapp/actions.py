@@ -12,9 +12,9 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QMenu, QMessageBox, QStyle, QToolBar
+from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QLineEdit, QMenu, QMessageBox, QStyle, QToolBar
 
 from qtapp.dialogs.first_run import FirstRunDialog
 from qtapp.dialogs.pronunciation_dialog import PronunciationDialog
@@ -34,6 +34,39 @@ SHORTCUTS = {
     "previous_chapter": "Ctrl+Shift+Up",
 }
 CHAPTER_INDENT = "    "  # per level below the first, so the Chapters menu shows the book's outline
+# the keys of text editing, which stay a one-line field's own even where a window action has them too
+FIELD_KEYS = (QKeySequence.StandardKey.Undo, QKeySequence.StandardKey.Redo, QKeySequence.StandardKey.Cut,
+              QKeySequence.StandardKey.Copy, QKeySequence.StandardKey.Paste, QKeySequence.StandardKey.SelectAll)
+
+
+class WindowKeysFirst(QObject):
+    """An event filter for the window's one-line fields: a window action's shortcut reaches the action while such a
+    field has the focus. On X11 a QLineEdit claims Emacs-like keys (Ctrl+E: the end of the line), so without this
+    Ctrl+E in "Search voices…" did nothing; the keys of text editing (``FIELD_KEYS``) stay the field's."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.ShortcutOverride and self._window_key(event):
+            event.ignore()  # not the field's: the shortcut goes to the window's action
+            return True
+        return False
+
+    def _window_key(self, event) -> bool:
+        if any(event.matches(key) for key in FIELD_KEYS):
+            return False
+        pressed = QKeySequence(event.keyCombination())
+        return any(action.isEnabled() and action.shortcutContext() != Qt.ShortcutContext.WidgetShortcut
+                   and any(key.matches(pressed) == QKeySequence.SequenceMatch.ExactMatch for key in action.shortcuts())
+                   for action in self.window.actions())
+
+
+def keep_window_keys(window, field: QLineEdit) -> None:
+    """Let ``window``'s shortcuts through ``field`` (``WindowKeysFirst``); one filter per window serves every field."""
+    keys = window.findChild(WindowKeysFirst) or WindowKeysFirst(window)
+    field.installEventFilter(keys)
 
 
 @dataclass
@@ -208,6 +241,9 @@ def build_actions(window) -> WindowActions:
     toolbar.addWidget(speed_label)
     toolbar.addWidget(speed)
 
+    for field in window.findChildren(QLineEdit):  # Search voices…, Find, the speed box's text
+        keep_window_keys(window, field)
+
     actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, chapters_menu, chapter_steps,
                             window)
     actions.rebuild_recent_menu()
@@ -274,8 +310,8 @@ def help_html(window) -> str:
             rows.append(f"<tr><td>{html.escape(_menu_text(act.text()))}</td><td><b>{keys}</b></td></tr>")
     return ("<h3>Keyboard shortcuts</h3><table cellspacing='4'>" + "".join(rows) + "</table>"
             "<p>Tab moves between the text, the voice list and the other controls. "
-            "Double-click a sentence to read from there.</p>" + READING_HELP + VOICE_MARKS_HELP + PRONUNCIATION_HELP
-            + MODELS_HELP)
+            "While reading, double-click a sentence to read on from there.</p>" + READING_HELP + VOICE_MARKS_HELP
+            + PRONUNCIATION_HELP + MODELS_HELP)
 
 
 def _menu_text(text: str) -> str:
@@ -288,8 +324,7 @@ def _show_help(window) -> None:
 
 
 def _open_dialog(window) -> None:
-    start = str(Path(window.settings.recent_files[0]).parent) if window.settings.recent_files else ""
-    path, _ = QFileDialog.getOpenFileName(window, "Open a document", start, OPEN_FILTER)
+    path, _ = QFileDialog.getOpenFileName(window, "Open a document", str(window.settings.start_folder()), OPEN_FILTER)
     if path:
         window.open_path(Path(path))
 

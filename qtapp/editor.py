@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
+    QApplication,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -50,7 +51,7 @@ def split_for_loading(text: str, piece_chars: int = LOAD_PIECE_CHARS) -> list[st
 
 class Editor(QPlainTextEdit):
     counts_changed = Signal(int, int)  # words, characters
-    position_activated = Signal(int)  # character position double-clicked
+    position_activated = Signal(int)  # character position double-clicked while ``jump_on_double_click``
     files_dropped = Signal(list)  # local file paths dropped on the editor
     loading_progress = Signal(int, int)  # characters inserted, total
     loading_finished = Signal()
@@ -75,6 +76,12 @@ class Editor(QPlainTextEdit):
         self.document().contentsChange.connect(self._on_contents_change)
         self.mirror = LineMirror(self.document(), self)
         self.text_source = DocumentText(self)
+        # while reading, a double-click reads on from there; otherwise it selects a word, as in any editor, and
+        # starts nothing (the first two clicks of a triple click, selecting a line, must not start reading)
+        self.jump_on_double_click = False
+        self._jump_to: int | None = None
+        self._jump_timer = QTimer(self, singleShot=True)
+        self._jump_timer.timeout.connect(self._jump)
         self._count_timer = QTimer(self, singleShot=True, interval=COUNT_DELAY_MS)
         self._count_timer.timeout.connect(self._emit_counts)
         self.textChanged.connect(self._count_timer.start)
@@ -183,11 +190,29 @@ class Editor(QPlainTextEdit):
 
     # ---- events ------------------------------------------------------------------------------------
     def mouseDoubleClickEvent(self, event) -> None:
-        """A double-click reads from there: the cursor moves there with no word selected, so Stop and then
-        Play go on from there rather than reading the selected word alone."""
-        cursor = self.cursorForPosition(event.position().toPoint())
+        """Selects the word. While reading (``jump_on_double_click``) it also reads on from there, once no third
+        click has come within the double-click interval (a triple click selects a line and jumps nowhere): the
+        cursor moves there with no word selected, so Stop and then Play go on from there rather than reading the
+        selected word alone."""
+        position = self.cursorForPosition(event.position().toPoint()).position()
+        super().mouseDoubleClickEvent(event)  # the word, and Qt's count towards a triple click
+        if self.jump_on_double_click:
+            self._jump_to = position
+            self._jump_timer.start(QApplication.doubleClickInterval())
+
+    def mousePressEvent(self, event) -> None:
+        if self._jump_timer.isActive():  # the third click of a triple click: no jump
+            self._jump_timer.stop()
+            self._jump_to = None
+        super().mousePressEvent(event)
+
+    def _jump(self) -> None:
+        position, self._jump_to = self._jump_to, None
+        if position is None or not self.jump_on_double_click:  # reading stopped meanwhile: start nothing
+            return
+        cursor = self.textCursor()
+        cursor.setPosition(min(position, self.document().characterCount() - 1))
         self.setTextCursor(cursor)
-        event.accept()
         self.position_activated.emit(cursor.position())
 
     def dragEnterEvent(self, event) -> None:

@@ -1,13 +1,16 @@
-"""The Export queue panel: the jobs with their state, progress and time left, the whole queue's progress, and
-buttons to pause, resume, cancel, move, remove a job and open its folder. A view over
-``qtapp.export_queue.ExportQueueController``; never modal, so reading and editing go on beside it."""
+"""The Export queue panel: the jobs with their format, the file (or folder) each writes, state, progress and time
+left, the whole queue's progress, and buttons to pause, resume, cancel, move, remove a job and open its folder.
+A view over ``qtapp.export_queue.ExportQueueController``; never modal, so reading and editing go on beside it."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QProgressBar,
     QPushButton,
@@ -20,8 +23,22 @@ from PySide6.QtWidgets import (
 from engine.audio.queue import CANCELLED, DONE, FAILED, PAUSED, QUEUED, RUNNING, Job
 from engine.cli import format_time_left  # the words orator export prints
 
+COLUMNS = ("Export", "Format", "File", "State", "Progress")
+TITLE, FORMAT, FILE, STATE, PROGRESS = range(len(COLUMNS))
 STATE_WORDS = {QUEUED: "Queued", RUNNING: "Exporting", PAUSED: "Paused", DONE: "Done", FAILED: "Failed",
                CANCELLED: "Cancelled"}
+
+
+def written_to(job: Job) -> str:
+    """The file a job writes, or its folder (with a slash) when it writes one file per chapter."""
+    path = Path(job.output)
+    return f"{path.name}/" if job.per_chapter else path.name
+
+
+def job_tooltip(job: Job) -> str:
+    """The whole of a job's row: its title, format and full output path."""
+    where = f"one {job.format.upper()} file per chapter in {job.output}" if job.per_chapter else job.output
+    return f"{job.title}\n{job.format.upper()} · {where}"
 
 
 def describe_progress(job: Job, time_left: float | None) -> str:
@@ -45,8 +62,11 @@ class ExportPanel(QWidget):
         self.controller = controller
         self.setAccessibleName("Export queue")
         self.list = QTreeWidget()
-        self.list.setHeaderLabels(["Export", "State", "Progress"])
+        self.list.setHeaderLabels(list(COLUMNS))
         self.list.setRootIsDecorated(False)
+        header = self.list.header()  # every column as wide as its text, so no title or file name is cut short
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
         self.list.setAccessibleName("Export jobs")
         self.list.setAccessibleDescription("The exports in the order they run; the buttons below act on the "
                                            "selected one.")
@@ -134,10 +154,14 @@ class ExportPanel(QWidget):
                 self.list.addTopLevelItem(item)
         for row, job in enumerate(jobs):
             item = self.list.topLevelItem(row)
-            item.setText(0, job.title)
-            item.setToolTip(0, job.output)
-            item.setText(1, STATE_WORDS[job.state])
-            item.setText(2, describe_progress(job, self.controller.time_left(job.id)))
+            item.setText(TITLE, job.title)
+            item.setText(FORMAT, job.format.upper())
+            item.setText(FILE, written_to(job))
+            item.setText(STATE, STATE_WORDS[job.state])
+            item.setText(PROGRESS, describe_progress(job, self.controller.time_left(job.id)))
+            tip = job_tooltip(job)
+            for column in range(len(COLUMNS)):
+                item.setToolTip(column, tip)
         if selected is not None:
             self.select(selected)
         elif jobs and self.list.currentItem() is None:

@@ -13,6 +13,7 @@ from engine.errors import OratorError
 from engine.voices.library import data_dir
 from qtapp.dialogs.export_dialog import ExportDialog
 
+SELECTION_PART = " (selection)"  # after the name of a file that holds only the selected text
 NEW_SNAPSHOT = "0" * 32  # stands for the snapshot until the queue writes it under an id of its own
 
 
@@ -31,7 +32,8 @@ def whole_text_source(window) -> tuple[str | None, Snapshot | None]:
     title = window.windowTitle().removesuffix(" — Orator") if path is not None else "Untitled"
     chapters = [SnapshotChapter(c.title, start, getattr(c, "level", 1))
                 for c, start in zip(window.document_chapters, window.chapter_starts(), strict=False)]
-    return None, Snapshot(text, title or "Untitled", chapters=chapters)
+    author = window.document_author if path is not None else ""
+    return None, Snapshot(text, title or "Untitled", author, chapters=chapters)
 
 
 def source_book(source: str | None, snapshot: Snapshot | None) -> Book | None:
@@ -67,10 +69,8 @@ class ExportRequest:
     def suggest(self, fmt: str, per_chapter: bool, selection_only: bool) -> Path:
         document = self.window.document_path
         title = self.dialog.title_field.text() if hasattr(self, "dialog") else self.title
-        if selection_only:
-            title = f"{title} (selection)"
-        return default_output(document, title if selection_only or document is None else "", fmt, per_chapter,
-                              data_dir(), music_folder())
+        return default_output(document, title, fmt, per_chapter, data_dir(), music_folder(),
+                              part=SELECTION_PART if selection_only else "")
 
     def queue(self) -> Job | None:
         dialog, window = self.dialog, self.window
@@ -78,7 +78,8 @@ class ExportRequest:
         if dialog.selection_only.isChecked() and self.selection is not None:
             start, end = self.selection
             text = window.editor.toPlainText()[start:end]
-            source, snapshot = None, Snapshot(text, dialog.title_field.text() or "Selection")
+            author = self.book.author if self.book is not None else ""  # a part of the book is still its author's
+            source, snapshot = None, Snapshot(text, dialog.title_field.text() or "Selection", author)
         if snapshot is not None and not snapshot.text.strip():
             window.show_status("There is nothing to export.")
             return None

@@ -41,12 +41,15 @@ class LibraryPanel(QWidget):
     message = Signal(str)  # a status-bar line
 
     def __init__(self, library: VoiceLibrary, default_name: str = "", parent: QWidget | None = None,
-                 preset_speakers: Callable[[], list[str]] = lambda: list(FALLBACK_SPEAKERS)):
+                 preset_speakers: Callable[[], list[str]] = lambda: list(FALLBACK_SPEAKERS),
+                 start_folder: Callable[[], Path] = Path.home):
         """``preset_speakers()`` lists the speakers the preset model in use offers (asked when a preset
-        voice is added, so a model loaded since is seen)."""
+        voice is added, so a model loaded since is seen); ``start_folder()`` is where importing and exporting a
+        voice file start."""
         super().__init__(parent)
         self.library = library
         self.preset_speakers = preset_speakers
+        self.start_folder = start_folder
         self.model = VoiceListModel(library, self)
         self.model.set_default(default_name)
         self.proxy = VoiceFilterModel(self.model, self)
@@ -178,7 +181,7 @@ class LibraryPanel(QWidget):
         return self._run_voice_dialog(CloneVoiceDialog(self))
 
     def import_voice(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import a voice", "", VOICE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Import a voice", str(self.start_folder()), VOICE_FILTER)
         if path:
             try:
                 name = self.library.import_file(Path(path))
@@ -241,7 +244,8 @@ class LibraryPanel(QWidget):
         name = self.selected_name()
         if not name:
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export voice", f"{name}{VOICE_SUFFIX}", VOICE_FILTER)
+        path, _ = QFileDialog.getSaveFileName(self, "Export voice", str(self.start_folder() / f"{name}{VOICE_SUFFIX}"),
+                                              VOICE_FILTER)
         if path:
             try:
                 self.library.export_file(name, Path(path))

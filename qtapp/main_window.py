@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from engine.pronunciation import save_lexicon
 from engine.voices.library import LibraryError, VoiceLibrary
+from engine.voices.voice import MODEL_TYPE_FOR_VOICE
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave, write_lines
 from qtapp.document_loader import DocumentLoader, LoadingIndicator, in_background
@@ -42,6 +43,7 @@ from qtapp.model_download import preset_speakers
 from qtapp.model_status import ModelStatus
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
 from qtapp.settings import Settings, load_pronunciation
+from qtapp.status_bar import StatusBar
 from qtapp.worker import start_worker, stop_worker
 
 PREVIEW_TEXT = "Hello! This is how I sound. I can read your documents aloud, one sentence at a time."
@@ -76,11 +78,22 @@ class Banner(QWidget):
         self.hide()
 
     def show_message(self, text: str) -> None:
-        """Show ``text``; messages still on screen stay above it (the last three)."""
+        """Show ``text``; messages still on screen stay above it (the last three). A message that repeats one on
+        screen replaces it, so no sentence is said twice: a failure and a later message quoting it show as one."""
         shown = self.messages if not self.isHidden() else []
-        self.messages = [m for m in shown if m != text][-2:] + [text]
+        if any(text in m for m in shown):  # already said, alone or inside a longer message
+            self.show()
+            return
+        self.messages = [m for m in shown if m not in text][-2:] + [text]
         self.label.setText("\n".join(self.messages))
         self.show()
+
+    def forget(self, said: str) -> None:
+        """Take away every message that says ``said`` (it no longer holds); hide the banner once none is left."""
+        self.messages = [m for m in self.messages if said not in m]
+        self.label.setText("\n".join(self.messages))
+        if not self.messages:
+            self.hide()
 
 
 class MainWindow(QMainWindow):
@@ -91,9 +104,11 @@ class MainWindow(QMainWindow):
         self.save_path: Path | None = None  # where Save writes without asking: a plain text opened or saved
         self._heard_at: int | None = None  # start of the last sentence heard in this document
         self.document_chapters: list[Chapter] = []  # spans in the loaded text, for jumping by chapter
+        self.document_author = ""  # the open document's, for the tags of its exports
         self._chapter_marks: list[QTextCursor] = []  # chapter starts; cursors, so edits before them move them
         self._injected_factory = engine_factory
         self._pending_keep: str | None = None
+        self._load_failures: dict[str, str] = {}  # voice kind -> why its last model load failed, while on screen
         self.setWindowTitle("Orator")
         self.resize(1280, 800)
 
@@ -102,7 +117,8 @@ class MainWindow(QMainWindow):
         self.find_bar = FindBar(self.editor)
         self.banner = Banner()
         self.library = VoiceLibrary(settings.library_dir)
-        self.library_panel = LibraryPanel(self.library, settings.default_voice, preset_speakers=self.preset_speakers)
+        self.library_panel = LibraryPanel(self.library, settings.default_voice, preset_speakers=self.preset_speakers,
+                                          start_folder=settings.start_folder)
         self.gauges = GaugePanel()
         editor_column = QWidget()
         column = QVBoxLayout(editor_column)
@@ -128,6 +144,7 @@ class MainWindow(QMainWindow):
         self.model_label = self.model_status.label
         self.loader = DocumentLoader(self)
         self.loading_indicator = LoadingIndicator()
+        self.setStatusBar(StatusBar(self))
         self.statusBar().addPermanentWidget(self.loading_indicator)
         self.statusBar().addPermanentWidget(self.counts_label)
         self.statusBar().addPermanentWidget(self.model_status)
@@ -188,7 +205,8 @@ class MainWindow(QMainWindow):
         # the worker's signals go to methods of objects on the GUI thread, which Qt queues onto that thread; a
         # lambda would run on the worker thread and touch widgets from there
         self.worker.error.connect(self.show_error)
-        self.worker.model_loaded.connect(self.model_status.loaded)
+        self.worker.model_loaded.connect(self._on_model_loaded)
+        self.worker.model_in_use.connect(self.model_status.in_use)
         self.worker.model_status.connect(self.model_status.status)
         self.worker.model_failed.connect(self._on_model_failed)
         self.worker.download_progress.connect(self.model_status.download_progress)
@@ -351,7 +369,23 @@ class MainWindow(QMainWindow):
         self.worker.request_keep_design(voice, KEEP_TEXT)
 
     def _on_model_failed(self, kind: str, message: str) -> None:
+        self._load_failures[kind] = message
         self.model_status.failed(kind, message, self.worker.engine_in_use())
+
+    def _on_model_loaded(self, info: str) -> None:
+        """A model is in: the failures of the kinds it now serves no longer hold, so the banner stops saying them
+        (and every message that quoted them, such as "No model … is loaded: …")."""
+        self.model_status.loaded(info)
+        for kind, message in list(self._load_failures.items()):
+            if self._serves(kind):
+                del self._load_failures[kind]
+                self.banner.forget(message)
+
+    def _serves(self, kind: str) -> bool:
+        """True when a loaded engine speaks ``kind``'s voices ("": any, for a spec of no kind)."""
+        if not kind or self._injected_factory is not None:
+            return bool(self.worker.engine_in_use())
+        return self.worker.engine_of_type(MODEL_TYPE_FOR_VOICE[kind]) is not None
 
     def _on_keep_progress(self, seconds: float) -> None:
         self.show_status(f"Generating a sample of “{self._pending_keep}”: {seconds:.0f} s…")
@@ -402,6 +436,7 @@ class MainWindow(QMainWindow):
         self.window_actions.previous.setEnabled(state != IDLE)
         self.window_actions.next.setEnabled(state != IDLE)
         self.window_actions.play.setText("Resume" if state == PAUSED else "Play")
+        self.editor.jump_on_double_click = state != IDLE  # idle, a double-click selects a word and starts nothing
         if state == PLAYING and self._gauge_state == IDLE:  # a resume keeps the counts since Play
             self.gauges.reset()
         self._gauge_state = state
@@ -480,6 +515,7 @@ class MainWindow(QMainWindow):
         self.document_path = Path(path)
         self.save_path = self.document_path if self.document_path.suffix.lower() in SAVE_IN_PLACE_SUFFIXES else None
         self.document_chapters = document.chapters
+        self.document_author = getattr(document, "author", "") or ""
         self.settings.add_recent_file(path)
         self.settings.save()
         self.window_actions.rebuild_recent_menu()
@@ -510,6 +546,7 @@ class MainWindow(QMainWindow):
         self._remember_position()
         self.document_path = self.save_path = None
         self.document_chapters = []
+        self.document_author = ""
         self._chapter_marks = []
         self.setWindowTitle("Orator")
         self.editor.load_text("")
@@ -528,8 +565,7 @@ class MainWindow(QMainWindow):
         if self.document_path is not None:
             start = str(self.document_path.with_suffix(".txt"))
         else:
-            start = str(Path(self.settings.recent_files[0]).parent / "Untitled.txt") if self.settings.recent_files \
-                else "Untitled.txt"
+            start = str(self.settings.start_folder() / "Untitled.txt")
         name, _ = QFileDialog.getSaveFileName(self, "Save the text as", start, SAVE_FILTER)
         if not name:
             return False

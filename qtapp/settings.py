@@ -139,6 +139,15 @@ class Settings:
         self.recent_files = [path] + [p for p in self.recent_files if p != path]
         del self.recent_files[MAX_RECENT_FILES:]
 
+    def start_folder(self) -> Path:
+        """Where the file dialogs start: the folder of the latest document opened or saved that is still there,
+        else the user's Documents folder, else home; never the folder the program happens to run from."""
+        for recent in self.recent_files:
+            folder = Path(recent).parent
+            if folder.is_dir():
+                return folder
+        return documents_folder()
+
     def remember_position(self, path: str | Path, position: int) -> None:
         """Where reading of the document at ``path`` stopped (newest last, at most ``MAX_RESUME_POSITIONS``)."""
         key = str(Path(path).resolve())
@@ -190,6 +199,14 @@ class Settings:
 
     def save(self) -> None:
         atomic_write_text(self.path, json.dumps(asdict(self), indent=2))
+
+
+def documents_folder() -> Path:
+    """The user's Documents folder, else home: where a file dialog with nothing better to go on starts."""
+    from platformdirs import user_documents_dir
+
+    documents = Path(user_documents_dir())
+    return documents if documents.is_dir() else Path.home()
 
 
 def load_pronunciation(path: Path) -> tuple[Lexicon, str | None]:

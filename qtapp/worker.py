@@ -41,7 +41,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine import Engine, Voice
 from engine.audio.tempo import ChunkTempo
-from engine.prompts import MODEL_NAMES
+from engine.config import MODEL_NAMES, model_title
 from engine.text import Segment
 from engine.voices.voice import MODEL_TYPE_FOR_VOICE
 from qtapp.collector import settle_heap_on_gui_thread
@@ -78,7 +78,7 @@ def load_engine(spec) -> Engine:
 
 
 def describe_engine(engine: Engine) -> str:
-    """The model and the path it runs on: "custom_voice 0.6B on cpu (int8 weights, 7 or 8 threads as measured)"."""
+    """The model and the path it runs on: "CustomVoice 0.6B on cpu (int8 weights, 7 or 8 threads as measured)"."""
     device = torch.device(engine.device)
     if device.type == "cpu":
         path = ("int4 weights" if getattr(engine, "cpu_int4", False) else
@@ -90,12 +90,13 @@ def describe_engine(engine: Engine) -> str:
         counts = getattr(engine, "cpu_thread_counts", None) or (torch.get_num_threads(),)
         threads = (" or ".join(map(str, counts)) + " threads as measured" if len(counts) > 1 else
                    f"{counts[0]} thread{'' if counts[0] == 1 else 's'}")
-        return f"{engine.model_type} {engine.model_size} on cpu ({path}, {threads})"
-    return f"{engine.model_type} {engine.model_size} on {engine.device} ({engine.dtype})"
+        return f"{model_title(engine.model_type, engine.model_size)} on cpu ({path}, {threads})"
+    return f"{model_title(engine.model_type, engine.model_size)} on {engine.device} ({engine.dtype})"
 
 
 class SpeechWorker(QObject):
     model_loaded = Signal(str)
+    model_in_use = Signal(str)  # the engine a job starts speaking with (``describe_engine``)
     model_status = Signal(str)  # what a model load is doing now, for the status bar
     model_failed = Signal(str, str)  # voice kind ("" for a spec of no kind), why, in plain words
     download_progress = Signal(str, int, int)  # hub id, bytes done, bytes total (0: not known yet)
@@ -319,6 +320,7 @@ class SpeechWorker(QObject):
         engine = self.engine_for(voice)
         if engine is None:
             raise StudioError(self._missing_engine(voice.kind))
+        self.model_in_use.emit(describe_engine(engine))
         voice = engine.prepare_voice(voice)
         t0 = time.perf_counter()
         cap = {} if self.max_frames is None else {"max_frames": self.max_frames}

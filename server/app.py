@@ -24,6 +24,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from engine import Engine
+from engine.config import model_title
 from engine.runtime import settle_heap
 from server import live, speech, voices
 from server.auth import RequestGuard
@@ -90,7 +91,8 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
     def describe_model() -> dict:
         engine = _engine_or_503(app)
         return {"id": settings.model_name, "object": "model", "owned_by": "orator", "created": started,
-                "model_type": engine.model_type, "model_size": engine.model_size, "speakers": engine.speakers,
+                "model_type": engine.model_type, "model_size": engine.model_size,
+                "display_name": model_title(engine.model_type, engine.model_size), "speakers": engine.speakers,
                 "languages": engine.languages, "response_formats": list(supported_formats()),
                 "sample_rate": engine.sample_rate}
 

@@ -43,6 +43,7 @@ from engine.audio.chunks import SAMPLE_RATE
 from engine.audio.encode import ChapterMark, Cover, FileEncoder, Tags, audio_format, create_temp_beside
 from engine.audio.segment_cache import SegmentCache, model_key, segment_key, voice_key
 from engine.audio.subtitles import Cue, chapters_vtt, subtitle_writer
+from engine.audio.time_left import TimeLeft
 from engine.reading_policy import ReadingPolicy, policy_segments
 from engine.sampling import MAX_SEED
 from engine.text import Segment
@@ -76,7 +77,7 @@ class Progress:
     done_chars: int
     total_chars: int
     elapsed_s: float
-    eta_s: float | None  # None while unknown (nothing generated yet)
+    eta_s: float | None  # seconds left (engine.audio.time_left.TimeLeft); None while too little is known
     output: Path  # the file being written
     audio_s: float = 0.0  # seconds of audio written so far, pauses included, over every file
 
@@ -159,8 +160,10 @@ class BookExporter:
 
     def __init__(self, engine_for: Callable, sampling=None, cache: SegmentCache | None = None,
                  progress: Callable[[Progress], None] | None = None, cancel: threading.Event | None = None,
-                 pronunciation=None, reading_policy: ReadingPolicy | None = None):
+                 pronunciation=None, reading_policy: ReadingPolicy | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         self.engine_for = engine_for
+        self.clock = clock  # seconds; what the time spent speaking, and so the time left, is measured with
         self.pronunciation = pronunciation
         self.reading_policy = reading_policy
         self.sampling = sampling
@@ -249,11 +252,17 @@ class BookExporter:
         speeches = [s for plan in plans for s in plan.speeches]
         self._total_segments = len(speeches)
         self._total_chars = sum(len(s.text) for s in speeches)
-        self._uncached_chars = sum(len(s.text) for s in speeches if self.cache is None or s.key not in self.cache)
+        if self.cache is None:
+            self._uncached_chars = self._total_chars
+        else:  # a sentence said twice is made once: the second time it comes from the cache
+            self._uncached_chars = sum(len(s.text) for s in {s.key: s for s in speeches}.values()
+                                       if s.key not in self.cache)
         self._done_segments = self._done_chars = self._generated_chars = 0
         self._written_samples = 0  # of the files finished before the one being written
         self._generating_s = 0.0
-        self._start = time.perf_counter()
+        # the time left runs on the time spent speaking: cache hits, encoding and waiting for a model to load add none
+        self._time_left = TimeLeft(self._uncached_chars, clock=lambda: self._generating_s)
+        self._start = self.clock()
         written = []
         for plan in plans:
             written.append(self._write(plan, cover, options))
@@ -320,7 +329,7 @@ class BookExporter:
         engine = self.engine_for(speech.voice)
         sampling = self.sampling or engine.defaults
         seed = random.getrandbits(62) if sampling.seed is None else segment_seed(sampling.seed, speech.spoken)
-        started = time.perf_counter()
+        started = self.clock()
         # the segment as planned: the engine applies the pronunciation rules to what the policy says
         segment = Segment(0, len(speech.text), speech.text, None if speech.said == speech.text else speech.said)
         stream = engine.stream([segment], speech.voice, chunk_frames=EXPORT_CHUNK_FRAMES,
@@ -340,7 +349,7 @@ class BookExporter:
         audio = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
         if self.cache is not None:
             audio = self.cache.put(speech.key, audio)
-        self._generating_s += time.perf_counter() - started
+        self._generating_s += self.clock() - started
         self._generated_chars += len(speech.text)
         self.generated_segments += 1
         return audio
@@ -350,15 +359,11 @@ class BookExporter:
         self._done_chars += chars
         if self.progress is None:
             return
-        # time left from the speed of what was generated here: segments read from the cache take no time
-        eta = None
-        if self._generated_chars:
-            remaining = max(0, self._uncached_chars - self._generated_chars)
-            eta = remaining * self._generating_s / self._generated_chars
-        elif self._uncached_chars == 0:
-            eta = 0.0
+        finished = self._done_segments == self._total_segments
+        # segments read from the cache are no work left
+        eta = self._time_left.update(self._uncached_chars if finished else self._generated_chars)
         self.progress(Progress(self._done_segments, self._total_segments, self._done_chars, self._total_chars,
-                               time.perf_counter() - self._start, eta, output, samples / SAMPLE_RATE))
+                               self.clock() - self._start, eta, output, samples / SAMPLE_RATE))
 
     # ---- what a kill leaves behind --------------------------------------------------------------------------
     def _pending_file(self, target: Path) -> Path | None:

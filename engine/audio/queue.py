@@ -352,14 +352,17 @@ def snapshot_book(snapshot: Snapshot) -> Book:
     """The book a snapshot speaks: by its chapters where it has them, else read as plain text."""
     if snapshot.chapters:
         return book_from_document(snapshot)
-    return book_from_text(snapshot.text, snapshot.title)
+    book = book_from_text(snapshot.text, snapshot.title)
+    book.author = book.author or " ".join(snapshot.author.split())  # the document's author, for the tags
+    return book
 
 
 def default_output(source: str | os.PathLike | None, title: str, fmt: str, per_chapter: bool,
-                   data_folder: str | os.PathLike, music_folder: str | os.PathLike) -> Path:
+                   data_folder: str | os.PathLike, music_folder: str | os.PathLike, part: str = "") -> Path:
     """Where a job's output goes unless the user says otherwise: beside its source document, named after it, or
     in ``music_folder``/Orator for a text that has no file; never inside ``data_folder`` (the app's own), so
-    exports are where a person looks for them and never removed with the app's data."""
+    exports are where a person looks for them and never removed with the app's data. ``part`` follows the name
+    when the job speaks a part of the text (" (selection)"), so it never takes the whole text's file name."""
     suffix = audio_format(fmt).suffix
     data_folder = Path(data_folder).resolve()
     folder, stem = None, None
@@ -371,7 +374,7 @@ def default_output(source: str | os.PathLike | None, title: str, fmt: str, per_c
         folder = Path(music_folder).resolve() / "Orator"
         if folder.is_relative_to(data_folder):
             folder = Path.home().resolve() / "Orator"
-    name = _safe_stem(stem if stem else title)
+    name = _safe_stem(f"{stem if stem else title}{part}")
     return folder / name if per_chapter else folder / f"{name}{suffix}"
 
 

@@ -88,7 +88,9 @@ class ExportDialog(QDialog):
         form.addRow("&Title:", self.title_field)
         form.addRow("F&ormat:", self.format)
         form.addRow("&Voice:", self.voice)
-        form.addRow("&Write to:", row)
+        write_label = QLabel("&Write to:")  # a row of a layout gets no buddy from the form: the field is its buddy
+        write_label.setBuddy(self.path_field)
+        form.addRow(write_label, row)
         form.addRow(self.per_chapter)
         form.addRow("Su&btitles:", self.subtitles)
         form.addRow(self.selection_only)

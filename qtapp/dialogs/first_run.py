@@ -191,7 +191,8 @@ class FirstRunDialog(QDialog):
 
     # ---- local folder ------------------------------------------------------------------------------
     def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Choose a Qwen3-TTS model folder")
+        folder = QFileDialog.getExistingDirectory(self, "Choose a Qwen3-TTS model folder",
+                                                  str(self.settings.start_folder()))
         if folder:
             self.use_local_folder(folder)
 

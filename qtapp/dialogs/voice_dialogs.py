@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from qtapp.recorder import MAX_RECORD_S, MicRecorder
-from qtapp.settings import LANGUAGES
+from qtapp.settings import LANGUAGES, documents_folder
 
 AUDIO_FILTER = "Audio (*.wav *.flac *.ogg *.mp3 *.m4a *.aiff *.aif);;All files (*)"
 RECORDING_POLL_MS = 100
@@ -90,6 +90,7 @@ class PresetVoiceDialog(_VoiceDialog):
         super().__init__("New preset voice", parent)
         self.speaker = QComboBox()
         self.speaker.addItems(speakers)
+        self._suggested = ""  # the name this dialog put in the field; any other text is the user's own
         self.speaker.currentTextChanged.connect(self._suggest_name)
         self.language = language_combo()
         self.instruct = QLineEdit(placeholderText="optional, e.g. “cheerful and a little fast”")
@@ -101,7 +102,11 @@ class PresetVoiceDialog(_VoiceDialog):
         self._suggest_name(self.speaker.currentText())
 
     def _suggest_name(self, speaker: str) -> None:
-        self.name_field.setText(speaker.replace("_", " ").title())
+        """Name the voice after the speaker, unless the user typed a name of their own."""
+        if self.name_field.text() not in ("", self._suggested):
+            return
+        self._suggested = speaker.replace("_", " ").title()
+        self.name_field.setText(self._suggested)
 
     def build_voice(self):
         from engine import Voice
@@ -174,7 +179,7 @@ class CloneVoiceDialog(_VoiceDialog):
         self.finish_layout()
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a recording", "", AUDIO_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a recording", str(documents_folder()), AUDIO_FILTER)
         if path:
             try:
                 self.set_audio_file(Path(path))

@@ -60,7 +60,7 @@ async function waitForModel() {
 async function loadModel() {
   try {
     const model = (await (await api("/v1/models")).json()).data[0];
-    $("model").textContent = `${model.model_type} · ${model.model_size}`;
+    $("model").textContent = model.display_name;
     for (const language of model.languages.filter((l) => l !== "auto")) {
       $("language").add(new Option(language, language));
     }

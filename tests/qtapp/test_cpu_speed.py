@@ -100,10 +100,10 @@ def test_the_real_measurement_runs_on_its_thread(qtbot, monkeypatch):
 def test_settings_show_the_path_in_use_and_the_measured_speeds(qtbot):
     settings = Settings()
     settings.cpu_speed = {"0.6b": 0.47, "1.7b": 0.25}
-    dialog = SettingsDialog(settings, in_use="custom_voice 0.6B on cpu (int8 weights, 7 threads)")
+    dialog = SettingsDialog(settings, in_use="CustomVoice 0.6B on cpu (int8 weights, 7 threads)")
     qtbot.addWidget(dialog)
     text = dialog.speed_label.text()
-    assert "In use: custom_voice 0.6B on cpu (int8 weights, 7 threads)." in text
+    assert "In use: CustomVoice 0.6B on cpu (int8 weights, 7 threads)." in text
     assert "0.6B 0.47×, 1.7B 0.25× real time" in text
     assert speed_summary({}, "") == "No model is loaded yet."
 

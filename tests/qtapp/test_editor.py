@@ -4,6 +4,7 @@ import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent, QTextCursor
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from qtapp.editor import MAX_FONT, MIN_FONT, Editor, FindBar, split_for_loading
 
@@ -83,14 +84,35 @@ def test_highlight_scrolls_into_view(editor):
 
 def test_double_click_reports_the_position(editor, qtbot):
     editor.setPlainText("Alpha beta gamma.")
+    editor.jump_on_double_click = True  # as while reading
     cursor = QTextCursor(editor.document())
     cursor.setPosition(7)
     point = editor.cursorRect(cursor).center()
-    with qtbot.waitSignal(editor.position_activated, timeout=1000) as blocker:
+    with qtbot.waitSignal(editor.position_activated, timeout=5000) as blocker:
         QTest.mouseDClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=point)
     assert 6 <= blocker.args[0] <= 10  # inside "beta"
     assert not editor.textCursor().hasSelection()  # no word left selected for Play to read alone
     assert editor.textCursor().position() == blocker.args[0]
+
+
+def test_a_double_or_triple_click_selects_and_reports_nothing_unless_reading(editor, qtbot):
+    editor.setPlainText("Alpha beta gamma.\nSecond line here.")
+    activated = []
+    editor.position_activated.connect(activated.append)
+    cursor = QTextCursor(editor.document())
+    cursor.setPosition(7)
+    point = editor.cursorRect(cursor).center()
+    QTest.mouseDClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert editor.textCursor().selectedText() == "beta"  # as in any editor
+    QTest.mouseClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=point, delay=10)
+    assert editor.textCursor().selectedText().startswith("Alpha beta gamma.")  # a triple click: the line
+    editor.jump_on_double_click = True  # while reading, a triple click still only selects
+    QTest.mouseClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    qtbot.wait(2 * QApplication.doubleClickInterval())
+    QTest.mouseDClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    QTest.mouseClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=point, delay=10)
+    qtbot.wait(2 * QApplication.doubleClickInterval())  # the double-click's jump would have come by now
+    assert activated == []
 
 
 def test_dropping_files_emits_their_paths(editor, qtbot, tmp_path):

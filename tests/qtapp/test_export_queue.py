@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 import soundfile
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
 from engine import Voice
 from engine.audio.queue import CANCELLED, DONE, PAUSED, QUEUE_FILE, QUEUED, RUNNING, Job, Snapshot
+from engine.cli import format_time_left
 from engine.voices.library import data_dir
+from qtapp.export_panel import FILE, FORMAT, PROGRESS, STATE, TITLE
 from qtapp.export_queue import ExportQueueController
 from qtapp.export_requests import open_export_dialog
 from tests.qtapp.conftest import FakeEngine
@@ -84,7 +87,25 @@ def test_two_jobs_run_in_order_in_the_background_while_the_editor_is_usable(qtbo
         assert decoded(job.output).size > 0
     assert no_hidden_files(window.settings.root().parent / "out")
     panel = window.export_panel
-    assert [panel.list.topLevelItem(i).text(1) for i in range(2)] == ["Done", "Done"]
+    assert [panel.list.topLevelItem(i).text(STATE) for i in range(2)] == ["Done", "Done"]
+
+
+def test_a_row_shows_the_whole_title_the_format_and_the_file(qtbot, open_window):
+    window = open_window(loaded=True)
+    title = "The Remarkably Long Title of a Book Nobody Reads to the End"
+    one = queue_text(window, title, "A short one.", fmt="mp3")
+    per_chapter = queue_text(window, "Chapters", "Another one.", fmt="opus", per_chapter=True)
+    panel = window.export_panel
+    window.export_dock.show()
+    rows = [panel.list.topLevelItem(i) for i in range(2)]
+    assert [(r.text(TITLE), r.text(FORMAT), r.text(FILE)) for r in rows] == [
+        (title, "MP3", f"{title}.mp3"), ("Chapters", "OPUS", "Chapters/")]
+    assert one.output in rows[0].toolTip(FILE) and one.output in rows[0].toolTip(TITLE)
+    assert per_chapter.output in rows[1].toolTip(PROGRESS) and "per chapter" in rows[1].toolTip(FILE)
+    metrics = panel.list.fontMetrics()
+    for column, text in ((TITLE, title), (FILE, f"{title}.mp3")):  # nothing cut short
+        assert panel.list.columnWidth(column) >= metrics.horizontalAdvance(text), column
+    qtbot.waitUntil(lambda: state(window, per_chapter) == DONE, timeout=20_000)
 
 
 def test_a_job_keeps_the_segment_target_it_was_queued_with(qtbot, open_window):
@@ -109,15 +130,18 @@ def test_progress_per_job_and_overall_with_time_left(qtbot, open_window):
     window.exports.runner.progress.connect(lambda job_id, p: seen.append(p))
     job = queue_text(window, "Progress")
     queue_text(window, "Later", "Waiting its turn.")
-    qtbot.waitUntil(lambda: len(seen) >= 3, timeout=10_000)
+    qtbot.waitUntil(lambda: len(seen) >= 3 and window.exports.progress.get(job.id) in seen[2:], timeout=10_000)
     fraction, eta = window.exports.overall()
     assert 0 < fraction < 1 and eta is not None and eta > 0
     assert "left" in window.export_panel.overall_label.text()
-    assert "sentence" in window.export_panel.list.topLevelItem(0).text(2)
+    row = window.export_panel.list.topLevelItem(0).text(PROGRESS)
+    shown = window.exports.progress[job.id].eta_s  # the exporter's one smoothed estimate
+    assert "sentence" in row and format_time_left(shown) in row
     qtbot.waitUntil(lambda: state(window, job) == DONE, timeout=20_000)
     done = [p.done_segments for p in seen if str(p.output) == job.output]
     assert done == list(range(1, 17)) and seen[0].total_segments == 16
-    assert all(p.eta_s is not None for p in seen[1:])
+    # none from the first two sentences (the first holds one-off costs), then one every sentence
+    assert [p.eta_s is None for p in seen if str(p.output) == job.output] == [True, True] + [False] * 14
     assert window.exports.queue.get(job.id).audio_s == pytest.approx(decoded(job.output).size / 24000, abs=0.01)
 
 
@@ -264,6 +288,41 @@ def test_default_output_beside_an_opened_document(qtbot, open_window, tmp_path):
     request.dialog.reject()
 
 
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_selection_is_exported_under_a_name_of_its_own_with_the_author(qtbot, open_window, tmp_path, edited):
+    import mutagen
+
+    book = tmp_path / "books" / "tale.md"
+    book.parent.mkdir()
+    book.write_text("---\ntitle: The Tale\nauthor: Ann Author\n---\n\n# One\n\nOnce upon a time. The end.\n",
+                    encoding="utf-8")
+    window = open_window(loaded=True)
+    assert window.open_path(book)
+    qtbot.waitUntil(lambda: not window.editor.is_loading, timeout=5000)
+    text = window.editor.toPlainText()
+    if edited:  # a changed text is exported from a snapshot, which keeps the author too
+        window.editor.textCursor().insertText("Foreword. ")
+        text = window.editor.toPlainText()
+    cursor = window.editor.textCursor()
+    cursor.setPosition(text.index("Once"))
+    cursor.setPosition(text.index("The end."), QTextCursor.MoveMode.KeepAnchor)
+    window.editor.setTextCursor(cursor)
+    request = open_export_dialog(window)
+    dialog = request.dialog
+    assert dialog.selection_only.isChecked()
+    dialog.format.setCurrentIndex(dialog.format.findData("flac"))
+    assert dialog.output() == (tmp_path / "books" / "tale (selection).flac").resolve()
+    dialog.selection_only.setChecked(False)  # the whole text keeps the document's name
+    assert dialog.output() == (tmp_path / "books" / "tale.flac").resolve()
+    dialog.selection_only.setChecked(True)
+    QTest.keyClick(dialog, Qt.Key.Key_Return)
+    [job] = window.exports.jobs
+    qtbot.waitUntil(lambda: state(window, job) == DONE, timeout=20_000)
+    assert spoken(window) == ["Once upon a time."]
+    tags = mutagen.File(job.output).tags
+    assert tags["artist"] == ["Ann Author"] and tags["title"] == ["The Tale"]
+
+
 def test_controller_without_a_window_resumes_a_job_left_running(qtbot, tmp_path):
     folder = tmp_path / "data"
     engine = SlowEngine()
@@ -334,4 +393,4 @@ def test_a_job_whose_document_is_gone_fails_with_its_name_and_the_next_runs(qtbo
     failed = window.exports.queue.get(gone.id)
     assert failed.state == "failed" and "lost.txt" in failed.error
     assert "Lost book" in window.banner.label.text()
-    assert window.export_panel.list.topLevelItem(0).text(1) == "Failed"
+    assert window.export_panel.list.topLevelItem(0).text(STATE) == "Failed"

@@ -147,6 +147,22 @@ def test_preset_dialog_builds_a_preset(qtbot):
         "preset", "uncle_fu", "chinese", "slow and warm", "Uncle Fu")
 
 
+def test_choosing_a_speaker_keeps_the_name_the_user_typed(qtbot):
+    dialog = PresetVoiceDialog(["aiden", "uncle_fu", "vivian"])
+    qtbot.addWidget(dialog)
+    dialog.speaker.setCurrentText("uncle_fu")
+    assert dialog.name() == "Uncle Fu"  # a suggestion while nothing is typed
+    dialog.name_field.selectAll()
+    QTest.keyClicks(dialog.name_field, "Narrator")
+    dialog.speaker.setCurrentText("vivian")
+    assert dialog.name() == "Narrator"
+    dialog.name_field.clear()  # an emptied field takes suggestions again
+    dialog.speaker.setCurrentText("aiden")
+    assert dialog.name() == "Aiden"
+    dialog.accept()
+    assert (dialog.created_voice.speaker, dialog.created_voice.name) == ("aiden", "Aiden")
+
+
 def test_add_preset_offers_the_speakers_of_the_model_in_use(qtbot, library, monkeypatch):
     offered = [["first", "second"]]
     panel = LibraryPanel(library, preset_speakers=lambda: offered[0])

@@ -6,6 +6,7 @@ import soundfile
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from engine import CheckpointError, Voice
 from engine.audio.chunks import SAMPLES_PER_FRAME
@@ -185,24 +186,55 @@ def test_double_click_jumps_to_a_sentence(qtbot, fake_sd, make_window):
     assert engine_of(window).spoken[0][0] == "Bob again."
 
 
+def click_at(window, position: int, double: bool = False) -> None:
+    cursor = QTextCursor(window.editor.document())
+    cursor.setPosition(position)
+    click = QTest.mouseDClick if double else QTest.mouseClick
+    click(window.editor.viewport(), Qt.MouseButton.LeftButton, pos=window.editor.cursorRect(cursor).center())
+
+
 def test_after_a_double_click_jump_stop_then_play_reads_on_from_there(qtbot, fake_sd, make_window):
     window = make_window()
     wait_ready(qtbot, window)
     window.editor.setPlainText(TEXT)
     window.show()
-    cursor = QTextCursor(window.editor.document())
-    cursor.setPosition(TEXT.index("again") + 2)
-    QTest.mouseDClick(window.editor.viewport(), Qt.MouseButton.LeftButton,
-                      pos=window.editor.cursorRect(cursor).center())
-    assert highlighted(window) == "Bob again."
+    window.play()
+    click_at(window, TEXT.index("again") + 2, double=True)
+    qtbot.waitUntil(lambda: highlighted(window) == "Bob again.", timeout=5000)
     # The jump's job records itself once the worker starts it; clearing before then would count it below.
-    qtbot.waitUntil(lambda: bool(engine_of(window).spoken), timeout=5000)
+    qtbot.waitUntil(lambda: any(text == "Bob again." for text, _ in engine_of(window).spoken), timeout=5000)
     window.reader.stop()
     engine_of(window).spoken.clear()
     window.play()
     assert highlighted(window) == "Bob again."
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     assert [text for text, _ in engine_of(window).spoken] == ["Bob again.", "The end."]
+
+
+def test_a_double_or_triple_click_starts_no_reading(qtbot, fake_sd, make_window):
+    """Selecting a word or a line with the mouse is editing, not Play; while reading, a triple click (selecting a
+    line) does not jump either, though a double-click does."""
+    window = make_window()
+    wait_ready(qtbot, window)
+    window.editor.setPlainText(TEXT)
+    interval = QApplication.doubleClickInterval()
+    click_at(window, TEXT.index("second") + 2, double=True)
+    qtbot.wait(2 * interval)  # the time a double-click's jump would take to come
+    assert window.reader.state == IDLE and window.editor.textCursor().selectedText() == "second"
+    click_at(window, TEXT.index("Bob speaks") + 2, double=True)
+    click_at(window, TEXT.index("Bob speaks") + 2)
+    qtbot.wait(2 * interval)
+    assert window.reader.state == IDLE and not engine_of(window).spoken
+    assert window.editor.textCursor().selectedText().startswith("[voice: Bob] Bob speaks here.")
+
+    window.editor.setTextCursor(QTextCursor(window.editor.document()))
+    window.play()
+    click_at(window, TEXT.index("The end") + 2, double=True)
+    click_at(window, TEXT.index("The end") + 2)
+    qtbot.wait(2 * interval)
+    assert highlighted(window) == "The first sentence."  # the triple click did not jump
+    click_at(window, TEXT.index("The end") + 2, double=True)
+    qtbot.waitUntil(lambda: highlighted(window) == "The end.", timeout=5000)
 
 
 def test_a_speed_change_while_reading_is_heard_from_the_next_chunk(qtbot, fake_sd, make_window):

@@ -114,7 +114,7 @@ def test_a_failed_load_beside_a_loaded_model_says_which_one_reads(qtbot, window_
     window.ensure_model(SimpleNamespace(kind="clone"))
     assert window.model_label.text() == "Loading the model for clone voices (/clone)…"
     qtbot.waitUntil(lambda: "the load failed" in window.model_label.text(), timeout=5000)
-    loaded = describe_engine(spec_engines["/preset"])  # "custom_voice 0b6 on cpu (exact float32, N threads)"
+    loaded = describe_engine(spec_engines["/preset"])  # "CustomVoice 0.6B on cpu (exact float32, N threads)"
     assert window.model_label.text() == f"Model: {loaded} · none for clone voices (the load failed)"
     assert "/clone" in window.model_label.toolTip()
     assert threads == [threading.get_ident()]  # on the GUI thread, not the worker's
@@ -166,7 +166,7 @@ def test_a_downloaded_model_is_loaded(qtbot, offline_hub, tiny_model_dir, engine
     try:
         with qtbot.waitSignal(worker.model_loaded, timeout=30_000) as loaded:
             pass
-        assert loaded.args[0].startswith("custom_voice")
+        assert loaded.args[0].startswith("CustomVoice 0.6B on cpu")
         assert reports[0] == (HUB_ID, 0, 0) and reports[-1] == (HUB_ID, 1000, 1000)  # Stop shows from the start
         assert worker.engine_for(Voice.preset("vivian")) is not None
     finally:
@@ -188,8 +188,8 @@ def test_the_model_corner_shows_a_download_from_its_start_to_its_end(qtbot):
     assert status.label.text() == f"Downloading {HUB_ID}: 1,200 of 2,400 MB" and status.progress.value() == 50
     status.status(f"Loading {HUB_ID}…")
     assert not status.stop_button.isVisible() and not status.progress.isVisible()
-    status.loaded("custom_voice 0b6 on cpu (float32)")
-    assert status.label.text() == "Model: custom_voice 0b6 on cpu (float32)"
+    status.loaded("CustomVoice 0.6B on cpu (float32)")
+    assert status.label.text() == "Model: CustomVoice 0.6B on cpu (float32)"
 
 
 def test_a_cached_model_loads_without_asking_the_hub(qtbot, offline_hub, tiny_model_dir, engine_options,
@@ -307,3 +307,32 @@ def test_any_other_download_error_becomes_one_short_line(text, kind):
     message = describe_download_error(HUB_ID, kind(text))
     assert message.startswith(f"Could not download {HUB_ID}") and "\n" not in message and "\r" not in message
     assert len(message) <= 400
+
+
+def test_the_download_banner_says_its_sentence_once_and_goes_when_a_local_folder_loads(
+        qtbot, window_on, offline_hub, tiny_model_dir, monkeypatch):
+    """Offline, the default hub model cannot come: the banner says so once, even after Play quotes the failure;
+    once the user picks a model folder they have (Help ▸ Download models…) and it loads, the banner goes."""
+    from qtapp.actions import _welcome_dialog
+    from qtapp.dialogs.first_run import FirstRunDialog
+
+    window = window_on(HUB_ID)
+    qtbot.waitUntil(lambda: "the load failed" in window.model_label.text(), timeout=10_000)
+    window.editor.setPlainText("Nothing can read this yet.")
+    window.play()
+    qtbot.waitUntil(lambda: "No CustomVoice model for preset voices" in window.banner.label.text(), timeout=5000)
+    said = window.banner.label.text()
+    assert said.count("cannot reach Hugging Face") == 1, said
+    assert window.banner.isVisible()
+
+    def pick_folder(dialog):
+        assert dialog.use_local_folder(str(tiny_model_dir("custom_voice")))
+        return 1
+
+    monkeypatch.setattr(FirstRunDialog, "exec", pick_folder)
+    _welcome_dialog(window)
+    qtbot.waitUntil(lambda: window.model_label.text().startswith("Model:"), timeout=30_000)
+    assert not window.banner.isVisible() and window.banner.messages == []
+    assert window.model_label.toolTip() == ""  # the failure is not offered as the loaded model's tooltip
+    window.banner.show_message("Another problem.")  # a later message stands alone: the old one is not back
+    assert window.banner.label.text() == "Another problem."

@@ -37,7 +37,7 @@ def real_worker(qtbot, tiny_model_dir):
         started.append((thread, worker))
         with qtbot.waitSignal(worker.model_loaded, timeout=60000) as loaded:
             pass
-        assert loaded.args[0].startswith("custom_voice")
+        assert loaded.args[0].startswith("CustomVoice 0.6B on cpu")
         return worker, Voice.preset(engines[0].speakers[0])
 
     yield start

@@ -26,6 +26,7 @@ def test_models_list_and_retrieve_the_one_model_created_at_start(fresh_server):
     assert [m.id for m in listed] == ["orator"] and retrieved.id == "orator"
     assert isinstance(retrieved.created, int) and low <= retrieved.created <= high
     assert listed[0].created == retrieved.created and retrieved.model_dump()["model_type"] == "custom_voice"
+    assert retrieved.model_dump()["display_name"] == "CustomVoice 0.6B"  # what the web page's header shows
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("gpt-4o")
     missing = httpx.get(f"{fresh_server.url}/v1/models/nothing")

@@ -42,7 +42,7 @@ def test_speak_a_preset_and_see_it_stream(browser, live_server):
     page.route("**/v1/audio/speech", short_speech)
     page.goto(live_server.url)
     page.wait_for_function("document.querySelectorAll('#voice option').length > 0")
-    assert "custom_voice" in page.text_content("#model")
+    assert page.text_content("#model") == "CustomVoice 0.6B"
     page.fill("#text", "Hello from the browser.")
     page.select_option("#voice", "serena")
     page.click("#speak")
@@ -113,5 +113,5 @@ def test_the_page_shows_the_warm_up_then_loads_the_model_and_voices(browser, sta
     finally:
         release.set()
     page.wait_for_function("document.querySelectorAll('#voice option').length > 0", timeout=60_000)
-    assert "custom_voice" in page.text_content("#model")
+    assert page.text_content("#model") == "CustomVoice 0.6B"
     page.close()
