@@ -142,6 +142,7 @@ def _load(model: str, device: str | None, out=None):
     import transformers
 
     from engine import Engine
+    from engine.config import model_title
 
     transformers.logging.set_verbosity_error()  # its tokenizer-loading notices mean nothing to a CLI user
     if device is None:
@@ -150,7 +151,7 @@ def _load(model: str, device: str | None, out=None):
         raise UnsupportedError("--device cuda: this PyTorch installation sees no CUDA GPU; use --device cpu")
     start = time.perf_counter()
     engine = Engine.from_pretrained(model, device=device)
-    print(f"loaded {model} ({engine.model_type}, {engine.model_size}) on {device} "
+    print(f"loaded {model} ({model_title(engine.model_type, engine.model_size)}) on {device} "
           f"in {time.perf_counter() - start:.1f} s", file=out)
     return engine
 
@@ -517,6 +518,8 @@ class _ProgressLine:
         self._open = False
 
     def __call__(self, progress) -> None:
+        from engine.audio.time_left import format_time_left
+
         percent = 100 * progress.fraction
         line = (f"{self.label}: {percent:3.0f}% · sentence {progress.done_segments} of {progress.total_segments}"
                 f" · {format_time_left(progress.eta_s)}")
@@ -535,19 +538,6 @@ class _ProgressLine:
             self.stream.write("\n")
             self.stream.flush()
             self._open = False
-
-
-def format_time_left(seconds: float | None) -> str:
-    if seconds is None:
-        return "estimating time left"
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"about {hours} h {minutes:02d} min left"
-    if minutes:
-        return f"about {minutes} min {secs:02d} s left"
-    return f"about {secs} s left"
 
 
 def _seconds(value: str) -> float:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.audio.queue import CANCELLED, DONE, FAILED, PAUSED, QUEUED, RUNNING, Job
-from engine.cli import format_time_left  # the words orator export prints
+from engine.audio.time_left import format_time_left
 
 COLUMNS = ("Export", "Format", "File", "State", "Progress")
 TITLE, FORMAT, FILE, STATE, PROGRESS = range(len(COLUMNS))

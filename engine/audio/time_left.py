@@ -1,5 +1,5 @@
 """Time left of a long job (an export), smoothed: the one estimate the studio's queue and ``orator export`` show
-(``engine.audio.export.Progress.eta_s``, in words by ``engine.cli.format_time_left``).
+(``engine.audio.export.Progress.eta_s``, in words by ``format_time_left``).
 
 ``TimeLeft(total, clock)`` hears how much of ``total`` work is done (``update(done)``, after each piece) and reads
 ``clock`` (seconds, only ever compared with itself). The estimate is the work left over a speed that is:
@@ -63,3 +63,16 @@ class TimeLeft:
         self.estimate = left
         return left
 
+
+def format_time_left(seconds: float | None) -> str:
+    """An estimate in words, as the studio and ``orator export`` show it."""
+    if seconds is None:
+        return "estimating time left"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"about {hours} h {minutes:02d} min left"
+    if minutes:
+        return f"about {minutes} min {secs:02d} s left"
+    return f"about {secs} s left"

@@ -13,7 +13,7 @@ from PySide6.QtTest import QTest
 
 from engine import Voice
 from engine.audio.queue import CANCELLED, DONE, PAUSED, QUEUE_FILE, QUEUED, RUNNING, Job, Snapshot
-from engine.cli import format_time_left
+from engine.audio.time_left import format_time_left
 from engine.voices.library import data_dir
 from qtapp.export_panel import FILE, FORMAT, PROGRESS, STATE, TITLE
 from qtapp.export_queue import ExportQueueController

@@ -120,8 +120,9 @@ class ScriptedEngine(FakeEngine):
         self.made: list[str] = []
 
     def stream(self, text, *args, **kwargs):
-        self.made.append(text)
-        self.clock.now += self.seconds(text, len(self.made))
+        written = text if isinstance(text, str) else "".join(segment.text for segment in text)  # a planned segment
+        self.made.append(written)
+        self.clock.now += self.seconds(written, len(self.made))
         return super().stream(text, *args, **kwargs)
 
 
