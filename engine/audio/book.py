@@ -2,7 +2,7 @@
 and the pauses that structure gets (``Pauses``). Qt-free.
 
 ``book_from_text`` reads plain text or Markdown; ``book_from_document`` takes a document the studio imported
-(``qtapp.documents``: its chapters and headings as spans of its text where it has them, else its text read as
+(``engine.documents``: its chapters and headings as spans of its text where it has them, else its text read as
 plain text). The rules, each so that pauses follow the text's structure and never its line breaks:
 
 - A paragraph ends at a blank line. Inside one, a line break is a hard wrap and the lines are joined with a space
@@ -133,7 +133,7 @@ def book_from_text(text: str, title: str, markdown: bool = False) -> Book:
 
 
 def book_from_document(document, warnings: list[str] | None = None) -> Book:
-    """A book from a ``qtapp.documents.Document``: its chapters (top level) and headings where it has them, else
+    """A book from a ``engine.documents.Document``: its chapters (top level) and headings where it has them, else
     its text read as plain text."""
     title = getattr(document, "title", "") or Path(getattr(document, "path", "book")).stem
     author = getattr(document, "author", "") or ""

@@ -1,6 +1,6 @@
 """A document file as a ``Book``: the one reader of export sources, shared by ``orator export`` and the studio's
 export queue. Qt-free, though documents other than text and Markdown are read by the studio's readers
-(``qtapp.documents``) when they are installed.
+(``engine.documents``) when they are installed.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def load_book(path: Path):
 def _read_document(path: Path, suffix: str):
     """The studio's ``Document`` of ``path``; None for Markdown when its readers are missing (it is read here)."""
     try:
-        from qtapp.documents import DocumentError, load_document
+        from engine.documents import DocumentError, load_document
     except ImportError as e:
         missing = e
     else:
@@ -69,9 +69,9 @@ def _read_document(path: Path, suffix: str):
 
 
 def _structured_documents() -> bool:
-    """Whether ``qtapp.documents`` gives chapters (its structured readers); else Markdown is read here."""
+    """Whether ``engine.documents`` gives chapters (its structured readers); else Markdown is read here."""
     try:
-        from qtapp.documents import Document
+        from engine.documents import Document
     except ImportError:
         return False
     return "chapters" in getattr(Document, "__dataclass_fields__", {})

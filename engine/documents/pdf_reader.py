@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qtapp.documents.model import MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
 
 HYPHEN_MARK = "\x02"  # what PDFium puts for a hyphen at a line end
 _LINE = re.compile(r"[^\r\n]+")

@@ -4,8 +4,8 @@ import zipfile
 
 import pytest
 
-from qtapp.documents import DocumentError, load_document
-from tests.qtapp.documents.helpers import write_epub, xhtml
+from engine.documents import DocumentError, load_document
+from tests.engine.documents.helpers import write_epub, xhtml
 
 CHAPTERS = [("One", "<p>First chapter text.</p>"), ("Two", "<p>Second chapter text.</p>"),
             ("Three", "<p>Third chapter text.</p>")]

@@ -5,7 +5,7 @@ import copy
 import docx
 from docx.oxml.ns import qn
 
-from qtapp.documents import load_document
+from engine.documents import load_document
 
 
 def test_tables_in_order_headings_and_merged_cells(tmp_path):
@@ -62,7 +62,7 @@ def test_contents_entries_and_content_controls(tmp_path):
 
 
 def test_a_minimal_file_without_styles_or_properties(tmp_path):
-    from qtapp.documents.selfcheck import SENTENCE, _docx
+    from engine.documents.selfcheck import SENTENCE, _docx
 
     _docx(tmp_path / "m.docx")
     doc = load_document(tmp_path / "m.docx")

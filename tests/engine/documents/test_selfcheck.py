@@ -2,8 +2,8 @@
 
 import pytest
 
-from qtapp.documents import DocumentError, pdf_reader
-from qtapp.documents.selfcheck import check_readers
+from engine.documents import DocumentError, pdf_reader
+from engine.documents.selfcheck import check_readers
 
 
 def test_every_reader_reads_its_file(tmp_path):

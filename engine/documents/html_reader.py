@@ -13,7 +13,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from qtapp.documents.model import Block, DocumentError, Parsed
+from engine.documents.model import Block, DocumentError, Parsed
 
 SKIPPED_TAGS = frozenset({
     "script", "style", "head", "noscript", "svg", "math", "template", "iframe", "object", "embed", "canvas",
@@ -338,7 +338,7 @@ def html_parsed(text: str, xml_first: bool = False) -> Parsed:
 
 def html_to_text(html: str) -> str:
     """Visible text of an HTML page, one paragraph per block, blank lines between them."""
-    from qtapp.documents.model import clean_blocks
+    from engine.documents.model import clean_blocks
 
     if not isinstance(html, str):
         raise DocumentError("The page is not text.")

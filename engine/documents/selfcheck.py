@@ -11,7 +11,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from qtapp.documents import DocumentError, load_document
+from engine.documents import DocumentError, load_document
 
 SENTENCE = "Orator reads this sentence."
 

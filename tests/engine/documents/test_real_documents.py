@@ -6,9 +6,9 @@ from functools import cache
 
 import pytest
 
+from engine.documents import load_document
 from engine.text import split_segments
-from qtapp.documents import load_document
-from tests.qtapp.documents.helpers import DATA
+from tests.engine.documents.helpers import DATA
 
 FILES = sorted(p.name for p in DATA.iterdir()
                if p.suffix in (".html", ".epub", ".pdf", ".docx", ".md") and p.name != "README.md")

@@ -13,7 +13,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from qtapp.documents.model import MAX_UNPACKED_BYTES, Block, Document, DocumentError, Parsed
+from engine.documents.model import MAX_UNPACKED_BYTES, Block, Document, DocumentError, Parsed
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _HEADING_STYLE = re.compile(r"^(?:heading|überschrift|titre|titolo|título|kop)\s*(\d)$", re.IGNORECASE)

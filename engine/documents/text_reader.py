@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from qtapp.documents.html_reader import html_parsed
-from qtapp.documents.model import Document, DocumentError, Parsed
+from engine.documents.html_reader import html_parsed
+from engine.documents.model import Document, DocumentError, Parsed
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _FRONT_MATTER_FIELD = re.compile(r"^(title|author)\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)

@@ -16,14 +16,14 @@ import zlib
 from pathlib import Path
 from urllib.parse import unquote
 
-from qtapp.documents.html_reader import (
+from engine.documents.html_reader import (
     HtmlConverter,
     decode_markup,
     is_internal_link,
     local_name,
     parse_markup,
 )
-from qtapp.documents.model import MAX_UNPACKED_BYTES, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import MAX_UNPACKED_BYTES, Document, DocumentError, Parsed, TocEntry
 
 HTML_MEDIA_TYPES = ("application/xhtml+xml", "text/html", "application/xml", "text/xml")
 NCX_MEDIA_TYPE = "application/x-dtbncx+xml"

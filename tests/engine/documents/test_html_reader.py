@@ -5,8 +5,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qtapp.documents import DocumentError, html_to_text, load_document
-from qtapp.documents.html_reader import decode_markup
+from engine.documents import DocumentError, html_to_text, load_document
+from engine.documents.html_reader import decode_markup
 
 
 def test_doctype_declaration_comments_and_instructions_are_not_read():

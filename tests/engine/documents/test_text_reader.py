@@ -1,6 +1,6 @@
 """Markdown: no markup symbol is read, headings are structure, front matter gives title and author."""
 
-from qtapp.documents import load_document
+from engine.documents import load_document
 
 
 def test_markdown_markup_is_not_read(tmp_path):
