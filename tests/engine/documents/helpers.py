@@ -11,16 +11,22 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "documents"
 def layout_pdf(pages: list[list[tuple[float, float, float, str]]], outline: list[tuple[str, int]] = (),
                font_name: str = "Helvetica") -> bytes:
     """A PDF of A4 pages, each a list of (x, y, size, text) lines in one standard font (y from the bottom),
-    with a correct cross-reference table; ``outline`` is (title, page index) bookmarks."""
+    with a correct cross-reference table; ``outline`` is (title, page index) bookmarks. A line's text may be
+    a list of (size, rise, text) runs instead: type of other sizes, raised by ``rise`` points (superscripts)."""
     def escape(text: str) -> str:
         return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+    def show(size: float, text) -> str:
+        if isinstance(text, str):
+            return f"/F1 {size} Tf ({escape(text)}) Tj"
+        return " ".join(f"/F1 {s} Tf {rise} Ts ({escape(t)}) Tj" for s, rise, t in text) + " 0 Ts"
 
     n = len(pages)
     font = 3 + 2 * n
     objects = ["<< /Type /Catalog /Pages 2 0 R" + (f" /Outlines {font + 1} 0 R" if outline else "") + " >>",
                "<< /Type /Pages /Kids [" + " ".join(f"{3 + 2 * i} 0 R" for i in range(n)) + f"] /Count {n} >>"]
     for i, lines in enumerate(pages):
-        content = " ".join(f"BT /F1 {size} Tf {x} {y} Td ({escape(text)}) Tj ET" for x, y, size, text in lines)
+        content = " ".join(f"BT {x} {y} Td {show(size, text)} ET" for x, y, size, text in lines)
         objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents {4 + 2 * i} 0 R "
                        f"/Resources << /Font << /F1 {font} 0 R >> >> >>")
         objects.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")

@@ -142,6 +142,11 @@ def test_pdf_contents_headers_footnotes_and_paragraphs():
     wizard = next(p for p in paragraphs if p.startswith("One of the things that makes Debian"))
     assert wizard.endswith("but you certainly don’t need to be a wizard.")  # one paragraph, marker gone
     assert "The document assumes you are using a jessie or newer system." in doc.text  # the footnote, read after
+    # marks in the body's type or smaller, after a word or a space, go with their notes' numbers; no other digit does
+    assert "by other developers. You can contribute" in doc.text
+    assert "(for instance, the filename ends in .Z or .zip)," in doc.text
+    assert "\n\nThere are also some more specialized but similar packages" in doc.text
+    assert "fhs-3.0.html" in doc.text and "version 0.9.12." in doc.text and "5.9.5 ”Adopting a package”" in doc.text
     in_order(doc.text, "Chapter 1: Getting started The Right Way", "1.1 Social dynamics of Debian",
              "Chapter 2: First steps", "2.2 Choose your program")
 
