@@ -102,3 +102,28 @@ def write_epub(path: Path, chapters: list[tuple[str, str]], title: str = "A Smal
             if data is not None:
                 archive.writestr(name, data)
     return path
+
+
+def write_docx(path: Path, body: str, rels: str = "", members: dict | None = None) -> Path:
+    """A DOCX whose body is the WordprocessingML ``body`` (the ``w`` and ``r`` prefixes declared), with the
+    relationships ``rels`` of the document part, as LibreOffice and Word lay the package out."""
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    r = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    package = "http://schemas.openxmlformats.org/package/2006/relationships"
+    parts = {
+        "[Content_Types].xml": '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+                               '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+                               'relationships+xml"/><Override PartName="/word/document.xml" ContentType="application/'
+                               'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        "_rels/.rels": f'<Relationships xmlns="{package}"><Relationship Id="rId1" Type="http://schemas.openxmlformats'
+                       '.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>'
+                       "</Relationships>",
+        "word/_rels/document.xml.rels": f'<Relationships xmlns="{package}">{rels}</Relationships>',
+        "word/document.xml": f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+                             f'<w:document xmlns:w="{w}" xmlns:r="{r}"><w:body>{body}</w:body></w:document>',
+    }
+    parts.update(members or {})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    return path

@@ -6,6 +6,7 @@ import docx
 from docx.oxml.ns import qn
 
 from engine.documents import load_document
+from tests.engine.documents.helpers import write_docx
 
 
 def test_tables_in_order_headings_and_merged_cells(tmp_path):
@@ -67,3 +68,51 @@ def test_a_minimal_file_without_styles_or_properties(tmp_path):
     _docx(tmp_path / "m.docx")
     doc = load_document(tmp_path / "m.docx")
     assert (doc.text, doc.title, doc.author) == (SENTENCE, "m", "")
+
+
+def para(text, style=""):
+    props = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
+    return f"<w:p>{props}<w:r><w:t xml:space=\"preserve\">{text}</w:t></w:r></w:p>"
+
+
+def test_a_libreoffice_internal_hyperlink_is_read_as_its_text(tmp_path):
+    """LibreOffice writes a link to a bookmark as a relationship whose target is "#anchor", without
+    TargetMode="External": python-docx took it for a part and refused the file with a KeyError."""
+    rels = ('<Relationship Id="rId5" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            'hyperlink" Target="#example.te.module"/>'
+            '<Relationship Id="rId6" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            'hyperlink" Target="https://example.org/" TargetMode="External"/>')
+    body = ('<w:p><w:r><w:t xml:space="preserve">See </w:t></w:r><w:hyperlink r:id="rId5"><w:r><w:t>the module'
+            '</w:t></w:r></w:hyperlink><w:r><w:t xml:space="preserve"> and </w:t></w:r><w:hyperlink r:id="rId6">'
+            '<w:r><w:t>the site</w:t></w:r></w:hyperlink><w:r><w:t>.</w:t></w:r></w:p>'
+            '<w:bookmarkStart w:id="0" w:name="example.te.module"/>' + para("The module, at last.")
+            + '<w:bookmarkEnd w:id="0"/>')
+    doc = load_document(write_docx(tmp_path / "lo.docx", body, rels))
+    assert doc.text == "See the module and the site.\n\nThe module, at last."
+
+
+def test_text_after_an_unknown_entity_is_kept(tmp_path):
+    body = para("Before&nbsp;the space &unknownthing; and after it.") + para("The next paragraph.")
+    text = load_document(write_docx(tmp_path / "e.docx", body)).text
+    assert text == "Before the space and after it.\n\nThe next paragraph."
+
+
+def test_runs_in_insertions_fields_and_smart_tags_are_read(tmp_path):
+    body = ('<w:p><w:r><w:t xml:space="preserve">One </w:t></w:r><w:ins w:id="1" w:author="A"><w:r><w:t '
+            'xml:space="preserve">two </w:t></w:r></w:ins><w:del w:id="2" w:author="A"><w:r><w:delText>gone '
+            '</w:delText></w:r></w:del><w:fldSimple w:instr="PAGE"><w:r><w:t>3</w:t></w:r></w:fldSimple>'
+            '<w:smartTag w:element="place"><w:r><w:t xml:space="preserve"> four</w:t></w:r></w:smartTag>'
+            '<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText>HYPERLINK "x"</w:instrText></w:r>'
+            '<w:r><w:fldChar w:fldCharType="end"/></w:r><w:r><w:tab/><w:t>five</w:t></w:r></w:p>')
+    assert load_document(write_docx(tmp_path / "i.docx", body)).text == "One two 3 four five"
+
+
+def test_a_cell_merged_down_is_read_once(tmp_path):
+    def cell(text, merge=""):
+        props = f"<w:tcPr><w:vMerge{merge}/></w:tcPr>" if merge is not None else ""
+        return f"<w:tc>{props}{para(text)}</w:tc>"
+
+    restart = ' w:val="restart"'
+    body = (f"<w:tbl><w:tr>{cell('apt', restart)}{cell('high level', None)}</w:tr>"
+            f"<w:tr>{cell('', '')}{cell('with a resolver', None)}</w:tr></w:tbl>")
+    assert load_document(write_docx(tmp_path / "m.docx", body)).text == "apt, high level\n\nwith a resolver"
