@@ -15,6 +15,7 @@ from pathlib import Path
 from engine.documents.html_reader import html_to_text
 from engine.documents.model import (
     MAX_FILE_BYTES,
+    MAX_MARKDOWN_BYTES,
     MAX_MARKUP_BYTES,
     Chapter,
     Document,
@@ -50,7 +51,9 @@ def load_document(path: str | Path) -> Document:
     if size == 0:
         raise DocumentError(f"“{path.name}” is empty.")
     kind = FORMAT_NAMES.get(suffix, "text")
-    if size > (MAX_FILE_BYTES if suffix in (".pdf", ".epub", ".docx") else MAX_MARKUP_BYTES):
+    limit = {".pdf": MAX_FILE_BYTES, ".epub": MAX_FILE_BYTES, ".docx": MAX_FILE_BYTES, ".md": MAX_MARKDOWN_BYTES,
+             ".markdown": MAX_MARKDOWN_BYTES}.get(suffix, MAX_MARKUP_BYTES)
+    if size > limit:
         raise DocumentError(f"“{path.name}” is {size / 2**20:,.0f} MB, larger than Orator opens as a {kind} file.")
     doc = Document(path=path, text="", title=path.stem)
     try:
@@ -75,7 +78,7 @@ def load_document(path: str | Path) -> Document:
 def _read(path: Path, suffix: str, doc: Document) -> None:
     if suffix in (".epub", ".docx", ".pdf"):
         if suffix == ".pdf":
-            from engine.documents.pdf_reader import read_pdf as reader
+            from engine.documents.pdf_worker import read_pdf_isolated as reader
         else:
             if not zipfile.is_zipfile(path):
                 raise DocumentError(f"“{path.name}” is not a valid {FORMAT_NAMES[suffix]} file "
@@ -95,7 +98,8 @@ def _read(path: Path, suffix: str, doc: Document) -> None:
         from engine.documents.html_reader import decode_markup, html_parsed
 
         text = decode_markup(data, doc.warnings)
-        assemble(html_parsed(text, xml_first=suffix == ".xhtml" or text.lstrip().startswith("<?xml")), doc)
+        assemble(html_parsed(text, xml_first=suffix == ".xhtml" or text.lstrip().startswith("<?xml"),
+                             what=f"“{path.name}”"), doc)
     else:
         from engine.documents.text_reader import read_plain_text
 

@@ -5,7 +5,7 @@ LibreOffice file whose internal hyperlinks are relationships to "#anchor" was re
 paragraph text leaves out runs inside tracked insertions, smart tags and simple fields; its table cells cost
 time quadratic in a row's length; and it holds the whole tree. Here the main part is streamed (iterparse):
 each element of the body is read once finished, then freed, under a budget of elements (``MAX_ELEMENTS``);
-libxml2 bounds nesting (256 levels), no entity is expanded (an unknown one such as ``&nbsp;`` is read as its
+nesting is bounded (``MAX_DEPTH``), no entity is expanded (an unknown one such as ``&nbsp;`` is read as its
 character, or dropped, and the text after it kept), no DTD or network is loaded.
 
 A paragraph styled Title or Heading N, or given an outline level, is a heading; a table row becomes one
@@ -31,6 +31,7 @@ OFFICE_DOCUMENT = "http://schemas.openxmlformats.org/officeDocument/2006/relatio
 STYLES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles"
 CORE_PROPERTIES = "http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties"
 MAX_PART_BYTES = 256 << 20  # one XML part, read streaming
+MAX_DEPTH = 200  # nesting of elements (libxml2 keeps 256 levels, and drops what is deeper while recovering)
 MAX_ELEMENTS = 2_000_000  # elements of one body element (a table) held at once: about 0.5 GB of tree
 _HEADING_STYLE = re.compile(r"^(?:heading|überschrift|titre|titolo|título|kop)\s*(\d)$", re.IGNORECASE)
 # what a paragraph's text does not include: drawings and text boxes (their paragraphs are not the flow's),
@@ -42,8 +43,6 @@ _CHARACTERS = {f"{W}tab": " ", f"{W}br": "\n", f"{W}cr": "\n", f"{W}noBreakHyphe
 
 
 def read_docx(path: Path, doc: Document) -> Parsed:
-    from lxml import etree
-
     with zipfile.ZipFile(path) as archive:
         if sum(info.file_size for info in archive.infolist()) > MAX_UNPACKED_BYTES:
             raise DocumentError(f"“{path.name}” unpacks to more than {MAX_UNPACKED_BYTES >> 20} MB, "
@@ -54,12 +53,7 @@ def read_docx(path: Path, doc: Document) -> Parsed:
             raise DocumentError(f"“{path.name}” is not a valid DOCX file (it has no document part).")
         styles = _style_names(archive, names, _related(archive, names, main, STYLES))
         title, author = _core_properties(archive, names, _related(archive, names, "", CORE_PROPERTIES))
-        try:
-            blocks = _body(archive, main, styles, path.name)
-        except etree.XMLSyntaxError as e:
-            if "depth" in str(e).lower():
-                raise DocumentError(f"“{path.name}” nests its elements deeper than Orator reads.") from e
-            raise
+        blocks = _body(archive, main, styles, path.name)
     return Parsed(blocks, title, author)
 
 
@@ -123,7 +117,7 @@ def _body(archive: zipfile.ZipFile, main: str, styles: dict[str, str], file_name
     if archive.getinfo(main).file_size > MAX_PART_BYTES:
         raise DocumentError(f"“{file_name}” holds a document part larger than Orator reads.")
     blocks: list[Block] = []
-    held = 0
+    held = depth = 0
     with archive.open(main) as member:
         events = etree.iterparse(_Bounded(member, file_name), events=("start", "end"), recover=True,
                                  resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True,
@@ -131,10 +125,15 @@ def _body(archive: zipfile.ZipFile, main: str, styles: dict[str, str], file_name
         for event, el in events:
             if event == "start":
                 held += 1
+                depth += 1
+                if depth > MAX_DEPTH:  # libxml2 would drop what lies deeper without a word
+                    raise DocumentError(f"“{file_name}” nests its elements deeper than Orator reads "
+                                        f"({MAX_DEPTH} levels).")
                 if held > MAX_ELEMENTS:
                     raise DocumentError(f"“{file_name}” holds more than {MAX_ELEMENTS:,} elements in one table "
                                         "or paragraph, more than Orator reads.")
                 continue
+            depth -= 1
             parent = el.getparent()
             if parent is None or parent.tag != f"{W}body":
                 continue

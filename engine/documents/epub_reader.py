@@ -23,7 +23,7 @@ from engine.documents.html_reader import (
     local_name,
     parse_markup,
 )
-from engine.documents.model import MAX_UNPACKED_BYTES, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import MAX_MARKUP_TAGS, MAX_UNPACKED_BYTES, Document, DocumentError, Parsed, TocEntry
 
 HTML_MEDIA_TYPES = ("application/xhtml+xml", "text/html", "application/xml", "text/xml")
 NCX_MEDIA_TYPE = "application/x-dtbncx+xml"
@@ -123,6 +123,7 @@ def _read(archive: _Archive, path: Path, doc: Document) -> Parsed:
     order, skipped = _reading_order(spine, manifest, nav_path)
 
     converter = HtmlConverter()
+    tags_left = MAX_MARKUP_TAGS
     read_paths: set[str] = set()
     wrong_encoding: list[str] = []
     for item_path in order:
@@ -135,7 +136,12 @@ def _read(archive: _Archive, path: Path, doc: Document) -> Parsed:
         except DAMAGED_MEMBER:
             skipped += 1  # a damaged member costs that part only
             continue
-        root = parse_markup(decode_markup(data, wrong_encoding), xml_first=True)
+        text = decode_markup(data, wrong_encoding)
+        tags_left -= text.count("<")
+        if tags_left < 0:
+            raise DocumentError(f"“{path.name}” holds more than {MAX_MARKUP_TAGS:,} tags in its pages, more than "
+                                "Orator reads.")
+        root = parse_markup(text, xml_first=True, what=f"“{path.name}”")
         if root is None:
             continue
         converter.feed(root, item_path)

@@ -16,9 +16,13 @@ from pathlib import Path
 # Bounds that keep a hostile or absurd file from exhausting memory or time; each is far above a real book.
 MAX_FILE_BYTES = 1 << 30  # any file (PDFs are read from disk page by page, the others into memory)
 MAX_MARKUP_BYTES = 256 << 20  # a text, Markdown or HTML file read whole
+MAX_MARKDOWN_BYTES = 32 << 20  # Markdown's inline parsing costs up to ~5 µs a byte on hostile input
 MAX_UNPACKED_BYTES = 512 << 20  # what may be unpacked from one EPUB or DOCX archive
 MAX_PDF_PAGES = 10_000
 MAX_TEXT_CHARS = 128_000_000  # the extracted text
+# tags of one HTML page, or of all an EPUB's pages: each costs a few hundred bytes parsed (2 million: under 1 GB),
+# and a dense real manual holds well under a million
+MAX_MARKUP_TAGS = 2_000_000
 
 
 class DocumentError(Exception):

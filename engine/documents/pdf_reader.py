@@ -30,6 +30,7 @@ from engine.documents.pdf_footnotes import (
     small_digit_runs,
 )
 
+MAX_PAGE_CHARS = 1_000_000  # characters of one page; a dense printed page holds under 10,000
 HYPHEN_MARK = "\x02"  # what PDFium puts for a hyphen at a line end
 _LINE = re.compile(r"[^\r\n]+")
 _LEADERS = re.compile(r"(?:\.\s*){4,}\s*(?:[\dIVXLCDMivxlcdm]+)?\s*$|(?:\.\s?){3,}\s*\d+\s*$")
@@ -83,7 +84,7 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
         unreadable = 0
         for i in range(len(pdf)):
             try:
-                pages.append(_page(pdf, i))
+                pages.append(_page(pdf, i, path.name))
             except pdfium.PdfiumError:
                 unreadable += 1  # a damaged page costs that page, not the document
                 pages.append(Page(i, 842.0))
@@ -104,7 +105,7 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
                   toc or None, {f"bookmark{i}": f"page{p}" for i, (_, _, p) in enumerate(bookmarks)})
 
 
-def _page(pdf, index: int) -> Page:
+def _page(pdf, index: int, name: str) -> Page:
     import pypdfium2.raw as pdfium_c
 
     page = pdf[index]
@@ -112,6 +113,9 @@ def _page(pdf, index: int) -> Page:
         width, height = page.get_size()
         textpage = page.get_textpage()
         try:
+            if textpage.count_chars() > MAX_PAGE_CHARS:
+                raise DocumentError(f"Page {index + 1} of “{name}” holds more than {MAX_PAGE_CHARS:,} characters, "
+                                    "more than Orator reads on one page.")
             # PDFium marks a hyphen it takes for a line-end one with U+0002, in some files U+FFFE
             text = textpage.get_text_range().replace("\ufffe", HYPHEN_MARK)
             result = Page(index, height)
