@@ -101,10 +101,11 @@ def _read(path: Path, suffix: str, doc: Document) -> None:
         assemble(html_parsed(text, xml_first=suffix == ".xhtml" or text.lstrip().startswith("<?xml"),
                              what=f"“{path.name}”"), doc)
     else:
-        from engine.documents.text_reader import read_plain_text
+        from engine.documents.text_reader import chapters_of_plain_text, read_plain_text
 
         if suffix not in SUPPORTED_SUFFIXES:
             doc.warnings.append(f"Unknown file type “{path.suffix}”; opened as plain text.")
         # only plain text is trimmed: an assembled text has no blank edges, and trimming would shift its spans
         doc.text = read_plain_text(data, doc).strip("\n")
+        chapters_of_plain_text(doc)
 

@@ -215,7 +215,7 @@ def assemble(parsed: Parsed, doc: Document) -> None:
                 marks.append((start, entry.level, title))
     else:
         marks = [(h.start, h.level, h.title) for h in _chapter_headings(headings)]
-    doc.chapters = _chapters(marks, text)
+    doc.chapters = chapter_spans(marks, text)
 
 
 def _chapter_headings(headings: list[Heading]) -> list[Heading]:
@@ -228,7 +228,7 @@ def _chapter_headings(headings: list[Heading]) -> list[Heading]:
     return [h for h in headings if h.level <= deepest]
 
 
-def _chapters(marks: list[tuple[int, int, str]], text: str) -> list[Chapter]:
+def chapter_spans(marks: list[tuple[int, int, str]], text: str) -> list[Chapter]:
     """Chapters in reading order, levels renumbered from 1, each ending where the next of its level or a
     higher one begins; repeated entries (same start and title) are kept once."""
     if not marks:

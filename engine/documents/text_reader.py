@@ -1,6 +1,7 @@
 """Plain text and Markdown (Qt-free).
 
-Plain text is kept as it is (line ends normalized), so a 20 MB file opens in a moment. Markdown is
+Plain text is kept as it is (line ends normalized), so a 20 MB file opens in a moment; its chapters are
+the labelled headings text_chapters.py finds, as ``orator export`` finds them. Markdown is
 rendered by markdown-it-py (CommonMark with tables) and read as HTML, so no markup symbol is read aloud
 and its headings become structure; a YAML front matter block gives title and author instead of being read.
 markdown-it-py replaced Python-Markdown, whose regular expressions are quadratic or worse on hostile input
@@ -15,7 +16,8 @@ from __future__ import annotations
 import re
 
 from engine.documents.html_reader import html_parsed
-from engine.documents.model import Document, DocumentError, Parsed
+from engine.documents.model import Document, DocumentError, Heading, Parsed, chapter_spans
+from engine.documents.text_chapters import chapter_headings
 
 # levels of markdown-it-py's tokens (a list in a list takes two or three); it drops what lies deeper, so it is refused
 MAX_NESTING = 100
@@ -40,6 +42,13 @@ def decode_text(data: bytes, doc: Document) -> str:
 
 def read_plain_text(data: bytes, doc: Document) -> str:
     return decode_text(data, doc).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def chapters_of_plain_text(doc: Document) -> None:
+    """``doc``'s headings and chapters from its text's chapter labels (text_chapters.py, as ``orator export``)."""
+    headings = chapter_headings(doc.text)
+    doc.headings = [Heading(h.title, 1, h.start, h.end) for h in headings]
+    doc.chapters = chapter_spans([(h.start, 1, h.title) for h in headings], doc.text)
 
 
 def read_markdown(data: bytes, doc: Document) -> Parsed:

@@ -14,3 +14,20 @@ def test_markdown_markup_is_not_read(tmp_path):
                                       "fenced = code", "quoted"]
     assert [(h.title, h.level) for h in doc.headings] == [("Top", 1), ("2.1 Table", 2)]
     assert [c.title for c in doc.chapters] == ["Top", "2.1 Table"]
+
+
+def test_plain_text_chapters_are_the_ones_export_finds(tmp_path):
+    """One finder (engine/documents/text_chapters.py) for the studio and ``orator export``."""
+    from engine.audio.sources import load_book
+
+    novel = tmp_path / "novel.txt"
+    novel.write_text("The Title\n\nby Someone\n\n\nCHAPTER I.\nDown the Rabbit-Hole\n\nAlice was beginning to get\n"
+                     "very tired.\n\nCHAPTER II\n\nThe Pool of Tears\n\n“Curiouser!” cried Alice.\n\n"
+                     "Chapter 3 is where the caucus-race happens, a sentence and no heading at all, as it runs on "
+                     "well past what a heading could hold, so it is read as the prose it is.\n\nEPILOGUE\n\nThe end.")
+    doc = load_document(novel)
+    titles = ["CHAPTER I. Down the Rabbit-Hole", "CHAPTER II. The Pool of Tears", "EPILOGUE"]
+    assert [c.title for c in doc.chapters] == titles
+    assert doc.text[doc.chapters[1].start:].startswith("CHAPTER II\n\nThe Pool of Tears")
+    assert doc.text[doc.chapters[1].start:doc.chapters[1].end].endswith("read as the prose it is.")
+    assert [c.title for c in load_book(novel).chapters] == ["novel", *titles]  # the front matter is a chapter there
