@@ -23,6 +23,7 @@ MAX_TEXT_CHARS = 128_000_000  # the extracted text
 # tags of one HTML page, or of all an EPUB's pages: each costs a few hundred bytes parsed (2 million: under 1 GB),
 # and a dense real manual holds well under a million
 MAX_MARKUP_TAGS = 2_000_000
+TITLE_BLOCK_CHARS = 3000  # a book's title headings and what they introduce (a copyright notice) before its chapters
 
 
 class DocumentError(Exception):
@@ -219,13 +220,25 @@ def assemble(parsed: Parsed, doc: Document) -> None:
 
 
 def _chapter_headings(headings: list[Heading]) -> list[Heading]:
-    """Without a contents: the headings down to the highest level that occurs at least twice (a lone
-    top heading is the document's title, its sections are the chapters)."""
+    """Without a contents: the headings from the highest level that is not the title block down to the highest
+    level that occurs at least twice (a lone top heading is the document's title, its sections are the chapters).
+    A title block is a level of two headings or more that all come before the first deeper heading, within
+    ``TITLE_BLOCK_CHARS`` of it, over deeper levels with two headings or more: a Texinfo page's "settitle" and
+    "Top" headings are not two chapters named after the book."""
     if not headings:
         return []
     levels = sorted({h.level for h in headings})
+    while len(levels) > 1:
+        first_deeper = next(h for h in headings if h.level > levels[0])
+        own = [h for h in headings if h.level == levels[0]]
+        if (len(own) >= 2 and all(h.start < first_deeper.start for h in own)
+                and first_deeper.start - own[0].start <= TITLE_BLOCK_CHARS
+                and sum(h.level > levels[0] for h in headings) >= 2):
+            levels = levels[1:]
+        else:
+            break
     deepest = next((lv for lv in levels if sum(h.level == lv for h in headings) >= 2), levels[-1])
-    return [h for h in headings if h.level <= deepest]
+    return [h for h in headings if levels[0] <= h.level <= deepest]
 
 
 def chapter_spans(marks: list[tuple[int, int, str]], text: str) -> list[Chapter]:
