@@ -177,3 +177,24 @@ def test_markdown_readme():
     assert "zstd 1.5.1 -1, 2.887, 530 MB/s, 1700 MB/s" in doc.text
     assert "**" not in doc.text and "](" not in doc.text and "`" not in doc.text and "travisDevBadge" not in doc.text
     assert [c.title for c in doc.chapters][:2] == ["Benchmarks", "The case for Small Data compression"]
+
+
+def test_pdf_exponents_in_smaller_type_keep_their_digits():
+    """pdfTeX sets exponents in smaller raised type: they were taken for footnote marks and deleted
+    ("p = 2 − 2 − 1" for 2^448 − 2^224 − 1)."""
+    doc = document("nettle-pages-2-92-93.pdf")
+    assert "Curve25519 is an elliptic curve of Montgomery type, y2 = x3+486662x2+x (mod p), with p = 2255−19." \
+        in doc.text
+    assert "y2 = x3 + 156326x2 + x (mod p), with p = 2448 − 2224 − 1." in doc.text
+    assert "This manual is placed in the public domain." in doc.text
+
+
+def test_texinfo_html_chapters_follow_its_headings():
+    doc = document("gettext-manual-ch2.html")
+    assert doc.title == "GNU gettext utilities: 2. The User's View"
+    assert [(c.title, c.level) for c in doc.chapters][:3] == [
+        ("2 The User's View", 1), ("2.1 Operating System Installation", 2),
+        ("2.2 Setting the Locale Used by GUI Programs", 2)]
+    assert "GNU gettext utilities" not in [c.title for c in doc.chapters]
+    assert [(h.title, h.level) for h in doc.headings if h.title.startswith("2.3.")][:2] == [
+        ("2.3.1 Locale Names", 3), ("2.3.2 Locale Environment Variables", 3)]
