@@ -1,6 +1,6 @@
 """A document file as a ``Book``: the one reader of export sources, shared by ``orator export`` and the studio's
-export queue. Qt-free, though documents other than text and Markdown are read by the studio's readers
-(``engine.documents``) when they are installed.
+export queue. Documents other than text and Markdown are read by ``engine.documents``, whose parsers (lxml,
+pypdfium2, markdown-it-py) come with the ``gui`` extra; without them text and Markdown are still read here.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def load_book(path: Path):
 
 
 def _read_document(path: Path, suffix: str):
-    """The studio's ``Document`` of ``path``; None for Markdown when its readers are missing (it is read here)."""
+    """The ``Document`` of ``path``; None for Markdown when the readers' parsers are missing (it is read here)."""
     try:
         from engine.documents import DocumentError, load_document
     except ImportError as e:
@@ -64,7 +64,7 @@ def _read_document(path: Path, suffix: str):
             missing = e
     if suffix in MARKDOWN_SUFFIXES:
         return None
-    raise UnsupportedError(f"reading {path.name} needs the studio's document readers, which need "
+    raise UnsupportedError(f"reading {path.name} needs the document readers' parsers, which need "
                            f"{missing.name or missing}: pip install 'orator[gui]'")
 
 

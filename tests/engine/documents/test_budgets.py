@@ -112,3 +112,19 @@ def test_markdown_nesting_is_bounded_and_never_cut(tmp_path):
         path.write_text(deep)
         with pytest.raises(DocumentError, match="nests lists or quotes deeper than Orator reads"):
             load_document(path)
+
+
+def test_the_frozen_apps_worker_entry_reads_a_pdf(tmp_path):
+    """A frozen app has no "python -m": it runs itself with --pdf-worker, which main.py hands over first."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "one.pdf"
+    path.write_bytes(minimal_pdf(["Read by the entry main.py hands over."]))
+    main = Path(__file__).resolve().parents[3] / "main.py"
+    child = subprocess.run([sys.executable, str(main), pdf_worker.WORKER_FLAG, str(path),
+                            json.dumps(pdf_worker._limits())], capture_output=True, check=True)
+    result = json.loads(child.stdout)
+    assert result["parsed"]["blocks"][0][0] == "Read by the entry main.py hands over."
