@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import statistics
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,9 @@ _TERMINAL = re.compile(r"[.!?:;…][\"'”’)\]]*$")
 _DIGITS = re.compile(r"\d+")
 _ROMAN_WORD = re.compile(r"\b[ivxlcdm]{1,7}\b")
 _HYPHENATED = re.compile(rf"(\w+)[{HYPHEN_MARK}-]{HYPHEN_MARK}?(\w+)")
+_ACCENTS = {"¨": "\u0308", "´": "\u0301", "ˆ": "\u0302", "˜": "\u0303", "¸": "\u0327", "˚": "\u030a",
+            "ˇ": "\u030c", "˘": "\u0306", "˝": "\u030b", "¯": "\u0304", "˙": "\u0307"}
+_SPACING_ACCENT = re.compile(f"([{''.join(_ACCENTS)}])([^\\W\\d_])")
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 _NUMBER_PREFIX = re.compile(r"^(?:(?:chapter|part|appendix|section)\s+)?(?:\d{1,4}\s+)*")  # of normalized text
 
@@ -262,6 +266,8 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
     if bookmarks:
         _mark_bookmarks(blocks, bookmarks)
     _resolve_hyphens(blocks)
+    for block in blocks:
+        block.text = _compose_accents(block.text)
     return blocks
 
 
@@ -340,6 +346,13 @@ def _continues(prev: _Block, nxt: _Block) -> bool:
     if _BULLET.match(nxt.text):
         return False
     return prev.text.endswith(HYPHEN_MARK) or not _TERMINAL.search(prev.text)
+
+
+def _compose_accents(text: str) -> str:
+    """"M¨oller" -> "Möller": TeX prints an accent as a glyph of its own before its letter."""
+    if not _SPACING_ACCENT.search(text):
+        return text
+    return unicodedata.normalize("NFC", _SPACING_ACCENT.sub(lambda m: m.group(2) + _ACCENTS[m.group(1)], text))
 
 
 def _resolve_hyphens(blocks: list[Block]) -> None:

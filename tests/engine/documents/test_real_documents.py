@@ -187,6 +187,7 @@ def test_pdf_exponents_in_smaller_type_keep_their_digits():
         in doc.text
     assert "y2 = x3 + 156326x2 + x (mod p), with p = 2448 − 2224 − 1." in doc.text
     assert "This manual is placed in the public domain." in doc.text
+    assert "Niels Möller" in doc.text and "¨" not in doc.text  # TeX's accent glyph joined to its letter
 
 
 def test_texinfo_html_chapters_follow_its_headings():
