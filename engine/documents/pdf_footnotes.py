@@ -1,12 +1,13 @@
 """PDF footnotes: which printed numbers are footnote marks, and which lines start the notes (Qt-free).
 
 A reader never drops a digit of the text, so a number is taken for a footnote mark only when it is one:
-a whole number (no digit beside it) that stands right after a word's end, either in smaller type
-("wizard²", "wizard.²") or in the body's type after a sentence or clause mark ("a wizard. 2"), and a
-footnote starting with that number (a line in smaller type in the lower half of the page) is printed on
-the same page or the next. Such a mark is removed, and the note's own leading number with it; the note is
-read after the paragraph it interrupts (pdf_reader moves it). Anything short of that is kept as printed:
-smaller digits inside "1770" or "(2002)", an exponent in "km s−1", a number with no note, a note with no mark.
+a whole number (no digit beside it) that stands right after a word's end, in smaller type ("wizard²",
+"wizard.²", "developers ⁴.") or, as some generators set marks, in the body's type before the line's end or a
+new sentence ("gz1", "(RFA).3", "a wizard. 2", or alone on a line after one), and a footnote starting with
+that number (a line in smaller type in the lower half of the page) is printed on the same page or the next.
+Such a mark is removed, and the note's own leading number with it; the note is read after the paragraph it
+interrupts (pdf_reader moves it). Anything short of that is kept as printed: smaller digits inside "1770"
+or "(2002)", an exponent in "km s−1", a number with no note, a note with no mark.
 PDFium ends a line after raised type ("(196¹" then ")"), so pieces of one printed line are first put together.
 """
 
