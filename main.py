@@ -9,8 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli import add_export_arguments, add_say_arguments, run_export_command, run_say_command
-from server.cli import add_serve_arguments, run_serve_command
+if __name__ == "__main__" and sys.argv[1:2] == ["--pdf-worker"]:
+    # the PDF reader's child process (engine/documents/pdf_worker.py): a frozen app has no "python -m", so it
+    # starts here, before the imports below load PyTorch
+    from engine.documents.pdf_worker import worker_main
+
+    sys.exit(worker_main(sys.argv[2:4]))
+
+from engine.cli import add_export_arguments, add_say_arguments, run_export_command, run_say_command  # noqa: E402
+from server.cli import add_serve_arguments, run_serve_command  # noqa: E402
 
 
 # ---- gui ------------------------------------------------------------------------------------------

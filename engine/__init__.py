@@ -1,8 +1,8 @@
 """Orator's Qwen3-TTS inference engine: ``Engine``, ``Voice`` and ``Sampling`` are the public API.
 
 The names are loaded on first use (PEP 562), so that a light submodule (``engine.errors``, ``engine.text``, the
-command line's argument parsers) can be imported without torch: ``python main.py --help`` imports neither torch nor
-the server's web stack.
+document readers, the command line's argument parsers) can be imported without torch: ``python main.py --help``
+imports neither torch nor the server's web stack, and the PDF reader's worker process starts in a moment.
 """
 
 from __future__ import annotations

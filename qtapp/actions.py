@@ -16,10 +16,10 @@ from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDoubleSpinBox, QFileDialog, QLabel, QLineEdit, QMenu, QMessageBox, QStyle, QToolBar
 
+from engine.documents import OPEN_FILTER
 from qtapp.dialogs.first_run import FirstRunDialog
 from qtapp.dialogs.pronunciation_dialog import PronunciationDialog
 from qtapp.dialogs.settings_dialog import SettingsDialog
-from qtapp.documents import OPEN_FILTER
 from qtapp.export_requests import open_export_dialog
 
 SHORTCUTS = {

@@ -1,6 +1,6 @@
 """Opening documents off the GUI thread: ``DocumentLoader`` reads a large file on a thread of its own.
 
-``load_document`` (``qtapp.documents``) parses a 20 MB HTML file for seconds; on the GUI thread the window
+``load_document`` (``engine.documents``) parses a 20 MB HTML file for seconds; on the GUI thread the window
 would freeze meanwhile. ``DocumentLoader.start(path)`` runs it on a daemon thread and hands the result back
 on the GUI thread (``loaded(path, Document)`` or ``failed(path, message)``); ``cancel()`` drops the load
 that runs: the parser cannot be interrupted, so it finishes unseen and its result is thrown away. Files
@@ -17,7 +17,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
 
-from qtapp.documents import DocumentError, load_document
+from engine.documents import DocumentError, load_document
 
 # HTML, the slowest reader per byte, parses 256 KiB in about 60 ms (20 MB in 4.8 s on one core)
 BACKGROUND_BYTES = 256 * 1024

@@ -27,13 +27,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.documents import Chapter, DocumentError, load_document
 from engine.pronunciation import save_lexicon
 from engine.voices.library import LibraryError, VoiceLibrary
 from engine.voices.voice import MODEL_TYPE_FOR_VOICE
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave, write_lines
 from qtapp.document_loader import DocumentLoader, LoadingIndicator, in_background
-from qtapp.documents import Chapter, DocumentError, load_document
 from qtapp.editor import Editor, FindBar
 from qtapp.export_panel import ExportPanel
 from qtapp.export_queue import ExportQueueController

@@ -4,7 +4,7 @@ It builds a tiny synthetic checkpoint in a temporary folder (``engine.synthetic`
 studio's speech worker thread, and speaks one sentence through the studio's real ``Player`` into the
 default audio output (a PulseAudio null sink on CI) or, where no output device exists, into a null
 output that consumes audio in real time (``qtapp.null_audio``); before that it opens a tiny file of
-every document format (``qtapp.documents.selfcheck``). It exits 0 once every sample has been played,
+every document format (``engine.documents.selfcheck``). It exits 0 once every sample has been played,
 else prints why and exits 1. Used by CI on the PyInstaller bundle.
 """
 
@@ -125,10 +125,10 @@ class _Listener(QObject):
 def self_test() -> str:
     """Run every step; a one-line report of what was played, or ``SelfTestError``."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from engine.documents import DocumentError
+    from engine.documents.selfcheck import check_readers
     from engine.synthetic.checkpoint import build_checkpoint
     from qtapp.app import create_application
-    from qtapp.documents import DocumentError
-    from qtapp.documents.selfcheck import check_readers
 
     started = time.perf_counter()
     create_application()

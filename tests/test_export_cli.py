@@ -126,7 +126,7 @@ def test_a_bad_chapter_list_is_one_clear_line_before_any_model_loads(capsys, boo
 
 @pytest.mark.parametrize("content, message", [
     (None, "does not exist"), (b"", "is empty"), (b"  \n\n  ", "is empty"), (b"\x00\x01\x02binary\xff\xfe", "binary"),
-    (b"# \n\n---\n", "no (?:text to speak|readable text)")])  # Markdown: read by qtapp.documents when it can
+    (b"# \n\n---\n", "no (?:text to speak|readable text)")])  # Markdown: read by engine.documents when it can
 def test_bad_inputs_are_one_clear_line(capsys, tmp_path, content, message):
     path = tmp_path / ("notes.md" if content == b"# \n\n---\n" else "input.txt")
     if content is not None:
@@ -213,7 +213,7 @@ def test_an_epub_with_chapters_becomes_an_m4b_with_the_same_chapters(capsys, tin
     from tests.engine.audio.test_encode import png
 
     if not _structured_documents():
-        pytest.skip("qtapp.documents here reads an EPUB as flat text, without its chapters (branch documents does)")
+        pytest.skip("engine.documents here reads an EPUB as flat text, without its chapters (branch documents does)")
 
     chapters = [("Chapter 1: Arrival", "They came by sea. It was late."), ("Chapter 2: The Town", "Nobody was up."),
                 ("Chapter 3: Leaving", "They left at dawn. Nobody saw them go.")]
@@ -234,7 +234,7 @@ def test_an_epub_with_chapters_becomes_an_m4b_with_the_same_chapters(capsys, tin
 
 
 def test_without_the_studios_readers_an_epub_is_refused_and_markdown_still_read(capsys, monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "qtapp.documents", None)  # importing it now raises ImportError
+    monkeypatch.setitem(sys.modules, "engine.documents", None)  # importing it now raises ImportError
     (tmp_path / "book.epub").write_bytes(b"PK\x03\x04 whatever")
     code, _, err = run(capsys, str(tmp_path / "book.epub"), "--list-chapters")
     assert code == 2 and "pip install 'orator[gui]'" in one_error_line(err)

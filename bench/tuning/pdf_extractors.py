@@ -5,7 +5,7 @@ number of PDF tokens that are no word of the HTML but split into two of its word
 adjacent token pairs that are no words but join into one (split words: "manip- ulation", "Deb ian"), the share
 of the HTML's 6-word shingles found in the PDF text (word spacing and reading order together), and the time per
 page. Needs pypdf and pdfminer.six installed besides the gui extra (only the chosen pypdfium2 is a dependency).
-The last row, "orator", is what the studio reads (pypdfium2 plus qtapp/documents/pdf_reader.py's rules); the
+The last row, "orator", is what the studio reads (pypdfium2 plus engine/documents/pdf_reader.py's rules); the
 "wordless segments" column counts what engine.text.split_segments makes of the text that holds no letter.
 Usage: python -m bench.tuning.pdf_extractors PDF:HTML[,HTML...] ...
 """
@@ -47,8 +47,8 @@ def pdfium_text(path: str) -> list[str]:
 
 
 def orator_text(path: str) -> list[str]:
-    """What the studio reads: pypdfium2 plus the rules of qtapp/documents/pdf_reader.py."""
-    from qtapp.documents import load_document
+    """What the studio reads: pypdfium2 plus the rules of engine/documents/pdf_reader.py."""
+    from engine.documents import load_document
 
     return [load_document(path).text]
 

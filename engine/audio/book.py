@@ -2,7 +2,7 @@
 and the pauses that structure gets (``Pauses``). Qt-free.
 
 ``book_from_text`` reads plain text or Markdown; ``book_from_document`` takes a document the studio imported
-(``qtapp.documents``: its chapters and headings as spans of its text where it has them, else its text read as
+(``engine.documents``: its chapters and headings as spans of its text where it has them, else its text read as
 plain text). The rules, each so that pauses follow the text's structure and never its line breaks:
 
 - A paragraph ends at a blank line. Inside one, a line break is a hard wrap and the lines are joined with a space
@@ -30,16 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from xml.etree import ElementTree
 
+from engine.documents.text_chapters import SENTENCE_END as _SENTENCE_END
+from engine.documents.text_chapters import chapter_headings
+from engine.documents.text_chapters import paragraphs as _paragraphs
 from engine.errors import TextError
 from engine.voice_marks import parse_mark
 
-MAX_HEADING_CHARS = 120  # a longer paragraph is prose, whatever it starts with
-MAX_TITLE_LINE_CHARS = 80  # the title line that may follow a chapter label
-_SENTENCE_END = re.compile(r"""[.!?…:;]["'”’)\]]*$""")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+\S")
-_CHAPTER_LABEL = re.compile(
-    r"^(?:(?:chapter|part|book|section|volume|canto|act)\s+[\w.:-]+|prologue|epilogue|introduction|preface|"
-    r"foreword|afterword|appendix|interlude|postscript)\b[\s\S]*$", re.IGNORECASE)
 _ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 _RULE = re.compile(r"^\s{0,3}(?:(?:\*\s*){3,}|(?:-\s*){3,}|(?:_\s*){3,})$")
@@ -133,7 +130,7 @@ def book_from_text(text: str, title: str, markdown: bool = False) -> Book:
 
 
 def book_from_document(document, warnings: list[str] | None = None) -> Book:
-    """A book from a ``qtapp.documents.Document``: its chapters (top level) and headings where it has them, else
+    """A book from a ``engine.documents.Document``: its chapters (top level) and headings where it has them, else
     its text read as plain text."""
     title = getattr(document, "title", "") or Path(getattr(document, "path", "book")).stem
     author = getattr(document, "author", "") or ""
@@ -246,13 +243,6 @@ def _normalized(member: str) -> str:
     return "/".join(parts)
 
 
-def _paragraphs(text: str, start: int, end: int):
-    """(offset, text) of each blank-line-separated paragraph of ``text[start:end]`` that has a word."""
-    for match in re.finditer(r"(?:[^\n]|\n(?![ \t]*\n))+", text[start:end]):
-        if _HAS_WORD.search(match.group()):
-            yield start + match.start() + len(match.group()) - len(match.group().lstrip()), match.group().strip()
-
-
 def _wrap_width(text: str) -> int:
     lengths = sorted(len(line.rstrip()) for line in text.split("\n") if line.strip())
     if not lengths:
@@ -305,38 +295,21 @@ def _join_lines(lines: list[str]) -> str:
 
 
 def _text_blocks(text: str) -> list[_Block]:
+    """Plain text as blocks: the chapter headings ``chapter_headings`` finds (the studio's too), paragraphs."""
     width = _wrap_width(text)
+    headings = {h.start: h for h in chapter_headings(text)}
     blocks: list[_Block] = []
-    for _, paragraph in _paragraphs(text, 0, len(text)):
-        lines = [line.strip() for line in paragraph.split("\n") if line.strip()]
-        if _is_label(lines[0]):
-            title_lines = lines[1:]
-            if len(title_lines) <= 2 and all(len(t) <= MAX_TITLE_LINE_CHARS for t in title_lines):
-                heading = " ".join([_label_with_stop(lines[0]) if title_lines else lines[0], *title_lines])
-                blocks.append(_Block(heading, 1, None))
-                continue
-        joined = _split_paragraph(paragraph, width)
-        if (len(joined) == 1 and blocks and blocks[-1].level == 1 and len(lines) == 1
-                and len(lines[0]) <= MAX_TITLE_LINE_CHARS and not _SENTENCE_END.search(lines[0])
-                and joined[0].voice is None and _is_bare_label(blocks[-1].text)):
-            blocks[-1].text = f"{_label_with_stop(blocks[-1].text)} {lines[0]}"  # "CHAPTER IV" then its title
+    heading_end = -1
+    for at, paragraph in _paragraphs(text, 0, len(text)):
+        if at < heading_end:
+            continue  # the title line of the heading just read
+        heading = headings.get(at)
+        if heading is not None:
+            blocks.append(_Block(heading.title, 1, None))
+            heading_end = heading.end
             continue
-        blocks.extend(joined)
+        blocks.extend(_split_paragraph(paragraph, width))
     return blocks
-
-
-def _is_label(line: str) -> bool:
-    return len(line) <= MAX_HEADING_CHARS and bool(_CHAPTER_LABEL.match(line)) and not parse_mark(line)[0]
-
-
-def _is_bare_label(text: str) -> bool:
-    """A heading that is a label alone ("Chapter 4", "PART II."), waiting for its title."""
-    return bool(re.fullmatch(r"(?:chapter|part|book|section|volume|canto|act)\s+[\w.:-]+", text, re.IGNORECASE))
-
-
-def _label_with_stop(label: str) -> str:
-    """A label followed by its title: "CHAPTER I" -> "CHAPTER I." so the two are not read as one phrase."""
-    return label if re.search(r"[.:!?]$", label) else label + "."
 
 
 def _markdown_blocks(text: str) -> list[_Block]:

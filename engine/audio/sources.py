@@ -1,6 +1,6 @@
 """A document file as a ``Book``: the one reader of export sources, shared by ``orator export`` and the studio's
-export queue. Qt-free, though documents other than text and Markdown are read by the studio's readers
-(``qtapp.documents``) when they are installed.
+export queue. Documents other than text and Markdown are read by ``engine.documents``, whose parsers (lxml,
+pypdfium2, markdown-it-py) come with the ``gui`` extra; without them text and Markdown are still read here.
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ def load_book(path: Path):
 
 
 def _read_document(path: Path, suffix: str):
-    """The studio's ``Document`` of ``path``; None for Markdown when its readers are missing (it is read here)."""
+    """The ``Document`` of ``path``; None for Markdown when the readers' parsers are missing (it is read here)."""
     try:
-        from qtapp.documents import DocumentError, load_document
+        from engine.documents import DocumentError, load_document
     except ImportError as e:
         missing = e
     else:
@@ -64,14 +64,14 @@ def _read_document(path: Path, suffix: str):
             missing = e
     if suffix in MARKDOWN_SUFFIXES:
         return None
-    raise UnsupportedError(f"reading {path.name} needs the studio's document readers, which need "
+    raise UnsupportedError(f"reading {path.name} needs the document readers' parsers, which need "
                            f"{missing.name or missing}: pip install 'orator[gui]'")
 
 
 def _structured_documents() -> bool:
-    """Whether ``qtapp.documents`` gives chapters (its structured readers); else Markdown is read here."""
+    """Whether ``engine.documents`` gives chapters (its structured readers); else Markdown is read here."""
     try:
-        from qtapp.documents import Document
+        from engine.documents import Document
     except ImportError:
         return False
     return "chapters" in getattr(Document, "__dataclass_fields__", {})

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.documents import load_document
 from engine.text import (
     DEFAULT_MAX_CHARS,
     DEFAULT_TARGET_CHARS,
@@ -18,8 +19,7 @@ from engine.text import (
     split_segments,
     split_sentences,
 )
-from qtapp.documents import load_document
-from tests.qtapp.documents.helpers import DATA
+from tests.engine.documents.helpers import DATA
 
 
 def check_plan(text: str, max_chars: int = DEFAULT_MAX_CHARS, target_chars: int = DEFAULT_TARGET_CHARS):

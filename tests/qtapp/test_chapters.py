@@ -8,7 +8,7 @@ from PySide6.QtTest import QTest
 
 from qtapp.actions import CHAPTER_INDENT
 from qtapp.reading import PLAYING
-from tests.qtapp.documents.helpers import DATA
+from tests.engine.documents.helpers import DATA
 
 EPUB = DATA / "developers-reference.epub"
 CTRL_SHIFT = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier

@@ -216,7 +216,7 @@ class Span:
 
 @dataclass
 class FakeDocument:
-    """The shape of qtapp.documents.Document with structure (title, author, chapters, headings as spans)."""
+    """The shape of engine.documents.Document with structure (title, author, chapters, headings as spans)."""
 
     path: Path
     text: str
@@ -258,7 +258,7 @@ def test_a_chapter_that_starts_at_a_paragraph_without_a_heading():
 
 def test_a_flat_document_is_read_as_plain_text():
     @dataclass
-    class Flat:  # qtapp.documents.Document before it had structure
+    class Flat:  # engine.documents.Document before it had structure
         path: Path
         text: str
         title: str

@@ -16,14 +16,14 @@ import zlib
 from pathlib import Path
 from urllib.parse import unquote
 
-from qtapp.documents.html_reader import (
+from engine.documents.html_reader import (
     HtmlConverter,
     decode_markup,
     is_internal_link,
     local_name,
     parse_markup,
 )
-from qtapp.documents.model import MAX_UNPACKED_BYTES, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import MAX_MARKUP_TAGS, MAX_UNPACKED_BYTES, Document, DocumentError, Parsed, TocEntry
 
 HTML_MEDIA_TYPES = ("application/xhtml+xml", "text/html", "application/xml", "text/xml")
 NCX_MEDIA_TYPE = "application/x-dtbncx+xml"
@@ -123,6 +123,7 @@ def _read(archive: _Archive, path: Path, doc: Document) -> Parsed:
     order, skipped = _reading_order(spine, manifest, nav_path)
 
     converter = HtmlConverter()
+    tags_left = MAX_MARKUP_TAGS
     read_paths: set[str] = set()
     wrong_encoding: list[str] = []
     for item_path in order:
@@ -135,7 +136,12 @@ def _read(archive: _Archive, path: Path, doc: Document) -> Parsed:
         except DAMAGED_MEMBER:
             skipped += 1  # a damaged member costs that part only
             continue
-        root = parse_markup(decode_markup(data, wrong_encoding), xml_first=True)
+        text = decode_markup(data, wrong_encoding)
+        tags_left -= text.count("<")
+        if tags_left < 0:
+            raise DocumentError(f"“{path.name}” holds more than {MAX_MARKUP_TAGS:,} tags in its pages, more than "
+                                "Orator reads.")
+        root = parse_markup(text, xml_first=True, what=f"“{path.name}”")
         if root is None:
             continue
         converter.feed(root, item_path)
@@ -145,10 +151,31 @@ def _read(archive: _Archive, path: Path, doc: Document) -> Parsed:
     if wrong_encoding:
         doc.warnings.append(f"{len(wrong_encoding)} chapter(s) not in the encoding they declare were read as "
                             "Windows-1252; some characters may be wrong.")
-    toc = [e for e in _navigation(archive, nav_path, ncx_path) if e.anchor.partition("#")[0] in read_paths]
+    toc = _entries_read(_navigation(archive, nav_path, ncx_path), read_paths, opf_dir)
+    if len(toc) < 2:
+        toc = []  # a contents that names one page of many (or none) says less than the pages' headings
     # an entry whose fragment names no element starts at its file's beginning
     fallback = {e.anchor: e.anchor.partition("#")[0] for e in toc if "#" in e.anchor}
     return Parsed(converter.finish(), title, author, toc or None, fallback)
+
+
+def _entries_read(entries: list[TocEntry], read_paths: set[str], opf_dir: str) -> list[TocEntry]:
+    """The contents entries that point at a page read, their paths resolved relative to the navigation document
+    as the EPUB specification says or, where a book got that wrong, relative to its package document or by the
+    page's file name when one page read has it."""
+    by_name: dict[str, list[str]] = {}
+    for read in read_paths:
+        by_name.setdefault(posixpath.basename(read), []).append(read)
+    out = []
+    for entry in entries:
+        path, _, fragment = entry.anchor.partition("#")
+        if path not in read_paths:
+            in_package = posixpath.normpath(posixpath.join(opf_dir, posixpath.basename(path)))
+            named = by_name.get(posixpath.basename(path), [])
+            path = in_package if in_package in read_paths else named[0] if len(named) == 1 else ""
+        if path:
+            out.append(TocEntry(entry.title, entry.level, path + (f"#{fragment}" if fragment else "")))
+    return out
 
 
 def _reading_order(spine, manifest: dict[str, tuple[str, str, str]], nav_path: str | None) -> tuple[list[str], int]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from qtapp import documents
-from qtapp.documents import (
+from engine import documents
+from engine.documents import (
     Document,
     DocumentError,
     docx_reader,
@@ -17,7 +17,7 @@ from qtapp.documents import (
     model,
     pdf_reader,
 )
-from tests.qtapp.documents.helpers import DATA, minimal_pdf, write_epub
+from tests.engine.documents.helpers import DATA, minimal_pdf, write_epub
 
 
 def test_plain_text_utf8_and_crlf(tmp_path):

@@ -16,9 +16,14 @@ from pathlib import Path
 # Bounds that keep a hostile or absurd file from exhausting memory or time; each is far above a real book.
 MAX_FILE_BYTES = 1 << 30  # any file (PDFs are read from disk page by page, the others into memory)
 MAX_MARKUP_BYTES = 256 << 20  # a text, Markdown or HTML file read whole
+MAX_MARKDOWN_BYTES = 32 << 20  # Markdown's inline parsing costs up to ~5 µs a byte on hostile input
 MAX_UNPACKED_BYTES = 512 << 20  # what may be unpacked from one EPUB or DOCX archive
 MAX_PDF_PAGES = 10_000
 MAX_TEXT_CHARS = 128_000_000  # the extracted text
+# tags of one HTML page, or of all an EPUB's pages: each costs a few hundred bytes parsed (2 million: under 1 GB),
+# and a dense real manual holds well under a million
+MAX_MARKUP_TAGS = 2_000_000
+TITLE_BLOCK_CHARS = 3000  # a book's title headings and what they introduce (a copyright notice) before its chapters
 
 
 class DocumentError(Exception):
@@ -211,20 +216,32 @@ def assemble(parsed: Parsed, doc: Document) -> None:
                 marks.append((start, entry.level, title))
     else:
         marks = [(h.start, h.level, h.title) for h in _chapter_headings(headings)]
-    doc.chapters = _chapters(marks, text)
+    doc.chapters = chapter_spans(marks, text)
 
 
 def _chapter_headings(headings: list[Heading]) -> list[Heading]:
-    """Without a contents: the headings down to the highest level that occurs at least twice (a lone
-    top heading is the document's title, its sections are the chapters)."""
+    """Without a contents: the headings from the highest level that is not the title block down to the highest
+    level that occurs at least twice (a lone top heading is the document's title, its sections are the chapters).
+    A title block is a level of two headings or more that all come before the first deeper heading, within
+    ``TITLE_BLOCK_CHARS`` of it, over deeper levels with two headings or more: a Texinfo page's "settitle" and
+    "Top" headings are not two chapters named after the book."""
     if not headings:
         return []
     levels = sorted({h.level for h in headings})
+    while len(levels) > 1:
+        first_deeper = next(h for h in headings if h.level > levels[0])
+        own = [h for h in headings if h.level == levels[0]]
+        if (len(own) >= 2 and all(h.start < first_deeper.start for h in own)
+                and first_deeper.start - own[0].start <= TITLE_BLOCK_CHARS
+                and sum(h.level > levels[0] for h in headings) >= 2):
+            levels = levels[1:]
+        else:
+            break
     deepest = next((lv for lv in levels if sum(h.level == lv for h in headings) >= 2), levels[-1])
-    return [h for h in headings if h.level <= deepest]
+    return [h for h in headings if levels[0] <= h.level <= deepest]
 
 
-def _chapters(marks: list[tuple[int, int, str]], text: str) -> list[Chapter]:
+def chapter_spans(marks: list[tuple[int, int, str]], text: str) -> list[Chapter]:
     """Chapters in reading order, levels renumbered from 1, each ending where the next of its level or a
     higher one begins; repeated entries (same start and title) are kept once."""
     if not marks:

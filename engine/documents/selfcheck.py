@@ -3,7 +3,7 @@
 ``check_readers(folder)`` writes one tiny file of each format (txt, md, html, epub, pdf, docx) into
 ``folder``, opens each with ``load_document`` and returns the formats read, or raises ``DocumentError``
 naming the first that failed. ``orator --self-test`` runs it, so a bundle that lost a parser's
-library (libpdfium, lxml, python-docx) fails CI instead of a user's first PDF.
+library (libpdfium, lxml) fails CI instead of a user's first PDF.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from qtapp.documents import DocumentError, load_document
+from engine.documents import DocumentError, load_document
 
 SENTENCE = "Orator reads this sentence."
 

@@ -4,8 +4,8 @@ import zipfile
 
 import pytest
 
-from qtapp.documents import DocumentError, load_document
-from tests.qtapp.documents.helpers import write_epub, xhtml
+from engine.documents import DocumentError, load_document
+from tests.engine.documents.helpers import write_epub, xhtml
 
 CHAPTERS = [("One", "<p>First chapter text.</p>"), ("Two", "<p>Second chapter text.</p>"),
             ("Three", "<p>Third chapter text.</p>")]
@@ -118,3 +118,28 @@ def test_images_in_the_spine_are_not_read_as_text(tmp_path):
         spine_extra='<itemref idref="cover"/>', files={"OEBPS/cover.jpg": b"\xff\xd8\xff\xe0JFIF garbage <p>x"})
     doc = load_document(book)
     assert doc.text == "One\n\nFirst chapter text." and doc.warnings == []
+
+
+def test_navigation_hrefs_without_their_folder_still_give_the_chapters(tmp_path):
+    """The navigation document sits in a folder of its own and names the pages as if beside it ("c1.xhtml" for
+    "../c1.xhtml"): resolved as the specification says they miss, so the pages' file names find them."""
+    names = ["Opening", "Middle", "Closing"]
+    chapters = [(name, f"<h2>Section {i}.1</h2><p>Text {i}.</p>") for i, name in enumerate(names, 1)]
+    entries = "".join(f'<li><a href="c{i}.xhtml">{name} (the contents)</a></li>' for i, name in enumerate(names))
+    nav = xhtml(f'<nav xmlns:epub="http://www.idpf.org/2007/ops" epub:type="toc"><ol>{entries}</ol></nav>')
+    book = write_epub(tmp_path / "b.epub", chapters, nav="none", files={"OEBPS/nav/nav.xhtml": nav},
+                      manifest_extra='<item id="nav" href="nav/nav.xhtml" media-type="application/xhtml+xml" '
+                                     'properties="nav"/>')
+    doc = load_document(book)
+    assert [c.title for c in doc.chapters] == [f"{name} (the contents)" for name in names]  # not the headings
+    assert doc.text[doc.chapters[2].start:].startswith("Closing\n\nSection 3.1")
+
+
+def test_a_contents_of_one_entry_gives_way_to_the_headings(tmp_path):
+    chapters = [(f"Chapter {i}", f"<p>Text {i}.</p>") for i in range(1, 4)]
+    nav = xhtml('<nav xmlns:epub="http://www.idpf.org/2007/ops" epub:type="toc"><ol><li><a href="c0.xhtml">'
+                "The Book</a></li></ol></nav>")
+    book = write_epub(tmp_path / "one.epub", chapters, nav="none", files={"OEBPS/nav.xhtml": nav},
+                      manifest_extra='<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" '
+                                     'properties="nav"/>')
+    assert [c.title for c in load_document(book).chapters] == ["Chapter 1", "Chapter 2", "Chapter 3"]

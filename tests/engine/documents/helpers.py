@@ -11,16 +11,22 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "documents"
 def layout_pdf(pages: list[list[tuple[float, float, float, str]]], outline: list[tuple[str, int]] = (),
                font_name: str = "Helvetica") -> bytes:
     """A PDF of A4 pages, each a list of (x, y, size, text) lines in one standard font (y from the bottom),
-    with a correct cross-reference table; ``outline`` is (title, page index) bookmarks."""
+    with a correct cross-reference table; ``outline`` is (title, page index) bookmarks. A line's text may be
+    a list of (size, rise, text) runs instead: type of other sizes, raised by ``rise`` points (superscripts)."""
     def escape(text: str) -> str:
         return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+    def show(size: float, text) -> str:
+        if isinstance(text, str):
+            return f"/F1 {size} Tf ({escape(text)}) Tj"
+        return " ".join(f"/F1 {s} Tf {rise} Ts ({escape(t)}) Tj" for s, rise, t in text) + " 0 Ts"
 
     n = len(pages)
     font = 3 + 2 * n
     objects = ["<< /Type /Catalog /Pages 2 0 R" + (f" /Outlines {font + 1} 0 R" if outline else "") + " >>",
                "<< /Type /Pages /Kids [" + " ".join(f"{3 + 2 * i} 0 R" for i in range(n)) + f"] /Count {n} >>"]
     for i, lines in enumerate(pages):
-        content = " ".join(f"BT /F1 {size} Tf {x} {y} Td ({escape(text)}) Tj ET" for x, y, size, text in lines)
+        content = " ".join(f"BT {x} {y} Td {show(size, text)} ET" for x, y, size, text in lines)
         objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents {4 + 2 * i} 0 R "
                        f"/Resources << /Font << /F1 {font} 0 R >> >> >>")
         objects.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream")
@@ -95,4 +101,29 @@ def write_epub(path: Path, chapters: list[tuple[str, str]], title: str = "A Smal
         for name, data in members.items():
             if data is not None:
                 archive.writestr(name, data)
+    return path
+
+
+def write_docx(path: Path, body: str, rels: str = "", members: dict | None = None) -> Path:
+    """A DOCX whose body is the WordprocessingML ``body`` (the ``w`` and ``r`` prefixes declared), with the
+    relationships ``rels`` of the document part, as LibreOffice and Word lay the package out."""
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    r = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    package = "http://schemas.openxmlformats.org/package/2006/relationships"
+    parts = {
+        "[Content_Types].xml": '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+                               '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+                               'relationships+xml"/><Override PartName="/word/document.xml" ContentType="application/'
+                               'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        "_rels/.rels": f'<Relationships xmlns="{package}"><Relationship Id="rId1" Type="http://schemas.openxmlformats'
+                       '.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>'
+                       "</Relationships>",
+        "word/_rels/document.xml.rels": f'<Relationships xmlns="{package}">{rels}</Relationships>',
+        "word/document.xml": f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+                             f'<w:document xmlns:w="{w}" xmlns:r="{r}"><w:body>{body}</w:body></w:document>',
+    }
+    parts.update(members or {})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
     return path

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qtapp.documents import DocumentError, html_to_text, load_document
-from qtapp.documents.html_reader import decode_markup
+from engine.documents import DocumentError, html_to_text, load_document
+from engine.documents.html_reader import decode_markup
 
 
 def test_doctype_declaration_comments_and_instructions_are_not_read():
@@ -148,3 +148,17 @@ def test_deep_nesting_costs_no_recursion_and_huge_text_nodes_are_kept():
 def test_html_to_text_wants_text(page):
     with pytest.raises(DocumentError):
         html_to_text(page)
+
+
+def test_a_texinfo_title_block_is_not_two_chapters(tmp_path):
+    """makeinfo's one-page HTML opens with the book's title twice ("settitle" and the Top node), both <h1>, before
+    its chapters (<h2>): the chapters are the <h2>s, not two chapters named after the book."""
+    chapters = "".join(f'<div class="chapter-level-extent"><h2 class="chapter">{n} Chapter {n}</h2><p>Text {n}.</p>'
+                       f'<h3 class="section">{n}.1 A section</h3><p>More {n}.</p></div>' for n in range(1, 4))
+    path = tmp_path / "m4.html"
+    path.write_text('<html><head><title>GNU M4 macro processor</title></head><body><h1 class="settitle">GNU M4</h1>'
+                    '<div class="top-level-extent" id="Top"><h1 class="top">GNU M4</h1><p>This manual is for GNU M4 '
+                    f"1.4.19.</p></div>{chapters}</body></html>")
+    doc = load_document(path)
+    assert [(c.title, c.level) for c in doc.chapters] == [("1 Chapter 1", 1), ("2 Chapter 2", 1), ("3 Chapter 3", 1)]
+    assert doc.text[doc.chapters[0].start:doc.chapters[0].end].endswith("1.1 A section\n\nMore 1.")

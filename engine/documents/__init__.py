@@ -12,9 +12,10 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from qtapp.documents.html_reader import html_to_text
-from qtapp.documents.model import (
+from engine.documents.html_reader import html_to_text
+from engine.documents.model import (
     MAX_FILE_BYTES,
+    MAX_MARKDOWN_BYTES,
     MAX_MARKUP_BYTES,
     Chapter,
     Document,
@@ -22,7 +23,7 @@ from qtapp.documents.model import (
     Heading,
     assemble,
 )
-from qtapp.documents.text_reader import decode_text
+from engine.documents.text_reader import decode_text
 
 __all__ = ["Chapter", "Document", "DocumentError", "Heading", "OPEN_FILTER", "SUPPORTED_SUFFIXES",
            "decode_text", "html_to_text", "load_document"]
@@ -50,7 +51,9 @@ def load_document(path: str | Path) -> Document:
     if size == 0:
         raise DocumentError(f"“{path.name}” is empty.")
     kind = FORMAT_NAMES.get(suffix, "text")
-    if size > (MAX_FILE_BYTES if suffix in (".pdf", ".epub", ".docx") else MAX_MARKUP_BYTES):
+    limit = {".pdf": MAX_FILE_BYTES, ".epub": MAX_FILE_BYTES, ".docx": MAX_FILE_BYTES, ".md": MAX_MARKDOWN_BYTES,
+             ".markdown": MAX_MARKDOWN_BYTES}.get(suffix, MAX_MARKUP_BYTES)
+    if size > limit:
         raise DocumentError(f"“{path.name}” is {size / 2**20:,.0f} MB, larger than Orator opens as a {kind} file.")
     doc = Document(path=path, text="", title=path.stem)
     try:
@@ -75,32 +78,34 @@ def load_document(path: str | Path) -> Document:
 def _read(path: Path, suffix: str, doc: Document) -> None:
     if suffix in (".epub", ".docx", ".pdf"):
         if suffix == ".pdf":
-            from qtapp.documents.pdf_reader import read_pdf as reader
+            from engine.documents.pdf_worker import read_pdf_isolated as reader
         else:
             if not zipfile.is_zipfile(path):
                 raise DocumentError(f"“{path.name}” is not a valid {FORMAT_NAMES[suffix]} file "
                                     "(it is not a zip archive).")
             if suffix == ".epub":
-                from qtapp.documents.epub_reader import read_epub as reader
+                from engine.documents.epub_reader import read_epub as reader
             else:
-                from qtapp.documents.docx_reader import read_docx as reader
+                from engine.documents.docx_reader import read_docx as reader
         assemble(reader(path, doc), doc)
         return
     data = path.read_bytes()
     if suffix in (".md", ".markdown"):
-        from qtapp.documents.text_reader import read_markdown
+        from engine.documents.text_reader import read_markdown
 
         assemble(read_markdown(data, doc), doc)
     elif suffix in (".html", ".htm", ".xhtml"):
-        from qtapp.documents.html_reader import decode_markup, html_parsed
+        from engine.documents.html_reader import decode_markup, html_parsed
 
         text = decode_markup(data, doc.warnings)
-        assemble(html_parsed(text, xml_first=suffix == ".xhtml" or text.lstrip().startswith("<?xml")), doc)
+        assemble(html_parsed(text, xml_first=suffix == ".xhtml" or text.lstrip().startswith("<?xml"),
+                             what=f"“{path.name}”"), doc)
     else:
-        from qtapp.documents.text_reader import read_plain_text
+        from engine.documents.text_reader import chapters_of_plain_text, read_plain_text
 
         if suffix not in SUPPORTED_SUFFIXES:
             doc.warnings.append(f"Unknown file type “{path.suffix}”; opened as plain text.")
         # only plain text is trimmed: an assembled text has no blank edges, and trimming would shift its spans
         doc.text = read_plain_text(data, doc).strip("\n")
+        chapters_of_plain_text(doc)
 

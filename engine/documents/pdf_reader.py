@@ -7,23 +7,31 @@ pdfminer.six's 34-141 ms. Its text comes line by line with each character's box 
 those this module removes what is printed but not read: contents and index pages (dot leaders, lines
 ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
 text, repeated on three pages or more, or on two of a short document), page numbers and footnote
-markers; it joins words hyphenated at a line end (PDFium marks them) unless the document spells the
-word with its hyphen elsewhere; it rebuilds paragraphs across lines, columns and pages (a paragraph
-ends at a wider gap, a line short of its column's edge, a change of size, an indent or a list bullet)
-and moves footnotes after the paragraph they interrupt. Bookmarks give chapters; without them, larger
-type gives headings.
+markers (pdf_footnotes.py: a digit is removed only as a mark with its note); it joins words
+hyphenated at a line end (PDFium marks them) unless the document spells the word with its hyphen
+elsewhere; it rebuilds paragraphs across lines, columns and pages (a paragraph ends at a wider gap,
+a line short of its column's edge, a change of size, an indent or a list bullet) and moves footnotes
+after the paragraph they interrupt. Bookmarks give chapters; without them, larger type gives headings.
 """
 
 from __future__ import annotations
 
 import re
 import statistics
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qtapp.documents.model import MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
+from engine.documents.pdf_footnotes import (
+    SUPERSCRIPTS,
+    drop_footnote_marks,
+    rejoin_printed_lines,
+    small_digit_runs,
+)
 
+MAX_PAGE_CHARS = 1_000_000  # characters of one page; a dense printed page holds under 10,000
 HYPHEN_MARK = "\x02"  # what PDFium puts for a hyphen at a line end
 _LINE = re.compile(r"[^\r\n]+")
 _LEADERS = re.compile(r"(?:\.\s*){4,}\s*(?:[\dIVXLCDMivxlcdm]+)?\s*$|(?:\.\s?){3,}\s*\d+\s*$")
@@ -35,16 +43,12 @@ _BULLET = re.compile(r"^(?:[•◦▪▫‣∙·●○■□➢►–—*]\s|\(?
 _TERMINAL = re.compile(r"[.!?:;…][\"'”’)\]]*$")
 _DIGITS = re.compile(r"\d+")
 _ROMAN_WORD = re.compile(r"\b[ivxlcdm]{1,7}\b")
-_FOOTNOTE_NUMBER = re.compile(r"^\d{1,3}(?=\s?[A-Z“\"(])")
 _HYPHENATED = re.compile(rf"(\w+)[{HYPHEN_MARK}-]{HYPHEN_MARK}?(\w+)")
+_ACCENTS = {"¨": "\u0308", "´": "\u0301", "ˆ": "\u0302", "˜": "\u0303", "¸": "\u0327", "˚": "\u030a",
+            "ˇ": "\u030c", "˘": "\u0306", "˝": "\u030b", "¯": "\u0304", "˙": "\u0307"}
+_SPACING_ACCENT = re.compile(f"([{''.join(_ACCENTS)}])([^\\W\\d_])")
 _WORDS = re.compile(r"\w+(?:-\w+)*")
-_MARKER = re.compile(r"\d{1,3}")
-_TRAILING_MARK = re.compile(r"(?<=[.!?)”’\"])\s\d{1,2}$")
 _NUMBER_PREFIX = re.compile(r"^(?:(?:chapter|part|appendix|section)\s+)?(?:\d{1,4}\s+)*")  # of normalized text
-_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")  # PDFium's text for some fonts' footnote digits
-# where a footnote number stands as a marker: after a word, or a word and a closing mark, before a pause
-_MARKER_BEFORE = r"(?:(?<=[^\W\d_])|(?<=[^\W\d_)\]][.,;:!?)\]”’\"])|(?<=[.)][.)]))"
-_MARKER_AFTER = r"(?=\s*$|\s+[A-Z“\"(•])"
 
 
 @dataclass(eq=False)
@@ -57,6 +61,7 @@ class Line:
     size: float
     y_end: float  # the same for the last character (PDFium may put two printed lines in one)
     starts_note: bool = False  # the first line of a footnote
+    small_digits: list[tuple[int, int]] = field(default_factory=list)  # whole numbers in smaller type
 
 
 @dataclass
@@ -83,7 +88,7 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
         unreadable = 0
         for i in range(len(pdf)):
             try:
-                pages.append(_page(pdf, i))
+                pages.append(_page(pdf, i, path.name))
             except pdfium.PdfiumError:
                 unreadable += 1  # a damaged page costs that page, not the document
                 pages.append(Page(i, 842.0))
@@ -93,6 +98,7 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
         bookmarks = _bookmarks(pdf)
     finally:
         pdf.close()
+    drop_footnote_marks(pages)
     if not any(page.lines for page in pages):
         raise DocumentError(f"“{path.name}” holds no text, only images (scanned pages need OCR, which Orator "
                             "does not do).")
@@ -103,7 +109,7 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
                   toc or None, {f"bookmark{i}": f"page{p}" for i, (_, _, p) in enumerate(bookmarks)})
 
 
-def _page(pdf, index: int) -> Page:
+def _page(pdf, index: int, name: str) -> Page:
     import pypdfium2.raw as pdfium_c
 
     page = pdf[index]
@@ -111,10 +117,12 @@ def _page(pdf, index: int) -> Page:
         width, height = page.get_size()
         textpage = page.get_textpage()
         try:
+            if textpage.count_chars() > MAX_PAGE_CHARS:
+                raise DocumentError(f"Page {index + 1} of “{name}” holds more than {MAX_PAGE_CHARS:,} characters, "
+                                    "more than Orator reads on one page.")
             # PDFium marks a hyphen it takes for a line-end one with U+0002, in some files U+FFFE
             text = textpage.get_text_range().replace("\ufffe", HYPHEN_MARK)
             result = Page(index, height)
-            superscripts: list[list[tuple[int, int]]] = []
             for m in _LINE.finditer(text):
                 line = m.group()
                 first = m.start() + len(line) - len(line.lstrip())
@@ -124,13 +132,12 @@ def _page(pdf, index: int) -> Page:
                 left, bottom, _, top = textpage.get_charbox(first, loose=True)
                 _, bottom_end, right, _ = textpage.get_charbox(last, loose=True)
                 size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
-                offset = first - m.start()
-                superscripts.append([(d.start() - offset, d.end() - offset) for d in _MARKER.finditer(line)
-                                     if pdfium_c.FPDFText_GetFontSize(textpage.raw, m.start() + d.start())
-                                     < 0.8 * size])
-                result.lines.append(Line(line.strip().translate(_SUPERSCRIPTS), left, right, bottom, top,
-                                         round(size, 1), bottom_end))
-            _drop_footnote_marks(result, superscripts)
+                stripped = text[first:last + 1]
+                small = small_digit_runs(
+                    stripped, lambda i, at=first: pdfium_c.FPDFText_GetFontSize(textpage.raw, at + i), size)
+                result.lines.append(Line(stripped.translate(SUPERSCRIPTS), left, right, bottom, top, round(size, 1),
+                                         bottom_end, small_digits=small))
+            result.lines = rejoin_printed_lines(result.lines)
             return result
         finally:
             textpage.close()
@@ -151,35 +158,6 @@ def _bookmarks(pdf) -> list[tuple[str, int, int]]:
     except Exception:  # a broken outline costs the chapters, not the book
         return []
     return out
-
-
-def _drop_footnote_marks(page: Page, superscripts: list[list[tuple[int, int]]]) -> None:
-    """Footnote markers are not read mid-sentence: digits in smaller type, and the numbers that start the
-    page's footnotes (small type, below the text) where they stand after a word ("a wizard. 2")."""
-    if not page.lines:
-        return
-    sizes = Counter()
-    for line in page.lines:
-        sizes[line.size] += len(line.text)
-    main = sizes.most_common(1)[0][0]
-    numbers: list[str] = []
-    for line, marks in zip(page.lines, superscripts, strict=True):
-        note = line.size < 0.9 * main and line.y < page.height * 0.5
-        lead = _FOOTNOTE_NUMBER.match(line.text) or (marks and marks[0][0] == 0 and
-                                                    re.match(r"\d+", line.text))
-        if note and lead:
-            numbers.append(lead.group())
-            line.text = line.text[lead.end():].lstrip()
-            line.starts_note = True
-            continue
-        for start, end in reversed(marks):
-            line.text = line.text[:start] + line.text[end:]
-    for number in numbers:
-        marker = re.compile(rf"{_MARKER_BEFORE}\s?{number}{_MARKER_AFTER}")
-        for line in page.lines:
-            if abs(line.size - main) < 0.5 and line.top < page.height * 0.92 and marker.search(line.text):
-                line.text = marker.sub("", line.text, count=1)
-                break
 
 
 # ---- what is printed but not read -------------------------------------------------------------------
@@ -289,9 +267,7 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
         _mark_bookmarks(blocks, bookmarks)
     _resolve_hyphens(blocks)
     for block in blocks:
-        if not block.level and not block.small:
-            # a number after the last sentence marks a footnote printed on a later page
-            block.text = _TRAILING_MARK.sub("", block.text)
+        block.text = _compose_accents(block.text)
     return blocks
 
 
@@ -370,6 +346,13 @@ def _continues(prev: _Block, nxt: _Block) -> bool:
     if _BULLET.match(nxt.text):
         return False
     return prev.text.endswith(HYPHEN_MARK) or not _TERMINAL.search(prev.text)
+
+
+def _compose_accents(text: str) -> str:
+    """"M¨oller" -> "Möller": TeX prints an accent as a glyph of its own before its letter."""
+    if not _SPACING_ACCENT.search(text):
+        return text
+    return unicodedata.normalize("NFC", _SPACING_ACCENT.sub(lambda m: m.group(2) + _ACCENTS[m.group(1)], text))
 
 
 def _resolve_hyphens(blocks: list[Block]) -> None:

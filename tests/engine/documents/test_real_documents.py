@@ -6,9 +6,9 @@ from functools import cache
 
 import pytest
 
+from engine.documents import load_document
 from engine.text import split_segments
-from qtapp.documents import load_document
-from tests.qtapp.documents.helpers import DATA
+from tests.engine.documents.helpers import DATA
 
 FILES = sorted(p.name for p in DATA.iterdir()
                if p.suffix in (".html", ".epub", ".pdf", ".docx", ".md") and p.name != "README.md")
@@ -142,6 +142,11 @@ def test_pdf_contents_headers_footnotes_and_paragraphs():
     wizard = next(p for p in paragraphs if p.startswith("One of the things that makes Debian"))
     assert wizard.endswith("but you certainly don’t need to be a wizard.")  # one paragraph, marker gone
     assert "The document assumes you are using a jessie or newer system." in doc.text  # the footnote, read after
+    # marks in the body's type or smaller, after a word or a space, go with their notes' numbers; no other digit does
+    assert "by other developers. You can contribute" in doc.text
+    assert "(for instance, the filename ends in .Z or .zip)," in doc.text
+    assert "\n\nThere are also some more specialized but similar packages" in doc.text
+    assert "fhs-3.0.html" in doc.text and "version 0.9.12." in doc.text and "5.9.5 ”Adopting a package”" in doc.text
     in_order(doc.text, "Chapter 1: Getting started The Right Way", "1.1 Social dynamics of Debian",
              "Chapter 2: First steps", "2.2 Choose your program")
 
@@ -172,3 +177,25 @@ def test_markdown_readme():
     assert "zstd 1.5.1 -1, 2.887, 530 MB/s, 1700 MB/s" in doc.text
     assert "**" not in doc.text and "](" not in doc.text and "`" not in doc.text and "travisDevBadge" not in doc.text
     assert [c.title for c in doc.chapters][:2] == ["Benchmarks", "The case for Small Data compression"]
+
+
+def test_pdf_exponents_in_smaller_type_keep_their_digits():
+    """pdfTeX sets exponents in smaller raised type: they were taken for footnote marks and deleted
+    ("p = 2 − 2 − 1" for 2^448 − 2^224 − 1)."""
+    doc = document("nettle-pages-2-92-93.pdf")
+    assert "Curve25519 is an elliptic curve of Montgomery type, y2 = x3+486662x2+x (mod p), with p = 2255−19." \
+        in doc.text
+    assert "y2 = x3 + 156326x2 + x (mod p), with p = 2448 − 2224 − 1." in doc.text
+    assert "This manual is placed in the public domain." in doc.text
+    assert "Niels Möller" in doc.text and "¨" not in doc.text  # TeX's accent glyph joined to its letter
+
+
+def test_texinfo_html_chapters_follow_its_headings():
+    doc = document("gettext-manual-ch2.html")
+    assert doc.title == "GNU gettext utilities: 2. The User's View"
+    assert [(c.title, c.level) for c in doc.chapters][:3] == [
+        ("2 The User's View", 1), ("2.1 Operating System Installation", 2),
+        ("2.2 Setting the Locale Used by GUI Programs", 2)]
+    assert "GNU gettext utilities" not in [c.title for c in doc.chapters]
+    assert [(h.title, h.level) for h in doc.headings if h.title.startswith("2.3.")][:2] == [
+        ("2.3.1 Locale Names", 3), ("2.3.2 Locale Environment Variables", 3)]

@@ -4,9 +4,9 @@ The pages are laid out here in Courier, so line widths follow their lengths exac
 import re
 import textwrap
 
+from engine.documents import load_document
 from engine.text import split_segments
-from qtapp.documents import load_document
-from tests.qtapp.documents.helpers import layout_pdf
+from tests.engine.documents.helpers import layout_pdf
 
 BODY, TOP, LEFT, PITCH = 10, 760, 72, 13
 

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from engine.documents.model import Block, Document, Parsed, TocEntry, assemble, clean_blocks
 from engine.text import split_segments
-from qtapp.documents.model import Block, Document, Parsed, TocEntry, assemble, clean_blocks
 
 
 def texts(blocks):

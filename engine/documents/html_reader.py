@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import codecs
 import re
+from itertools import islice
 
-from qtapp.documents.model import Block, DocumentError, Parsed
+from engine.documents.model import MAX_MARKUP_TAGS, Block, DocumentError, Parsed
 
 SKIPPED_TAGS = frozenset({
     "script", "style", "head", "noscript", "svg", "math", "template", "iframe", "object", "embed", "canvas",
@@ -82,10 +83,14 @@ def decode_markup(data: bytes, warnings: list[str] | None = None, what: str = "T
     return data.decode("cp1252", errors="replace")
 
 
-def parse_markup(text: str, xml_first: bool = False):
-    """The root element of an HTML or XHTML text, or ``None`` when it holds no element."""
+def parse_markup(text: str, xml_first: bool = False, what: str = "The page"):
+    """The root element of an HTML or XHTML text, or ``None`` when it holds no element; ``DocumentError`` (naming
+    ``what``) for more than ``MAX_MARKUP_TAGS`` tags."""
     from lxml import etree
 
+    tags = text.count("<")
+    if tags > MAX_MARKUP_TAGS:
+        raise DocumentError(f"{what} holds {tags:,} tags, more than the {MAX_MARKUP_TAGS:,} Orator reads.")
     text = _NOT_XML_CHARS.sub("", _XML_DECLARATION.sub("", text, count=1))
     if xml_first:
         parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False, no_network=True,
@@ -128,6 +133,15 @@ def _text_content(el) -> str:
     return "".join(t for t in el.itertext() if isinstance(t, str))
 
 
+def _short_text(el, limit: int = 8) -> str:
+    """``el``'s text stripped, or "" when it holds more than four elements or ``limit`` characters: a mark or a
+    sign is that small, and looking no further keeps nested links and superscripts linear."""
+    if sum(1 for _ in islice(el.iter(), 5)) > 4:
+        return ""
+    text = _text_content(el).strip()
+    return text if len(text) <= limit else ""
+
+
 def is_internal_link(el) -> bool:
     href = _attr(el, "href").strip()
     return bool(href) and not _EXTERNAL_LINK.match(href)
@@ -168,8 +182,8 @@ def is_skipped(el, name: str, stats: dict) -> bool:
     if set(_attr(el, "epub:type").split()) & NAVIGATION_EPUB_TYPES:
         return True
     if name in ("a", "sup"):
-        text = _text_content(el).strip()
-        link = el if name == "a" else next((a for a in el.iter() if local_name(a) == "a"), None)
+        text = _short_text(el)
+        link = el if name == "a" else next((a for a in islice(el.iter(), 8) if local_name(a) == "a"), None)
         internal = link is not None and _attr(link, "href").startswith("#")
         if internal and (text in PERMALINK_SIGNS or _FOOTNOTE_MARK.match(text)):
             return True  # a permalink sign or a footnote marker ("[1]") read mid-sentence is noise
@@ -330,15 +344,15 @@ class HtmlConverter:
         return self.blocks
 
 
-def html_parsed(text: str, xml_first: bool = False) -> Parsed:
+def html_parsed(text: str, xml_first: bool = False, what: str = "The page") -> Parsed:
     converter = HtmlConverter()
-    converter.feed(parse_markup(text, xml_first))
+    converter.feed(parse_markup(text, xml_first, what))
     return Parsed(converter.finish(), converter.title, converter.author)
 
 
 def html_to_text(html: str) -> str:
     """Visible text of an HTML page, one paragraph per block, blank lines between them."""
-    from qtapp.documents.model import clean_blocks
+    from engine.documents.model import clean_blocks
 
     if not isinstance(html, str):
         raise DocumentError("The page is not text.")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from qtapp.documents import DocumentError, pdf_reader
-from qtapp.documents.selfcheck import check_readers
+from engine.documents import DocumentError, pdf_worker
+from engine.documents.selfcheck import check_readers
 
 
 def test_every_reader_reads_its_file(tmp_path):
@@ -11,9 +11,6 @@ def test_every_reader_reads_its_file(tmp_path):
 
 
 def test_a_broken_reader_is_named(tmp_path, monkeypatch):
-    def broken(path, doc):
-        raise OSError("libpdfium.so: cannot open shared object file")
-
-    monkeypatch.setattr(pdf_reader, "read_pdf", broken)
+    monkeypatch.setattr(pdf_worker, "worker_command", lambda: [str(tmp_path / "no-such-reader")])
     with pytest.raises(DocumentError, match="the pdf reader failed"):
         check_readers(tmp_path)
