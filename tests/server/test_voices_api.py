@@ -110,6 +110,26 @@ def test_bad_or_huge_uploads_are_refused_and_the_server_stays_healthy(live_serve
     assert httpx.get(f"{live_server.url}/health").json()["status"] == "ok"
 
 
+def test_a_flac_bomb_and_a_1_hz_wav_are_refused_with_why(live_server):
+    """An 8-channel FLAC of constant subframes (45 KB, 184 MB decoded) is refused from its header, a 104-byte WAV
+    at 1 Hz (30 s of "speech") for its rate: 400s naming the upload, nothing stored."""
+    bomb = io.BytesIO()
+    block = np.full((1 << 16, 8), 0.5, dtype=np.float32)
+    with sf.SoundFile(bomb, "w", 48000, 8, subtype="PCM_16", format="FLAC") as f:
+        for _ in range(48000 * 120 // len(block)):
+            f.write(block)
+    slow = io.BytesIO()
+    sf.write(slow, (np.arange(30) * 1000).astype(np.int16), 8000, format="WAV", subtype="PCM_16")
+    slow = slow.getvalue()[:24] + (1).to_bytes(4, "little") + slow.getvalue()[28:]
+    assert len(bomb.getvalue()) < 100_000 and len(slow) == 104
+    for data, message in ((bomb.getvalue(), r"ref\.wav \(48000 Hz, 8 ch\) lasts 11\d\.\d s; the limit is 60 s"),
+                          (slow, r"ref\.wav \(1 Hz, 1 ch\) has a sample rate of 1 Hz; a recording between 8000")):
+        r = upload(live_server.url, "Bomb", data)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "audio_sample", r.text
+        assert re.search(message, r.json()["error"]["message"]), r.text
+    assert "Bomb" not in library_names(live_server.url)
+
+
 def test_missing_fields_are_refused(live_server):
     r = httpx.post(f"{live_server.url}/v1/audio/voices", json={"name": "Nothing"})
     assert r.status_code == 400 and r.json()["error"]["code"] == "missing_voice_source"
