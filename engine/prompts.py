@@ -26,7 +26,7 @@ from engine.model.talker import Talker
 from engine.runtime import on_device
 from engine.text import check_text
 from engine.tokenizer import TextTokenizer
-from engine.voices.voice import MODEL_TYPE_FOR_VOICE, Voice
+from engine.voices.voice import MODEL_TYPE_FOR_VOICE, Voice, check_voice_arrays, voice_arrays
 
 MODEL_NAMES = {"custom_voice": "CustomVoice", "voice_design": "VoiceDesign", "base": "Base"}
 
@@ -48,7 +48,9 @@ def default_non_streaming(voice: Voice) -> bool:
 
 
 def check_voice(cfg: ModelConfig, voice: Voice) -> None:
-    """Raise a clear error if ``voice`` cannot be spoken by this model."""
+    """Raise a clear error if ``voice`` cannot be spoken by this model (its arrays included:
+    ``engine.voices.voice.check_voice_arrays``, the reference audio aside, which only encoding reads)."""
+    check_voice_arrays(voice_arrays(voice), "this voice", audio=False)
     for field, what in (("instruct", "instructions"), ("ref_text", "reference transcript")):
         if getattr(voice, field) is not None:
             try:

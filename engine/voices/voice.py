@@ -3,6 +3,12 @@
 A ``Voice`` is an immutable value. Clones carry what the prompt needs (speaker embedding, and for
 in-context cloning the reference codes and transcript); a clone made from audio alone keeps the
 24 kHz reference until an engine encodes it (``Engine.prepare_voice``).
+
+``check_voice_arrays`` is the one rule for a voice's arrays, whatever model speaks it, applied to voice files as
+they are read (their header's shapes before any tensor is) and to every voice an engine prepares or speaks:
+a speaker embedding of at most ``MAX_EMBEDDING_DIM`` finite values, reference codes [T, 16] of at most
+``MAX_REF_FRAMES`` frames (longer never fits a prompt: ``engine.frames.capacity``) each within the codebook, and
+reference audio of at most ``MAX_REF_SAMPLES`` finite samples (the 60 s a clone's reference may last).
 """
 
 from __future__ import annotations
@@ -12,12 +18,19 @@ from typing import Literal
 
 import numpy as np
 
+from engine.audio.files import MAX_REFERENCE_SECONDS, SAMPLE_RATE
 from engine.errors import VoiceError
+from engine.frames.capacity import MAX_SEQ, MIN_ROOM_FRAMES
 
 VoiceKind = Literal["preset", "design", "clone"]
 # the model type (config.json's tts_model_type) that speaks each kind of voice
 MODEL_TYPE_FOR_VOICE = {"preset": "custom_voice", "design": "voice_design", "clone": "base"}
 VOICE_FOR_MODEL_TYPE = {model_type: kind for kind, model_type in MODEL_TYPE_FOR_VOICE.items()}
+NUM_CODE_GROUPS = 16
+CODEBOOK_SIZE = 2048  # each code group of the 12 Hz speech tokenizer indexes a codebook of this many entries
+MAX_REF_FRAMES = MAX_SEQ - MIN_ROOM_FRAMES  # reference codes longer than this fit no prompt
+MAX_REF_SAMPLES = round(MAX_REFERENCE_SECONDS * SAMPLE_RATE)
+MAX_EMBEDDING_DIM = 8192  # the widest Qwen3-TTS talker is 2048
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,3 +107,44 @@ def encoded(kind: str, ref_text: str | None, has_embedding: bool, has_codes: boo
     if kind != "clone":
         return True
     return has_embedding and (not clones_in_context(kind, ref_text) or has_codes)
+
+
+def check_voice_shapes(shapes: dict[str, tuple[int, ...]], owner: str) -> None:
+    """VoiceError unless the arrays of these shapes (by field name) can be a voice's: before any is read."""
+    limits = {"speaker_embedding": MAX_EMBEDDING_DIM, "ref_audio": MAX_REF_SAMPLES}
+    for name, limit in limits.items():
+        shape = shapes.get(name)
+        if shape is not None and (len(shape) != 1 or shape[0] == 0):
+            raise VoiceError(f"{owner}: {name} must be a non-empty vector, got shape {tuple(shape)}")
+        if shape is not None and shape[0] > limit:
+            raise VoiceError(f"{owner}: {name} has {shape[0]} values; at most {limit} can be used"
+                             + (f" ({MAX_REFERENCE_SECONDS:g} s at {SAMPLE_RATE} Hz)" if name == "ref_audio" else ""))
+    codes = shapes.get("ref_codes")
+    if codes is not None and (len(codes) != 2 or codes[1] != NUM_CODE_GROUPS or codes[0] == 0):
+        raise VoiceError(f"{owner}: ref_codes must be [T, {NUM_CODE_GROUPS}], got shape {tuple(codes)}")
+    if codes is not None and codes[0] > MAX_REF_FRAMES:
+        raise VoiceError(f"{owner}: its reference codes have {codes[0]} frames; at most {MAX_REF_FRAMES} fit a "
+                         "prompt")
+
+
+def check_voice_arrays(arrays: dict[str, np.ndarray | None], owner: str, audio: bool = True) -> None:
+    """VoiceError unless these arrays (by field name) can be a voice's: ``check_voice_shapes``, codes within the
+    codebook, a finite embedding and (with ``audio``) finite reference audio."""
+    present = {name: np.asarray(value) for name, value in arrays.items() if value is not None}
+    check_voice_shapes({name: value.shape for name, value in present.items()}, owner)
+    codes = present.get("ref_codes")
+    if codes is not None:
+        if not np.issubdtype(codes.dtype, np.integer):
+            raise VoiceError(f"{owner}: ref_codes must be integers, not {codes.dtype}")
+        low, high = int(codes.min()), int(codes.max())
+        if low < 0 or high >= CODEBOOK_SIZE:
+            raise VoiceError(f"{owner}: its reference codes run from {low} to {high}; codes are 0 to "
+                             f"{CODEBOOK_SIZE - 1}")
+    for name in ("speaker_embedding", "ref_audio") if audio else ("speaker_embedding",):
+        value = present.get(name)
+        if value is not None and not (np.issubdtype(value.dtype, np.floating) and np.isfinite(value).all()):
+            raise VoiceError(f"{owner}: {name} holds NaN, infinite or non-float values")
+
+
+def voice_arrays(voice: Voice) -> dict[str, np.ndarray | None]:
+    return {"speaker_embedding": voice.speaker_embedding, "ref_codes": voice.ref_codes, "ref_audio": voice.ref_audio}
