@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -23,13 +22,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from engine import options
+from engine import json_limits, options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, mapped_bf16_tensors, materialize_buffers, resolve_model_dir
 from engine.chunk_sizes import GROWN_CHUNK_FRAMES, ChunkSizes
 from engine.config import ModelConfig
 from engine.context import VoiceContext
-from engine.errors import VoiceError
+from engine.errors import CheckpointError, VoiceError
 from engine.frames.capacity import fitted_budget
 from engine.frames.compile import cpu_compile_enabled
 from engine.frames.decode_apart import decoder_threads
@@ -452,7 +451,12 @@ def _read_defaults(model_dir: Path) -> Sampling:
     path = model_dir / "generation_config.json"
     if not path.is_file():
         return Sampling()
-    g = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        g = json_limits.load_file(path)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path.name} cannot be read: {e}") from None
+    if not isinstance(g, dict):
+        raise CheckpointError(f"{path.name} must hold a JSON object")
     return Sampling(
         greedy=not g.get("do_sample", True), temperature=g.get("temperature", 0.9), top_k=g.get("top_k", 50),
         top_p=g.get("top_p", 1.0), repetition_penalty=g.get("repetition_penalty", 1.05),

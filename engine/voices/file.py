@@ -29,6 +29,7 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save
 
+from engine import json_limits
 from engine.atomic import atomic_write
 from engine.errors import VoiceError
 from engine.voices.voice import (
@@ -127,11 +128,13 @@ def read_voice_metadata(path: str | os.PathLike) -> VoiceInfo:
             length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
             if not 0 < length <= min(MAX_HEADER_BYTES, size - 8):
                 raise _unreadable(path.name, "no safetensors header")
-            header = json.loads(f.read(length).decode("utf-8"))
+            header = json_limits.loads(f.read(length).decode("utf-8"), max_bytes=MAX_HEADER_BYTES)
     except FileNotFoundError:
         raise VoiceError(f"voice file not found: {path.name}") from None
     except OSError as e:
         raise _unreadable(path.name, e.strerror or type(e).__name__) from None
+    except json_limits.JSONLimitError as e:
+        raise _unreadable(path.name, f"its header: {e}") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise _unreadable(path.name, "its header is not JSON") from None
     if not isinstance(header, dict):
@@ -193,7 +196,7 @@ def _checked_header(metadata: dict, layout: dict[str, tuple[str, tuple[int, ...]
         raise VoiceError(f"{file_name}: embedding_dim {metadata.get('embedding_dim')!r} does not match the "
                          f"stored speaker embedding of {layout['speaker_embedding'][1][0]} values")
     try:
-        meta = json.loads(metadata.get("meta", "{}"))
+        meta = json_limits.loads(metadata.get("meta", "{}"))
     except json.JSONDecodeError as e:
         raise VoiceError(f"{file_name} has unreadable meta data: {e}") from None
     if not isinstance(meta, dict):

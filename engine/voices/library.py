@@ -31,6 +31,7 @@ voices, never a file's folder, and never list the library.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -46,6 +47,7 @@ from engine.errors import OratorError, VoiceError
 from engine.voices.file import VoiceInfo, load_voice, read_voice_metadata, save_voice
 from engine.voices.voice import Voice
 
+log = logging.getLogger(__name__)
 VOICE_SUFFIX = ".voice"
 LOCK_FILE = ".orator-library.lock"  # hidden: never listed as a voice, never taken for a temporary file
 MAX_NAME_CHARS = 80
@@ -246,7 +248,8 @@ class VoiceLibrary:
                 continue
             try:
                 entry = VoiceEntry(name, path, read_voice_metadata(path))
-            except VoiceError as e:
+            except VoiceError as e:  # listed as unreadable, and logged once while the file stays as it is
+                log.warning("the voice file %s cannot be read: %s", path.name, e)
                 entry = VoiceEntry(name, path, None, str(e))
             self._entries[name] = (stamp, entry)
             out.append(entry)

@@ -5,6 +5,7 @@ error messages without temporary paths or the library's names."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import tempfile
 import threading
@@ -128,6 +129,41 @@ def test_a_flac_bomb_and_a_1_hz_wav_are_refused_with_why(live_server):
         assert r.status_code == 400 and r.json()["error"]["param"] == "audio_sample", r.text
         assert re.search(message, r.json()["error"]["message"]), r.text
     assert "Bomb" not in library_names(live_server.url)
+
+
+def test_fields_of_the_wrong_type_and_deep_bodies_are_400s_naming_them(live_server):
+    url = f"{live_server.url}/v1/audio/voices"
+    for body, param, message in (({"name": ["x"], "speaker": "ryan"}, "name", "name must be a string, not an array"),
+                                 ({"name": "X", "speaker": {"a": 1}}, "speaker", "speaker must be a string"),
+                                 ({"name": "X", "speaker": "ryan", "language": 5}, "language", "not a number")):
+        r = httpx.post(url, json=body)
+        assert r.status_code == 400 and r.json()["error"]["param"] == param, r.text
+        assert message in r.json()["error"]["message"]
+    deep = b'{"name": "X", "speaker": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    r = httpx.post(url, content=deep, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "nested 100001 levels deep" in r.json()["error"]["message"], r.text
+    assert not {"X", "['x']"} & set(library_names(live_server.url))
+
+
+def test_a_voice_file_nested_100000_deep_is_listed_unreadable_not_a_500(live_server):
+    save_voice(Voice.preset("ryan"), live_server.library / "Fine.voice")
+    deep = live_server.library / "Deep.voice"
+    save_voice(Voice.preset("ryan"), deep)
+    data = deep.read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    header["__metadata__"]["meta"] = "[" * 100_000 + "]" * 100_000
+    new = json.dumps(header).encode()
+    deep.write_bytes(len(new).to_bytes(8, "little") + new + data[8 + size:])
+    r = httpx.get(f"{live_server.url}/v1/audio/voices")
+    assert r.status_code == 200, r.text
+    listed = library_names(live_server.url)
+    assert listed["Fine"]["readable"] and not listed["Deep"]["readable"]
+    assert "nested 100000 levels deep" in listed["Deep"]["error"]
+    assert speak(live_server.url, "Fine").status_code == 200
+    refused = speak(live_server.url, "Deep")
+    # as any unreadable library file: the server's own storage, said so (test_an_unreadable_voice_file_is_...)
+    assert refused.json()["error"]["code"] == "voice_file_error" and "nested 100000" in refused.text
 
 
 def test_missing_fields_are_refused(live_server):

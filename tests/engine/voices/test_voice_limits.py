@@ -22,9 +22,9 @@ RNG = np.random.default_rng(0)
 EMBEDDING = RNG.standard_normal(64).astype(np.float32)
 
 
-def raw_voice(path, tensors: dict, ref_text: str | None = "Hello there.") -> None:
+def raw_voice(path, tensors: dict, ref_text: str | None = "Hello there.", meta: str = "{}") -> None:
     """A clone's voice file written as any program could, past ``save_voice``'s checks."""
-    metadata = {FORMAT_KEY: FORMAT_VERSION, "kind": "clone", "language": "auto", "meta": "{}"}
+    metadata = {FORMAT_KEY: FORMAT_VERSION, "kind": "clone", "language": "auto", "meta": meta}
     if ref_text is not None:
         metadata["ref_text"] = ref_text
     if "speaker_embedding" in tensors:
@@ -106,3 +106,20 @@ def test_any_arrays_load_as_a_usable_voice_or_are_refused(tmp_path, embedding, c
     if voice.ref_codes is not None:
         assert 0 <= voice.ref_codes.min() and voice.ref_codes.max() < CODEBOOK_SIZE
         assert len(voice.ref_codes) <= MAX_REF_FRAMES
+
+
+def test_a_meta_field_nested_100000_deep_is_an_unreadable_voice_listed_and_logged(tmp_path, caplog):
+    library = VoiceLibrary(tmp_path / "library")
+    raw_voice(library.folder / "Deep.voice", {"speaker_embedding": EMBEDDING}, ref_text=None,
+              meta="[" * 100_000 + "]" * 100_000)
+    for read in (load_voice, read_voice_metadata):
+        with pytest.raises(VoiceError, match="unreadable meta data: the document is nested 100000 levels deep"):
+            read(library.folder / "Deep.voice")
+    with caplog.at_level("WARNING", logger="engine.voices.library"):
+        [entry] = library.entries()
+        library.entries()  # unchanged: logged once
+    assert not entry.readable and "nested 100000 levels deep" in entry.error
+    assert [r.getMessage() for r in caplog.records if "Deep.voice" in r.getMessage()] == [
+        f"the voice file Deep.voice cannot be read: {entry.error}"]
+    with pytest.raises(UnreadableVoice, match="nested 100000"):
+        library.load("Deep")
