@@ -36,6 +36,7 @@ from engine import Engine, OratorError, UnsupportedError, Voice, VoiceError, jso
 from engine.prompts import check_voice
 from engine.voices.file import VoiceInfo
 from engine.voices.library import VoiceEntry
+from engine.voices.voice import shown
 from server.errors import APIError, engine_error
 from server.library import VoiceStore, checked_name
 
@@ -136,7 +137,7 @@ async def create_voice(request: Request):
                        code="voice_exists")
     language = (fields.get("language") or "auto").lower()
     if language not in engine.languages:
-        raise APIError(400, f"unsupported language {language!r}; choose one of {', '.join(engine.languages)}",
+        raise APIError(400, f"unsupported language {shown(language)}; choose one of {', '.join(engine.languages)}",
                        param="language", code="invalid_language")
     sample = fields.get("audio_sample")
     note = None

@@ -108,8 +108,12 @@ def default_library_dir() -> Path:
 
 def checked_name(name) -> str:
     """The stored form of a wanted voice name (NFC, stripped), or ``InvalidName`` saying what is wrong."""
-    if not isinstance(name, str) or not (name := unicodedata.normalize("NFC", name).strip()):
+    if name is not None and not isinstance(name, str):
+        raise InvalidName(f"A voice name must be text, not {type(name).__name__}.")
+    if not name or not (name := unicodedata.normalize("NFC", name).strip()):
         raise InvalidName("A voice needs a name.")
+    if len(name) > MAX_NAME_CHARS:  # first: the messages below quote the name
+        raise InvalidName(f"A voice name can have at most {MAX_NAME_CHARS} characters.")
     for char in name:
         category = unicodedata.category(char)
         if category in _FORBIDDEN_CATEGORIES:
@@ -121,8 +125,6 @@ def checked_name(name) -> str:
         raise InvalidName("A voice name cannot start or end with a dot.")
     if name.split(".")[0].rstrip().upper() in _WINDOWS_DEVICES:
         raise InvalidName(f"“{name}” is reserved by Windows and cannot be a voice name.")
-    if len(name) > MAX_NAME_CHARS:
-        raise InvalidName(f"A voice name can have at most {MAX_NAME_CHARS} characters.")
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         raise InvalidName(f"This voice name is too long for a file name: at most {MAX_NAME_BYTES} bytes of UTF-8 "
                           f"(about {MAX_NAME_BYTES // 3} Chinese or {MAX_NAME_BYTES // 4} emoji characters).")

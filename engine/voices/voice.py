@@ -49,6 +49,7 @@ class Voice:
     # ---- constructors -------------------------------------------------------------------------
     @classmethod
     def preset(cls, speaker: str, language: str = "auto", instruct: str | None = None) -> Voice:
+        _check_text_fields(speaker=speaker, language=language, instruct=instruct)
         if not speaker or not speaker.strip():
             raise VoiceError("a preset voice needs a speaker name")
         return cls("preset", language=language.lower(), speaker=speaker.strip().lower(),
@@ -56,6 +57,7 @@ class Voice:
 
     @classmethod
     def design(cls, description: str, language: str = "auto") -> Voice:
+        _check_text_fields(description=description, language=language)
         if not description or not description.strip():
             raise VoiceError("VoiceDesign needs a written description of the voice")
         return cls("design", language=language.lower(), instruct=description.strip())
@@ -70,8 +72,9 @@ class Voice:
         ignored) or "auto" (in-context when a transcript is given)."""
         from engine.audio.files import load_reference
 
+        _check_text_fields(ref_text=ref_text, language=language, name=name)
         if mode not in ("auto", "in_context", "x_vector"):
-            raise VoiceError(f"unknown clone mode {mode!r}: use 'auto', 'in_context' or 'x_vector'")
+            raise VoiceError(f"unknown clone mode {shown(mode)}: use 'auto', 'in_context' or 'x_vector'")
         ref_text = ref_text.strip() if ref_text and ref_text.strip() else None
         if mode == "in_context" and ref_text is None:
             raise VoiceError("in-context cloning needs the transcript of the reference recording (ref_text)")
@@ -107,6 +110,19 @@ def encoded(kind: str, ref_text: str | None, has_embedding: bool, has_codes: boo
     if kind != "clone":
         return True
     return has_embedding and (not clones_in_context(kind, ref_text) or has_codes)
+
+
+def shown(value, limit: int = 60) -> str:
+    """``repr`` of a value an error message quotes, cut to ``limit`` characters: a request's field has no limit."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _check_text_fields(**fields) -> None:
+    """VoiceError unless each field is text (or None): a list or a number is never taken for a name."""
+    for name, value in fields.items():
+        if value is not None and not isinstance(value, str):
+            raise VoiceError(f"the voice's {name} must be text, not {type(value).__name__}")
 
 
 def check_voice_shapes(shapes: dict[str, tuple[int, ...]], owner: str) -> None:

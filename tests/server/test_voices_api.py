@@ -143,6 +143,9 @@ def test_fields_of_the_wrong_type_and_deep_bodies_are_400s_naming_them(live_serv
     r = httpx.post(url, content=deep, headers={"content-type": "application/json"})
     assert r.status_code == 400 and "nested 100001 levels deep" in r.json()["error"]["message"], r.text
     assert not {"X", "['x']"} & set(library_names(live_server.url))
+    for field in ("language", "name"):
+        r = httpx.post(url, json={"name": "X", "speaker": "ryan", field: "CON." + "x" * 1_000_000})
+        assert r.status_code == 400 and len(r.text) < 1000, r.text[:300]
 
 
 def test_a_voice_file_nested_100000_deep_is_listed_unreadable_not_a_500(live_server):

@@ -14,8 +14,9 @@ from hypothesis.extra.numpy import arrays
 from safetensors.numpy import save_file
 
 from engine.errors import VoiceError
+from engine.voices import Voice
 from engine.voices.file import FORMAT_KEY, FORMAT_VERSION, MAX_FILE_BYTES, load_voice, read_voice_metadata
-from engine.voices.library import UnreadableVoice, VoiceLibrary
+from engine.voices.library import InvalidName, UnreadableVoice, VoiceLibrary, checked_name
 from engine.voices.voice import CODEBOOK_SIZE, MAX_REF_FRAMES, check_voice_arrays, voice_arrays
 
 RNG = np.random.default_rng(0)
@@ -123,3 +124,20 @@ def test_a_meta_field_nested_100000_deep_is_an_unreadable_voice_listed_and_logge
         f"the voice file Deep.voice cannot be read: {entry.error}"]
     with pytest.raises(UnreadableVoice, match="nested 100000"):
         library.load("Deep")
+
+
+@pytest.mark.parametrize("make", [lambda: Voice.preset(["x"]), lambda: Voice.preset("ryan", language=5),
+                                  lambda: Voice.design({"a": 1}), lambda: Voice.preset("ryan", instruct=["slow"]),
+                                  lambda: Voice.clone((np.ones(24000), 24000), ref_text=["words"])])
+def test_voice_fields_that_are_not_text_are_refused(make):
+    with pytest.raises(VoiceError, match="must be text, not"):
+        make()
+
+
+def test_a_name_that_is_not_text_or_huge_is_refused_without_echoing_it():
+    with pytest.raises(InvalidName, match="must be text, not list"):
+        checked_name(["x"])
+    for huge in ("CON." + "x" * 19_000_000, "a/" + "x" * 19_000_000):
+        with pytest.raises(InvalidName) as refused:
+            checked_name(huge)
+        assert len(str(refused.value)) < 200
