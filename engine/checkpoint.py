@@ -8,7 +8,6 @@ missing, unexpected or misshapen tensor, or an unreadable file, raises ``Checkpo
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import struct
@@ -18,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine import json_limits
 from engine.errors import CheckpointError
 
 _MAX_HEADER = 100_000_000  # safetensors refuses larger headers too
@@ -160,7 +160,7 @@ def _read_header(path: Path) -> tuple[int, dict, int] | None:
             (size,) = struct.unpack("<Q", f.read(8))
             if size > _MAX_HEADER:
                 return None
-            header = json.loads(f.read(size))
+            header = json_limits.loads(f.read(size), max_bytes=_MAX_HEADER)
             file_size = os.fstat(f.fileno()).st_size
     except (OSError, ValueError, TypeError, RecursionError, struct.error):
         return None

@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from engine import json_limits
 from engine.errors import CheckpointError
 
 MODEL_TYPES = ("base", "custom_voice", "voice_design")
@@ -144,10 +145,10 @@ class ModelConfig:
     def from_file(cls, path: str | Path) -> ModelConfig:
         path = Path(path)
         try:
-            d = json.loads(path.read_text(encoding="utf-8"))
+            d = json_limits.load_file(path)
         except FileNotFoundError:
             raise CheckpointError(f"{path} is missing: not a Qwen3-TTS model directory") from None
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise CheckpointError(f"{path} is not valid JSON: {e}") from None
         return cls.from_dict(d)
 

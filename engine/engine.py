@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -23,13 +22,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from engine import options
+from engine import json_limits, options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, mapped_bf16_tensors, materialize_buffers, resolve_model_dir
 from engine.chunk_sizes import GROWN_CHUNK_FRAMES, ChunkSizes
 from engine.config import DECODER_DTYPE_NAMES, ModelConfig
 from engine.context import VoiceContext
-from engine.errors import VoiceError
+from engine.errors import CheckpointError, VoiceError
 from engine.frames.capacity import fitted_budget
 from engine.frames.compile import cpu_compile_enabled
 from engine.frames.decode_apart import decoder_threads
@@ -43,7 +42,7 @@ from engine.model.int8 import Int8Weight, keep_narrow, narrow_tables, narrow_tex
 from engine.model.layers import fuse_projections
 from engine.model.one_position import one_position_stacks
 from engine.plan import Plan, draw_seed
-from engine.prompts import build_prompt, build_prompts, check_prompts, check_voice, prompt_positions
+from engine.prompts import build_prompt, build_prompts, check_prompts, prompt_positions
 from engine.pronunciation import Lexicon, pronounce
 from engine.runtime import (
     check_device,
@@ -56,13 +55,14 @@ from engine.runtime import (
 from engine.sampling import Sampling
 from engine.text import Segment, segments_of
 from engine.tokenizer import TextTokenizer
-from engine.voices.voice import Voice
+from engine.voices.voice import Voice, check_voice_arrays, voice_arrays
 
 if TYPE_CHECKING:
     from engine.frames.batched.streams import BatchedStreams
     from engine.live import LiveText
 
 ENCODINGS_KEPT = 16  # clone encodings remembered per engine
+LIVE_PROBE_TEXT = "Hello."  # the text a live session's voice is checked with before its own text arrives
 log = logging.getLogger(__name__)
 DECODER_DTYPES = tuple(getattr(torch, name) for name in DECODER_DTYPE_NAMES)  # from_pretrained's decoder_dtype
 
@@ -186,7 +186,9 @@ class Engine:
 
     # ---- voices ---------------------------------------------------------------------------------
     def prepare_voice(self, voice: Voice) -> Voice:
-        """Encode a cloned voice once (speaker embedding, and reference codes for in-context mode)."""
+        """Encode a cloned voice once (speaker embedding, and reference codes for in-context mode); a voice whose
+        arrays no model could use (``check_voice_arrays``) is refused first."""
+        check_voice_arrays(voice_arrays(voice), "this voice", audio=voice.kind == "clone" and not voice.is_encoded)
         if voice.kind != "clone" or voice.is_encoded:
             return voice
         if self.model.speaker_encoder is None:
@@ -241,7 +243,7 @@ class Engine:
         call would."""
         segments = pronounce(segments_of(text, segment_chars), pronunciation, voice.name)
         voice = self.prepare_voice(voice)
-        check_voice(self.config, voice)
+        self._check(segments, voice, non_streaming)
         sampling = sampling or self.defaults
         return Plan(voice, segments, sampling, draw_seed(sampling.seed), max_frames, non_streaming)
 
@@ -347,19 +349,27 @@ class Engine:
                 streamer.warm_up()
         return time.perf_counter() - t0
 
-    def check(self, text: str | Sequence[Segment], voice: Voice, non_streaming: bool | None = None,
+    def check(self, text: str | Sequence[Segment] | None, voice: Voice, non_streaming: bool | None = None,
               pronunciation: Lexicon | None = None) -> None:
         """Raise the error a generation of ``text`` in ``voice`` would fail with at its start (``TextError``,
         ``VoiceError``, ``UnsupportedError``), without generating: cheap host work, for a server to refuse a
         request before it waits for a slot. What is checked is what would be spoken: the segments as
-        ``pronunciation``'s rules change them. A clone not encoded yet is checked once it is, by the generation."""
-        # so the text has segments, each of which check_prompts checks with the voice
-        segments = pronounce(segments_of(text), pronunciation, voice.name)
-        if voice.kind == "clone" and not voice.is_encoded:
-            return
-        check_prompts(self.config, self.tokenizer, voice, [s.speech for s in segments], non_streaming)
+        ``pronunciation``'s rules change them. ``text`` None: text still to come (a live session), so the voice
+        and the prompt it makes with the shortest text. A clone not encoded yet has its arrays checked now and the
+        rest once it is encoded, by the generation. Every generation (``plan``, so ``stream``, ``synthesize`` and
+        the batched streams; ``stream_live``) runs this same check before anything is allocated for it."""
+        segments = None if text is None else pronounce(segments_of(text), pronunciation, voice.name)
+        self._check(segments, voice, non_streaming)
 
     # ---- internals ------------------------------------------------------------------------------
+    def _check(self, segments: Sequence[Segment] | None, voice: Voice, non_streaming: bool | None) -> None:
+        """``check`` of segments already pronounced (None: text still to come)."""
+        if voice.kind == "clone" and not voice.is_encoded:
+            check_voice_arrays(voice_arrays(voice), "this voice")
+            return
+        texts = [s.speech for s in segments] if segments is not None else [LIVE_PROBE_TEXT]
+        check_prompts(self.config, self.tokenizer, voice, texts, non_streaming)
+
     def _prompt_builder(self) -> Callable[[list[tuple[Voice, str]]], list]:
         """``build_prompts`` over this engine's model: [(voice, text)] -> a prompt or an error each."""
         return functools.partial(build_prompts, self.model.talker, self.config, self.tokenizer)
@@ -440,7 +450,12 @@ def _read_defaults(model_dir: Path) -> Sampling:
     path = model_dir / "generation_config.json"
     if not path.is_file():
         return Sampling()
-    g = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        g = json_limits.load_file(path)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path.name} cannot be read: {e}") from None
+    if not isinstance(g, dict):
+        raise CheckpointError(f"{path.name} must hold a JSON object")
     return Sampling(
         greedy=not g.get("do_sample", True), temperature=g.get("temperature", 0.9), top_k=g.get("top_k", 50),
         top_p=g.get("top_p", 1.0), repetition_penalty=g.get("repetition_penalty", 1.05),

@@ -28,7 +28,7 @@ from engine.chunk_sizes import ChunkSizes
 from engine.frames.guard import FrameGuard
 from engine.live import POLL_S, LivePlanner, LiveText, LiveTrack, live_source, text_embedder
 from engine.plan import Plan, default_max_frames, draw_seed
-from engine.prompts import build_prompt, build_prompt_ids, check_voice
+from engine.prompts import build_prompt, build_prompt_ids
 from engine.sampling import Sampling
 from engine.text import Segment
 from engine.voices.voice import Voice
@@ -42,7 +42,7 @@ def stream_live(engine, text: LiveText | Iterable[str], voice: Voice, chunk_fram
     sizes = ChunkSizes(first_chunk_frames, chunk_frames)  # live speech follows its text: they never grow
     source = live_source(text)
     voice = engine.prepare_voice(voice)
-    check_voice(engine.config, voice)
+    engine.check(None, voice, non_streaming)  # before the decoder is fed the reference codes
     sampling = sampling or engine.defaults
     plan = Plan(voice, [], sampling, draw_seed(sampling.seed), max_frames, non_streaming)
     tok, talker, cfg = engine.tokenizer, engine.model.talker, engine.config

@@ -26,7 +26,7 @@ from engine.model.talker import Talker
 from engine.runtime import on_device
 from engine.text import check_text
 from engine.tokenizer import TextTokenizer
-from engine.voices.voice import MODEL_TYPE_FOR_VOICE, Voice
+from engine.voices.voice import MODEL_TYPE_FOR_VOICE, Voice, check_voice_arrays, shown, voice_arrays
 
 
 @dataclass(slots=True)
@@ -46,7 +46,9 @@ def default_non_streaming(voice: Voice) -> bool:
 
 
 def check_voice(cfg: ModelConfig, voice: Voice) -> None:
-    """Raise a clear error if ``voice`` cannot be spoken by this model."""
+    """Raise a clear error if ``voice`` cannot be spoken by this model (its arrays included:
+    ``engine.voices.voice.check_voice_arrays``, the reference audio aside, which only encoding reads)."""
+    check_voice_arrays(voice_arrays(voice), "this voice", audio=False)
     for field, what in (("instruct", "instructions"), ("ref_text", "reference transcript")):
         if getattr(voice, field) is not None:
             try:
@@ -60,11 +62,11 @@ def check_voice(cfg: ModelConfig, voice: Voice) -> None:
             f"but this is a {MODEL_NAMES[cfg.tts_model_type]} model"
         )
     if voice.language not in cfg.languages:
-        raise VoiceError(f"unsupported language {voice.language!r}; choose one of {', '.join(cfg.languages)}")
+        raise VoiceError(f"unsupported language {shown(voice.language)}; choose one of {', '.join(cfg.languages)}")
     tc = cfg.talker_config
     if voice.kind == "preset":
         if voice.speaker not in _lower_keys(tc.spk_id):
-            raise VoiceError(f"unknown speaker {voice.speaker!r}; this model has {', '.join(cfg.speakers)}")
+            raise VoiceError(f"unknown speaker {shown(voice.speaker)}; this model has {', '.join(cfg.speakers)}")
         if voice.instruct and cfg.tts_model_size == "0b6":
             raise UnsupportedError(
                 "the 0.6B CustomVoice model does not support style instructions; "

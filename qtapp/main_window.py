@@ -183,8 +183,9 @@ class MainWindow(QMainWindow):
         self.autosave = Autosave(self.editor, settings)
         self._connect()
         self._restore_session()
-        if pronunciation_problem:
-            self.show_error(pronunciation_problem)
+        problems = [p for p in (settings.load_problem, pronunciation_problem) if p]
+        if problems:  # one banner: each problem would hide the one before
+            self.show_error(" ".join(problems))
 
     # ---- construction helpers ----------------------------------------------------------------------
     def _make_player(self, sd_module):

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import ClassVar
 
+from engine import json_limits
 from engine.atomic import atomic_write_text
 from engine.pronunciation import Lexicon, LexiconFileError, default_lexicon, default_lexicon_path, load_lexicon
 from engine.reading_policy import ReadingPolicy
@@ -38,6 +40,7 @@ MAX_THREADS = 256
 LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",
              "italian", "portuguese", "russian")
 MAX_RECENT_FILES = 10
+MAX_FILE_BYTES = 4 << 20  # settings.json: far above its recent files and reading positions
 MAX_RESUME_POSITIONS = 200  # documents whose reading position is remembered, the least recently read dropped
 
 
@@ -83,6 +86,8 @@ class ModelSpec:
 
 @dataclass
 class Settings:
+    # why the stored settings could not be used, for the user (``load``); never saved
+    load_problem: ClassVar[str | None] = None
     checkpoints: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CHECKPOINTS))
     device: str = "auto"
     precision: str = "bfloat16"
@@ -162,13 +167,19 @@ class Settings:
     # ---- persistence ----------------------------------------------------------------------------
     @classmethod
     def load(cls) -> Settings:
-        """Read ``settings.json``; missing, unreadable or foreign values fall back to defaults."""
+        """Read ``settings.json``; missing, unreadable or foreign values fall back to defaults. A file that cannot
+        be read at all (damaged, not JSON, too large or too deeply nested: ``engine.json_limits``) gives the defaults
+        and ``load_problem`` says so; the file is replaced when the settings are next saved."""
         settings = cls()
         try:
-            stored = json.loads(settings.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            stored = json_limits.load_file(settings.path, max_bytes=MAX_FILE_BYTES)
+        except FileNotFoundError:
+            return settings
+        except (OSError, ValueError) as e:
+            settings.load_problem = _unusable(e.strerror if isinstance(e, OSError) else str(e))
             return settings
         if not isinstance(stored, dict):
+            settings.load_problem = _unusable("it holds no JSON object")
             return settings
         for f in fields(cls):
             value = stored.get(f.name)
@@ -207,6 +218,11 @@ def documents_folder() -> Path:
 
     documents = Path(user_documents_dir())
     return documents if documents.is_dir() else Path.home()
+
+
+def _unusable(reason: str) -> str:
+    return (f"The settings could not be read ({reason}). The studio starts with its default settings; they replace "
+            "the file when they are next saved.")
 
 
 def load_pronunciation(path: Path) -> tuple[Lexicon, str | None]:

@@ -15,6 +15,8 @@ is refused with 400 and not stored. A clone is encoded at once when the server r
 its reference audio is kept unencoded in the voice file (``"encoded": false`` in the answer, with a note) and
 a Base model encodes it when it is first used: the library is shared with the studio, which loads a Base model
 for clones.
+Every field but ``audio_sample`` is text: a JSON value of another type (``{"name": ["x"]}``), a file in its place,
+or a JSON body that is not an object, too large or nested too deeply (``engine.json_limits``) is a 400 naming it.
 ``GET`` lists presets and library voices (a library file that cannot be read is listed with
 ``"readable": false`` and its ``error``), ``DELETE /v1/audio/voices/{name}`` removes one (an unreadable one
 too). Library file work runs in worker threads, off the event loop (``server.library``); error messages name
@@ -30,10 +32,11 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from engine import Engine, OratorError, UnsupportedError, Voice, VoiceError
+from engine import Engine, OratorError, UnsupportedError, Voice, VoiceError, json_limits
 from engine.prompts import check_voice
 from engine.voices.file import VoiceInfo
 from engine.voices.library import VoiceEntry
+from engine.voices.voice import shown
 from server.errors import APIError, engine_error
 from server.library import VoiceStore, checked_name
 
@@ -41,6 +44,9 @@ router = APIRouter()
 _AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3")
 _PROBE_TEXT = "Hello."  # a short text a new voice must be able to speak
 _SHOWN_NAME_CHARS = 80  # a voice name echoed in an error is cut to this: the request's field has no limit
+# the fields a new voice is made from; all text but the file
+_TEXT_FIELDS = ("name", "language", "transcript", "ref_text", "description", "speaker", "instructions")
+_JSON_TYPES = {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number"}
 
 
 def resolve_voice(engine: Engine, store: VoiceStore, voice, instructions: str | None,
@@ -131,7 +137,7 @@ async def create_voice(request: Request):
                        code="voice_exists")
     language = (fields.get("language") or "auto").lower()
     if language not in engine.languages:
-        raise APIError(400, f"unsupported language {language!r}; choose one of {', '.join(engine.languages)}",
+        raise APIError(400, f"unsupported language {shown(language)}; choose one of {', '.join(engine.languages)}",
                        param="language", code="invalid_language")
     sample = fields.get("audio_sample")
     note = None
@@ -162,7 +168,8 @@ async def create_voice(request: Request):
 
 
 async def _read_fields(request: Request, max_upload_bytes: int) -> dict:
-    """The request's fields from multipart/urlencoded form data or a JSON object."""
+    """The request's fields from multipart/urlencoded form data or a JSON object: ``audio_sample`` (a file) and
+    the text fields, each checked to be text."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
         form = await request.form(max_files=1, max_fields=16)
@@ -171,14 +178,27 @@ async def _read_fields(request: Request, max_upload_bytes: int) -> dict:
         if isinstance(sample, UploadFile) and (sample.size or 0) > max_upload_bytes:
             raise APIError(413, f"audio_sample has {sample.size} bytes; the limit is {max_upload_bytes}",
                            param="audio_sample", code="upload_too_large")
+        for key in _TEXT_FIELDS:
+            if isinstance(fields.get(key), UploadFile):
+                raise APIError(400, f"{key} must be text, not a file", param=key, code="invalid_field")
         return {k: v if isinstance(v, UploadFile) else str(v).strip() for k, v in fields.items()}
     try:
-        body = await request.json()
+        body = json_limits.loads(await request.body())
+    except json_limits.JSONLimitError as e:
+        raise APIError(400, f"the request body cannot be read: {e}", code="invalid_body") from None
     except ValueError:
         raise APIError(400, "send multipart form data or a JSON object", code="invalid_body") from None
     if not isinstance(body, dict):
         raise APIError(400, "the request body must be a JSON object", code="invalid_body")
-    return {k: str(v).strip() for k, v in body.items() if v is not None}
+    fields = {}
+    for key in _TEXT_FIELDS:
+        value = body.get(key)
+        if value is not None and not isinstance(value, str):
+            raise APIError(400, f"{key} must be a string, not {_JSON_TYPES.get(type(value), 'that')}", param=key,
+                           code="invalid_field")
+        if value is not None:
+            fields[key] = value.strip()
+    return fields
 
 
 def _check_usable(engine: Engine, voice: Voice) -> None:

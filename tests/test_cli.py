@@ -109,6 +109,27 @@ def test_voice_errors_exit_2_with_the_engine_message(tiny_model_dir, capsys, tmp
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("codes", "message"), [
+    (np.full((20, 16), 4096, dtype=np.int64), "codes run from 4096 to 4096; codes are 0 to 2047"),
+    (np.zeros((100_000, 16), dtype=np.int64), "100000 frames; at most 2032 fit a prompt"),
+])
+def test_a_voice_file_no_model_can_use_exits_2_with_one_line(tiny_model_dir, tiny_engine, capsys, tmp_path, codes,
+                                                              message):
+    from safetensors.numpy import save_file
+
+    from engine.voices.file import FORMAT_KEY, FORMAT_VERSION
+
+    width = tiny_engine("base").config.talker_config.hidden_size
+    save_file({"speaker_embedding": np.ones(width, dtype=np.float32), "ref_codes": codes}, str(tmp_path / "bad.voice"),
+              metadata={FORMAT_KEY: FORMAT_VERSION, "kind": "clone", "language": "auto", "ref_text": "Hi there.",
+                        "embedding_dim": str(width)})
+    out = tmp_path / "x.wav"
+    code, _, err = run_in_process(capsys, "Hi.", "--voice-file", str(tmp_path / "bad.voice"), "--model",
+                                  str(tiny_model_dir("base")), "--out", str(out))
+    assert code == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["   ", "--voice", "vivian"], "no text to speak"),
     (["Hi.", "--voice", "vivian", "--out", "x.mp3"], "use a .wav or .flac"),

@@ -60,6 +60,19 @@ def test_a_bad_rules_file_is_one_line_before_the_model_loads(capsys, tmp_path, d
     assert f"orator {command}: error: " in line and "bad.json is not valid JSON" in line
 
 
+@pytest.mark.parametrize("command", ["say", "export"])
+def test_a_rules_file_nested_100000_deep_is_one_line_not_a_traceback(capsys, tmp_path, data_dir, command):
+    data_dir.mkdir(parents=True)
+    (data_dir / "pronunciation.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")  # the studio's
+    book = tmp_path / "book.txt"
+    book.write_text("Hello.", encoding="utf-8")
+    first = "Hello." if command == "say" else str(book)
+    code, _, err = run(capsys, command, first, "--model", str(tmp_path / "no-model"), "--voice", "vivian")
+    assert code == 2
+    [line] = err.strip().splitlines()
+    assert "pronunciation.json is not valid JSON: the document is nested 100000 levels deep; at most 64" in line
+
+
 def test_export_says_the_rules_and_subtitles_the_text(capsys, tmp_path, data_dir, tiny_model_dir):
     model = tiny_model_dir("custom_voice")
     rules = tmp_path / "rules.json"

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine import json_limits
 from engine.atomic import sync_folder
 from engine.audio.book import Book, Passage, Pauses
 from engine.audio.chunks import SAMPLE_RATE
@@ -392,7 +393,7 @@ def remove_leftovers(cache: SegmentCache, target: str | os.PathLike) -> None:
     if not record.exists():
         return
     try:
-        names = json.loads(record.read_text(encoding="utf-8"))
+        names = json_limits.load_file(record)
     except (OSError, ValueError):
         names = []
     for name in names if isinstance(names, list) else []:

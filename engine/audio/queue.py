@@ -25,6 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from engine import json_limits
 from engine.atomic import atomic_write_text
 from engine.audio.book import Book, book_from_document, book_from_text
 from engine.audio.encode import FORMATS, audio_format
@@ -40,6 +41,8 @@ FINISHED = (DONE, FAILED, CANCELLED)
 SUBTITLES = (None, "srt", "vtt")
 MAX_JOBS = 1000  # a queue file with more is hand-made or damaged: the first ones are kept
 MAX_FIELD_CHARS = 4096  # of a title, voice, model, path or message read back
+MAX_QUEUE_FILE_BYTES = 64 << 20  # MAX_JOBS jobs of the longest fields
+MAX_SNAPSHOT_BYTES = 1 << 30  # the text of the largest document the studio opens, with its JSON escapes
 _ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -266,7 +269,7 @@ class ExportQueue:
 
     def read_snapshot(self, snapshot_id: str) -> Snapshot | None:
         try:
-            data = json.loads(self._snapshot_path(snapshot_id).read_text(encoding="utf-8"))
+            data = json_limits.load_file(self._snapshot_path(snapshot_id), max_bytes=MAX_SNAPSHOT_BYTES)
             chapters = [SnapshotChapter(str(c["title"]), int(c["start"]), int(c.get("level", 1)))
                         for c in data.get("chapters", [])]
             text = data["text"]
@@ -301,7 +304,7 @@ class ExportQueue:
             self._set_aside(f"The export queue could not be read ({e}); it starts empty.")
             return
         try:
-            data = json.loads(raw)
+            data = json_limits.loads(raw, max_bytes=MAX_QUEUE_FILE_BYTES)
         except ValueError:
             self._set_aside("The export queue's file was damaged; it starts empty.")
             return

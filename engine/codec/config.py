@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from engine import json_limits
 from engine.errors import CheckpointError
 
 MODEL_TYPE = "qwen3_tts_tokenizer_12hz"
@@ -113,7 +114,7 @@ class SpeechTokenizerConfig:
     def from_dir(cls, speech_tokenizer_dir: str | Path) -> SpeechTokenizerConfig:
         path = Path(speech_tokenizer_dir) / "config.json"
         try:
-            d = json.loads(path.read_text(encoding="utf-8"))
+            d = json_limits.load_file(path)
         except FileNotFoundError:
             raise CheckpointError(f"{path} is missing: not a speech tokenizer directory") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -22,6 +22,7 @@ from safetensors import SafetensorError, safe_open
 from transformers import MimiConfig, MimiModel
 from transformers.initialization import no_init_weights
 
+from engine import json_limits
 from engine.errors import CheckpointError, VoiceError
 
 SAMPLE_RATE = 24000
@@ -97,7 +98,7 @@ class SpeechEncoder:
 
 def _read_config(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json_limits.load_file(path)
     except FileNotFoundError:
         raise CheckpointError(f"{path} is missing: not a speech_tokenizer directory") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

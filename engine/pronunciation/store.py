@@ -14,6 +14,7 @@ import json
 import os
 from pathlib import Path
 
+from engine import json_limits
 from engine.atomic import atomic_write_text
 from engine.errors import PronunciationError
 from engine.pronunciation.defaults import default_lexicon
@@ -44,7 +45,7 @@ def lexicon_to_text(lexicon: Lexicon) -> str:
 def lexicon_from_text(text: str, source: str = "the lexicon") -> Lexicon:
     """The lexicon a file's text holds, or ``LexiconFileError`` saying what is wrong with ``source``."""
     try:
-        document = json.loads(text)
+        document = json_limits.loads(text, max_bytes=MAX_FILE_BYTES)
     except ValueError as e:
         raise LexiconFileError(f"{source} is not valid JSON: {e}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:

@@ -10,12 +10,16 @@ Preset and design voices are metadata only. Files are written atomically and dur
 ``read_voice_metadata`` reads only a file's header (its first 8 bytes say how long the JSON header is), so a
 listing of many large clones reads a few kilobytes per voice; it checks what ``load_voice`` checks short of the
 tensor bytes themselves. Error messages name the file, never its folder.
+
+A file is refused before its tensors are read when it is larger than ``MAX_FILE_BYTES`` or its header's shapes
+break ``engine.voices.voice.check_voice_shapes`` (reference codes longer than any prompt holds...), and after,
+when its values break ``check_voice_arrays`` (codes outside the codebook, NaN or infinite embeddings): a voice
+that could never be spoken is never loaded, imported or listed as readable.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,15 +29,23 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save
 
+from engine import json_limits
 from engine.atomic import atomic_write
 from engine.errors import VoiceError
-from engine.voices.voice import Voice, clones_in_context, encoded
+from engine.voices.voice import (
+    Voice,
+    check_voice_arrays,
+    check_voice_shapes,
+    clones_in_context,
+    encoded,
+    voice_arrays,
+)
 
 FORMAT_VERSION = "1"
 FORMAT_KEY = "orator_voice_format"
 KINDS = ("preset", "design", "clone")
-NUM_CODE_GROUPS = 16
 MAX_HEADER_BYTES = 100_000_000  # safetensors refuses longer headers too
+MAX_FILE_BYTES = 32 << 20  # the largest voice a file can hold is 60 s of float64 audio (11 MB) and its codes
 _TEXT_FIELDS = ("name", "speaker", "instruct", "ref_text")
 _TENSOR_FIELDS = ("speaker_embedding", "ref_codes", "ref_audio")
 _DTYPE_NAMES = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "U16": "uint16", "I16": "int16", "U32": "uint32",
@@ -88,16 +100,21 @@ def load_voice(path: str | os.PathLike) -> Voice:
     if not path.is_file():
         raise VoiceError(f"voice file not found: {path.name}")
     try:
+        _check_size(path.stat().st_size, path.name)
         with safe_open(str(path), framework="np") as f:
             metadata = f.metadata() or {}
-            tensors = {name: f.get_tensor(name) for name in f.keys()}
+            slices = {name: f.get_slice(name) for name in f.keys()}
+            layout = {name: (_DTYPE_NAMES.get(s.get_dtype(), s.get_dtype()), tuple(s.get_shape()))
+                      for name, s in slices.items()}
+            fields = _checked_header(metadata, layout, path.name)  # before a tensor is read
+            tensors = {name: f.get_tensor(name) for name in slices}
     except (SafetensorError, ValueError) as e:
         raise _unreadable(path.name, str(e)) from None
     except OSError as e:  # its text would name the whole path
         raise _unreadable(path.name, e.strerror or type(e).__name__) from None
-    layout = {name: (str(array.dtype), array.shape) for name, array in tensors.items()}
-    fields = _checked_header(metadata, layout, path.name)
-    return Voice(**fields, **_file_tensors(tensors))
+    arrays = _file_tensors(tensors)
+    check_voice_arrays(arrays, path.name)  # as the voice holds them: a float64 past float32's range is infinite
+    return Voice(**fields, **arrays)
 
 
 def read_voice_metadata(path: str | os.PathLike) -> VoiceInfo:
@@ -106,15 +123,18 @@ def read_voice_metadata(path: str | os.PathLike) -> VoiceInfo:
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
+            _check_size(size, path.name)
             prefix = f.read(8)
             length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
             if not 0 < length <= min(MAX_HEADER_BYTES, size - 8):
                 raise _unreadable(path.name, "no safetensors header")
-            header = json.loads(f.read(length).decode("utf-8"))
+            header = json_limits.loads(f.read(length).decode("utf-8"), max_bytes=MAX_HEADER_BYTES)
     except FileNotFoundError:
         raise VoiceError(f"voice file not found: {path.name}") from None
     except OSError as e:
         raise _unreadable(path.name, e.strerror or type(e).__name__) from None
+    except json_limits.JSONLimitError as e:
+        raise _unreadable(path.name, f"its header: {e}") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise _unreadable(path.name, "its header is not JSON") from None
     if not isinstance(header, dict):
@@ -128,6 +148,11 @@ def read_voice_metadata(path: str | os.PathLike) -> VoiceInfo:
         layout[name] = _tensor_layout(entry, data_bytes, path.name, name)
     fields = _checked_header(metadata, layout, path.name)
     return VoiceInfo(**fields, tensors=frozenset(layout))
+
+
+def _check_size(size: int, file_name: str) -> None:
+    if size > MAX_FILE_BYTES:
+        raise VoiceError(f"{file_name} has {size} bytes; a voice file holds at most {MAX_FILE_BYTES >> 20} MiB")
 
 
 def _unreadable(file_name: str, reason: str) -> VoiceError:
@@ -163,7 +188,7 @@ def _checked_header(metadata: dict, layout: dict[str, tuple[str, tuple[int, ...]
     kind = metadata["kind"]
     if kind not in KINDS:
         raise VoiceError(f"{file_name} has unknown voice kind {kind!r}; expected one of {KINDS}")
-    _check_shapes({name: shape for name, (_, shape) in layout.items()}, file_name)
+    check_voice_shapes({name: shape for name, (_, shape) in layout.items()}, file_name)
     for name, dtypes in (("speaker_embedding", _FLOATS), ("ref_audio", _FLOATS), ("ref_codes", _INTS)):
         if name in layout and layout[name][0] not in dtypes:
             raise VoiceError(f"{file_name}: {name} has dtype {layout[name][0]}")
@@ -171,7 +196,7 @@ def _checked_header(metadata: dict, layout: dict[str, tuple[str, tuple[int, ...]
         raise VoiceError(f"{file_name}: embedding_dim {metadata.get('embedding_dim')!r} does not match the "
                          f"stored speaker embedding of {layout['speaker_embedding'][1][0]} values")
     try:
-        meta = json.loads(metadata.get("meta", "{}"))
+        meta = json_limits.loads(metadata.get("meta", "{}"))
     except json.JSONDecodeError as e:
         raise VoiceError(f"{file_name} has unreadable meta data: {e}") from None
     if not isinstance(meta, dict):
@@ -186,30 +211,19 @@ def _checked_header(metadata: dict, layout: dict[str, tuple[str, tuple[int, ...]
 def _voice_tensors(voice: Voice) -> dict[str, np.ndarray]:
     """The voice's arrays in their file dtypes; VoiceError if one has the wrong shape."""
     dtypes = {"speaker_embedding": np.float32, "ref_codes": np.int64, "ref_audio": np.float32}
-    tensors = {}
-    for name in _TENSOR_FIELDS:
-        value = getattr(voice, name)
-        if value is not None:
-            tensors[name] = np.ascontiguousarray(np.asarray(value, dtype=dtypes[name]))
-    _check_shapes({name: array.shape for name, array in tensors.items()}, "the voice")
-    return tensors
+    check_voice_arrays(voice_arrays(voice), "the voice")
+    return {name: np.ascontiguousarray(np.asarray(value, dtype=dtypes[name]))
+            for name, value in voice_arrays(voice).items() if value is not None}
 
 
 def _file_tensors(tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A file's (checked) tensors in the dtypes ``Voice`` holds."""
-    out = {name: tensors[name].astype(np.float32) for name in ("speaker_embedding", "ref_audio") if name in tensors}
+    with np.errstate(over="ignore"):  # a value past float32's range becomes infinite, which the check refuses
+        out = {name: tensors[name].astype(np.float32) for name in ("speaker_embedding", "ref_audio")
+               if name in tensors}
     if "ref_codes" in tensors:
         out["ref_codes"] = tensors["ref_codes"].astype(np.int64)
     return out
-
-
-def _check_shapes(shapes: dict[str, tuple[int, ...]], owner: str) -> None:
-    for name in ("speaker_embedding", "ref_audio"):
-        if name in shapes and (len(shapes[name]) != 1 or math.prod(shapes[name]) == 0):
-            raise VoiceError(f"{owner}: {name} must be a non-empty vector, got shape {tuple(shapes[name])}")
-    codes = shapes.get("ref_codes")
-    if codes is not None and (len(codes) != 2 or codes[1] != NUM_CODE_GROUPS or codes[0] == 0):
-        raise VoiceError(f"{owner}: ref_codes must be [T, {NUM_CODE_GROUPS}], got shape {tuple(codes)}")
 
 
 def _check_complete(fields: dict, tensors: set[str], file_name: str) -> None:

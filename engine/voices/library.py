@@ -31,6 +31,7 @@ voices, never a file's folder, and never list the library.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -46,6 +47,7 @@ from engine.errors import OratorError, VoiceError
 from engine.voices.file import VoiceInfo, load_voice, read_voice_metadata, save_voice
 from engine.voices.voice import Voice
 
+log = logging.getLogger(__name__)
 VOICE_SUFFIX = ".voice"
 LOCK_FILE = ".orator-library.lock"  # hidden: never listed as a voice, never taken for a temporary file
 MAX_NAME_CHARS = 80
@@ -106,8 +108,12 @@ def default_library_dir() -> Path:
 
 def checked_name(name) -> str:
     """The stored form of a wanted voice name (NFC, stripped), or ``InvalidName`` saying what is wrong."""
-    if not isinstance(name, str) or not (name := unicodedata.normalize("NFC", name).strip()):
+    if name is not None and not isinstance(name, str):
+        raise InvalidName(f"A voice name must be text, not {type(name).__name__}.")
+    if not name or not (name := unicodedata.normalize("NFC", name).strip()):
         raise InvalidName("A voice needs a name.")
+    if len(name) > MAX_NAME_CHARS:  # first: the messages below quote the name
+        raise InvalidName(f"A voice name can have at most {MAX_NAME_CHARS} characters.")
     for char in name:
         category = unicodedata.category(char)
         if category in _FORBIDDEN_CATEGORIES:
@@ -119,8 +125,6 @@ def checked_name(name) -> str:
         raise InvalidName("A voice name cannot start or end with a dot.")
     if name.split(".")[0].rstrip().upper() in _WINDOWS_DEVICES:
         raise InvalidName(f"“{name}” is reserved by Windows and cannot be a voice name.")
-    if len(name) > MAX_NAME_CHARS:
-        raise InvalidName(f"A voice name can have at most {MAX_NAME_CHARS} characters.")
     if len(name.encode("utf-8")) > MAX_NAME_BYTES:
         raise InvalidName(f"This voice name is too long for a file name: at most {MAX_NAME_BYTES} bytes of UTF-8 "
                           f"(about {MAX_NAME_BYTES // 3} Chinese or {MAX_NAME_BYTES // 4} emoji characters).")
@@ -246,7 +250,8 @@ class VoiceLibrary:
                 continue
             try:
                 entry = VoiceEntry(name, path, read_voice_metadata(path))
-            except VoiceError as e:
+            except VoiceError as e:  # listed as unreadable, and logged once while the file stays as it is
+                log.warning("the voice file %s cannot be read: %s", path.name, e)
                 entry = VoiceEntry(name, path, None, str(e))
             self._entries[name] = (stamp, entry)
             out.append(entry)

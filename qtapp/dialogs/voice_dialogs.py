@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.errors import VoiceError
 from qtapp.recorder import MAX_RECORD_S, MicRecorder
 from qtapp.settings import LANGUAGES, documents_folder
 
@@ -183,16 +184,18 @@ class CloneVoiceDialog(_VoiceDialog):
         if path:
             try:
                 self.set_audio_file(Path(path))
-            except (OSError, RuntimeError) as e:
+            except (OSError, RuntimeError, VoiceError) as e:
                 QMessageBox.warning(self, self.windowTitle(), f"Cannot read “{Path(path).name}”: {e}")
 
     def set_audio_file(self, path: Path) -> None:
-        import soundfile
+        """Use the recording at ``path`` (read mono at 24 kHz within ``engine.audio.files``' bounds: a file too
+        long, of an absurd rate or a decompression bomb is a ``VoiceError``, never gigabytes)."""
+        from engine.audio.files import SAMPLE_RATE, read_audio
 
-        samples, rate = soundfile.read(str(path), dtype="float32")
+        samples, _ = read_audio(path)
         if len(samples) == 0:
             raise OSError("the recording is empty")
-        self.set_audio(samples, rate, str(path))
+        self.set_audio(samples, SAMPLE_RATE, str(path))
         if not self.name():
             self.name_field.setText(path.stem)
 

@@ -6,7 +6,7 @@ import pytest
 import soundfile
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QInputDialog, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
 from engine import Voice
 from engine.voices.library import LOCK_FILE, LibraryError, VoiceLibrary, checked_name
@@ -207,7 +207,7 @@ def test_clone_dialog_trims_the_recording(qtbot, tmp_path, monkeypatch):
     dialog.trim_start.setValue(1.0)
     dialog.trim_end.setValue(3.0)
     kept, kept_rate = dialog.trimmed_audio()
-    assert kept_rate == rate and len(kept) == 2 * rate
+    assert kept_rate == 24000 and len(kept) == 2 * 24000  # read at the rate clones take
     dialog.transcript.setPlainText("Hello there.")
     dialog.accept()
     voice = dialog.created_voice
@@ -219,6 +219,27 @@ def test_clone_dialog_trims_the_recording(qtbot, tmp_path, monkeypatch):
     dialog.created_voice = None
     dialog.accept()
     assert dialog.created_voice is None and "half a second" in warnings[0]
+
+
+def test_clone_dialog_refuses_a_flac_bomb_and_a_1_hz_file(qtbot, tmp_path, monkeypatch):
+    bomb = tmp_path / "bomb.flac"
+    block = np.full((1 << 16, 8), 0.5, dtype=np.float32)
+    with soundfile.SoundFile(bomb, "w", 48000, 8, subtype="PCM_16", format="FLAC") as f:
+        for _ in range(48000 * 700 // len(block)):  # 700 s of 8 channels: 1 GB of float32, 0.3 MB on disk
+            f.write(block)
+    slow = tmp_path / "slow.wav"
+    soundfile.write(slow, np.zeros(8000, dtype=np.float32), 8000)
+    slow.write_bytes(slow.read_bytes()[:24] + (1).to_bytes(4, "little") + slow.read_bytes()[28:])  # 1 Hz
+    dialog = CloneVoiceDialog()
+    qtbot.addWidget(dialog)
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a: warnings.append(a[-1]))
+    for path in (bomb, slow):
+        monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, p=path: (str(p), ""))
+        dialog._browse()
+    assert "bomb.flac (48000 Hz, 8 ch) lasts 699" in warnings[0] and "the limit is 600 s" in warnings[0]
+    assert "sample rate of 1 Hz" in warnings[1]
+    assert dialog._audio is None
 
 
 def test_an_unreadable_file_is_a_row_that_can_be_deleted(qtbot, library, monkeypatch):

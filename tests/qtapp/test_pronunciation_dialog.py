@@ -169,3 +169,16 @@ def test_a_corrupt_rules_file_does_not_stop_the_studio(open_window, isolated_dat
     assert path.read_text(encoding="utf-8").startswith('{"format"')  # left as it was until rules are saved
     save_lexicon(Lexicon(), path)
     assert json.loads(path.read_text(encoding="utf-8"))["rules"] == []
+
+
+def test_the_studio_starts_with_100000_deep_settings_and_rules_files_and_says_so(open_window, isolated_data_dir):
+    path = Settings.load().pronunciation_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deep = "[" * 100_000 + "]" * 100_000
+    path.write_text(deep, encoding="utf-8")
+    (isolated_data_dir / "settings.json").write_text(deep, encoding="utf-8")
+    window = open_window(loaded=True)
+    assert window.pronunciation == default_lexicon() and window.settings == Settings()
+    shown = window.banner.label.text()
+    assert "settings could not be read (the document is nested 100000 levels deep" in shown
+    assert "pronunciation rules could not be read" in shown and "nested 100000 levels deep" in shown

@@ -1,6 +1,7 @@
 """Settings: one data dir (redirected per test), JSON round trip, bad files fall back to defaults."""
 
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -37,6 +38,22 @@ def test_corrupt_or_foreign_values_fall_back_to_defaults(isolated_data_dir):
     assert (loaded.device, loaded.precision, loaded.font_size) == ("auto", "bfloat16", Settings().font_size)
     assert loaded.speed == 2.0
     assert loaded.checkpoints == DEFAULT_CHECKPOINTS
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    ("[" * 100_000 + "]" * 100_000, "nested 100000 levels deep"),
+    ('"a string"', "it holds no JSON object"),
+    ("{not json", "Expecting property name"),
+    (" " * (5 << 20), "more than 4194304"),
+])
+def test_a_settings_file_that_cannot_be_read_gives_the_defaults_and_says_why(isolated_data_dir, content, reason):
+    isolated_data_dir.mkdir(parents=True)
+    (isolated_data_dir / "settings.json").write_text(content)
+    loaded = Settings.load()
+    assert loaded == Settings() and reason in loaded.load_problem and "default settings" in loaded.load_problem
+    assert "load_problem" not in asdict(loaded)  # never saved
+    (isolated_data_dir / "settings.json").unlink()
+    assert Settings.load().load_problem is None  # no file: the defaults, nothing to say
 
 
 def test_model_spec_per_kind():

@@ -5,6 +5,7 @@ error messages without temporary paths or the library's names."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import tempfile
 import threading
@@ -108,6 +109,64 @@ def test_bad_or_huge_uploads_are_refused_and_the_server_stays_healthy(live_serve
     assert r.status_code == status and r.json()["error"]["message"]
     assert "Broken" not in library_names(live_server.url)
     assert httpx.get(f"{live_server.url}/health").json()["status"] == "ok"
+
+
+def test_a_flac_bomb_and_a_1_hz_wav_are_refused_with_why(live_server):
+    """An 8-channel FLAC of constant subframes (45 KB, 184 MB decoded) is refused from its header, a 104-byte WAV
+    at 1 Hz (30 s of "speech") for its rate: 400s naming the upload, nothing stored."""
+    bomb = io.BytesIO()
+    block = np.full((1 << 16, 8), 0.5, dtype=np.float32)
+    with sf.SoundFile(bomb, "w", 48000, 8, subtype="PCM_16", format="FLAC") as f:
+        for _ in range(48000 * 120 // len(block)):
+            f.write(block)
+    slow = io.BytesIO()
+    sf.write(slow, (np.arange(30) * 1000).astype(np.int16), 8000, format="WAV", subtype="PCM_16")
+    slow = slow.getvalue()[:24] + (1).to_bytes(4, "little") + slow.getvalue()[28:]
+    assert len(bomb.getvalue()) < 100_000 and len(slow) == 104
+    for data, message in ((bomb.getvalue(), r"ref\.wav \(48000 Hz, 8 ch\) lasts 11\d\.\d s; the limit is 60 s"),
+                          (slow, r"ref\.wav \(1 Hz, 1 ch\) has a sample rate of 1 Hz; a recording between 8000")):
+        r = upload(live_server.url, "Bomb", data)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "audio_sample", r.text
+        assert re.search(message, r.json()["error"]["message"]), r.text
+    assert "Bomb" not in library_names(live_server.url)
+
+
+def test_fields_of_the_wrong_type_and_deep_bodies_are_400s_naming_them(live_server):
+    url = f"{live_server.url}/v1/audio/voices"
+    for body, param, message in (({"name": ["x"], "speaker": "ryan"}, "name", "name must be a string, not an array"),
+                                 ({"name": "X", "speaker": {"a": 1}}, "speaker", "speaker must be a string"),
+                                 ({"name": "X", "speaker": "ryan", "language": 5}, "language", "not a number")):
+        r = httpx.post(url, json=body)
+        assert r.status_code == 400 and r.json()["error"]["param"] == param, r.text
+        assert message in r.json()["error"]["message"]
+    deep = b'{"name": "X", "speaker": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    r = httpx.post(url, content=deep, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "nested 100001 levels deep" in r.json()["error"]["message"], r.text
+    assert not {"X", "['x']"} & set(library_names(live_server.url))
+    for field in ("language", "name"):
+        r = httpx.post(url, json={"name": "X", "speaker": "ryan", field: "CON." + "x" * 1_000_000})
+        assert r.status_code == 400 and len(r.text) < 1000, r.text[:300]
+
+
+def test_a_voice_file_nested_100000_deep_is_listed_unreadable_not_a_500(live_server):
+    save_voice(Voice.preset("ryan"), live_server.library / "Fine.voice")
+    deep = live_server.library / "Deep.voice"
+    save_voice(Voice.preset("ryan"), deep)
+    data = deep.read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    header["__metadata__"]["meta"] = "[" * 100_000 + "]" * 100_000
+    new = json.dumps(header).encode()
+    deep.write_bytes(len(new).to_bytes(8, "little") + new + data[8 + size:])
+    r = httpx.get(f"{live_server.url}/v1/audio/voices")
+    assert r.status_code == 200, r.text
+    listed = library_names(live_server.url)
+    assert listed["Fine"]["readable"] and not listed["Deep"]["readable"]
+    assert "nested 100000 levels deep" in listed["Deep"]["error"]
+    assert speak(live_server.url, "Fine").status_code == 200
+    refused = speak(live_server.url, "Deep")
+    # as any unreadable library file: the server's own storage, said so (test_an_unreadable_voice_file_is_...)
+    assert refused.json()["error"]["code"] == "voice_file_error" and "nested 100000" in refused.text
 
 
 def test_missing_fields_are_refused(live_server):

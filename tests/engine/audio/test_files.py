@@ -65,11 +65,14 @@ def test_missing_directory_and_non_audio_files(tmp_path):
     with pytest.raises(VoiceError, match="not a file"):
         load_reference(tmp_path)
     (tmp_path / "notes.wav").write_text("these are not audio samples, just text\n" * 20)
-    with pytest.raises(VoiceError, match="cannot read notes.wav as audio"):
+    with pytest.raises(VoiceError, match=r"notes\.wav is not a readable audio file \(wav, flac"):
         load_reference(tmp_path / "notes.wav")
     (tmp_path / "empty.flac").write_bytes(b"")
-    with pytest.raises(VoiceError, match="cannot read empty.flac"):
+    with pytest.raises(VoiceError, match=r"empty\.flac is not a readable audio file"):
         load_reference(tmp_path / "empty.flac")
+    (tmp_path / "garbage.mp3").write_bytes(bytes(range(256)) * 16)  # libsndfile: "File does not exist or..."
+    with pytest.raises(VoiceError, match=r"^garbage\.mp3 is not a readable audio file \(wav, flac, ogg and mp3"):
+        load_reference(tmp_path / "garbage.mp3")
 
 
 def test_silent_short_and_long_references_are_refused(tmp_path):
