@@ -281,7 +281,7 @@ class Scheduler:
             if hasattr(self.backend, "run_async"):
                 task = self._loop.create_task(self._generate_async(ticket))
                 self._tasks_by_ticket[ticket] = task
-                task.add_done_callback(lambda _, ticket=ticket: self._tasks_by_ticket.pop(ticket, None))
+                task.add_done_callback(lambda task, ticket=ticket: self._task_done(ticket, task))
             else:
                 self._executor.submit(self._generate, ticket)
         self._announce_positions()
@@ -335,20 +335,27 @@ class Scheduler:
         while len(self._recent) > self._keep_finished and self._finished:
             del self._recent[self._finished.popleft()]
 
+    def _task_done(self, ticket: Ticket, task: asyncio.Task) -> None:
+        """Every end of a ``run_async`` job's task frees its slot, a task cancelled before it first ran included (its
+        coroutine never starts, so no ``finally`` of its own runs): a slot left held is never given back."""
+        self._tasks_by_ticket.pop(ticket, None)
+        error = None if task.cancelled() else task.exception()
+        self._finish(ticket, error)
+
     async def _generate_async(self, ticket: Ticket) -> None:
-        error, chunks = None, self.backend.run_async(ticket.job, ticket.cancel_event)
+        """The chunks of ``ticket``'s stream to it; its backend's error raised (``_task_done`` hands it over)."""
+        chunks = None
         try:
+            chunks = self.backend.run_async(ticket.job, ticket.cancel_event)
             async for chunk in chunks:
                 self._deliver(ticket, chunk)
                 if ticket.cancel_event.is_set():
                     break
         except asyncio.CancelledError:  # cancelled with its ticket (Scheduler.cancel) or at shutdown
             pass
-        except Exception as e:  # handed to the request, which turns it into an API error
-            error = e
         finally:
-            await chunks.aclose()  # a stream left early frees its slot now
-            self._finish(ticket, error)
+            if chunks is not None:
+                await chunks.aclose()  # a stream left early frees its engine slot now
 
     # ---- on an engine thread --------------------------------------------------------------------
     def _generate(self, ticket: Ticket) -> None:
@@ -362,6 +369,8 @@ class Scheduler:
         except Exception as e:  # handed to the request, which turns it into an API error
             error = e
         finally:
-            if hasattr(chunks, "close"):
-                chunks.close()  # a generator left early releases what it holds (the engine lock) now
-        self._loop.call_soon_threadsafe(self._finish, ticket, error)
+            try:
+                if hasattr(chunks, "close"):
+                    chunks.close()  # a generator left early releases what it holds (the engine lock) now
+            finally:  # the slot is freed whatever closing did
+                self._loop.call_soon_threadsafe(self._finish, ticket, error)
