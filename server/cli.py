@@ -54,6 +54,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--live-text-timeout", type=float, default=limits.live_text_timeout_s, metavar="SECONDS",
                         help="end a live-text session (/v1/audio/speech/stream) that sends no message for this long "
                              "while its text is open (default %(default)g)")
+    parser.add_argument("--stall-timeout", type=float, default=limits.stall_s, metavar="SECONDS",
+                        help="/ready answers 503 once every generation slot has produced no audio for this long "
+                             "while requests wait (default %(default)g)")
     parser.add_argument("--max-live-chars", type=int, default=limits.max_live_chars,
                         help="the text one live-text session may send in all (default %(default)d)")
     parser.add_argument("--header-timeout", type=float, default=limits.header_timeout_s, metavar="SECONDS",
@@ -139,6 +142,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
                                   max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s,
                                   send_timeout_s=args.send_timeout, live_text_timeout_s=args.live_text_timeout,
                                   max_live_chars=args.max_live_chars, max_voices=args.max_voices,
+                                  stall_s=args.stall_timeout,
                                   pronunciation=pronunciation)
     except ValueError as e:
         print(f"serve: {e}", file=sys.stderr)

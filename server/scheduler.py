@@ -13,6 +13,8 @@ is spoken as its text arrives: ``Engine.stream_live``, or whole segments through
 ``Scheduler.submit`` (on the event loop) admits a job or raises ``QueueFull``; the returned
 ``Ticket`` yields, as an async iterator, ``Queued(position)`` updates while it waits and then the
 chunks. ``Ticket.cancel`` (a client that went away) frees its place or stops its generation.
+``Scheduler.stalled`` says whether every slot has gone ``stall_s`` without a chunk while requests wait (the
+server's readiness, ``/ready``).
 """
 
 from __future__ import annotations
@@ -160,6 +162,7 @@ class Ticket:
         self.frames = 0
         self.warnings: list[dict] = []  # segments cut by the engine's runaway guard: {segment, message}
         self.state = "queued"  # queued | running | done | cancelled | failed
+        self.progressed = 0.0  # when it was submitted, started or last produced a chunk, on its scheduler's clock
         self.announced_position = 0  # the last Queued position sent
         self._events: asyncio.Queue = asyncio.Queue()
 
@@ -211,10 +214,13 @@ class Ticket:
 
 class Scheduler:
     def __init__(self, backend: StreamBackend, max_queue: int, keep_finished: int = 256,
-                 limits: StreamLimits = StreamLimits(), id_prefix: str = "speech-"):
+                 limits: StreamLimits = StreamLimits(), id_prefix: str = "speech-", stall_s: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic):
         """``id_prefix`` starts every request id: servers sharing a front (Ray Serve's replicas) each need their
-        own, or two of them would hand out the same id."""
+        own, or two of them would hand out the same id. ``stall_s``: how long every slot may go without a chunk
+        while requests wait before the scheduler counts as stalled; ``clock`` times that (seconds)."""
         self.backend = backend
+        self.stall_s, self._clock = stall_s, clock
         self.id_prefix = id_prefix
         self.max_queue = max_queue
         self.limits = limits
@@ -227,6 +233,7 @@ class Scheduler:
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks_by_ticket: dict[Ticket, asyncio.Task] = {}  # the jobs of a run_async backend, until they end
+        self._closed = False  # shut down: nothing more starts
 
     # ---- on the event loop ----------------------------------------------------------------------
     def submit(self, job: SpeechJob) -> Ticket:
@@ -234,6 +241,7 @@ class Scheduler:
             raise QueueFull(f"{len(self._running)} generating and {len(self._waiting)} waiting")
         self._loop = asyncio.get_running_loop()
         ticket = Ticket(f"{self.id_prefix}{next(self._ids)}", job, self)
+        ticket.progressed = self._clock()
         self._remember(ticket)
         self._waiting.append(ticket)
         self._pump()
@@ -263,8 +271,23 @@ class Scheduler:
         return {"capacity": self.backend.capacity, "running": len(self._running), "waiting": len(self._waiting),
                 "max_queue": self.max_queue}
 
+    def stalled(self) -> float | None:
+        """Seconds that requests have waited while no slot started or produced a chunk, when that is at least
+        ``stall_s`` with every slot held (nothing the server holds moves, and nothing new can start); else None."""
+        if not self._waiting or len(self._running) < self.backend.capacity:
+            return None
+        # counted from when the longest waiting request came, if later: slots idle before anyone waited held nobody up
+        moved = max(self._waiting[0].progressed, *(ticket.progressed for ticket in self._running))
+        idle = self._clock() - moved
+        return idle if idle >= self.stall_s else None
+
     def shutdown(self) -> None:
-        for ticket in list(self._waiting) + list(self._running):
+        """Cancel everything: the waiting jobs end without starting (a slot freed now starts nothing), the running
+        ones are stopped."""
+        self._closed = True
+        while self._waiting:
+            self.cancel(self._waiting[0])
+        for ticket in list(self._running):
             ticket.cancel_event.set()
         for task in list(self._tasks_by_ticket.values()):
             task.cancel()
@@ -274,10 +297,10 @@ class Scheduler:
             close()
 
     def _pump(self) -> None:
-        while self._waiting and len(self._running) < self.backend.capacity:
+        while not self._closed and self._waiting and len(self._running) < self.backend.capacity:
             ticket = self._waiting.popleft()
             self._running.add(ticket)
-            ticket.state, ticket.started = "running", time.perf_counter()
+            ticket.state, ticket.started, ticket.progressed = "running", time.perf_counter(), self._clock()
             if hasattr(self.backend, "run_async"):
                 task = self._loop.create_task(self._generate_async(ticket))
                 self._tasks_by_ticket[ticket] = task
@@ -315,6 +338,7 @@ class Scheduler:
         if ticket.cancel_event.is_set() or ticket not in self._running:
             return
         ticket._put(chunk)
+        ticket.progressed = self._clock()
         limits = self.limits
         if ticket.audio_seconds > limits.max_audio_s:
             error = LimitReached(f"the request's audio passed the limit of {limits.max_audio_s:g} s; split the "
