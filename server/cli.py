@@ -37,6 +37,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                             "with (default: the studio's, else the shipped ones)")
     rules.add_argument("--no-pronunciation", action="store_true",
                        help="no pronunciation rules: a request asking for them is refused")
+    parser.add_argument("--pronunciation-budget", type=float, default=ServerSettings().pronunciation_budget_s,
+                        metavar="SECONDS", help="the time the rules may take over one request's text; past it the "
+                                                "request answers 400 (default %(default)g)")
     parser.add_argument("--max-queue", type=int, default=64, help="requests allowed to wait (more get 429)")
     parser.add_argument("--batch", type=int, default=1,
                         help="streams generated together in one batched frame loop (default 1: one at a time)")
@@ -142,7 +145,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
                                   max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s,
                                   send_timeout_s=args.send_timeout, live_text_timeout_s=args.live_text_timeout,
                                   max_live_chars=args.max_live_chars, max_voices=args.max_voices,
-                                  stall_s=args.stall_timeout,
+                                  stall_s=args.stall_timeout, pronunciation_budget_s=args.pronunciation_budget,
                                   pronunciation=pronunciation)
     except ValueError as e:
         print(f"serve: {e}", file=sys.stderr)

@@ -33,7 +33,7 @@ from typing import Protocol
 
 from engine import Chunk, Engine, LiveText, Sampling, Voice
 from engine.live_stream import stream_live_batched
-from engine.pronunciation import Lexicon
+from engine.text import Segment
 
 log = logging.getLogger("orator.server")
 
@@ -42,13 +42,14 @@ log = logging.getLogger("orator.server")
 class SpeechJob:
     """One utterance to generate: what ``Engine.stream`` needs."""
 
-    text: str | LiveText  # live text: a WebSocket session's (``server.live``), spoken as it arrives
+    # live text: a WebSocket session's (``server.live``), spoken as it arrives; segments: already cut, each with what
+    # the server's pronunciation rules make it say (``server.speech``)
+    text: str | list[Segment] | LiveText
     voice: Voice
     sampling: Sampling
     chunk_frames: int = 4
     first_chunk_frames: int = 1
     max_frames: int | None = None
-    pronunciation: Lexicon | None = None  # the rules applied to what is said (the server's, when asked for)
 
 
 WarmupProgress = Callable[[int, int, str], None]  # (pieces done, pieces in all, the piece starting now)
@@ -79,8 +80,7 @@ class EngineBackend:
         if isinstance(job.text, LiveText):  # no rules: server.speech refuses them for live text
             return self.engine.stream_live(job.text, job.voice, **sizes)
         # the chunks a client asked for, as the batched backend sends them: the same request streams the same bytes
-        return self.engine.stream(job.text, job.voice, pronunciation=job.pronunciation,
-                                  largest_chunk_frames=job.chunk_frames, **sizes)
+        return self.engine.stream(job.text, job.voice, largest_chunk_frames=job.chunk_frames, **sizes)
 
 
 class BatchedBackend:
@@ -105,8 +105,7 @@ class BatchedBackend:
                                        job.chunk_frames, job.first_chunk_frames, cancel, job.max_frames)
         return self.streams.stream_async(job.text, job.voice, chunk_frames=job.chunk_frames,
                                          first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
-                                         cancel=cancel, max_frames=job.max_frames,
-                                         pronunciation=job.pronunciation)
+                                         cancel=cancel, max_frames=job.max_frames)
 
 
 def backend_factory(batch: int):
