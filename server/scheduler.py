@@ -20,9 +20,9 @@ server's readiness, ``/ready``).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import math
+import secrets
 import threading
 import time
 from collections import deque
@@ -229,7 +229,6 @@ class Scheduler:
         self._recent: dict[str, Ticket] = {}  # by id, for the status endpoint
         self._finished: deque[str] = deque()  # the ids in _recent of finished tickets, oldest first
         self._keep_finished = keep_finished
-        self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks_by_ticket: dict[Ticket, asyncio.Task] = {}  # the jobs of a run_async backend, until they end
         self._closed = False  # shut down: nothing more starts
@@ -239,7 +238,8 @@ class Scheduler:
         if len(self._waiting) >= self.max_queue:
             raise QueueFull(f"{len(self._running)} generating and {len(self._waiting)} waiting")
         self._loop = asyncio.get_running_loop()
-        ticket = Ticket(f"{self.id_prefix}{next(self._ids)}", job, self)
+        # unguessable: anyone may ask a request's status by its id (``GET /v1/audio/speech/{id}``), key or not
+        ticket = Ticket(f"{self.id_prefix}{secrets.token_urlsafe(12)}", job, self)
         ticket.progressed = self._clock()
         self._remember(ticket)
         self._waiting.append(ticket)
