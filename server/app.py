@@ -1,13 +1,16 @@
 """FastAPI wiring: ``create_app(engine_provider, library_dir, settings)``.
 
 ``engine_provider`` is called once at startup in a worker thread (loading a model takes a while;
-``/health`` says ``loading`` meanwhile, with how far it got, and the API answers 503). ``make_backend(engine,
-progress)`` turns the engine into the scheduler's ``StreamBackend``, telling ``progress(done, total, what)`` how
-far its warm-up is (minutes for ``--batch`` on a GPU the first time); the default runs ``Engine.stream`` one
-request at a time. ``load_first=True`` makes the app's startup itself wait for the load and fail when it fails: a
-Ray Serve replica (``server.ray_serve``) is then only routed to once its model is loaded and warmed up.
-``request_id_prefix`` starts every speech request's id (a replica's names the replica: ids stay unique behind one
-proxy).
+``/health`` says ``loading`` meanwhile, with how far it got, and the API answers 503).
+``/health`` is liveness: 200 whenever the process answers, its body saying how far the startup is and whether the
+server is ready. ``/ready`` is readiness: 200 once the model is loaded and warmed up, 503 before that, after a
+failed load, and while the scheduler is stalled (every slot ``stall_s`` without a frame while requests wait).
+``make_backend(engine, progress)`` turns the engine into the scheduler's ``StreamBackend``, telling
+``progress(done, total, what)`` how far its warm-up is (minutes for ``--batch`` on a GPU the first time); the
+default runs ``Engine.stream`` one request at a time. ``load_first=True`` makes the app's startup itself wait for
+the load and fail when it fails: a Ray Serve replica (``server.ray_serve``) is then only routed to once its model
+is loaded and warmed up. ``request_id_prefix`` starts every speech request's id (a replica's names the replica:
+ids stay unique behind one proxy).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from engine import Engine
@@ -75,7 +78,7 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
     @app.get("/health")
     async def health():
         state = "ok" if app.state.engine else ("failed" if app.state.load_error else "loading")
-        answer = {"status": state, "model_loaded": app.state.engine is not None}
+        answer = {"status": state, "model_loaded": app.state.engine is not None, "ready": _readiness(app)[0]}
         if app.state.scheduler is not None:
             answer["queue"] = app.state.scheduler.status()
         if app.state.load_error:
@@ -85,6 +88,14 @@ def create_app(engine_provider: Callable[[], Engine], library_dir, settings: Ser
         if app.state.health_extra is not None:
             answer.update(await app.state.health_extra())
         return answer
+
+    @app.get("/ready")
+    async def ready():
+        is_ready, answer = _readiness(app)
+        if app.state.scheduler is not None:
+            answer["queue"] = app.state.scheduler.status()
+        return JSONResponse(answer, status_code=200 if is_ready else 503,
+                            headers=None if is_ready else {"Retry-After": "5"})
 
     started = int(time.time())  # a model's ``created``: when this server started serving it
 
@@ -143,12 +154,25 @@ async def _load(app: FastAPI, engine_provider, make_backend, settings: ServerSet
         await asyncio.to_thread(settle_heap)  # a full garbage collection over all that would stall every stream
         app.state.scheduler = Scheduler(backend, settings.max_queue,
                                         limits=StreamLimits(settings.max_audio_s, settings.max_unread_audio_s),
-                                        id_prefix=id_prefix)
+                                        id_prefix=id_prefix, stall_s=settings.stall_s)
         app.state.engine = engine
         log.info("model loaded: %s %s", engine.model_type, engine.model_size)
     except Exception as e:  # reported by /health; the API answers 503
         log.exception("cannot load the model")
         app.state.load_error = f"{type(e).__name__}: {e}"
+
+
+def _readiness(app: FastAPI) -> tuple[bool, dict]:
+    """Whether the server can serve a request now, and why not: what ``/ready`` answers."""
+    if app.state.load_error:
+        return False, {"status": "failed", "reason": f"the model failed to load: {app.state.load_error}"}
+    if app.state.engine is None:
+        return False, {"status": "loading", "reason": "the model is loading", "loading": app.state.loading.status()}
+    stalled = app.state.scheduler.stalled()
+    if stalled is not None:
+        return False, {"status": "stalled", "reason": f"no generation slot has produced audio for {stalled:.0f} s "
+                                                      "while requests wait", "stalled_s": round(stalled, 1)}
+    return True, {"status": "ready"}
 
 
 def _engine_or_503(app: FastAPI) -> Engine:

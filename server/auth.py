@@ -8,8 +8,12 @@ The cross-site check: a state-changing request (POST, PUT, PATCH, DELETE) withou
 ``Sec-Fetch-Site`` is ``cross-site`` or ``same-site``, or whose ``Origin`` is not the ``Host`` it was sent to,
 answers 403: browsers send form, multipart and text/plain bodies to any site without a CORS preflight, but a
 key cannot be sent cross-site without one. Clients outside a browser send no ``Origin`` and pass.
-The optional API key: when configured, every ``/v1`` request needs ``Authorization: Bearer <key>``;
-the web page and ``/health`` stay open so a browser can load the page, which then asks for the key.
+The optional API key: when configured, every ``/v1`` request, ``/docs`` and ``/openapi.json`` need
+``Authorization: Bearer <key>``; the web page, ``/health`` and ``/ready`` stay open so a browser can load the page,
+which then asks for the key, and a supervisor can probe the server. A key sent in a URL's query (``?api_key=``, which
+the server never accepts) is redacted from uvicorn's log lines.
+Framing: every answer outside ``/v1`` (the page, its files, the docs) says it may not be framed
+(``X-Frame-Options: DENY``, CSP ``frame-ancestors 'none'``), so no other site can overlay it (clickjacking).
 WebSocket handshakes (``server.live``) get the same Host, key and Origin checks (see ``RequestGuard._websocket``).
 The body limit: a request whose declared ``Content-Length`` exceeds the upload limit answers 413
 before its body is read; a body without one (chunked) is counted as it is read, and reading past the limit
@@ -22,6 +26,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 from urllib.parse import urlsplit
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -39,8 +44,31 @@ class _RefusedHandshakes(logging.Filter):
         return record.getMessage() != "ASGI callable returned without completing handshake."
 
 
+class _RedactedKeys(logging.Filter):
+    """Secrets a client put in a URL's query (``?api_key=...``, ``token=``) are replaced in uvicorn's access and
+    WebSocket log lines: a log is read by more people than the key is meant for."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(isinstance(a, str) and "=" in a for a in record.args):
+            record.args = tuple(redact_query(a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
+_SECRET_QUERY = re.compile(r"([?&;](?:[a-z0-9_%\-]*key|[a-z0-9_%\-]*token|password|secret)=)[^&;#\s]*", re.IGNORECASE)
+
+
+def redact_query(text: str) -> str:
+    """``text`` (a path with its query, a log argument) with the values of key-, token- and password-named query
+    parameters replaced by ``[redacted]``."""
+    return _SECRET_QUERY.sub(r"\1[redacted]", text)
+
+
 logging.getLogger("uvicorn.error").addFilter(_RefusedHandshakes())
+for _name in ("uvicorn.access", "uvicorn.error"):
+    logging.getLogger(_name).addFilter(_RedactedKeys())
 PROTECTED_PREFIX = "/v1/"
+PROTECTED_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
+NOT_FRAMED = [(b"x-frame-options", b"DENY"), (b"content-security-policy", b"frame-ancestors 'none'")]
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
@@ -113,8 +141,10 @@ class RequestGuard:
             return await _reply(send, 421, f"this server does not answer to the host {headers['host']!r}; use "
                                            "http://localhost or an address it listens on (--host, --allow-host)",
                                 "invalid_host", {})
+        if not scope["path"].startswith(PROTECTED_PREFIX):
+            send = _not_framed(send)
         keyed = bool(self.api_key) and self._has_key(headers)
-        if self.api_key and scope["path"].startswith(PROTECTED_PREFIX) and not keyed:
+        if self.api_key and _protected(scope["path"]) and not keyed:
             return await _reply(send, 401, "a valid API key is required (Authorization: Bearer <key>)",
                                 "invalid_api_key", {"www-authenticate": "Bearer"})
         reason = None if keyed else cross_site(scope["method"], headers)
@@ -139,7 +169,7 @@ class RequestGuard:
                                 "invalid_host", {}, "websocket.")
         keyed = bool(self.api_key) and (self._has_key(headers) or any(
             self._is_key(p.removeprefix("bearer.")) for p in scope.get("subprotocols", []) if p.startswith("bearer.")))
-        if self.api_key and scope["path"].startswith(PROTECTED_PREFIX) and not keyed:
+        if self.api_key and _protected(scope["path"]) and not keyed:
             return await _reply(send, 401, "a valid API key is required (Authorization: Bearer <key>, or the "
                                            "subprotocol bearer.<key>)", "invalid_api_key",
                                 {"www-authenticate": "Bearer"}, "websocket.")
@@ -156,6 +186,22 @@ class RequestGuard:
 
     def _is_key(self, token: str) -> bool:
         return hmac.compare_digest(token.encode(), self.api_key.encode())
+
+
+def _protected(path: str) -> bool:
+    """Whether ``path`` needs the key (when one is set): the API and its description."""
+    return path.startswith(PROTECTED_PREFIX) or path.rstrip("/") in PROTECTED_PATHS
+
+
+def _not_framed(send):
+    """``send`` adding ``NOT_FRAMED``'s headers to the response."""
+
+    async def sending(message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *NOT_FRAMED]}
+        await send(message)
+
+    return sending
 
 
 def _is_ip(name: str) -> bool:

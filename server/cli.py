@@ -5,21 +5,29 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from engine.config import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
 
 log = logging.getLogger("orator.server")
+API_KEY_ENV = "ORATOR_API_KEY"
+MAX_API_KEY_FILE_BYTES = 4096
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="a local model directory or a Hugging Face id")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1 requests "
-                                                        "(needed when listening beyond this machine)")
+    key = parser.add_mutually_exclusive_group()
+    key.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1 requests (needed "
+                                                     "when listening beyond this machine); other users can read a "
+                                                     f"command line: prefer --api-key-file or ${API_KEY_ENV}")
+    key.add_argument("--api-key-file", metavar="FILE", default=None,
+                     help=f"read the API key from FILE (its first line); default: ${API_KEY_ENV} if set")
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback host without an API key")
     parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                         help="a name clients may reach the server by (the Host header), besides localhost, "
@@ -37,6 +45,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                             "with (default: the studio's, else the shipped ones)")
     rules.add_argument("--no-pronunciation", action="store_true",
                        help="no pronunciation rules: a request asking for them is refused")
+    parser.add_argument("--pronunciation-budget", type=float, default=ServerSettings().pronunciation_budget_s,
+                        metavar="SECONDS", help="the time the rules may take over one request's text; past it the "
+                                                "request answers 400 (default %(default)g)")
     parser.add_argument("--max-queue", type=int, default=64, help="requests allowed to wait (more get 429)")
     parser.add_argument("--batch", type=int, default=1,
                         help="streams generated together in one batched frame loop (default 1: one at a time)")
@@ -54,6 +65,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--live-text-timeout", type=float, default=limits.live_text_timeout_s, metavar="SECONDS",
                         help="end a live-text session (/v1/audio/speech/stream) that sends no message for this long "
                              "while its text is open (default %(default)g)")
+    parser.add_argument("--stall-timeout", type=float, default=limits.stall_s, metavar="SECONDS",
+                        help="/ready answers 503 once every generation slot has produced no audio for this long "
+                             "while requests wait (default %(default)g)")
     parser.add_argument("--max-live-chars", type=int, default=limits.max_live_chars,
                         help="the text one live-text session may send in all (default %(default)d)")
     parser.add_argument("--header-timeout", type=float, default=limits.header_timeout_s, metavar="SECONDS",
@@ -125,14 +139,51 @@ def missing_server_extra() -> str | None:
     return None
 
 
+def api_key_of(args: argparse.Namespace) -> str | None:
+    """The API key: ``--api-key``, else the first line of ``--api-key-file``, else ``$ORATOR_API_KEY``, else None;
+    ``ValueError`` saying why for a file that cannot be read or a key that is empty."""
+    if args.api_key is not None:
+        key, source = args.api_key, "--api-key"
+    elif args.api_key_file is not None:
+        path = Path(args.api_key_file)
+        try:
+            with path.open("rb") as f:
+                data = f.read(MAX_API_KEY_FILE_BYTES + 1)
+        except OSError as e:
+            raise ValueError(f"cannot read the API key file {path}: {e.strerror or e}") from None
+        if len(data) > MAX_API_KEY_FILE_BYTES:
+            raise ValueError(f"the API key file {path} is larger than {MAX_API_KEY_FILE_BYTES} bytes: is it the key?")
+        try:
+            key = data.decode("utf-8").splitlines()[0] if data.strip() else ""
+        except UnicodeDecodeError:
+            raise ValueError(f"the API key file {path} is not UTF-8 text") from None
+        source = f"the API key file {path}"
+    elif os.environ.get(API_KEY_ENV) is not None:
+        key, source = os.environ[API_KEY_ENV], f"${API_KEY_ENV}"
+    else:
+        return None
+    key = key.strip()
+    if not key:
+        raise ValueError(f"{source} gives an empty API key")
+    if not key.isprintable() or not key.isascii():
+        raise ValueError(f"{source} gives an API key with characters an Authorization header cannot carry "
+                         "(use printable ASCII)")
+    return key
+
+
 def run_serve_command(args: argparse.Namespace) -> int:
     problem = missing_server_extra() or check_ray_arguments(args)
     if problem:
         print(f"serve: {problem}", file=sys.stderr)
         return 2
-    if not is_loopback(args.host) and not args.api_key and not args.insecure:
-        print(f"refusing to listen on {args.host} without an API key: pass --api-key KEY "
-              "(or --insecure to accept anyone on the network)", file=sys.stderr)
+    try:
+        api_key = api_key_of(args)
+    except ValueError as e:
+        print(f"serve: {e}", file=sys.stderr)
+        return 2
+    if not is_loopback(args.host) and not api_key and not args.insecure:
+        print(f"refusing to listen on {args.host} without an API key: pass --api-key-file FILE, set "
+              f"${API_KEY_ENV} or pass --api-key KEY (or --insecure to accept anyone on the network)", file=sys.stderr)
         return 2
     from engine.errors import PronunciationError
     from engine.pronunciation import lexicon_or_default
@@ -143,7 +194,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
         print(f"serve: {e}", file=sys.stderr)
         return 2
     try:
-        settings = ServerSettings(host=args.host, port=args.port, api_key=args.api_key, max_queue=args.max_queue,
+        settings = ServerSettings(host=args.host, port=args.port, api_key=api_key, max_queue=args.max_queue,
                                   allowed_hosts=tuple(args.allow_host),
                                   max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
                                   header_timeout_s=args.header_timeout, keep_alive_s=args.keep_alive,
@@ -151,12 +202,13 @@ def run_serve_command(args: argparse.Namespace) -> int:
                                   max_audio_s=args.max_audio_s, max_unread_audio_s=args.max_unread_audio_s,
                                   send_timeout_s=args.send_timeout, live_text_timeout_s=args.live_text_timeout,
                                   max_live_chars=args.max_live_chars, max_voices=args.max_voices,
+                                  stall_s=args.stall_timeout, pronunciation_budget_s=args.pronunciation_budget,
                                   pronunciation=pronunciation)
     except ValueError as e:
         print(f"serve: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    if not is_loopback(args.host) and not args.api_key:
+    if not is_loopback(args.host) and not api_key:
         print(f"WARNING: --insecure: listening on {args.host} without an API key; anyone who can reach this "
               "machine on the network can use the server (speak, add and delete voices)", file=sys.stderr)
     if args.ray_replicas is not None:

@@ -5,7 +5,8 @@ connection that never sends a request, or trickles one a byte every few seconds,
 them exhaust the open-file limit and the server stops accepting anyone. ``protocol_class(settings)`` returns
 uvicorn's HTTP protocol (httptools or h11) with ``ConnectionLimits`` mixed in: a connection has
 ``header_timeout_s`` from connecting, and from each response, to complete its next request head, else it is
-closed; while a request is in progress (a long speech stream included) no deadline runs. A connection beyond
+closed; while a request is in progress (a long speech stream included) no deadline runs, nor after a WebSocket
+handshake (a live-text session has its own timeouts). A connection beyond
 ``max_connections`` is closed as soon as it is accepted. ``uvicorn_config(app, settings)`` builds the
 ``uvicorn.Config`` with that protocol and uvicorn's own ``limit_concurrency`` and ``timeout_keep_alive``, and
 WebSocket messages of at most ``server.settings.MAX_WS_MESSAGE_BYTES``, uncompressed (no deflate bomb).
@@ -50,6 +51,12 @@ class ConnectionLimits:
         super().data_received(data)
         if self.cycle is not cycle:  # a new request's head is complete: the request runs without a deadline
             self._cancel_head_deadline()
+
+    def handle_websocket_upgrade(self, *args) -> None:
+        """The head is complete and the connection is a WebSocket's from now on, timed by its session's own limits
+        (``server.live``): the head deadline must not close it."""
+        self._cancel_head_deadline()
+        super().handle_websocket_upgrade(*args)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -1,7 +1,9 @@
 """Every failure as an OpenAI-style JSON error: ``{"error": {"message", "type", "param", "code"}}``.
 
 ``APIError`` is what the endpoints raise; ``install_error_handlers`` also rewrites FastAPI's own
-404/405/422 answers, engine errors and unexpected exceptions into the same shape. ``UnexpectedErrors``, the
+404/405/422 answers, engine errors and unexpected exceptions into the same shape. Every message goes out through
+``error_body``, which shortens one longer than ``MAX_MESSAGE_CHARS`` (a message may quote what the client sent:
+a megabyte of it must not come back). ``UnexpectedErrors``, the
 innermost middleware, answers an unexpected exception with that 500 and keeps the connection alive.
 """
 
@@ -19,6 +21,8 @@ from engine.errors import CheckpointError, OratorError, TextError, UnsupportedEr
 
 log = logging.getLogger("orator.server")
 
+MAX_MESSAGE_CHARS = 1000
+_KEPT_HEAD, _KEPT_TAIL = 600, 300  # a long message keeps its start (what failed) and its end (what to do)
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
           405: "invalid_request_error", 409: "invalid_request_error", 413: "invalid_request_error",
           421: "invalid_request_error", 422: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
@@ -32,7 +36,15 @@ class APIError(Exception):
         self.headers = headers
 
 
+def shortened(message: str) -> str:
+    """``message``, or its start and end around a note of what was cut when it is longer than ``MAX_MESSAGE_CHARS``."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:_KEPT_HEAD]} […{len(message) - _KEPT_HEAD - _KEPT_TAIL} characters…] {message[-_KEPT_TAIL:]}"
+
+
 def error_body(status: int, message: str, param: str | None = None, code: str | None = None) -> dict:
+    message, param = shortened(message), None if param is None else shortened(param)
     return {"error": {"message": message, "type": _TYPES.get(status, "server_error"), "param": param,
                       "code": code}}
 

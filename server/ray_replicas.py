@@ -187,7 +187,7 @@ class ReplicaReporter:
             await asyncio.sleep(REPORT_PERIOD_S)
 
 
-_REQUEST_ID = re.compile(r"speech-(?P<replica>[A-Za-z0-9]+)-\d+")
+_REQUEST_ID = re.compile(r"speech-(?P<replica>[A-Za-z0-9]+)-[A-Za-z0-9_-]+")  # the rest: Scheduler's token
 
 
 class ReplicaHeader:

@@ -13,14 +13,16 @@ is spoken as its text arrives: ``Engine.stream_live``, or whole segments through
 ``Scheduler.submit`` (on the event loop) admits a job or raises ``QueueFull``; the returned
 ``Ticket`` yields, as an async iterator, ``Queued(position)`` updates while it waits and then the
 chunks. ``Ticket.cancel`` (a client that went away) frees its place or stops its generation.
+``Scheduler.stalled`` says whether every slot has gone ``stall_s`` without a chunk while requests wait (the
+server's readiness, ``/ready``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import math
+import secrets
 import threading
 import time
 from collections import deque
@@ -31,7 +33,7 @@ from typing import Protocol
 
 from engine import Chunk, Engine, LiveText, Sampling, Voice
 from engine.live_stream import stream_live_batched
-from engine.pronunciation import Lexicon
+from engine.text import Segment
 
 log = logging.getLogger("orator.server")
 
@@ -40,13 +42,14 @@ log = logging.getLogger("orator.server")
 class SpeechJob:
     """One utterance to generate: what ``Engine.stream`` needs."""
 
-    text: str | LiveText  # live text: a WebSocket session's (``server.live``), spoken as it arrives
+    # live text: a WebSocket session's (``server.live``), spoken as it arrives; segments: already cut, each with what
+    # the server's pronunciation rules make it say (``server.speech``)
+    text: str | list[Segment] | LiveText
     voice: Voice
     sampling: Sampling
     chunk_frames: int = 4
     first_chunk_frames: int = 1
     max_frames: int | None = None
-    pronunciation: Lexicon | None = None  # the rules applied to what is said (the server's, when asked for)
 
 
 WarmupProgress = Callable[[int, int, str], None]  # (pieces done, pieces in all, the piece starting now)
@@ -77,8 +80,7 @@ class EngineBackend:
         if isinstance(job.text, LiveText):  # no rules: server.speech refuses them for live text
             return self.engine.stream_live(job.text, job.voice, **sizes)
         # the chunks a client asked for, as the batched backend sends them: the same request streams the same bytes
-        return self.engine.stream(job.text, job.voice, pronunciation=job.pronunciation,
-                                  largest_chunk_frames=job.chunk_frames, **sizes)
+        return self.engine.stream(job.text, job.voice, largest_chunk_frames=job.chunk_frames, **sizes)
 
 
 class BatchedBackend:
@@ -103,8 +105,7 @@ class BatchedBackend:
                                        job.chunk_frames, job.first_chunk_frames, cancel, job.max_frames)
         return self.streams.stream_async(job.text, job.voice, chunk_frames=job.chunk_frames,
                                          first_chunk_frames=job.first_chunk_frames, sampling=job.sampling,
-                                         cancel=cancel, max_frames=job.max_frames,
-                                         pronunciation=job.pronunciation)
+                                         cancel=cancel, max_frames=job.max_frames)
 
 
 def backend_factory(batch: int):
@@ -160,6 +161,7 @@ class Ticket:
         self.frames = 0
         self.warnings: list[dict] = []  # segments cut by the engine's runaway guard: {segment, message}
         self.state = "queued"  # queued | running | done | cancelled | failed
+        self.progressed = 0.0  # when it was submitted, started or last produced a chunk, on its scheduler's clock
         self.announced_position = 0  # the last Queued position sent
         self._events: asyncio.Queue = asyncio.Queue()
 
@@ -211,10 +213,13 @@ class Ticket:
 
 class Scheduler:
     def __init__(self, backend: StreamBackend, max_queue: int, keep_finished: int = 256,
-                 limits: StreamLimits = StreamLimits(), id_prefix: str = "speech-"):
+                 limits: StreamLimits = StreamLimits(), id_prefix: str = "speech-", stall_s: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic):
         """``id_prefix`` starts every request id: servers sharing a front (Ray Serve's replicas) each need their
-        own, or two of them would hand out the same id."""
+        own, or two of them would hand out the same id. ``stall_s``: how long every slot may go without a chunk
+        while requests wait before the scheduler counts as stalled; ``clock`` times that (seconds)."""
         self.backend = backend
+        self.stall_s, self._clock = stall_s, clock
         self.id_prefix = id_prefix
         self.max_queue = max_queue
         self.limits = limits
@@ -224,16 +229,18 @@ class Scheduler:
         self._recent: dict[str, Ticket] = {}  # by id, for the status endpoint
         self._finished: deque[str] = deque()  # the ids in _recent of finished tickets, oldest first
         self._keep_finished = keep_finished
-        self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks_by_ticket: dict[Ticket, asyncio.Task] = {}  # the jobs of a run_async backend, until they end
+        self._closed = False  # shut down: nothing more starts
 
     # ---- on the event loop ----------------------------------------------------------------------
     def submit(self, job: SpeechJob) -> Ticket:
         if len(self._waiting) >= self.max_queue:
             raise QueueFull(f"{len(self._running)} generating and {len(self._waiting)} waiting")
         self._loop = asyncio.get_running_loop()
-        ticket = Ticket(f"{self.id_prefix}{next(self._ids)}", job, self)
+        # unguessable: anyone may ask a request's status by its id (``GET /v1/audio/speech/{id}``), key or not
+        ticket = Ticket(f"{self.id_prefix}{secrets.token_urlsafe(12)}", job, self)
+        ticket.progressed = self._clock()
         self._remember(ticket)
         self._waiting.append(ticket)
         self._pump()
@@ -263,8 +270,23 @@ class Scheduler:
         return {"capacity": self.backend.capacity, "running": len(self._running), "waiting": len(self._waiting),
                 "max_queue": self.max_queue}
 
+    def stalled(self) -> float | None:
+        """Seconds that requests have waited while no slot started or produced a chunk, when that is at least
+        ``stall_s`` with every slot held (nothing the server holds moves, and nothing new can start); else None."""
+        if not self._waiting or len(self._running) < self.backend.capacity:
+            return None
+        # counted from when the longest waiting request came, if later: slots idle before anyone waited held nobody up
+        moved = max(self._waiting[0].progressed, *(ticket.progressed for ticket in self._running))
+        idle = self._clock() - moved
+        return idle if idle >= self.stall_s else None
+
     def shutdown(self) -> None:
-        for ticket in list(self._waiting) + list(self._running):
+        """Cancel everything: the waiting jobs end without starting (a slot freed now starts nothing), the running
+        ones are stopped."""
+        self._closed = True
+        while self._waiting:
+            self.cancel(self._waiting[0])
+        for ticket in list(self._running):
             ticket.cancel_event.set()
         for task in list(self._tasks_by_ticket.values()):
             task.cancel()
@@ -274,14 +296,14 @@ class Scheduler:
             close()
 
     def _pump(self) -> None:
-        while self._waiting and len(self._running) < self.backend.capacity:
+        while not self._closed and self._waiting and len(self._running) < self.backend.capacity:
             ticket = self._waiting.popleft()
             self._running.add(ticket)
-            ticket.state, ticket.started = "running", time.perf_counter()
+            ticket.state, ticket.started, ticket.progressed = "running", time.perf_counter(), self._clock()
             if hasattr(self.backend, "run_async"):
                 task = self._loop.create_task(self._generate_async(ticket))
                 self._tasks_by_ticket[ticket] = task
-                task.add_done_callback(lambda _, ticket=ticket: self._tasks_by_ticket.pop(ticket, None))
+                task.add_done_callback(lambda task, ticket=ticket: self._task_done(ticket, task))
             else:
                 self._executor.submit(self._generate, ticket)
         self._announce_positions()
@@ -315,6 +337,7 @@ class Scheduler:
         if ticket.cancel_event.is_set() or ticket not in self._running:
             return
         ticket._put(chunk)
+        ticket.progressed = self._clock()
         limits = self.limits
         if ticket.audio_seconds > limits.max_audio_s:
             error = LimitReached(f"the request's audio passed the limit of {limits.max_audio_s:g} s; split the "
@@ -335,20 +358,27 @@ class Scheduler:
         while len(self._recent) > self._keep_finished and self._finished:
             del self._recent[self._finished.popleft()]
 
+    def _task_done(self, ticket: Ticket, task: asyncio.Task) -> None:
+        """Every end of a ``run_async`` job's task frees its slot, a task cancelled before it first ran included (its
+        coroutine never starts, so no ``finally`` of its own runs): a slot left held is never given back."""
+        self._tasks_by_ticket.pop(ticket, None)
+        error = None if task.cancelled() else task.exception()
+        self._finish(ticket, error)
+
     async def _generate_async(self, ticket: Ticket) -> None:
-        error, chunks = None, self.backend.run_async(ticket.job, ticket.cancel_event)
+        """The chunks of ``ticket``'s stream to it; its backend's error raised (``_task_done`` hands it over)."""
+        chunks = None
         try:
+            chunks = self.backend.run_async(ticket.job, ticket.cancel_event)
             async for chunk in chunks:
                 self._deliver(ticket, chunk)
                 if ticket.cancel_event.is_set():
                     break
         except asyncio.CancelledError:  # cancelled with its ticket (Scheduler.cancel) or at shutdown
             pass
-        except Exception as e:  # handed to the request, which turns it into an API error
-            error = e
         finally:
-            await chunks.aclose()  # a stream left early frees its slot now
-            self._finish(ticket, error)
+            if chunks is not None:
+                await chunks.aclose()  # a stream left early frees its engine slot now
 
     # ---- on an engine thread --------------------------------------------------------------------
     def _generate(self, ticket: Ticket) -> None:
@@ -362,6 +392,8 @@ class Scheduler:
         except Exception as e:  # handed to the request, which turns it into an API error
             error = e
         finally:
-            if hasattr(chunks, "close"):
-                chunks.close()  # a generator left early releases what it holds (the engine lock) now
-        self._loop.call_soon_threadsafe(self._finish, ticket, error)
+            try:
+                if hasattr(chunks, "close"):
+                    chunks.close()  # a generator left early releases what it holds (the engine lock) now
+            finally:  # the slot is freed whatever closing did
+                self._loop.call_soon_threadsafe(self._finish, ticket, error)

@@ -37,8 +37,10 @@ class ServerSettings:
     max_connections: int = 512  # open connections; a connection beyond them is closed at once
     limit_concurrency: int = 256  # open connections or requests in progress beyond which a request answers 503
     pronunciation: Lexicon | None = None  # the rules a request asking for ``"pronunciation": true`` is spoken with
+    pronunciation_budget_s: float = 2.0  # the time the rules may take over one request's text; past it, a 400
     max_live_chars: int = 100_000  # the text one live-text session (WebSocket) may send in all
     live_text_timeout_s: float = 30.0  # a live session that sends no message for this long, its text open, is closed
+    stall_s: float = 30.0  # every slot this long without a frame while requests wait: /ready answers 503
 
     def __post_init__(self):
         for name in ("max_input_chars", "max_instructions_chars", "max_upload_bytes", "max_queue",
@@ -46,7 +48,8 @@ class ServerSettings:
                      "limit_concurrency", "max_live_chars"):
             if not getattr(self, name) >= 1:
                 raise ValueError(f"{name} must be at least 1")
-        for name in ("header_timeout_s", "keep_alive_s", "send_timeout_s", "live_text_timeout_s"):
+        for name in ("header_timeout_s", "keep_alive_s", "send_timeout_s", "live_text_timeout_s", "stall_s",
+                     "pronunciation_budget_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be more than 0 seconds")
         if self.limit_concurrency > self.max_connections:

@@ -9,7 +9,8 @@ Extra fields: ``language``; sampling ``temperature``, ``top_k``, ``top_p``, ``re
 ``greedy``, ``seed``; streaming ``chunk_frames``, ``first_chunk_frames``; ``max_frames`` (frame budget
 per segment); ``min_frames`` (no end of speech before that many frames: benchmarks force lengths);
 ``pronunciation`` (true: the server's pronunciation rules change what is said; default false, the input as
-written).
+written). The rules run once per request, on a worker thread (a slow pattern must not stall the event loop), within
+``pronunciation_budget_s`` for the whole text; past it the request answers 400.
 
 SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
 ``speech.audio.delta`` ``{audio: base64}``, ``speech.warning`` ``{segment, message}`` when the engine cut a segment
@@ -26,6 +27,7 @@ import base64
 import dataclasses
 import json
 import logging
+import time
 from typing import Literal
 
 import numpy as np
@@ -38,7 +40,9 @@ from engine.audio.chunks import SAMPLE_RATE, Chunk
 from engine.audio.tempo import MAX_SPEED, MIN_SPEED, ChunkTempo
 from engine.plan import MAX_FRAMES_CAP
 from engine.prompts import check_voice
+from engine.pronunciation import Lexicon, pronounce
 from engine.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED, OPEN_BELOW
+from engine.text import Segment, segments_of
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
 from server.scheduler import LimitReached, Queued, QueueFull, SpeechJob, Ticket
@@ -118,7 +122,8 @@ async def create_speech(body: SpeechRequest, request: Request):
     engine, settings = state.engine_or_503(), state.settings
     check_model(body.model, settings)
     name = body.voice if isinstance(body.voice, str) else body.voice.id
-    if state.store.find(name.strip()) is not None:  # a library voice's file is read off the event loop
+    # a library voice's file is read, and the pronunciation rules run, off the event loop
+    if body.pronunciation or state.store.find(name.strip()) is not None:
         job = await run_in_threadpool(_job_for, body, engine, state.store, settings)
     else:
         job = _job_for(body, engine, state.store, settings)
@@ -167,7 +172,7 @@ def _job_for(body: SpeechRequest, engine, store, settings) -> SpeechJob:
 
 def speech_job(body: SpeechSettings, text: str | LiveText, engine, store, settings) -> SpeechJob:
     """The job of a request's (or a live session's) settings speaking ``text``, checked as far as can be before it
-    waits for a slot."""
+    waits for a slot. With ``pronunciation`` asked for it applies the rules: call it off the event loop then."""
     if body.instructions and len(body.instructions) > settings.max_instructions_chars:
         raise APIError(400, f"instructions have {len(body.instructions)} characters; the limit is "
                             f"{settings.max_instructions_chars}", param="instructions", code="input_too_long")
@@ -185,8 +190,10 @@ def speech_job(body: SpeechSettings, text: str | LiveText, engine, store, settin
         if voice.kind != "clone" or voice.is_encoded:
             check_voice(engine.config, voice)
     else:
+        if pronunciation is not None:  # applied once, here: the engine speaks these segments as they are
+            text = pronounced(text, pronunciation, voice.name, settings.pronunciation_budget_s)
         # refused now, while the client can still be answered with an error status; what is checked is what is said
-        engine.check(text, voice, pronunciation=pronunciation)
+        engine.check(text, voice)
     overrides = {name: getattr(body, name) for name in _SAMPLING_FIELDS if getattr(body, name) is not None}
     if body.greedy is not None:
         overrides["greedy"] = body.greedy
@@ -196,8 +203,22 @@ def speech_job(body: SpeechSettings, text: str | LiveText, engine, store, settin
         raise APIError(400, str(e), param=e.field, code="invalid_value") from None
     chunk_frames = body.chunk_frames or settings.default_chunk_frames
     return SpeechJob(text, voice, sampling, chunk_frames=chunk_frames,
-                     first_chunk_frames=body.first_chunk_frames or 1, max_frames=body.max_frames,
-                     pronunciation=pronunciation)
+                     first_chunk_frames=body.first_chunk_frames or 1, max_frames=body.max_frames)
+
+
+def pronounced(text: str, lexicon: Lexicon, voice_name: str | None, budget_s: float) -> list[Segment]:
+    """The segments the engine cuts ``text`` into, each with what ``lexicon`` makes it say in the voice
+    ``voice_name``; a 400 once the rules have taken ``budget_s`` over the text (each segment's own searches are
+    bounded by the lexicon, so this returns within ``budget_s`` and one segment's bound)."""
+    deadline = time.monotonic() + budget_s
+    out = []
+    for segment in segments_of(text):
+        if time.monotonic() > deadline:
+            raise APIError(400, f"the server's pronunciation rules took more than {budget_s:g} s over this input; "
+                                "send it without \"pronunciation\": true, or in smaller parts",
+                           param="pronunciation", code="pronunciation_too_slow")
+        out.extend(pronounce([segment], lexicon, voice_name))
+    return out
 
 
 class Output:

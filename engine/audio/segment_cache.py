@@ -5,7 +5,8 @@ model, the sampling settings and seed rule, the frame budget) as 16-bit FLAC (``
 segment that came out silent), written to a temporary name and renamed, so a crash never leaves a torn entry.
 ``put`` returns the audio as it reads back, and that is what an export writes, so a segment generated now and one
 read from the cache later give the same samples (and the same file). Entries are touched when used; ``prune``
-drops the least recently used beyond ``max_bytes``. Kept in the user's cache folder (``default_cache_dir``).
+drops the least recently used beyond ``max_bytes``. Kept in the user's cache folder (``default_cache_dir``); the
+folders it makes are 0700 and its files 0600, as the voices are: the audio says what the user had read.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +26,7 @@ CACHE_DIR_ENV = "ORATOR_CACHE_DIR"
 FORMAT_VERSION = 1  # in every key: a change to how segments are made or stored starts a fresh cache
 DEFAULT_MAX_BYTES = 4 << 30  # about 30 hours of speech
 _SUFFIX = ".flac"
+_FOLDER_MODE = 0o700  # the owner's only (files are made 0600 by ``tempfile.mkstemp``)
 
 
 def default_cache_dir() -> Path:
@@ -87,7 +90,7 @@ class SegmentCache:
         self.folder = Path(folder)
         self.max_bytes = max_bytes
         self.sample_rate = sample_rate
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=_FOLDER_MODE, parents=True, exist_ok=True)
 
     def path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}{_SUFFIX}"
@@ -120,8 +123,10 @@ class SegmentCache:
         import soundfile as sf
 
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.parent / f"{TEMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}{TEMP_SUFFIX}"
+        path.parent.mkdir(mode=_FOLDER_MODE, parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=path.parent)  # made 0600
+        os.close(fd)
+        temp = Path(temp_name)
         data = np.clip(np.nan_to_num(np.asarray(samples, dtype=np.float32)), -1.0, 1.0)
         try:
             if data.size:

@@ -53,3 +53,42 @@ def test_concurrent_clients_are_batched_and_each_gets_its_own_audio(batched_serv
 def test_a_client_that_disconnects_frees_its_batch_slot(batched_server):
     assert_a_disconnect_cancels_the_stream_and_frees_its_slot(batched_server.url)
     assert httpx.get(f"{batched_server.url}/health").json()["queue"]["running"] == 0
+
+
+def test_many_waiting_live_sessions_closing_together_leave_no_slot_held(batched_server):
+    """Live sessions that send only their config (four hold the slots, the rest wait in line) and then all close at
+    once: afterwards no slot is held and the next request is served."""
+    import asyncio
+    import json
+    import time
+
+    from websockets.asyncio.client import connect
+
+    sessions = 24
+    url = batched_server.url.replace("http://", "ws://") + "/v1/audio/speech/stream"
+    config = {"type": "session.config", "voice": "vivian", "response_format": "pcm", "max_frames": FRAMES}
+
+    def queue() -> dict:
+        return httpx.get(f"{batched_server.url}/health").json()["queue"]
+
+    async def open_and_close_together() -> dict:
+        sockets = [await connect(url) for _ in range(sessions)]
+        for ws in sockets:
+            await ws.send(json.dumps(config))
+        deadline = time.monotonic() + 60
+        while (held := await asyncio.to_thread(queue))["waiting"] < sessions - 4 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.gather(*(ws.close() for ws in sockets))
+        return held
+
+    held = asyncio.run(open_and_close_together())
+    assert held["running"] == 4 and held["waiting"] == sessions - 4
+    deadline = time.monotonic() + 30
+    while (after := queue()) != {**after, "running": 0, "waiting": 0} and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert after["running"] == 0 and after["waiting"] == 0
+    speech = httpx.post(f"{batched_server.url}/v1/audio/speech", timeout=60, json={
+        "model": "orator", "voice": "vivian", "input": "Still speaking.", "response_format": "pcm",
+        "max_frames": FRAMES, "seed": 1})
+    assert speech.status_code == 200 and len(speech.content) == 2 * FRAMES * SAMPLES_PER_FRAME
+    assert queue()["running"] == 0

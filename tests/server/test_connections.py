@@ -193,3 +193,23 @@ def test_the_open_file_limit_is_raised_to_hold_the_connections_or_the_cap_lowere
     assert fit_open_file_limit(512) == 512 and limits["soft"] == 512 + OPEN_FILES_RESERVE
     limits.update(soft=256, hard=300)
     assert fit_open_file_limit(512) == 300 - OPEN_FILES_RESERVE and limits["soft"] == 300
+
+
+def test_a_live_session_open_past_the_header_timeout_still_speaks(timed_server):
+    """The request-head deadline ends with the WebSocket handshake: a live-text session kept open for several header
+    timeouts, its text sent only then, is spoken and closed normally (1000)."""
+    import json
+
+    from websockets.sync.client import connect
+
+    from tests.server.helpers import SAMPLES_PER_FRAME, drain_socket
+
+    url = timed_server.url.replace("http://", "ws://") + "/v1/audio/speech/stream"
+    with connect(url) as ws:
+        ws.send(json.dumps({"type": "session.config", "voice": "vivian", "response_format": "pcm", "max_frames": 2}))
+        time.sleep(3 * HEADER_TIMEOUT + SLACK)
+        ws.send(json.dumps({"type": "input.text.delta", "delta": "Still here."}))
+        ws.send(json.dumps({"type": "input.done"}))
+        audio, events, code = drain_socket(ws)
+    assert code == 1000 and events[-1]["type"] == "speech.done"
+    assert len(audio) == 2 * 2 * SAMPLES_PER_FRAME

@@ -106,3 +106,47 @@ def test_serve_stops_on_a_bad_rules_file(monkeypatch, tmp_path, capsys):
     assert code == 2 and apps == []
     err = capsys.readouterr().err
     assert "bad.json" in err and "rule 1" in err and "not a valid regular expression" in err
+
+
+
+SLOW_RULES = tuple(Rule(f"(a|aa)+{end}", "x", regex=True) for end in "bcdef")  # each backtracks until its timeout
+SLOW_TEXT = " ".join(["a" * 28 + "!"] * 130)  # 13 segments, each a quarter second of searches
+
+
+def test_a_pathological_rule_does_not_block_the_server(start_server, tiny_engine):
+    """A rule that makes every segment too long to speak, then rules whose searches backtrack until their timeout:
+    the request is refused once the rules have run (seconds), and they run off the event loop, so ``/health``
+    answers all the while (before, the loop was held for the whole pass)."""
+    import threading
+
+    grow = Rule("(.)", r"\1𠀀𠀁", regex=True)  # fast, and makes every segment too long to speak
+    grown = "a𠀀𠀁"  # what the rules after it search, backtracking as SLOW_RULES do on the written text
+    slow = tuple(Rule(f"({grown}|{grown}{grown})+{end}", "x", regex=True) for end in "bcdef")
+    server = start_server(tiny_engine("custom_voice"), settings=ServerSettings(
+        pronunciation=Lexicon((grow, *slow)), pronunciation_budget_s=60.0))
+    answer, health_answers = [], 0
+
+    def ask():
+        answer.append(speak(server, SLOW_TEXT, pronunciation=True))
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    while asking.is_alive():
+        if httpx.get(f"{server.url}/health", timeout=60).status_code == 200 and asking.is_alive():
+            health_answers += 1
+    asking.join()
+    assert answer[0].status_code == 400 and "too long" in answer[0].json()["error"]["message"]
+    assert health_answers >= 3  # answered while the rules ran, not only once they had ended
+
+
+def test_the_rules_stop_at_the_requests_budget(start_server, tiny_engine):
+    """Each segment's searches are bounded by the lexicon, and all of a request's by ``pronunciation_budget_s``: a
+    400 charged to that request; the same server still speaks with its rules where they match quickly."""
+    server = start_server(tiny_engine("custom_voice"), settings=ServerSettings(
+        pronunciation=Lexicon((*SLOW_RULES, Rule("apples", "pears"))), pronunciation_budget_s=1.0))
+    refused = speak(server, SLOW_TEXT, pronunciation=True)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "pronunciation_too_slow"
+    assert refused.json()["error"]["param"] == "pronunciation"
+    spoken = speak(server, "Two apples.", pronunciation=True)
+    assert spoken.status_code == 200
+    assert pcm_close(spoken.content, engine_pcm(server.engine, "Two pears.", "vivian", 4, FRAMES))

@@ -266,3 +266,92 @@ def test_cancelling_a_job_whose_backend_never_answers_frees_its_slot():
     lost, next_one, events = asyncio.run(scenario())
     assert lost.state == "cancelled" and next_one.state == "done"
     assert len([e for e in events if isinstance(e, Chunk)]) == 1
+
+
+class CountingAsyncBackend:
+    """An async backend of ``capacity`` slots: each job yields one chunk, and the streams it has open are counted."""
+
+    def __init__(self, capacity: int = 1):
+        self.capacity, self.open, self.opened = capacity, 0, 0
+
+    async def run_async(self, job, cancel):
+        self.open += 1
+        self.opened += 1
+        try:
+            yield Chunk(np.zeros(1920, np.float32), 24000, 0, 1, 0, (0, 1), 0.0, True)
+        finally:
+            self.open -= 1
+
+
+def test_cancelling_a_job_before_its_task_first_runs_frees_its_slot():
+    """A slot handed to a waiting job starts a task; a client that leaves before that task first runs (a burst of
+    live sessions closing together) cancels it unstarted, and its slot is still freed: the next job is served."""
+
+    async def scenario():
+        backend = CountingAsyncBackend()
+        scheduler = Scheduler(backend, max_queue=8)
+        gone = scheduler.submit(job("gone"))  # its task is created, not yet run
+        gone.cancel()  # before the loop runs it
+        next_one = scheduler.submit(job("next"))
+        gone_events = await asyncio.wait_for(collect(gone), 5)
+        events = await asyncio.wait_for(collect(next_one), 5)
+        status = scheduler.status()
+        scheduler.shutdown()
+        return backend, gone, gone_events, next_one, events, status
+
+    backend, gone, gone_events, next_one, events, status = asyncio.run(scenario())
+    assert gone.state == "cancelled" and gone_events == []
+    assert next_one.state == "done" and len([e for e in events if isinstance(e, Chunk)]) == 1
+    assert status["running"] == 0 and status["waiting"] == 0
+    assert backend.opened == 1 and backend.open == 0  # the cancelled job never opened a stream
+
+
+def test_a_burst_of_waiting_jobs_cancelled_together_leaves_every_slot_free():
+    """Many jobs in line, the running ones finishing as the rest are cancelled in one go (each cancel hands a freed
+    slot to the next in line, whose task is then cancelled unstarted): no slot stays held."""
+
+    async def scenario():
+        backend = CountingAsyncBackend(capacity=4)
+        scheduler = Scheduler(backend, max_queue=100)
+        tickets = [scheduler.submit(job(str(i))) for i in range(68)]
+        for ticket in reversed(tickets):  # the running ones last: their cancels start the next ones' tasks
+            ticket.cancel()
+        for ticket in tickets:
+            await asyncio.wait_for(collect(ticket), 5)
+        status_after = scheduler.status()
+        fresh = scheduler.submit(job("fresh"))
+        events = await asyncio.wait_for(collect(fresh), 5)
+        scheduler.shutdown()
+        return backend, tickets, status_after, fresh, events
+
+    backend, tickets, status_after, fresh, events = asyncio.run(scenario())
+    assert all(t.state == "cancelled" for t in tickets)
+    assert status_after == {"capacity": 4, "running": 0, "waiting": 0, "max_queue": 100}
+    assert fresh.state == "done" and len([e for e in events if isinstance(e, Chunk)]) == 1
+    assert backend.open == 0
+
+
+class FailingToStartBackend:
+    """An async backend whose ``run_async`` itself raises for a job called "broken"."""
+
+    capacity = 1
+
+    def run_async(self, job, cancel):
+        if job.text == "broken":
+            raise RuntimeError("cannot start")
+        return CountingAsyncBackend().run_async(job, cancel)
+
+
+def test_a_backend_that_fails_to_start_a_stream_frees_its_slot():
+    async def scenario():
+        scheduler = Scheduler(FailingToStartBackend(), max_queue=8)
+        broken, next_one = scheduler.submit(job("broken")), scheduler.submit(job("next"))
+        with pytest.raises(RuntimeError, match="cannot start"):
+            await asyncio.wait_for(collect(broken), 5)
+        events = await asyncio.wait_for(collect(next_one), 5)
+        scheduler.shutdown()
+        return broken, next_one, events
+
+    broken, next_one, events = asyncio.run(scenario())
+    assert broken.state == "failed" and next_one.state == "done"
+    assert len([e for e in events if isinstance(e, Chunk)]) == 1

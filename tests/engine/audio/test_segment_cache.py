@@ -73,3 +73,20 @@ def test_int8_int4_and_exact_engines_make_different_model_keys(tmp_path):
     exact, int8, int4 = model_key(engine(False, False)), model_key(engine(True, False)), model_key(engine(True, True))
     assert len({segment_key("Hi.", {}, k, {}, None) for k in (exact, int8, int4)}) == 3
     assert set(int8) == {"dir", "files", "dtype", "int8"} and int8["int8"] and int4["int4"]
+
+
+def test_the_cache_is_private_to_its_owner(tmp_path):
+    """Folders 0700 and entries 0600, as the voices are, whatever the umask lets others read."""
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        cache = SegmentCache(tmp_path / "cache")
+        cache.put("e" * 64, np.full(2400, 0.1, np.float32))
+        cache.put("f" * 64, np.zeros(0, np.float32))
+    finally:
+        os.umask(old)
+    modes = {path.relative_to(tmp_path).as_posix(): stat.S_IMODE(path.stat().st_mode)
+             for path in [tmp_path / "cache", *sorted((tmp_path / "cache").rglob("*"))]}
+    assert modes == {"cache": 0o700, "cache/ee": 0o700, f"cache/ee/{'e' * 64}.flac": 0o600,
+                     "cache/ff": 0o700, f"cache/ff/{'f' * 64}.flac": 0o600}
