@@ -16,8 +16,6 @@ import os
 import re
 from pathlib import Path
 
-import numpy as np
-
 MAX_DEPTH = 64
 MAX_BYTES = 16 << 20  # the default bound of one document
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # a JSON string, escapes included
@@ -65,6 +63,8 @@ def load_file(path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, max_depth:
 
 def nesting_depth(document: str) -> int:
     """The deepest nesting of ``[`` and ``{`` in ``document`` outside its strings (for valid JSON, its depth)."""
+    import numpy as np  # here: the command line's argument parsers read configs without loading numpy
+
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", document)).encode("ascii")
     deepest = level = 0
     for start in range(0, len(brackets), _CHUNK):
