@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication
 
 from qtapp.resources import resource_path
 from qtapp.settings import Settings
+from qtapp.sound_device import load_sound_module
 
 ICON_PATH = resource_path("orator.svg")
 
@@ -26,13 +27,6 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-def load_sound_module():
-    """``sounddevice``, or None where PortAudio is missing (the window then shows why)."""
-    try:
-        import sounddevice
-    except OSError:
-        return None
-    return sounddevice
 
 
 def run_gui(open_file: str | None = None) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from qtapp.ring_buffer import AudioRingBuffer
+from qtapp.sound_device import import_sounddevice
 
 POLL_INTERVAL_MS = 30
 MAX_PREROLL_S = 1.0  # slower than real time a stream starves anyway; waiting longer would only delay it
@@ -59,7 +60,7 @@ class Player(QObject):
                  device=None, latency: float | str = 0.1, parent: QObject | None = None):
         super().__init__(parent)
         if sd_module is None:
-            import sounddevice as sd_module
+            sd_module = import_sounddevice()
         self._sd = sd_module
         self.sample_rate = sample_rate
         self._device = device

@@ -20,7 +20,9 @@ class MicRecorder:
     def __init__(self, sd_module=None, sample_rate: int = RECORD_RATE, max_seconds: float = MAX_RECORD_S,
                  device=None):
         if sd_module is None:
-            import sounddevice as sd_module
+            from qtapp.sound_device import import_sounddevice
+
+            sd_module = import_sounddevice()
         self._sd = sd_module
         self.sample_rate = sample_rate
         self._device = device

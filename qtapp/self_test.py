@@ -29,10 +29,10 @@ class SelfTestError(Exception):
 def pick_audio_output():
     """(sounddevice-like module, description): the default output device if one exists, else null."""
     from qtapp.null_audio import NullSoundDevice
+    from qtapp.sound_device import import_sounddevice
 
     try:
-        import sounddevice
-
+        sounddevice = import_sounddevice()
         device = sounddevice.query_devices(kind="output")
     except Exception as exc:  # noqa: BLE001 - no PortAudio, no device: both mean "play into nothing"
         return NullSoundDevice(), f"a null output (no audio device: {exc})"
