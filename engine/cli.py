@@ -462,6 +462,14 @@ def _check_writable(folder: Path) -> None:
 
 def _export_voices(args, engine, book) -> dict:
     """The default voice (None) and each voice mark's, checked against the model now."""
+    return resolve_voices(args, engine, book.voices)
+
+
+def resolve_voices(args, engine, names, need_default: bool = True,
+                   what: str = "the voice mark [voice: ...] names") -> dict:
+    """The default voice (None: ``args.voice_file`` or ``args.voice``) and each of ``names``, a voice of the library
+    (``args.library``, else the studio's) or a preset speaker of the model, checked against the model now; without
+    ``need_default`` the default may be missing (every line names its own voice)."""
     from engine.voices import Voice, load_voice
     from engine.voices.library import default_library_dir
 
@@ -485,18 +493,18 @@ def _export_voices(args, engine, book) -> dict:
                              f"this model{known}")
         return voice.with_(language=args.language.lower()) if args.language and voice.kind != "preset" else voice
 
-    if args.voice_file:
-        default = load_voice(args.voice_file)
+    voices = {}
+    if getattr(args, "voice_file", None):
+        voices[None] = load_voice(args.voice_file)
         if args.language:
-            default = default.with_(language=args.language.lower())
+            voices[None] = voices[None].with_(language=args.language.lower())
     elif args.voice:
-        default = named(args.voice, "--voice")
-    else:
+        voices[None] = named(args.voice, "--voice")
+    elif need_default:
         hint = f": this model has {', '.join(engine.speakers)}" if engine.speakers else ""
         raise VoiceError(f"choose the default voice with --voice NAME or --voice-file FILE{hint}")
-    voices = {None: default}
-    for name in sorted(book.voices):
-        voices[name] = named(name, "the voice mark [voice: ...] names")
+    for name in sorted(names):
+        voices[name] = named(name, what)
     for name, voice in voices.items():
         try:
             engine.check("Hello.", voice)
