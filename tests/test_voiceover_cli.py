@@ -5,6 +5,7 @@ under test."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -225,3 +226,49 @@ def test_bad_options_are_refused(argv, tmp_path, capsys):
         code = e.code
     assert code == 2
     assert not list(tmp_path.glob("voice.*"))
+
+
+def test_a_project_keeps_takes_across_runs_and_a_retake_speaks_only_its_cue(tiny_model_dir, tmp_path, capsys):
+    source = tmp_path / "film.srt"
+    source.write_text(SRT, encoding="utf-8")
+    project, out = tmp_path / "project", tmp_path / "voice.wav"
+    common = [str(source), "--out", str(out), "--project", str(project), *model_args(tiny_model_dir, tmp_path)]
+    code, _, err = run(common, capsys)
+    assert code == 0, err
+    assert re.findall(r"cue (\d+): speaking", err) == ["1", "2", "3", "5"]
+    first, rate = sf.read(out, dtype="float32")
+
+    # a second run, as after a restart: every line from its kept take, no model loaded, the same track
+    code, _, err = run(common, capsys)
+    assert code == 0, err
+    assert not re.findall(r"cue \d+: speaking", err) and "loaded" not in err
+    assert "4 of 4 cues from their kept takes" in err
+    again, _ = sf.read(out, dtype="float32")
+    assert np.array_equal(first, again)
+
+    # a retake of cue 3 speaks it alone, with a new seed; the other lines stay as they were
+    code, _, err = run([*common, "--retake", "3"], capsys)
+    assert code == 0, err
+    assert re.findall(r"cue (\d+): speaking", err) == ["3"]
+    retaken, _ = sf.read(out, dtype="float32")
+    saved = json.loads((project / "voiceover.json").read_text(encoding="utf-8"))
+    takes = {cue["number"]: cue["takes"] for cue in saved["cues"]}
+    assert [len(takes[n]) for n in (1, 2, 3, 5)] == [1, 1, 2, 1]
+    assert takes[3][0]["seed"] == 3 and takes[3][1]["seed"] != 3
+    cue3 = slice(round(4.0 * rate), round(5.5 * rate))
+    assert not np.array_equal(first[cue3], retaken[cue3])
+    untouched = slice(0, round(3.9 * rate))
+    # cues 1 and 2 are unchanged: only the loudness gain of the whole track may differ
+    ratio = np.dot(retaken[untouched], first[untouched]) / np.dot(first[untouched], first[untouched])
+    assert np.allclose(retaken[untouched], first[untouched] * ratio, atol=2e-3)
+
+
+def test_retake_without_a_project_or_of_a_missing_cue_is_refused(tmp_path, capsys):
+    source = tmp_path / "a.srt"
+    source.write_text("1\n00:00:01,000 --> 00:00:02,000\nHello.\n")
+    base = [str(source), "--out", str(tmp_path / "v.wav"), "--model", str(tmp_path / "m"), "--voice", "vivian"]
+    code, _, err = run([*base, "--retake", "1"], capsys)
+    assert code == 2 and "--project" in err
+    code, _, err = run([*base, "--project", str(tmp_path / "p"), "--retake", "7"], capsys)
+    assert code == 2 and "no cue 7" in err
+    assert not (tmp_path / "v.wav").exists()

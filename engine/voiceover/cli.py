@@ -40,6 +40,11 @@ def add_voiceover_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--language", help="language of the text (default: the voice's, else auto)")
     parser.add_argument("--max-tempo", type=_tempo, default=1.25, metavar="X",
                         help="speed a line up at most this much to fit its cue (default: 1.25)")
+    parser.add_argument("--project", metavar="DIR",
+                        help="keep each line's takes in this folder (made on first use): a later run speaks only "
+                             "the cues without a kept take")
+    parser.add_argument("--retake", metavar="LIST", help="with --project: speak these cues again with new seeds "
+                                                         "and keep the new takes, e.g. 2,5")
     parser.add_argument("--sample-rate", type=_rate, default=24000, metavar="HZ",
                         help="of the track (default: the model's 24000; 48000 for video)")
     add_generation_arguments(parser)
@@ -70,7 +75,8 @@ def _fail(error: Exception, code: int) -> int:
 
 def _voiceover(args: argparse.Namespace) -> int:
     from engine.audio.loudness import parse_target
-    from engine.cli import _load, pronunciation_of, resolve_voices
+    from engine.cli import _load, pronunciation_of
+    from engine.plan import draw_seed
     from engine.voiceover.cues import read_subtitles
     from engine.voiceover.render import assemble, speak_line, write_voiceover
 
@@ -86,19 +92,33 @@ def _voiceover(args: argparse.Namespace) -> int:
     for warning in subtitles.warnings:
         print(f"orator voiceover: {Path(args.input).name}: {warning}", file=sys.stderr)
     pronunciation = pronunciation_of(args)
+    project = _project(args, subtitles)
+    cues = project.cues if project is not None else subtitles.cues
+    retake = _retake(args.retake, cues, project)
+    engine = voices = sampling = None
+    count = 0
 
-    engine = _load(args.model, args.device, out=sys.stderr)
-    cues = subtitles.cues
-    names = {c.voice for c in cues if c.voice is not None}
-    voices = resolve_voices(args, engine, names, need_default=any(c.voice is None for c in cues),
-                            what="the cue's voice")
-    sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy,
-                       seed=args.seed if args.seed is not None else engine.defaults.seed)
-    lines = []
-    for index, cue in enumerate(cues, 1):
-        print(f"cue {cue.number} ({index} of {len(cues)}): {cue.text[:60]}", file=sys.stderr)
-        lines.append(speak_line(engine, cue.text, voices[cue.voice], sampling, args.max_frames, pronunciation,
-                                args.segment_chars))
+    def speak(cue, voice_name):
+        nonlocal engine, voices, sampling, count
+        if engine is None:  # loaded only when a line must be spoken: a project with every take kept needs none
+            engine = _load(args.model, args.device, out=sys.stderr)
+            voices = _voices(args, engine, cues, project)
+            sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy)
+        count += 1
+        seed = args.seed if args.seed is not None and cue.number not in retake else draw_seed(None)
+        print(f"cue {cue.number}: speaking ({count} spoken): {cue.text[:60]}", file=sys.stderr)
+        samples = speak_line(engine, cue.text, voices[voice_name], replace(sampling, seed=seed), args.max_frames,
+                             pronunciation, args.segment_chars)
+        return samples, seed
+
+    if project is not None:
+        lines = project.lines(speak, retake)
+        kept = len(cues) - count
+        if kept:
+            print(f"orator voiceover: {kept} of {len(cues)} cues from their kept takes in {project.folder}",
+                  file=sys.stderr)
+    else:
+        lines = [speak(cue, cue.voice)[0] for cue in cues]
     voiceover = assemble(cues, lines, args.sample_rate, args.max_tempo, target)
     for line in voiceover.report():
         print(f"orator voiceover: {line}", file=sys.stderr)
@@ -109,6 +129,51 @@ def _voiceover(args: argparse.Namespace) -> int:
     for path in written:
         print(f"wrote {path}")
     return 0
+
+
+def _project(args, subtitles):
+    """The ``--project`` folder opened (its subtitles and default voice brought up to date) or made; None without."""
+    if not args.project:
+        if args.retake:
+            raise UnsupportedError("--retake picks takes of a --project: give --project DIR too")
+        return None
+    from engine.voiceover.project import MANIFEST, VoiceoverProject
+
+    folder = Path(args.project)
+    if not (folder / MANIFEST).exists():
+        _check_writable(folder)
+        return VoiceoverProject.create(folder, subtitles.text, subtitles.kind, args.voice)
+    project = VoiceoverProject.open(folder)
+    if args.voice:
+        project.set_default_voice(args.voice)
+    fresh = project.update_subtitles(subtitles.text, subtitles.kind)
+    if fresh and len(fresh) < len(project.cues):
+        print(f"orator voiceover: changed cues without a take yet: {', '.join(map(str, fresh))}", file=sys.stderr)
+    return project
+
+
+def _retake(text: str | None, cues, project) -> set[int]:
+    if not text:
+        return set()
+    numbers = {c.number for c in cues}
+    try:
+        wanted = {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise UnsupportedError(f"--retake {text}: give cue numbers, e.g. 2,5") from None
+    unknown = sorted(wanted - numbers)
+    if unknown:
+        raise UnsupportedError(f"--retake: there is no cue {', '.join(map(str, unknown))}")
+    return wanted
+
+
+def _voices(args, engine, cues, project) -> dict:
+    """Each voice the cues are spoken with, by name (None: the default voice), checked against the model."""
+    from engine.cli import resolve_voices
+
+    names = {project.voice_of(c.number) if project is not None else c.voice for c in cues}
+    need_default = None in names
+    names.discard(None)
+    return resolve_voices(args, engine, names, need_default=need_default, what="the cue's voice")
 
 
 def _check_writable(folder: Path) -> None:

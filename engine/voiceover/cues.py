@@ -58,6 +58,7 @@ class Subtitles:
     kind: str  # "srt" or "vtt"
     cues: list[SubtitleCue]
     warnings: list[str] = field(default_factory=list)
+    text: str = ""  # the file's text, decoded, with its line ends made \n (what a project keeps)
 
 
 def read_subtitles(path: str | Path) -> Subtitles:
@@ -83,7 +84,7 @@ def parse_subtitles(data: bytes | str, kind: str, name: str = "the subtitles") -
         first = text.lstrip(" \t\n").split("\n", 1)[0]
         if not re.match(r"WEBVTT(?:[ \t].*)?$", first):
             raise SubtitleError(f"{name}: a WebVTT file starts with the line WEBVTT")
-    subtitles = Subtitles(kind, [])
+    subtitles = Subtitles(kind, [], text=text)
     skipped = timed = 0
     for line_number, block in _blocks(text):
         lines = block.split("\n")
