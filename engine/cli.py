@@ -263,6 +263,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subtitles", choices=("srt", "vtt"), help="write subtitles beside each audio file")
     parser.add_argument("--cover", metavar="IMAGE", help="a JPEG or PNG cover (default: an EPUB's own)")
     parser.add_argument("--bitrate", type=_positive_int, metavar="KBPS", help="of mp3, opus, m4b and m4a")
+    parser.add_argument("--loudness", metavar="LUFS|PRESET",
+                        help="bring the whole book to this integrated loudness with one gain, under a -1 dBTP "
+                             "true-peak ceiling: a number of LUFS, web or podcast (-16), broadcast (-23) "
+                             "(default: the levels as spoken)")
     for name, default, what in (("sentence", 0.25, "sentences of a paragraph"), ("paragraph", 0.6, "paragraphs"),
                                 ("heading", 1.0, "a heading and what is around it"),
                                 ("chapter", 2.0, "chapters in one file")):
@@ -303,6 +307,7 @@ def _export(args: argparse.Namespace) -> int:
     from engine.audio.book import Pauses, parse_chapter_selection
     from engine.audio.encode import Cover
     from engine.audio.export import BookExporter, ExportOptions
+    from engine.audio.loudness import parse_target, report
     from engine.audio.segment_cache import SegmentCache, default_cache_dir
     from engine.audio.sources import load_book
     from engine.frames.guard import describe_cuts
@@ -338,6 +343,7 @@ def _export(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UnsupportedError(str(e)) from None
     cover = Cover.from_file(args.cover).data if args.cover else None
+    loudness = parse_target(args.loudness) if args.loudness else None
     outputs = [_output_for(path, fmt, args, len(books)) for path, _ in books]
     for output in outputs:
         _check_writable(output if args.per_chapter else output.parent)
@@ -357,7 +363,7 @@ def _export(args: argparse.Namespace) -> int:
         voices = _export_voices(args, engine, book)
         options = ExportOptions(format=fmt, pauses=pauses, per_chapter=args.per_chapter, chapters=chapters,
                                 subtitles=args.subtitles, max_frames=args.max_frames, cover=cover,
-                                segment_chars=args.segment_chars,
+                                segment_chars=args.segment_chars, loudness=loudness,
                                 bitrate=args.bitrate * 1000 if args.bitrate else None)
         label = f"[{number}/{len(books)}] {path.name}" if len(books) > 1 else path.name
         exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label),
@@ -373,6 +379,8 @@ def _export(args: argparse.Namespace) -> int:
         cuts = describe_cuts(exporter.cuts, exporter.generated_segments)
         if cuts:
             print(f"orator export: {label}: {cuts}", file=sys.stderr)
+        if exporter.loudness is not None:
+            print(f"orator export: {label}: {report(exporter.loudness, loudness)}", file=sys.stderr)
         written.extend(files)
     for file in written:
         print(f"wrote {file}")

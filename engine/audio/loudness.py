@@ -8,6 +8,8 @@
   takes the peaks down, by at most ``MAX_LIMITING_DB`` (more is heard as pumping). Past that the ceiling wins:
   the gain is lowered until the peaks fit, and the loudness reached falls short of the target. ``Normalized``
   carries the figures before and after, measured, for the caller to report.
+- ``static_gain(measured, target)``: the one gain, without a limiter, for a signal measured in a first pass and
+  scaled while it is written in a second (an audiobook: one gain for every chapter and chapter file).
 - ``parse_target("broadcast" | "-18")`` and ``PRESETS``: web and podcast -16 LUFS, broadcast -23 LUFS (EBU R128),
   each under a -1 dBTP ceiling; ``VOICEOVER_DEFAULT`` is -16 LUFS, -1 dBTP.
 
@@ -61,6 +63,10 @@ class Loudness:
     def __str__(self) -> str:
         return f"{_db_text(self.integrated_lufs)} LUFS, true peak {_db_text(self.true_peak_dbtp)} dBTP"
 
+    def shifted(self, gain_db: float) -> Loudness:
+        """The figures after a gain of ``gain_db``: a linear gain moves both by as many dB."""
+        return Loudness(self.integrated_lufs + gain_db, self.true_peak_dbtp + gain_db)
+
 
 @dataclass(frozen=True)
 class Normalized:
@@ -77,10 +83,24 @@ class Normalized:
         return abs(self.after.integrated_lufs - self.target.lufs) <= 0.5
 
     def report(self) -> str:
-        line = f"loudness {self.after} (target {self.target})"
-        if not self.reached and math.isfinite(self.before.integrated_lufs):
-            line += "; the true-peak ceiling kept it from the target"
-        return line
+        return report(self.after, self.target)
+
+
+def report(reached: Loudness, target: LoudnessTarget) -> str:
+    """What an export says of its loudness: the figures reached, the target, and whether the ceiling won."""
+    line = f"loudness {reached} (target {target})"
+    if math.isfinite(reached.integrated_lufs) and abs(reached.integrated_lufs - target.lufs) > 0.5:
+        line += "; the true-peak ceiling kept it from the target"
+    return line
+
+
+def static_gain(measured: Loudness, target: LoudnessTarget) -> float:
+    """The one gain (dB) that brings a signal measured as ``measured`` to ``target`` with no limiter, lowered where
+    its true peak would pass the ceiling (less the meters' margin): the ceiling wins. 0 for silence."""
+    if not math.isfinite(measured.integrated_lufs):
+        return 0.0
+    return min(target.lufs - measured.integrated_lufs,
+               target.ceiling_dbtp - _TRUE_PEAK_MARGIN_DB - measured.true_peak_dbtp)
 
 
 def parse_target(text: str) -> LoudnessTarget:
