@@ -172,33 +172,44 @@ def normalize(samples: np.ndarray, sample_rate: int, target: LoudnessTarget) -> 
             break
         limit -= max(over, 0.0)
         gain = allowed(gain + short)
+        out = None  # let the last try go before the next is made
         out = _apply(data, sample_rate, gain, limit)
         after = measure(out, sample_rate)
     if after.true_peak_dbtp > ceiling:  # what the limiter let through: the ceiling wins
         trim = ceiling - after.true_peak_dbtp
-        out = (out * np.float32(10 ** (trim / 20))).astype(np.float32)
+        out *= np.float32(10 ** (trim / 20))
         gain += trim
         after = measure(out, sample_rate)
     return Normalized(out, before, after, gain, limited, target)
 
 
 # ---- internals ------------------------------------------------------------------------------------------------
-def _apply(data: np.ndarray, sample_rate: int, gain_db: float, ceiling_dbtp: float | None) -> np.ndarray:
-    """``data`` times the gain, through the limiter (set ``_LIMIT_MARGIN_DB`` under the ceiling) if one is given."""
-    scaled = (data * np.float32(10 ** (gain_db / 20))).astype(np.float32)
-    if ceiling_dbtp is None:
-        return scaled
-    limit = 10 ** ((ceiling_dbtp - _LIMIT_MARGIN_DB) / 20)
+def _apply(data: np.ndarray, sample_rate: int, gain_db: float, limit_db: float | None) -> np.ndarray:
+    """``data`` times the gain, through the limiter set to ``limit_db`` (dBFS) if one is given: a new array, made
+    piece by piece, so only it and ``data`` are held."""
+    gain = np.float32(10 ** (gain_db / 20))
+    if limit_db is None:
+        return data * gain
     # level=0: no make-up gain after limiting; latency=1: the output is aligned with the input, sample for sample
     graph = _Graph(sample_rate, [("aresample", str(sample_rate * _OVERSAMPLE)),
-                                 ("alimiter", f"limit={limit:.6f}:level=0:latency=1:attack=5:release=50"),
+                                 ("alimiter", f"limit={10 ** (limit_db / 20):.6f}:level=0:latency=1:attack=5"
+                                              ":release=50"),
                                  ("aresample", str(sample_rate))])
-    pieces = [frame.to_ndarray().reshape(-1) for frame in graph.push(scaled)]
-    pieces += [frame.to_ndarray().reshape(-1) for frame in graph.close()]
-    out = np.concatenate(pieces).astype(np.float32) if pieces else np.zeros(0, dtype=np.float32)
-    if out.size < scaled.size:  # the limiter's tail, held back by its lookahead, is silence
-        out = np.concatenate([out, np.zeros(scaled.size - out.size, dtype=np.float32)])
-    return out[:scaled.size]
+    out = np.zeros(data.size, dtype=np.float32)  # the limiter's tail, held back by its lookahead, stays silence
+    at = 0
+
+    def take(frames) -> None:
+        nonlocal at
+        for frame in frames:
+            piece = frame.to_ndarray().reshape(-1)[:data.size - at]
+            out[at:at + piece.size] = piece
+            at += piece.size
+
+    step = _CHUNK * 16
+    for start in range(0, data.size, step):
+        take(graph.push(data[start:start + step] * gain))
+    take(graph.close())
+    return out
 
 
 class _Graph:

@@ -27,7 +27,9 @@ from engine.voice_marks import parse_mark
 MAX_FILE_BYTES = 4 << 20  # a feature film's subtitles are about 100 KB
 MAX_CUES = 10_000
 MAX_CUE_CHARS = 2_000
-MAX_TIME_S = 2 * 3600.0  # a feature film; the track is held in memory at 24 kHz (about 0.7 GB for two hours)
+# a feature film; the track is held in memory as float32, about 0.7 GB for two hours at 24 kHz (twice at 48 kHz),
+# and loudness makes one copy
+MAX_TIME_S = 2 * 3600.0
 MAX_WARNINGS = 20  # the rest are counted, not listed
 _ARROW = re.compile(r"-->")
 _TIME = r"(-)?\s*(?:(\d{1,3}):)?(\d{1,2}):(\d{1,2})[,.](\d{3})"

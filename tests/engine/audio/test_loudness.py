@@ -129,3 +129,34 @@ def test_white_noise_whose_true_peaks_lie_between_samples_stays_under_the_ceilin
     done = normalize(noise, RATE, VOICEOVER_DEFAULT)
     assert independent_true_peak_dbtp(done.samples) <= -1.0
     assert abs(independent_lufs(done.samples) + 16.0) <= 0.5
+
+
+def test_memory_normalize_holds_the_result_and_little_more():
+    import tracemalloc
+
+    audio = speech_like(60, 0.3)
+    tracemalloc.start()
+    try:
+        done = normalize(audio, RATE, VOICEOVER_DEFAULT)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert done.limited  # the path that runs the limiter, the one that holds the most
+    assert peak <= 2 * audio.nbytes
+
+
+def test_memory_the_meter_holds_no_audio():
+    import tracemalloc
+
+    second = speech_like(1, 0.1)
+    meter = LoudnessMeter(RATE)
+    meter.feed(second)
+    tracemalloc.start()
+    try:
+        for _ in range(600):  # ten minutes, a second at a time
+            meter.feed(second)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 2 * second.nbytes
+    assert math.isfinite(meter.result().integrated_lufs)
