@@ -272,3 +272,17 @@ def test_retake_without_a_project_or_of_a_missing_cue_is_refused(tmp_path, capsy
     code, _, err = run([*base, "--project", str(tmp_path / "p"), "--retake", "7"], capsys)
     assert code == 2 and "no cue 7" in err
     assert not (tmp_path / "v.wav").exists()
+
+
+def test_a_track_beside_its_subtitles_never_overwrites_them(tiny_model_dir, tmp_path, capsys):
+    source = tmp_path / "film.srt"
+    text = "1\n00:00:00,500 --> 00:00:01,000\nA line longer than its cue.\n"
+    source.write_text(text, encoding="utf-8")
+    code, stdout, err = run([str(source), "--out", str(tmp_path / "film.wav"), "--loudness", "off",
+                             *model_args(tiny_model_dir, tmp_path)], capsys)
+    assert code == 0, err
+    assert source.read_text(encoding="utf-8") == text
+    timed = read_subtitles(tmp_path / "film.timed.srt").cues
+    assert len(timed) == 1 and timed[0].start_s == 0.5 and timed[0].end_s > 1.0
+    assert f"wrote {tmp_path / 'film.timed.srt'}" in stdout
+    assert "loudness" not in err  # off: the levels as spoken

@@ -123,7 +123,7 @@ def _voiceover(args: argparse.Namespace) -> int:
     for line in voiceover.report():
         print(f"orator voiceover: {line}", file=sys.stderr)
     try:
-        written = write_voiceover(voiceover, cues, out, subtitles.kind, clips)
+        written = write_voiceover(voiceover, cues, out, subtitles.kind, clips, Path(args.input))
     except OSError as e:
         raise _OutputError(f"cannot write {out}: {e.strerror or e}") from None
     for path in written:

@@ -74,9 +74,9 @@ def assemble(cues: Sequence[SubtitleCue], lines: Sequence[np.ndarray], sample_ra
 
 
 def write_voiceover(voiceover: Voiceover, cues: Sequence[SubtitleCue], out: Path, subtitles_kind: str,
-                    clips: Path | None = None) -> list[Path]:
-    """The track at ``out`` (its format by suffix), its subtitles beside it (``out`` with ``.srt`` or ``.vtt``) and,
-    with ``clips``, ``NNN<suffix>`` there per cue. Returns the files written."""
+                    clips: Path | None = None, source: Path | None = None) -> list[Path]:
+    """The track at ``out`` (its format by suffix), its subtitles beside it (``subtitles_path``) and, with
+    ``clips``, ``NNN<suffix>`` there per cue. Returns the files written."""
     from engine.atomic import atomic_write
     from engine.audio.encode import FileEncoder
 
@@ -84,7 +84,7 @@ def write_voiceover(voiceover: Voiceover, cues: Sequence[SubtitleCue], out: Path
     with FileEncoder(out, sample_rate=voiceover.sample_rate) as encoder:
         encoder.write(voiceover.samples)
     written.append(out)
-    subtitle_path = out.with_suffix(f".{subtitles_kind}")
+    subtitle_path = subtitles_path(out, subtitles_kind, source)
 
     def write_subtitles(path: Path) -> None:
         with open(path, "w", encoding="utf-8", newline="\n") as f:
@@ -104,6 +104,15 @@ def write_voiceover(voiceover: Voiceover, cues: Sequence[SubtitleCue], out: Path
                 encoder.write(voiceover.samples[first:end])
             written.append(path)
     return written
+
+
+def subtitles_path(out: Path, kind: str, source: Path | None = None) -> Path:
+    """Where the subtitles with the actual timings go: ``out`` with the subtitles' suffix, or ``NAME.timed.srt``
+    where that is the ``source`` file itself (the subtitles voiced are never overwritten)."""
+    path = out.with_suffix(f".{kind}")
+    if source is not None and path.exists() and source.exists() and path.samefile(source):
+        path = out.with_suffix(f".timed.{kind}")
+    return path
 
 
 def actual_cues(voiceover: Voiceover, cues: Sequence[SubtitleCue]) -> list[Cue]:
