@@ -210,6 +210,16 @@ class VoiceoverProject:
             raise ProjectError(f"cannot read take {take_id} of cue {number} ({path.name}): {e}") from None
         return samples
 
+    def kept_length(self, number: int) -> int:
+        """Samples of a cue's kept take, read from its header (0 without one, or where it cannot be read)."""
+        state = self.state(number)
+        if state.kept is None:
+            return 0
+        try:
+            return int(sf.info(str(self.folder / state.take(state.kept).file)).frames)
+        except (OSError, RuntimeError, sf.LibsndfileError):
+            return 0
+
     def update_subtitles(self, subtitle_text: str, kind: str) -> list[int]:
         """Replace the subtitles; cues whose number, text and voice are unchanged keep their takes. Returns the
         numbers of the cues that start without."""
