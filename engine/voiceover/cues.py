@@ -30,6 +30,8 @@ MAX_CUE_CHARS = 2_000
 # a feature film; the track is held in memory as float32, about 0.7 GB for two hours at 24 kHz (twice at 48 kHz),
 # and loudness makes one copy
 MAX_TIME_S = 2 * 3600.0
+_MAX_PAYLOAD_CHARS = 8 * MAX_CUE_CHARS  # a cue's text with its tags
+_MAX_MARK_CHARS = 256  # a voice mark is looked for this far into a cue: the mark's pattern backtracks on more
 MAX_WARNINGS = 20  # the rest are counted, not listed
 _ARROW = re.compile(r"-->")
 _TIME = r"(-)?\s*(?:(\d{1,3}):)?(\d{1,2}):(\d{1,2})[,.](\d{3})"
@@ -107,7 +109,10 @@ def parse_subtitles(data: bytes | str, kind: str, name: str = "the subtitles") -
         number = timed
         where = f"{name}, line {line_number + timing_at} (cue {number})"
         _check_times(start, end, where, subtitles.cues[-1] if subtitles.cues else None)
-        spoken, voice = clean_text("\n".join(lines[timing_at + 1:]))
+        payload = "\n".join(lines[timing_at + 1:])
+        if len(payload) > _MAX_PAYLOAD_CHARS:  # tags included: bounds the work of cleaning it
+            raise SubtitleError(f"{where} has {len(payload)} characters; a cue takes at most {MAX_CUE_CHARS}")
+        spoken, voice = clean_text(payload)
         if len(spoken) > MAX_CUE_CHARS:
             raise SubtitleError(f"{where} has {len(spoken)} characters; a cue takes at most {MAX_CUE_CHARS}")
         if spoken:
@@ -127,9 +132,10 @@ def clean_text(payload: str) -> tuple[str, str | None]:
     """(what a cue's text says, its voice): the voice mark or ``<v Speaker>`` taken off, tags and entities gone,
     lines joined with spaces."""
     voice = None
-    name, length = parse_mark(payload.lstrip())
+    payload = payload.lstrip()
+    name, length = parse_mark(payload[:_MAX_MARK_CHARS])
     if name is not None:
-        payload = payload.lstrip()[length:]
+        payload = payload[length:]
         voice = name
     tag = _VOICE_TAG.match(payload)
     if tag is not None:

@@ -89,6 +89,15 @@ def test_too_many_cues_are_refused():
         parse_subtitles(blocks, "srt")
 
 
+def test_a_cue_of_a_million_spaces_after_an_open_mark_is_refused_as_too_long():
+    # the voice mark's pattern backtracks quadratically over such a run: it is never given one
+    data = "1\n00:00:01,000 --> 00:00:02,000\n[voice:" + " " * 1_000_000 + "x\n"
+    with pytest.raises(SubtitleError, match="characters"):
+        parse_subtitles(data, "srt")
+    mark = "1\n00:00:01,000 --> 00:00:02,000\n[voice:" + " " * 5000 + "\nHello.\n"
+    assert parse_subtitles(mark, "srt").cues[0].voice is None
+
+
 def test_other_suffixes_are_refused(tmp_path):
     path = tmp_path / "script.txt"
     path.write_text("1\n00:00:01,000 --> 00:00:02,000\nHi\n")
