@@ -17,6 +17,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--pdf-worker"]:
     sys.exit(worker_main(sys.argv[2:4]))
 
 from engine.cli import add_export_arguments, add_say_arguments, run_export_command, run_say_command  # noqa: E402
+from engine.voiceover.cli import add_voiceover_arguments, run_voiceover_command  # noqa: E402
 from server.cli import add_serve_arguments, run_serve_command  # noqa: E402
 
 
@@ -44,6 +45,8 @@ COMMANDS = {
     "say": ("speak text into a wav or flac file", add_say_arguments, run_say_command),
     "export": ("turn documents into audiobooks: m4b, mp3, opus, flac or wav, with chapters and subtitles",
                add_export_arguments, run_export_command),
+    "voiceover": ("speak a subtitle file (.srt, .vtt) into one track, each line on its cue",
+                  add_voiceover_arguments, run_voiceover_command),
 }
 DEFAULT_COMMAND = "gui"
 

@@ -264,6 +264,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subtitles", choices=("srt", "vtt"), help="write subtitles beside each audio file")
     parser.add_argument("--cover", metavar="IMAGE", help="a JPEG or PNG cover (default: an EPUB's own)")
     parser.add_argument("--bitrate", type=_positive_int, metavar="KBPS", help="of mp3, opus, m4b and m4a")
+    parser.add_argument("--loudness", metavar="LUFS|PRESET",
+                        help="bring the whole book to this integrated loudness with one gain, under a -1 dBTP "
+                             "true-peak ceiling: a number of LUFS, web or podcast (-16), broadcast (-23) "
+                             "(default: the levels as spoken)")
     for name, default, what in (("sentence", 0.25, "sentences of a paragraph"), ("paragraph", 0.6, "paragraphs"),
                                 ("heading", 1.0, "a heading and what is around it"),
                                 ("chapter", 2.0, "chapters in one file")):
@@ -304,6 +308,7 @@ def _export(args: argparse.Namespace) -> int:
     from engine.audio.book import Pauses, parse_chapter_selection
     from engine.audio.encode import Cover
     from engine.audio.export import BookExporter, ExportOptions
+    from engine.audio.loudness import parse_target, report
     from engine.audio.segment_cache import SegmentCache, default_cache_dir
     from engine.audio.sources import load_book
     from engine.frames.guard import describe_cuts
@@ -339,6 +344,7 @@ def _export(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UnsupportedError(str(e)) from None
     cover = Cover.from_file(args.cover).data if args.cover else None
+    loudness = parse_target(args.loudness) if args.loudness else None
     outputs = [_output_for(path, fmt, args, len(books)) for path, _ in books]
     for output in outputs:
         _check_writable(output if args.per_chapter else output.parent)
@@ -358,7 +364,7 @@ def _export(args: argparse.Namespace) -> int:
         voices = _export_voices(args, engine, book)
         options = ExportOptions(format=fmt, pauses=pauses, per_chapter=args.per_chapter, chapters=chapters,
                                 subtitles=args.subtitles, max_frames=args.max_frames, cover=cover,
-                                segment_chars=args.segment_chars,
+                                segment_chars=args.segment_chars, loudness=loudness,
                                 bitrate=args.bitrate * 1000 if args.bitrate else None)
         label = f"[{number}/{len(books)}] {path.name}" if len(books) > 1 else path.name
         exporter = BookExporter(lambda voice: engine, sampling=sampling, cache=cache, progress=_ProgressLine(label),
@@ -374,6 +380,8 @@ def _export(args: argparse.Namespace) -> int:
         cuts = describe_cuts(exporter.cuts, exporter.generated_segments)
         if cuts:
             print(f"orator export: {label}: {cuts}", file=sys.stderr)
+        if exporter.loudness is not None:
+            print(f"orator export: {label}: {report(exporter.loudness, loudness)}", file=sys.stderr)
         written.extend(files)
     for file in written:
         print(f"wrote {file}")
@@ -463,6 +471,14 @@ def _check_writable(folder: Path) -> None:
 
 def _export_voices(args, engine, book) -> dict:
     """The default voice (None) and each voice mark's, checked against the model now."""
+    return resolve_voices(args, engine, book.voices)
+
+
+def resolve_voices(args, engine, names, need_default: bool = True,
+                   what: str = "the voice mark [voice: ...] names") -> dict:
+    """The default voice (None: ``args.voice_file`` or ``args.voice``) and each of ``names``, a voice of the library
+    (``args.library``, else the studio's) or a preset speaker of the model, checked against the model now; without
+    ``need_default`` the default may be missing (every line names its own voice)."""
     from engine.voices import Voice, load_voice
     from engine.voices.library import default_library_dir
 
@@ -486,18 +502,18 @@ def _export_voices(args, engine, book) -> dict:
                              f"this model{known}")
         return voice.with_(language=args.language.lower()) if args.language and voice.kind != "preset" else voice
 
-    if args.voice_file:
-        default = load_voice(args.voice_file)
+    voices = {}
+    if getattr(args, "voice_file", None):
+        voices[None] = load_voice(args.voice_file)
         if args.language:
-            default = default.with_(language=args.language.lower())
+            voices[None] = voices[None].with_(language=args.language.lower())
     elif args.voice:
-        default = named(args.voice, "--voice")
-    else:
+        voices[None] = named(args.voice, "--voice")
+    elif need_default:
         hint = f": this model has {', '.join(engine.speakers)}" if engine.speakers else ""
         raise VoiceError(f"choose the default voice with --voice NAME or --voice-file FILE{hint}")
-    voices = {None: default}
-    for name in sorted(book.voices):
-        voices[name] = named(name, "the voice mark [voice: ...] names")
+    for name in sorted(names):
+        voices[name] = named(name, what)
     for name, voice in voices.items():
         try:
             engine.check("Hello.", voice)

@@ -15,16 +15,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-VOICE_MARK = re.compile(r"[ \t]*\[voice:\s*([^\]\n]*?)\s*\][ \t]*", re.IGNORECASE)
+# the name is one run of a class that cannot hold the closing bracket, stripped afterwards: a line whose mark never
+# closes then fails in linear time, where a lazy name between runs of \s backtracks polynomially
+VOICE_MARK = re.compile(r"[ \t]*\[voice:([^\]\n]*)\][ \t]*", re.IGNORECASE)
 _MARK_START = re.compile(r"\[(?i:voice):")  # a literal first character keeps the search fast on long texts
 
 
 def parse_mark(line: str) -> tuple[str | None, int]:
     """Return (voice name or None, length of the mark) for a line that may start with a mark."""
     match = VOICE_MARK.match(line)
-    if not match or not match.group(1):
+    name = match.group(1).strip() if match else ""
+    if not name:
         return None, 0
-    return match.group(1), match.end()
+    return name, match.end()
 
 
 def ends_marks(line: str) -> bool:

@@ -145,6 +145,11 @@ def build_actions(window) -> WindowActions:
     queue_view.setText("Export &queue")
     queue_view.setShortcut("Ctrl+Shift+E")
     file_menu.addAction(queue_view)
+    file_menu.addAction(action("Open subtitles for &voiceover…", lambda: _voiceover_dialog(window), None, None,
+                               "Speak a subtitle file (.srt, .vtt) line by line on its cues, with takes to choose"))
+    voiceover_view = window.voiceover_dock.toggleViewAction()
+    voiceover_view.setText("Voice&over view")
+    file_menu.addAction(voiceover_view)
     file_menu.addSeparator()
     file_menu.addAction(action("&Quit", window.close, QKeySequence.StandardKey.Quit))
 
@@ -327,6 +332,12 @@ def _open_dialog(window) -> None:
     path, _ = QFileDialog.getOpenFileName(window, "Open a document", str(window.settings.start_folder()), OPEN_FILTER)
     if path:
         window.open_path(Path(path))
+
+
+def _voiceover_dialog(window) -> None:
+    path, _ = QFileDialog.getOpenFileName(window, "Open subtitles for a voiceover", "", "Subtitles (*.srt *.vtt)")
+    if path and window.voiceover_panel.open_subtitles(Path(path)):
+        window.voiceover_dock.show()
 
 
 def _set_speed(window, value: float) -> None:

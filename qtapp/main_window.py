@@ -44,6 +44,7 @@ from qtapp.model_status import ModelStatus
 from qtapp.reading import IDLE, PAUSED, PLAYING, ReadingController
 from qtapp.settings import Settings, load_pronunciation
 from qtapp.status_bar import StatusBar
+from qtapp.voiceover_panel import VoiceoverPanel
 from qtapp.worker import start_worker, stop_worker
 
 PREVIEW_TEXT = "Hello! This is how I sound. I can read your documents aloud, one sentence at a time."
@@ -179,6 +180,14 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.export_dock)
         if not self.exports.jobs:
             self.export_dock.hide()
+        self.voiceover_panel = VoiceoverPanel(self.worker.engine_when_ready, self.resolve_voiceover_voice,
+                                              self.player)
+        self.voiceover_dock = QDockWidget("Voiceover", self)
+        self.voiceover_dock.setObjectName("voiceover")
+        self.voiceover_dock.setAccessibleName("Voiceover")
+        self.voiceover_dock.setWidget(self.voiceover_panel)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.voiceover_dock)
+        self.voiceover_dock.hide()
         self.window_actions = build_actions(self)
         self.autosave = Autosave(self.editor, settings)
         self._connect()
@@ -236,6 +245,7 @@ class MainWindow(QMainWindow):
         self.library_panel.default_changed.connect(self._on_default_changed)
         self.library_panel.message.connect(self.show_status)
         self.exports.message.connect(self.show_status)
+        self.voiceover_panel.message.connect(self.show_status)
         self.exports.failed.connect(self.show_error)
         self.exports.added.connect(lambda _: self.export_dock.show())
         for warning in self.exports.warnings:
@@ -311,6 +321,12 @@ class MainWindow(QMainWindow):
             if name.strip().lower() in speakers:
                 return Voice.preset(speakers[name.strip().lower()])
         return self.resolve_voice(name)
+
+    def resolve_voiceover_voice(self, name: str | None):
+        """The Voice a voiceover cue names, as an export job's, with its model asked for."""
+        voice = self.resolve_export_voice(name)
+        self.ensure_model(voice)
+        return voice
 
     def default_speaker(self) -> str:
         """The preset speaker of unmarked text while no library voice is the default."""
@@ -670,6 +686,7 @@ class MainWindow(QMainWindow):
         self.reader.stop()
         self.loader.cancel()
         self.exports.shutdown()
+        self.voiceover_panel.shutdown()
         self.autosave.close()
         self.settings.font_size = self.editor.font_size
         self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()

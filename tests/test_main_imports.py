@@ -42,7 +42,7 @@ def run_main(argv: list[str], blocked: tuple[str, ...] = ()) -> tuple[dict, subp
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["gui", "--help"], ["say", "--help"], ["export", "--help"],
-                                  ["serve", "--help"]])
+                                  ["serve", "--help"], ["voiceover", "--help"]])
 def test_help_imports_neither_torch_nor_the_web_stack(argv):
     result, done = run_main(argv)
     assert result["code"] == 0, done.stderr

@@ -15,6 +15,11 @@ a ``SegmentCache`` a finished segment is stored as soon as it is made: an export
 or a kill, run again, speaks only the segments it had not finished, and an edited book only its changed
 sentences; a resumed export writes the same samples, and so the same file, as an uninterrupted one.
 
+With ``ExportOptions.loudness`` the book gets one gain (``engine.audio.loudness.static_gain``), the same for every
+chapter and chapter file: a first pass speaks every segment into the cache (a temporary one under ``--no-cache``)
+while a meter hears them with their pauses, in the order and with the silences they will have; the second writes
+them scaled. ``BookExporter.loudness`` then holds the figures reached.
+
 No partial file is ever visible: audio and subtitles are written to temporary files beside their targets and
 renamed at the end, and removed on any error or cancel. A kill cannot run that clean-up, so the temporary files
 an export is writing are recorded in the cache's ``pending`` folder and removed by the next export to the same
@@ -29,6 +34,7 @@ import json
 import os
 import random
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -42,6 +48,7 @@ from engine.atomic import sync_folder
 from engine.audio.book import Book, Passage, Pauses
 from engine.audio.chunks import SAMPLE_RATE
 from engine.audio.encode import ChapterMark, Cover, FileEncoder, Tags, audio_format, create_temp_beside
+from engine.audio.loudness import Loudness, LoudnessMeter, LoudnessTarget, static_gain
 from engine.audio.segment_cache import SegmentCache, model_key, segment_key, voice_key
 from engine.audio.subtitles import Cue, chapters_vtt, subtitle_writer
 from engine.audio.time_left import TimeLeft
@@ -69,6 +76,7 @@ class ExportOptions:
     max_frames: int | None = None  # per segment; None: the engine's budget
     segment_chars: int | None = None  # the segments' target length (engine.text.Segmenter); None: the default
     cover: bytes | None = None  # overrides the book's
+    loudness: LoudnessTarget | None = None  # one gain for the whole book to reach it; None: levels as spoken
 
 
 @dataclass(frozen=True)
@@ -175,6 +183,8 @@ class BookExporter:
         self._voice_keys: dict[int, dict] = {}
         self.generated_segments = 0  # segments spoken by the engine (not read from the cache) over every run
         self.cuts: list[str] = []  # the runaway guard's warning for each of them it cut (engine.frames.guard)
+        self.loudness: Loudness | None = None  # what the files reached, after a run with a loudness target
+        self._gain: float | None = None  # linear, applied to every segment; None: none
 
     # ---- planning -----------------------------------------------------------------------------------------
     def plan(self, book: Book, output: str | os.PathLike, options: ExportOptions,
@@ -248,6 +258,14 @@ class BookExporter:
     def run(self, plans: list[OutputPlan], book: Book, options: ExportOptions) -> list[Path]:
         """Write every planned file; returns their paths. Raises ``ExportCancelled`` when cancelled, and whatever
         the engine or the disk raised; in every case no partial file is left."""
+        if options.loudness is not None and self.cache is None:
+            # the first pass keeps what it speaks for the second: in a cache that lasts as long as this run
+            with tempfile.TemporaryDirectory(prefix=".orator-loudness-") as folder:
+                self.cache = SegmentCache(folder)
+                try:
+                    return self.run(plans, book, options)
+                finally:
+                    self.cache = None
         cover = options.cover if options.cover is not None else book.cover
         cover = Cover.from_bytes(cover) if cover else None
         speeches = [s for plan in plans for s in plan.speeches]
@@ -264,6 +282,7 @@ class BookExporter:
         # the time left runs on the time spent speaking: cache hits, encoding and waiting for a model to load add none
         self._time_left = TimeLeft(self._uncached_chars, clock=lambda: self._generating_s)
         self._start = self.clock()
+        self._gain = self._measure(plans, options) if options.loudness is not None else None
         written = []
         for plan in plans:
             written.append(self._write(plan, cover, options))
@@ -294,11 +313,12 @@ class BookExporter:
                         subtitles.chapter(item.title, position / SAMPLE_RATE)
                 else:
                     audio = self._audio(item, options)
-                    encoder.write(audio)
+                    encoder.write(audio if self._gain is None else audio * np.float32(self._gain))
                     if subtitles is not None and audio.size:
                         subtitles.write(Cue(position / SAMPLE_RATE, (position + audio.size) / SAMPLE_RATE, item.text))
                     position += audio.size
-                    self._report(plan.path, len(item.text), self._written_samples + position)
+                    if self._gain is None:  # with a gain, the measuring pass reported the progress
+                        self._report(plan.path, len(item.text), self._written_samples + position)
             encoder.finish(marks)
             if subtitle_file is not None:
                 subtitle_file.flush()
@@ -319,6 +339,24 @@ class BookExporter:
             self._clear_pending(plan.path)
         self._written_samples += position
         return plan.path
+
+    def _measure(self, plans: list[OutputPlan], options: ExportOptions) -> float:
+        """The first pass of a loudness target: every segment spoken (into the cache) and metered with its pauses;
+        returns the linear gain for the second and sets ``loudness`` to what it will reach."""
+        meter, position = LoudnessMeter(SAMPLE_RATE), 0
+        for plan in plans:
+            for item in plan.items:
+                if isinstance(item, Pause):
+                    meter.feed(np.zeros(round(item.seconds * SAMPLE_RATE), dtype=np.float32))
+                elif isinstance(item, Speech):
+                    audio = self._audio(item, options)
+                    meter.feed(audio)
+                    position += audio.size
+                    self._report(plan.path, len(item.text), position)
+        measured = meter.result()
+        gain_db = static_gain(measured, options.loudness)
+        self.loudness = measured.shifted(gain_db)
+        return 10 ** (gain_db / 20)
 
     def _audio(self, speech: Speech, options: ExportOptions) -> np.ndarray:
         if self.cancel.is_set():

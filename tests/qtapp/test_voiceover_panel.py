@@ -1,0 +1,101 @@
+"""The studio's Voiceover view on the tiny checkpoint: a subtitle file's cues listed, lines spoken on the view's
+thread, a new take compared with the earlier one and kept, the takes still there after a restart, and the track
+exported from the kept takes; a file that cannot be voiced is refused with a message."""
+
+from __future__ import annotations
+
+import numpy as np
+import soundfile as sf
+
+from engine import Voice
+from qtapp.voiceover_panel import COLUMNS, VoiceoverPanel, project_folder
+
+SRT = ("1\n00:00:00,500 --> 00:00:02,000\nHello there.\n\n"
+       "2\n00:00:02,500 --> 00:00:02,700\n[voice: ryan] A line too long for its cue.\n\n"
+       "3\n00:00:04,000 --> 00:00:05,500\nCafé at noon.\n")
+WAIT_MS = 300_000
+
+
+def make_panel(qtbot, tiny_engine, messages: list[str]) -> VoiceoverPanel:
+    panel = VoiceoverPanel(lambda voice, cancel=None: tiny_engine(), lambda name: Voice.preset(name or "vivian"))
+    panel.runner.max_frames = 12
+    panel.message.connect(messages.append)
+    qtbot.addWidget(panel)
+    return panel
+
+
+def cell(panel: VoiceoverPanel, row: int, column: str) -> str:
+    return panel.table.item(row, COLUMNS.index(column)).text()
+
+
+def test_lines_are_spoken_retaken_kept_and_still_there_after_a_restart(qtbot, tiny_engine, tmp_path):
+    source = tmp_path / "film.srt"
+    source.write_text(SRT, encoding="utf-8")
+    messages: list[str] = []
+    panel = make_panel(qtbot, tiny_engine, messages)
+    assert panel.open_subtitles(source)
+    assert panel.table.rowCount() == 3
+    assert [cell(panel, row, "Voice") for row in range(3)] == ["default", "ryan", "default"]
+    assert [cell(panel, row, "Fit") for row in range(3)] == ["—", "—", "—"]
+
+    panel.speak_missing()
+    qtbot.waitUntil(lambda: not panel.busy, timeout=WAIT_MS)
+    assert [cell(panel, row, "Takes") for row in range(3)] == ["1", "1", "1"]
+    assert "over" in cell(panel, 1, "Fit")  # 0.2 s cannot hold that line, even sped up
+
+    panel.table.selectRow(1)
+    panel.new_take()
+    qtbot.waitUntil(lambda: not panel.busy, timeout=WAIT_MS)
+    assert cell(panel, 1, "Takes") == "2"
+    assert [panel.takes.itemText(i) for i in range(panel.takes.count())] == ["Take 1 (kept)", "Take 2"]
+    state = panel.project.state(2)
+    assert state.takes[0].seed != state.takes[1].seed
+    panel.keep(2, 2)
+    kept = panel.project.audio(2)
+    panel.shutdown()
+
+    # a restart: a new view opening the same subtitles finds the project beside them
+    again = make_panel(qtbot, tiny_engine, messages)
+    assert again.open_subtitles(source)
+    assert project_folder(source).is_dir()
+    assert again.project.state(2).kept == 2 and len(again.project.state(2).takes) == 2
+    assert np.array_equal(again.project.audio(2), kept)
+    again.speak_missing()  # nothing is missing: nothing is spoken
+    assert not again.busy
+
+    out = tmp_path / "voice.wav"
+    assert again.export(out)
+    qtbot.waitUntil(lambda: not again.busy, timeout=WAIT_MS)
+    track, rate = sf.read(out, dtype="float32")
+    assert rate == 24000 and track.size > 4 * rate
+    assert any(m.startswith(f"Wrote {out}") and "loudness" in m for m in messages), messages
+    start = round(0.5 * rate)
+    assert np.max(np.abs(track[:start - round(0.05 * rate)])) < 1e-3 < np.max(np.abs(track[start:start + 2400]))
+    again.shutdown()
+
+
+def test_a_file_that_cannot_be_voiced_is_refused_with_a_message(qtbot, tiny_engine, tmp_path):
+    source = tmp_path / "broken.srt"
+    source.write_bytes(bytes(range(256)) * 16)
+    messages: list[str] = []
+    panel = make_panel(qtbot, tiny_engine, messages)
+    assert not panel.open_subtitles(source)
+    assert panel.project is None and messages and "binary" in messages[-1]
+    assert not project_folder(source).exists()
+    assert not panel.export(tmp_path / "voice.wav")
+    panel.shutdown()
+
+
+def test_the_window_opens_subtitles_into_its_voiceover_view(open_window, monkeypatch, tmp_path):
+    from PySide6.QtWidgets import QFileDialog
+
+    source = tmp_path / "film.srt"
+    source.write_text(SRT, encoding="utf-8")
+    window = open_window(loaded=True)
+    assert not window.voiceover_dock.isVisible()
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(source), ""))
+    opener = next(a for a in window.actions() if a.text() == "Open subtitles for &voiceover…")
+    opener.trigger()
+    assert window.voiceover_dock.isVisible()
+    assert window.voiceover_panel.table.rowCount() == 3
+    assert window.voiceover_panel.status.text().startswith("film.srt: 3 cues, 0 with a kept take")
