@@ -108,3 +108,33 @@ def test_closing_the_panel_keeps_it_closed_until_asked_for(qtbot, book, tmp_path
     qtbot.waitUntil(lambda: dock.panel.items == [], timeout=2000)
     assert dock.panel.count_label.text() == "No chapters in this text"
     assert not any(a.isEnabled() for a in book.window_actions.chapter_steps)
+
+
+def depth_of(index) -> int:
+    depth = 0
+    while index.parent().isValid():
+        index, depth = index.parent(), depth + 1
+    return depth
+
+
+def test_parts_hold_their_chapters_and_a_hostile_outline_nests_no_deeper_than_six(qtbot):
+    from engine.documents import Chapter
+    from qtapp.chapter_panel import MAX_DEPTH, ChapterPanel
+
+    panel = ChapterPanel()
+    qtbot.addWidget(panel)
+    book = [Chapter("Part One", 1, 0, 10), Chapter("A\nlong\tday", 2, 0, 5), Chapter("Night", 2, 5, 10),
+            Chapter("Part Two", 1, 10, 20), Chapter("Dawn", 2, 10, 20)]
+    panel.set_chapters(book)
+    assert panel.tree.rootIsDecorated()
+    assert [panel.filter.index(r, 0).data() for r in range(panel.filter.rowCount())] == ["1. Part One", "4. Part Two"]
+    part_one = panel.filter.index(0, 0)
+    assert [part_one.model().index(r, 0, part_one).data() for r in range(2)] == ["2. A long day", "3. Night"]
+    panel.search.setText("DAWN")  # any case; the part holding the match stays, to show where it is
+    assert panel.shown_indexes() == [4]
+    assert panel.filter.rowCount() == 1 and panel.filter.index(0, 0).data() == "4. Part Two"
+    stairs = [Chapter(f"Step {n}", n, n, n + 1) for n in range(1, 201)]  # each one level below the last
+    panel.search.clear()
+    panel.set_chapters(stairs)
+    assert len(panel.items) == 200
+    assert max(depth_of(panel.filter.mapFromSource(item.index())) for item in panel.items) == MAX_DEPTH - 1
