@@ -32,8 +32,8 @@ SHORTCUTS = {
     "faster": "Ctrl+Alt+=",
     "next_chapter": "Ctrl+Shift+Down",
     "previous_chapter": "Ctrl+Shift+Up",
+    "chapter_list": "Ctrl+Shift+C",
 }
-CHAPTER_INDENT = "    "  # per level below the first, so the Chapters menu shows the book's outline
 # the keys of text editing, which stay a one-line field's own even where a window action has them too
 FIELD_KEYS = (QKeySequence.StandardKey.Undo, QKeySequence.StandardKey.Redo, QKeySequence.StandardKey.Cut,
               QKeySequence.StandardKey.Copy, QKeySequence.StandardKey.Paste, QKeySequence.StandardKey.SelectAll)
@@ -78,26 +78,12 @@ class WindowActions:
     next: QAction
     speed: QDoubleSpinBox
     recent_menu: QMenu
-    chapters_menu: QMenu
-    chapter_steps: list[QAction]  # next and previous chapter, always at the top of the Chapters menu
+    chapter_steps: list[QAction]  # next and previous chapter
     window: object
 
-    def rebuild_chapters_menu(self) -> None:
-        """List the open document's chapters, indented by level; choosing one goes there."""
-        self.chapters_menu.clear()
-        self.chapters_menu.addActions(self.chapter_steps)
-        self.chapters_menu.addSeparator()
-        chapters = self.window.document_chapters
+    def enable_chapter_steps(self) -> None:
         for action in self.chapter_steps:
-            action.setEnabled(bool(chapters))
-        if not chapters:
-            self.chapters_menu.addAction("No chapters in this text").setEnabled(False)
-            return
-        for index, chapter in enumerate(chapters):
-            text = CHAPTER_INDENT * (max(chapter.level, 1) - 1) + chapter.title.replace("&", "&&")
-            action = self.chapters_menu.addAction(text)
-            action.setData(index)
-            action.triggered.connect(lambda _=False, i=index: self.window.go_to_chapter(i))
+            action.setEnabled(bool(self.window.document_chapters))
 
     def rebuild_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -204,11 +190,15 @@ def build_actions(window) -> WindowActions:
     read_menu.addAction(action("Faster", lambda: speed.stepUp(), SHORTCUTS["faster"]))
     read_menu.addAction(action("Slower", lambda: speed.stepDown(), SHORTCUTS["slower"]))
 
-    # ---- Chapters ----------------------------------------------------------------------------------
+    # ---- Chapters: the list is a panel (qtapp.chapter_panel); a book's hundreds of chapters overflow a menu --
     chapters_menu = menu_bar.addMenu("&Chapters")
     chapter_steps = [action("Next chapter", window.next_chapter, SHORTCUTS["next_chapter"], "SP_ArrowDown"),
                      action("Previous chapter", window.previous_chapter, SHORTCUTS["previous_chapter"],
                             "SP_ArrowUp")]
+    chapters_menu.addActions(chapter_steps)
+    chapters_menu.addSeparator()
+    chapters_menu.addAction(action("Chapter &list", window.chapter_dock.show_and_focus, SHORTCUTS["chapter_list"],
+                                   tip="Show the chapter list and search it; again to close it"))
 
     # ---- Voices and settings -----------------------------------------------------------------------
     panel = window.library_panel
@@ -249,10 +239,9 @@ def build_actions(window) -> WindowActions:
     for field in window.findChildren(QLineEdit):  # Search voices…, Find, the speed box's text
         keep_window_keys(window, field)
 
-    actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, chapters_menu, chapter_steps,
-                            window)
+    actions = WindowActions(play, pause, stop, previous, next_, speed, recent_menu, chapter_steps, window)
     actions.rebuild_recent_menu()
-    actions.rebuild_chapters_menu()
+    actions.enable_chapter_steps()
     return actions
 
 

@@ -33,6 +33,7 @@ from engine.voices.library import LibraryError, VoiceLibrary
 from engine.voices.voice import MODEL_TYPE_FOR_VOICE
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave, write_lines
+from qtapp.chapter_panel import ChapterDock
 from qtapp.document_loader import DocumentLoader, LoadingIndicator, in_background
 from qtapp.editor import Editor, FindBar
 from qtapp.export_panel import ExportPanel
@@ -188,6 +189,8 @@ class MainWindow(QMainWindow):
         self.voiceover_dock.setWidget(self.voiceover_panel)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.voiceover_dock)
         self.voiceover_dock.hide()
+        self.chapter_dock = ChapterDock(self)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.chapter_dock)
         self.window_actions = build_actions(self)
         self.autosave = Autosave(self.editor, settings)
         self._connect()
@@ -248,6 +251,9 @@ class MainWindow(QMainWindow):
         self.voiceover_panel.message.connect(self.show_status)
         self.exports.failed.connect(self.show_error)
         self.exports.added.connect(lambda _: self.export_dock.show())
+        self.chapter_dock.panel.chapter_chosen.connect(self.go_to_chapter)
+        self.chapter_dock.panel.done.connect(self.editor.setFocus)
+        self.editor.cursorPositionChanged.connect(self._show_current_chapter)
         for warning in self.exports.warnings:
             self.show_error(warning)
         self._gauge_state = IDLE
@@ -438,6 +444,7 @@ class MainWindow(QMainWindow):
         else:
             self._heard_at = start
             self.editor.highlight_span(start, end)
+            self._show_current_chapter()
 
     def _remember_position(self) -> None:
         """Keep where reading of the open document stopped, so reopening it resumes there."""
@@ -631,6 +638,21 @@ class MainWindow(QMainWindow):
         if self.reader.state != IDLE:
             self.reader.jump_to(self.editor.text_source, position)
 
+    def current_chapter(self) -> int | None:
+        """The chapter holding the place in the text (the sentence being read, else the cursor): the last one
+        starting at or before it; None before the first chapter or in a text without chapters."""
+        here = self._place_in_text()
+        return next((i for i in range(len(self._chapter_marks) - 1, -1, -1)
+                     if self._chapter_marks[i].position() <= here), None)
+
+    def _place_in_text(self) -> int:
+        span = self.editor.highlighted_span if self.reader.state != IDLE else None
+        return span[0] if span is not None else self.editor.textCursor().position()
+
+    def _show_current_chapter(self) -> None:
+        if self._chapter_marks:
+            self.chapter_dock.panel.set_current(self.current_chapter())
+
     def next_chapter(self) -> None:
         self._step_chapter(+1)
 
@@ -644,8 +666,7 @@ class MainWindow(QMainWindow):
         if not starts:
             self.show_status("This text has no chapters.")
             return
-        span = self.editor.highlighted_span if self.reader.state != IDLE else None
-        here = span[0] if span is not None else self.editor.textCursor().position()
+        here = self._place_in_text()
         if step > 0:
             index = next((i for i, start in enumerate(starts) if start > here), None)
         else:
@@ -656,14 +677,16 @@ class MainWindow(QMainWindow):
         self.go_to_chapter(index)
 
     def _mark_chapters(self) -> None:
-        """Anchor the loaded document's chapters in the editor and list them in the Chapters menu."""
+        """Anchor the loaded document's chapters in the editor and list them in the chapter panel."""
         last = max(self.editor.document().characterCount() - 1, 0)
         self._chapter_marks = []
         for chapter in self.document_chapters:
             mark = QTextCursor(self.editor.document())
             mark.setPosition(min(chapter.start, last))
             self._chapter_marks.append(mark)
-        self.window_actions.rebuild_chapters_menu()
+        self.window_actions.enable_chapter_steps()
+        self.chapter_dock.show_chapters(self.document_chapters)
+        self._show_current_chapter()
 
     def _on_loading_finished(self) -> None:
         self._mark_chapters()

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.audio.book import parse_chapter_selection
 from engine.audio.encode import audio_format
 
 FORMAT_CHOICES = {
@@ -48,6 +49,7 @@ class ExportDialog(QDialog):
         self.setMinimumWidth(560)
         self._suggest = suggest
         self._path_edited = False
+        self._said_chapter_problem = False  # the error label says why the chapters chosen cannot be exported
         form = QFormLayout(self)
         self.title_field = QLineEdit(title)
         self.title_field.setAccessibleName("Title of the export")
@@ -83,8 +85,30 @@ class ExportDialog(QDialog):
             item.setCheckState(Qt.CheckState.Checked)
             self.chapters.addItem(item)
         self.chapters.setMaximumHeight(160)
+        self.chapters.itemChanged.connect(self._chapter_toggled)
         self.chapters_label = QLabel("&Chapters:")
         self.chapters_label.setBuddy(self.chapters)
+        self.all_chapters = QPushButton("A&ll")
+        self.all_chapters.setAccessibleName("Check all chapters")
+        self.all_chapters.clicked.connect(lambda: self._check(range(self.chapters.count())))
+        self.no_chapters = QPushButton("&None")
+        self.no_chapters.setAccessibleName("Uncheck all chapters")
+        self.no_chapters.clicked.connect(lambda: self._check(()))
+        for button in (self.all_chapters, self.no_chapters):
+            button.setAutoDefault(False)  # Enter in the dialog adds the job, never presses these
+        # the numbers as ``export --chapters`` takes them: checking them is the one way the two agree
+        self.chapter_range = QLineEdit(placeholderText="e.g. 1,3-5")
+        self.chapter_range.setAccessibleName("Chapters to export, by number")
+        self.chapter_range.setToolTip("Check exactly these chapters: numbers and ranges, e.g. 1,3-5")
+        self.chapter_range.setMaxLength(1000)
+        self.chapter_range.textEdited.connect(self._range_edited)
+        self.range_label = QLabel("&Range:")
+        self.range_label.setBuddy(self.chapter_range)
+        choose = QHBoxLayout()
+        choose.addWidget(self.all_chapters)
+        choose.addWidget(self.no_chapters)
+        choose.addWidget(self.range_label)
+        choose.addWidget(self.chapter_range, 1)
         form.addRow("&Title:", self.title_field)
         form.addRow("F&ormat:", self.format)
         form.addRow("&Voice:", self.voice)
@@ -95,12 +119,14 @@ class ExportDialog(QDialog):
         form.addRow("Su&btitles:", self.subtitles)
         form.addRow(self.selection_only)
         form.addRow(self.chapters_label, self.chapters)
+        form.addRow("", choose)
         self.error_label = QLabel(wordWrap=True)
         self.error_label.setStyleSheet("color: #a12622;")
         self.error_label.hide()
         form.addRow(self.error_label)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("&Add to queue")
+        self.ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.ok.setText("&Add to queue")
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
@@ -134,17 +160,68 @@ class ExportDialog(QDialog):
             return "Choose where to write the export."
         if not self.output().is_absolute():
             return "Give the full path of the file or folder to write."
-        if self.chosen_chapters() == []:
-            return "Check at least one chapter."
+        if self.chapter_problem() is not None:
+            return self.chapter_problem()
         if not self.voice.currentText().strip():
             return "Choose a voice."
         return None
 
+    def chapter_problem(self) -> str | None:
+        """Why the chapters chosen cannot be exported (a range that does not parse, none checked), or None."""
+        if self.selection_only.isChecked() or self.chapters.count() == 0:
+            return None
+        if self.chapter_range.text().strip():
+            try:
+                parse_chapter_selection(self.chapter_range.text(), self.chapters.count())
+            except ValueError as e:
+                return f"Chapters: {e}."
+        if self.chosen_chapters() == []:
+            return "No chapter is checked: check at least one chapter (or All) to export."
+        return None
+
     # ---- internals --------------------------------------------------------------------------------------
+    def _check(self, chosen, by_range: bool = False) -> None:
+        """Check exactly the chapters ``chosen`` (0-based); the range field, no longer what is checked, empties
+        unless it is what chose them (``by_range``)."""
+        chosen = set(chosen)
+        self.chapters.blockSignals(True)  # one check of the whole list afterwards, not one per item
+        for i in range(self.chapters.count()):
+            self.chapters.item(i).setCheckState(Qt.CheckState.Checked if i in chosen else Qt.CheckState.Unchecked)
+        self.chapters.blockSignals(False)
+        self.chapters.viewport().update()
+        if not by_range:
+            self.chapter_range.clear()
+        self._check_chapters()
+
+    def _range_edited(self, text: str) -> None:
+        """Check the chapters the range names as it is typed; a range that does not parse yet changes nothing."""
+        if text.strip():
+            try:
+                self._check(parse_chapter_selection(text, self.chapters.count()), by_range=True)
+                return
+            except ValueError:
+                pass
+        self._check_chapters()
+
+    def _chapter_toggled(self, _item) -> None:
+        self.chapter_range.clear()  # one chapter checked by hand: the range no longer says what is checked
+        self._check_chapters()
+
+    def _check_chapters(self) -> None:
+        """Add to queue is off while the chapters chosen cannot be exported, with the reason beneath."""
+        problem = self.chapter_problem()
+        self.ok.setEnabled(problem is None)
+        if problem is not None or self._said_chapter_problem:  # the label may say another problem: leave that
+            self.error_label.setText(problem or "")
+            self.error_label.setVisible(problem is not None)
+        self._said_chapter_problem = problem is not None
+
     def _refresh(self) -> None:
         chaptered = not self.selection_only.isChecked() and self.chapters.count() > 0
-        self.chapters.setEnabled(chaptered)
-        self.chapters_label.setEnabled(chaptered)
+        for widget in (self.chapters, self.chapters_label, self.all_chapters, self.no_chapters, self.range_label,
+                       self.chapter_range):
+            widget.setEnabled(chaptered)
+        self._check_chapters()
         suffix = audio_format(self.format_key).suffix
         if not self._path_edited or not self.path_field.text().strip():
             self.path_field.setText(str(self._suggest(self.format_key, self.per_chapter.isChecked(),

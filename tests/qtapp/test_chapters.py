@@ -1,4 +1,4 @@
-"""Jumping by chapter in a real EPUB (tests/data/documents): the Chapters menu lists the book's outline,
+"""Jumping by chapter in a real EPUB (tests/data/documents): the chapter panel shows the book's outline,
 choosing an entry or pressing Ctrl+Shift+Down / Up moves the cursor to a chapter's start, and while reading,
 reading goes on from there."""
 
@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from qtapp.actions import CHAPTER_INDENT
+from qtapp.chapter_panel import INDEX_ROLE
 from qtapp.reading import PLAYING
 from tests.engine.documents.helpers import DATA
 
@@ -25,24 +25,45 @@ def open_book(qtbot, window):
     assert len(window.document_chapters) > 10
 
 
-def chapter_entries(window):
-    return [a for a in window.window_actions.chapters_menu.actions() if a.data() is not None]
+def outline(model, parent=None, depth=0):
+    """(depth, chapter index, text) of every row of the panel's tree, in order."""
+    from PySide6.QtCore import QModelIndex
+
+    parent = parent or QModelIndex()
+    rows = []
+    for row in range(model.rowCount(parent)):
+        index = model.index(row, 0, parent)
+        rows.append((depth, index.data(INDEX_ROLE), index.data()))
+        rows.extend(outline(model, index, depth + 1))
+    return rows
 
 
 def cursor_at(window):
     return window.editor.textCursor().position()
 
 
-def test_menu_lists_the_chapters_and_choosing_one_moves_the_cursor(qtbot, window):
-    assert [a.text() for a in chapter_entries(window)] == []  # an empty editor has no chapters
+def test_the_panel_shows_the_outline_and_activating_a_chapter_moves_the_cursor(qtbot, window):
+    panel = window.chapter_dock.panel
+    assert outline(panel.filter) == [] and window.chapter_dock.isHidden()  # an empty editor has no chapters
     open_book(qtbot, window)
-    entries = chapter_entries(window)
+    assert window.chapter_dock.isVisible()  # a book with chapters shows its outline
+    rows = outline(panel.filter)
     chapters = window.document_chapters
-    assert [a.text().strip() for a in entries] == [c.title.replace("&", "&&") for c in chapters]
+    assert [index for _, index, _ in rows] == list(range(len(chapters)))
+    assert [text for _, _, text in rows] == [f"{i + 1}. {c.title}" for i, c in enumerate(chapters)]
+    for position, (depth, index, _) in enumerate(rows):  # a chapter nested under one of a higher level
+        if depth:
+            parent = next(i for d, i, _ in reversed(rows[:position]) if d == depth - 1)
+            assert chapters[parent].level < chapters[index].level
     sub = next(i for i, c in enumerate(chapters) if c.level == 2)
-    assert entries[sub].text().startswith(CHAPTER_INDENT)  # the outline shows nesting
+    assert rows[sub][0] == 1  # the outline shows nesting
     target = chapters[sub]
-    entries[sub].trigger()
+    proxy_index = panel.filter.mapFromSource(panel.items[sub].index())
+    panel.tree.scrollTo(proxy_index)
+    where = panel.tree.visualRect(proxy_index).center()
+    QTest.mouseClick(panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=where)  # a double-click's first press
+    assert cursor_at(window) == 0  # a single click only selects
+    QTest.mouseDClick(panel.tree.viewport(), Qt.MouseButton.LeftButton, pos=where)
     assert cursor_at(window) == target.start
     text = window.editor.toPlainText()
     assert target.title in text[target.start:].split("\n", 1)[0]  # the heading is there (numbered in the text)
