@@ -31,7 +31,7 @@ from engine import numba_cache
 
 log = logging.getLogger(__name__)
 
-NICE = 10  # the warm-up's priority below the program's (POSIX): it takes the cores the speaking leaves free
+NICE = 19  # the lowest priority (POSIX): the warm-up takes only the cores the program leaves idle
 MAX_LOG_BYTES = 1 << 20  # the log is emptied by the next warm-up beyond this
 SIZES = ("tiny-equal", "tiny")  # the predictor as wide as the talker (0.6B), and projected (1.7B)
 TEXT = ("The warm-up reads this sentence once, so that every loop of the prompt and of the frames is compiled "
@@ -45,7 +45,7 @@ def start(folder: Path, team: bool) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
     args = [sys.executable, "-m", "engine.numba_cache.warmup", str(folder)] + ([] if team else ["--no-team"])
     if os.name == "nt":
-        flags = dict(creationflags=subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.BELOW_NORMAL_PRIORITY_CLASS
+        flags = dict(creationflags=subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.IDLE_PRIORITY_CLASS
                      | subprocess.CREATE_NO_WINDOW)
     else:
         flags = dict(start_new_session=True)
