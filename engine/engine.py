@@ -41,6 +41,7 @@ from engine.model.int4 import int4_available, quantize_int4
 from engine.model.int8 import Int8Weight, keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
 from engine.model.one_position import one_position_stacks
+from engine.numba_cache import cold_start
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, prompt_positions
 from engine.pronunciation import Lexicon, pronounce
@@ -123,6 +124,8 @@ class Engine:
             raise ValueError(f"decoder_dtype must be one of {names} (or None for the default), not {decoder_dtype!r}")
         model_dir = resolve_model_dir(model)
         config = ModelConfig.from_file(model_dir / "config.json")
+        if int8:  # where the Numba steps are not compiled yet, a process compiles them while the model loads
+            cold_start.at_load(int4)
         with torch.device("meta"):
             net = Qwen3TTS(config)
         # the int8 path reads each bf16 tensor through a memory map of its own (its pages leave memory with it),

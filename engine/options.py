@@ -11,6 +11,7 @@
 | `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the CPU steps compiled by Numba (``one_position_numba``; int4 needs it) |
 | `cpu_vnni` | `ORATOR_CPU_VNNI=0` | on | those steps' products through AVX512-VNNI where the CPU has it (``vnni``) |
 | `cpu_team` | `ORATOR_CPU_TEAM=0` | on | an int8 step as one parallel region with barriers (``one_position_team``) |
+| `cpu_warmup` | `ORATOR_CPU_WARMUP=0` | on | PyTorch's steps while a process compiles Numba's (``cold_start``) |
 | `grow_chunks` | `ORATOR_GROW_CHUNKS=0` | on | a CPU stream's chunks growing while ahead (``engine.chunk_sizes``) |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |
 | `decoder_threads` | `ORATOR_DECODER_THREADS=N` | chosen | the CPU decoder's own threads, 0: none (``decode_apart``) |
@@ -48,6 +49,7 @@ class Options:
     cpu_numba: bool = True
     cpu_vnni: bool = True
     cpu_team: bool = True
+    cpu_warmup: bool = True
     grow_chunks: bool = True
     threads: int | None = None  # None: chosen from the cores this process may use
     decoder_threads: int | None = None  # None: chosen from the cores (engine.frames.decode_apart)
@@ -76,6 +78,7 @@ class Options:
                    cpu_numba=env.get("ORATOR_CPU_NUMBA", "").strip().lower() not in _OFF,
                    cpu_vnni=env.get("ORATOR_CPU_VNNI", "").strip().lower() not in _OFF,
                    cpu_team=env.get("ORATOR_CPU_TEAM", "").strip().lower() not in _OFF,
+                   cpu_warmup=env.get("ORATOR_CPU_WARMUP", "").strip().lower() not in _OFF,
                    grow_chunks=env.get("ORATOR_GROW_CHUNKS", "").strip().lower() not in _OFF,
                    threads=int(threads) if threads else None, decoder_threads=int(decoder) if decoder else None)
 

@@ -12,8 +12,12 @@ import os
 import pytest
 import torch
 
+pytest_plugins = ["tests.cold_start_bridge"]  # the cold-start bridge's fixtures (engine and studio tests)
 # the tests' engines are exact (float32 weights on a CPU) unless a test asks for the int8 path itself
 os.environ.setdefault("ORATOR_CPU_INT8", "0")
+# an int8 engine compiles its Numba steps in its own process, as where nothing is cached: which segments would step
+# through them otherwise follows another process's progress (tests/engine/numba_cache turn the bridge on)
+os.environ.setdefault("ORATOR_CPU_WARMUP", "0")
 # a stream's chunks keep their requested sizes unless a test asks them to grow: growth follows the machine's speed,
 # and chunks of other sizes decode other last bits
 os.environ.setdefault("ORATOR_GROW_CHUNKS", "0")

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.atomic import TEMP_PREFIX, TEMP_SUFFIX
+from engine.user_cache import user_cache_folder
 
 CACHE_DIR_ENV = "ORATOR_CACHE_DIR"
 FORMAT_VERSION = 1  # in every key: a change to how segments are made or stored starts a fresh cache
@@ -34,11 +35,7 @@ def default_cache_dir() -> Path:
     override = os.environ.get(CACHE_DIR_ENV)
     if override:
         return Path(override)
-    try:
-        from platformdirs import user_cache_dir
-    except ImportError:  # the command line may run without platformdirs: the place it picks on Linux
-        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "Orator" / "segments"
-    return Path(user_cache_dir("Orator", "Orator")) / "segments"
+    return user_cache_folder() / "segments"
 
 
 def array_digest(array) -> str | None:

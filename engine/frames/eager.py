@@ -25,6 +25,7 @@ from engine.frames.threads import ThreadGovernor
 from engine.model.one_position import one_position_stacks
 from engine.model.one_position_numba import numba_stacks
 from engine.model.talker import Talker
+from engine.numba_cache import cold_start
 from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings
 
@@ -201,6 +202,7 @@ class EagerStreamer:
         (``decoder_threads``), a chunk decodes there while the next one's frames are made, except the segment's last
         and, with ``first_at_once``, its first (a listener's first audio does not wait for another frame)."""
         guard = guard or FrameGuard(max_frames)
+        cold_start.at_segment_boundary()  # the one place the steps may change from PyTorch's to Numba's
         gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step, live,
                              self.governor, self.compiled)
         # chunks decoding on the decoder's thread, each with its ``ends``, yielded in order once decoded; a full chunk

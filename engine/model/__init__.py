@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from torch import nn
+from engine.numba_cache import use_cache_folder
 
-from engine.config import ModelConfig
-from engine.model.talker import Talker
+use_cache_folder()  # before any module of the engine imports Numba, which reads its cache folder once
+
+from torch import nn  # noqa: E402
+
+from engine.config import ModelConfig  # noqa: E402
+from engine.model.talker import Talker  # noqa: E402
 
 
 class Qwen3TTS(nn.Module):

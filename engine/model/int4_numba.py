@@ -11,8 +11,7 @@ row and run. A product takes its activations as the int8 products do (15-bit int
 
 where each run's sum of codes times activations is an exact int32 (at most 15 * 16383 * 64 < 2**24, so exact in
 float32 too): only the sum over runs is rounded.
-(Numba's cache of engine.model.one_position_numba, which inlines these loops into its steps, keys on that file
-alone: touch it when they change.)
+(Numba's cache folder is keyed on this file too, since the steps inline these loops: ``engine.numba_cache``.)
 """
 
 from __future__ import annotations

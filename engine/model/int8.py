@@ -28,8 +28,7 @@ LEVELS = 127  # symmetric int8: -127..127, so that the scale maps the row's larg
 # A product's activations, where the integer forms take them, as integers within +-ACTIVATION_MAX of one scale a row
 # (15 bits: the form the processors' 16-bit multiply-adds and the 8-bit dot products of its two bytes take), or
 # zeros where the row's largest magnitude is under TINY (its scale would underflow).
-# (Numba's cache of engine.model.one_position_numba, which reads both, keys on that file alone: touch it when they
-# change.)
+# (the Numba steps read both: Numba's cache folder is keyed on this file too, ``engine.numba_cache``)
 ACTIVATION_MAX = 16383
 TINY = 1e-30
 # From this many rows (a prompt's prefill) a product is a matrix product (``prefill_form``), whose time grows far

@@ -15,9 +15,11 @@ the two together. Where the processor has AVX512-VNNI the same integer sums can 
 same outputs either way. int4 weights (``engine.model.int4``) take the same steps, their products the rows of
 ``engine.model.int4_numba`` (a stack is all int8 or all int4: the kernels are compiled for one type).
 
-Numba compiles these functions once per machine (seconds) and keeps them in its cache; where Numba is missing or a
-compile fails, ``numba_stacks`` returns None and the PyTorch steps run. Calls are serialised by a lock: one
-stream steps at a time, and Numba's thread pool then never sees two callers.
+Numba compiles these functions once per machine (minutes on 2 cores) and keeps them in its cache
+(``engine.numba_cache``); until they are there an engine speaks on the PyTorch steps while another process compiles
+them (``engine.numba_cache.cold_start``). Where Numba is missing or a compile fails, ``numba_stacks`` returns None
+and the PyTorch steps run. Calls are serialised by a lock: one stream steps at a time, and Numba's thread pool then
+never sees two callers.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from engine.model.int4 import Int4Weight
 from engine.model.int8 import ACTIVATION_MAX, Int8Weight
 from engine.model.layers import DecoderStack, KVCache
 from engine.model.one_position import OnePosition
+from engine.numba_cache import cold_start
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +97,8 @@ if numba is not None:
 
 
 def _cacheable() -> bool:
-    """Numba caches what it compiled beside a module's source file (in the user's cache folder where that folder
-    is read-only); a frozen app has no source, so it compiles in each process there."""
+    """Numba caches what it compiled against a module's source file (in the user's cache folder,
+    ``engine.numba_cache``); a frozen app has no source, so it compiles in each process there."""
     return Path(__file__).is_file()
 
 
@@ -523,8 +526,9 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
                                                                            list[NumbaHead]] | None:
     """The talker's and its code predictor's Numba steps and the predictor's heads, made and compiled once per
     talker; None where the ``cpu_numba`` option is off, Numba is missing, a stack's projections or the heads are
-    neither all int8 nor all int4, or a compile failed (the PyTorch steps then run)."""
-    if not options.current().cpu_numba:
+    neither all int8 nor all int4, or a compile failed (the PyTorch steps then run), and while the cold-start bridge
+    speaks on the PyTorch steps (``engine.numba_cache.cold_start``; not remembered)."""
+    if not options.current().cpu_numba or not cold_start.numba_now():
         return None
     made = getattr(talker, "_numba_stacks", None)
     if made is not None and made[0] is stacks:

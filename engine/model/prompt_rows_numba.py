@@ -78,10 +78,12 @@ if numba is not None:
 
 
 def runs_here() -> bool:
-    """Whether these loops run: Numba usable, the ``cpu_numba`` option on and the loops compiled here."""
+    """Whether these loops run: Numba usable, the ``cpu_numba`` option on, no cold-start bridge on the PyTorch steps
+    (``engine.numba_cache.cold_start``) and the loops compiled here."""
     from engine import options
+    from engine.numba_cache import cold_start
 
-    return numba is not None and options.current().cpu_numba and _compiled()
+    return numba is not None and options.current().cpu_numba and cold_start.numba_now() and _compiled()
 
 
 @functools.cache

@@ -1,4 +1,5 @@
-"""Command line: ``python -m engine.synthetic OUT --size tiny|0.6b|1.7b --type base|custom_voice|voice_design``."""
+"""Command line: ``python -m engine.synthetic OUT --size tiny|tiny-equal|0.6b|1.7b --type
+base|custom_voice|voice_design``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """Build a complete synthetic Qwen3-TTS model directory: official layout, random weights.
 
 ``tiny`` keeps every id, vocabulary and structural feature (16 codebooks, 3072 codec ids, 151936
-text rows, a projection between talker and predictor widths) with few, narrow layers, so CPU tests
-run in seconds. ``0.6b`` and ``1.7b`` reproduce every tensor name and shape of the released
-checkpoints, for GPU benchmarks (random weights change nothing about speed).
+text rows, a projection between talker and predictor widths, as the 1.7B has) with few, narrow layers, so CPU
+tests run in seconds; ``tiny-equal`` is ``tiny`` with a predictor as wide as its talker (the 0.6B's layout).
+``0.6b`` and ``1.7b`` reproduce every tensor name and shape of the released checkpoints, for GPU benchmarks (random
+weights change nothing about speed).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from engine.model import Qwen3TTS
 from engine.synthetic.init import randomize_
 from engine.synthetic.text_tokenizer import write_text_tokenizer
 
-SIZES = ("tiny", "0.6b", "1.7b")
+SIZES = ("tiny", "tiny-equal", "0.6b", "1.7b")
 TYPES = ("base", "custom_voice", "voice_design")
 
 LANGUAGES = {
@@ -36,11 +37,13 @@ SPEAKER_DIALECT = {"eric": "sichuan_dialect", "dylan": "beijing_dialect"}
 # width, intermediate, layers, heads, kv heads, head_dim, text width, mrope sections (sum = head_dim/2)
 _TALKER = {
     "tiny": (64, 128, 2, 4, 2, 16, 32, [4, 2, 2]),
+    "tiny-equal": (64, 128, 2, 4, 2, 16, 32, [4, 2, 2]),
     "0.6b": (1024, 3072, 28, 16, 8, 128, 2048, [24, 20, 20]),
     "1.7b": (2048, 6144, 28, 16, 8, 128, 2048, [24, 20, 20]),
 }
 _PREDICTOR = {
     "tiny": (48, 96, 2, 4, 2, 16),
+    "tiny-equal": (64, 128, 2, 4, 2, 16),
     "0.6b": (1024, 3072, 5, 16, 8, 128),
     "1.7b": (1024, 3072, 5, 16, 8, 128),
 }
@@ -96,7 +99,7 @@ def config_dict(size: str, model_type: str) -> dict:
     }
     if model_type == "base":
         enc = {"enc_dim": hidden, "sample_rate": 24000}
-        if size == "tiny":
+        if size.startswith("tiny"):
             enc.update(_SPEAKER_ENCODER_TINY)
         d["speaker_encoder_config"] = enc
     return d
@@ -147,5 +150,5 @@ def build_checkpoint(out: str | Path, size: str = "tiny", model_type: str = "cus
     del state
     from engine.synthetic.speech_tokenizer import write_speech_tokenizer
 
-    write_speech_tokenizer(out / "speech_tokenizer", "tiny" if size == "tiny" else "full", seed)
+    write_speech_tokenizer(out / "speech_tokenizer", "tiny" if size.startswith("tiny") else "full", seed)
     return out

@@ -82,3 +82,11 @@ def test_command_line_build_is_deterministic_per_seed(tiny_model_dir, tmp_path, 
     other = build_checkpoint(tmp_path / "other", "tiny", "custom_voice", seed=1)
     assert (other / "model.safetensors").read_bytes() != (reference / "model.safetensors").read_bytes()
     assert (other / "config.json").read_bytes() == (reference / "config.json").read_bytes()
+
+
+@pytest.mark.parametrize(("size", "projected"), [("tiny", True), ("tiny-equal", False)])
+def test_the_tiny_sizes_have_both_predictor_layouts(size, projected):
+    """``tiny`` projects the talker's width to its predictor's (as the 1.7B does), ``tiny-equal`` does not (the 0.6B):
+    the Numba warm-up compiles the predictor frame for both (engine.numba_cache.warmup)."""
+    model = Qwen3TTS(ModelConfig.from_dict(config_dict(size, "custom_voice")))
+    assert isinstance(model.talker.code_predictor.small_to_mtp_projection, torch.nn.Linear) == projected
