@@ -84,10 +84,11 @@ def test_pauses_in_speech_are_not_loops():
 def test_the_budget_keeps_exactly_budget_frames_and_says_so(caplog):
     guard = FrameGuard(50, "segment 3")
     assert guard.keep(np.arange(30)) == 30 and not guard.cut
-    with caplog.at_level("WARNING", logger="engine"):
+    with caplog.at_level("DEBUG", logger="engine"):
         assert guard.keep(np.arange(30, 60)) == 20
     assert "frame budget (50 frames" in guard.warning
     assert caplog.records[-1].getMessage().startswith("segment 3 cut at its frame budget")
+    assert caplog.records[-1].levelname == "DEBUG"  # callers tell the user once (describe_cuts)
 
 
 @pytest.mark.parametrize("budget", [0, -5])
