@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from engine import json_limits
 from engine.atomic import atomic_write
 from engine.audio.chunks import SAMPLE_RATE
 from engine.errors import OratorError
@@ -94,7 +95,7 @@ class VoiceoverProject:
         if len(data) > MAX_MANIFEST_BYTES:
             raise ProjectError(f"{path} is larger than {MAX_MANIFEST_BYTES >> 20} MiB: not a voiceover project")
         try:
-            raw = json.loads(data.decode("utf-8"))
+            raw = json_limits.loads(data.decode("utf-8"), max_bytes=MAX_MANIFEST_BYTES)
             return cls._from_json(folder, raw)
         except SubtitleError as e:
             raise ProjectError(f"{path}: the subtitles it keeps cannot be read: {e}") from None

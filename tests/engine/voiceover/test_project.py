@@ -104,6 +104,14 @@ def test_a_damaged_manifest_is_refused_clearly(tmp_path, change):
         VoiceoverProject.open(tmp_path / "p")
 
 
+def test_a_manifest_nested_a_hundred_thousand_deep_is_refused_clearly(tmp_path):
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / MANIFEST).write_text("[" * 100_000 + "]" * 100_000)  # json.loads would raise RecursionError
+    with pytest.raises(ProjectError, match="not a voiceover project Orator can read"):
+        VoiceoverProject.open(folder)
+
+
 def test_binary_or_huge_manifests_and_foreign_take_files_are_refused(tmp_path):
     folder = tmp_path / "p"
     folder.mkdir()
