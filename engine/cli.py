@@ -286,21 +286,22 @@ def run_export_command(args: argparse.Namespace) -> int:
     try:
         return _export(args)
     except OratorError as e:
-        return _fail(e, EXIT_ERROR)
-    except _OutputError as e:
-        return _fail(e, EXIT_OUTPUT)
+        return fail(e, EXIT_ERROR)
+    except OutputError as e:
+        return fail(e, EXIT_OUTPUT)
     except (ExportCancelled, KeyboardInterrupt):  # a first Ctrl-C cancels the export, a second interrupts it
         kept = "" if args.no_cache else "; finished sentences are kept: run the same command again to resume"
         print(f"orator export: interrupted; no partial file was left{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
-class _OutputError(Exception):
+class OutputError(Exception):
     """An output file or folder cannot be written."""
 
 
-def _fail(error: Exception, code: int) -> int:
-    print(f"orator export: error: {' '.join(str(error).split())}", file=sys.stderr)
+def fail(error: Exception, code: int, command: str = "export") -> int:
+    """Print ``error`` as one line of ``orator COMMAND`` and return the exit status ``code``."""
+    print(f"orator {command}: error: {' '.join(str(error).split())}", file=sys.stderr)
     return code
 
 
@@ -347,7 +348,7 @@ def _export(args: argparse.Namespace) -> int:
     loudness = parse_target(args.loudness) if args.loudness else None
     outputs = [_output_for(path, fmt, args, len(books)) for path, _ in books]
     for output in outputs:
-        _check_writable(output if args.per_chapter else output.parent)
+        check_writable(output if args.per_chapter else output.parent)
     for path, book in books:
         for warning in book.warnings:
             print(f"orator export: {path.name}: {warning}", file=sys.stderr)
@@ -374,7 +375,7 @@ def _export(args: argparse.Namespace) -> int:
             with _ctrl_c_cancels(exporter.cancel):
                 files = exporter.run(plans, book, options)
         except OSError as e:
-            raise _OutputError(f"cannot write {output}: {e.strerror or e}") from None
+            raise OutputError(f"cannot write {output}: {e.strerror or e}") from None
         finally:
             exporter.progress.close()
         cuts = describe_cuts(exporter.cuts, exporter.generated_segments)
@@ -455,18 +456,18 @@ def _output_for(source: Path, fmt: str, args, count: int) -> Path:
     return source.with_suffix("") if args.per_chapter else source.with_suffix(suffix)
 
 
-def _check_writable(folder: Path) -> None:
+def check_writable(folder: Path) -> None:
     """Fail now, not after an hour of speech, when ``folder`` cannot take new files."""
     from engine.audio.encode import create_temp_beside
 
     probe = folder / "probe"
     existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
     if existing is not None and not existing.is_dir():
-        raise _OutputError(f"cannot write to {folder}: {existing} is a file, not a folder")
+        raise OutputError(f"cannot write to {folder}: {existing} is a file, not a folder")
     try:
         create_temp_beside(probe).unlink()
     except OSError as e:
-        raise _OutputError(f"cannot write to {folder}: {e.strerror or e}") from None
+        raise OutputError(f"cannot write to {folder}: {e.strerror or e}") from None
 
 
 def _export_voices(args, engine, book) -> dict:

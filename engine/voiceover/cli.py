@@ -16,6 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from engine.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OUTPUT, OutputError, check_writable, fail
 from engine.errors import OratorError, UnsupportedError
 
 VOICEOVER_FORMATS = (".wav", ".flac", ".mp3", ".m4a")
@@ -51,26 +52,15 @@ def add_voiceover_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_voiceover_command(args: argparse.Namespace) -> int:
-    from engine.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OUTPUT
-
     try:
         return _voiceover(args)
     except OratorError as e:
-        return _fail(e, EXIT_ERROR)
-    except _OutputError as e:
-        return _fail(e, EXIT_OUTPUT)
+        return fail(e, EXIT_ERROR, "voiceover")
+    except OutputError as e:
+        return fail(e, EXIT_OUTPUT, "voiceover")
     except KeyboardInterrupt:
         print("orator voiceover: interrupted; no partial file was left", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-class _OutputError(Exception):
-    """An output file or folder cannot be written."""
-
-
-def _fail(error: Exception, code: int) -> int:
-    print(f"orator voiceover: error: {' '.join(str(error).split())}", file=sys.stderr)
-    return code
 
 
 def _voiceover(args: argparse.Namespace) -> int:
@@ -86,9 +76,9 @@ def _voiceover(args: argparse.Namespace) -> int:
         raise UnsupportedError(f"cannot write {out.name!r}: the track is {', '.join(VOICEOVER_FORMATS)}")
     target = None if args.loudness.strip().lower() == "off" else parse_target(args.loudness)
     clips = Path(args.clips) if args.clips else None
-    _check_writable(out.parent)
+    check_writable(out.parent)
     if clips is not None:
-        _check_writable(clips)
+        check_writable(clips)
     for warning in subtitles.warnings:
         print(f"orator voiceover: {Path(args.input).name}: {warning}", file=sys.stderr)
     pronunciation = pronunciation_of(args)
@@ -125,7 +115,7 @@ def _voiceover(args: argparse.Namespace) -> int:
     try:
         written = write_voiceover(voiceover, cues, out, subtitles.kind, clips, Path(args.input))
     except OSError as e:
-        raise _OutputError(f"cannot write {out}: {e.strerror or e}") from None
+        raise OutputError(f"cannot write {out}: {e.strerror or e}") from None
     for path in written:
         print(f"wrote {path}")
     return 0
@@ -141,7 +131,7 @@ def _project(args, subtitles):
 
     folder = Path(args.project)
     if not (folder / MANIFEST).exists():
-        _check_writable(folder)
+        check_writable(folder)
         return VoiceoverProject.create(folder, subtitles.text, subtitles.kind, args.voice)
     project = VoiceoverProject.open(folder)
     if args.voice:
@@ -174,16 +164,6 @@ def _voices(args, engine, cues, project) -> dict:
     need_default = None in names
     names.discard(None)
     return resolve_voices(args, engine, names, need_default=need_default, what="the cue's voice")
-
-
-def _check_writable(folder: Path) -> None:
-    from engine.cli import _check_writable as check
-    from engine.cli import _OutputError as ExportOutputError
-
-    try:
-        check(folder)
-    except ExportOutputError as e:
-        raise _OutputError(str(e)) from None
 
 
 def _tempo(value: str) -> float:
