@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from engine.bounded_files import FileReadError, read_text
 from engine.config import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
 
@@ -147,16 +148,10 @@ def api_key_of(args: argparse.Namespace) -> str | None:
     elif args.api_key_file is not None:
         path = Path(args.api_key_file)
         try:
-            with path.open("rb") as f:
-                data = f.read(MAX_API_KEY_FILE_BYTES + 1)
-        except OSError as e:
-            raise ValueError(f"cannot read the API key file {path}: {e.strerror or e}") from None
-        if len(data) > MAX_API_KEY_FILE_BYTES:
-            raise ValueError(f"the API key file {path} is larger than {MAX_API_KEY_FILE_BYTES} bytes: is it the key?")
-        try:
-            key = data.decode("utf-8").splitlines()[0] if data.strip() else ""
-        except UnicodeDecodeError:
-            raise ValueError(f"the API key file {path} is not UTF-8 text") from None
+            text = read_text(path, MAX_API_KEY_FILE_BYTES, "the API key file")
+        except FileReadError as e:
+            raise ValueError(str(e)) from None
+        key = text.splitlines()[0] if text.strip() else ""
         source = f"the API key file {path}"
     elif os.environ.get(API_KEY_ENV) is not None:
         key, source = os.environ[API_KEY_ENV], f"${API_KEY_ENV}"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from engine import json_limits
 from engine.atomic import atomic_write_text
+from engine.bounded_files import FileReadError, read_text
 from engine.errors import PronunciationError
 from engine.pronunciation.defaults import default_lexicon
 from engine.pronunciation.lexicon import Lexicon
@@ -77,16 +78,9 @@ def lexicon_from_text(text: str, source: str = "the lexicon") -> Lexicon:
 def load_lexicon(path: str | os.PathLike) -> Lexicon:
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise LexiconFileError(f"the pronunciation file {path} cannot be read: {e.strerror or e}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise LexiconFileError(f"the pronunciation file {path} is larger than {MAX_FILE_BYTES >> 20} MiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise LexiconFileError(f"the pronunciation file {path} is not UTF-8 text") from None
+        text = read_text(path, MAX_FILE_BYTES, "the pronunciation file")
+    except FileReadError as e:
+        raise LexiconFileError(str(e)) from None
     return lexicon_from_text(text, f"the pronunciation file {path}")
 
 

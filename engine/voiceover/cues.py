@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.bounded_files import FileReadError, read_bytes
 from engine.errors import TextError
 from engine.voice_marks import parse_mark
 
@@ -72,10 +73,9 @@ def read_subtitles(path: str | Path) -> Subtitles:
     if kind not in ("srt", "vtt"):
         raise SubtitleError(f"{path.name}: a voiceover is made from an .srt or .vtt subtitle file")
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise SubtitleError(f"cannot read {path}: {e.strerror or e}") from None
+        data = read_bytes(path, MAX_FILE_BYTES, "the subtitle file")
+    except FileReadError as e:
+        raise SubtitleError(str(e)) from None
     return parse_subtitles(data, kind, path.name)
 
 

@@ -30,6 +30,7 @@ import soundfile as sf
 from engine import json_limits
 from engine.atomic import atomic_write
 from engine.audio.chunks import SAMPLE_RATE
+from engine.bounded_files import FileReadError, read_bytes
 from engine.errors import OratorError
 from engine.voiceover.cues import SubtitleCue, SubtitleError, parse_subtitles
 
@@ -88,12 +89,9 @@ class VoiceoverProject:
         folder = Path(folder)
         path = folder / MANIFEST
         try:
-            with open(path, "rb") as f:
-                data = f.read(MAX_MANIFEST_BYTES + 1)
-        except OSError as e:
-            raise ProjectError(f"cannot open the voiceover project {folder}: {e.strerror or e}") from None
-        if len(data) > MAX_MANIFEST_BYTES:
-            raise ProjectError(f"{path} is larger than {MAX_MANIFEST_BYTES >> 20} MiB: not a voiceover project")
+            data = read_bytes(path, MAX_MANIFEST_BYTES, "the voiceover project's manifest")
+        except FileReadError as e:
+            raise ProjectError(f"cannot open the voiceover project {folder}: {e}") from None
         try:
             raw = json_limits.loads(data.decode("utf-8"), max_bytes=MAX_MANIFEST_BYTES)
             return cls._from_json(folder, raw)
