@@ -2,7 +2,7 @@
 the processor, larger chunks while the audio made is far enough ahead of its listener.
 
 Each chunk is decoded in one call, and a call has a fixed cost besides its frames' (the decoder's weights read once
-a call): on a CPU a 4-frame chunk costs 1.4-2.7x as much a frame as a 16-frame one (docs/benchmarks.md#cpu-chunks).
+a call): on a CPU a 4-frame chunk costs clearly more a frame than a 16-frame one (docs/benchmarks.md#cpu-chunks).
 A larger chunk also keeps its listener waiting longer for its first sample, so a chunk only grows where the audio
 already made outlasts, with room to spare, the time the larger chunk takes to make: a listener who started at the
 first chunk then never waits for it. A stream that falls behind returns to its own size.

@@ -15,7 +15,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
 from engine.runtime import settle_heap
 
-INTERVAL_MS = 500  # often enough that garbage never piles up between passes; a young pass costs well under 1 ms
+INTERVAL_MS = 500  # often enough that garbage never piles up between passes, so each young pass stays short
 
 
 class GuiThreadCollector(QObject):

@@ -29,8 +29,9 @@ MAX_PREROLL_S = 1.0  # slower than real time a stream starves anyway; waiting lo
 def preroll_for(rtf: float, chunk_s: float) -> float:
     """What to queue before a stream plays when speech is made ``rtf`` times faster than real time in chunks of
     ``chunk_s`` seconds: the time one chunk takes to make (``chunk_s / rtf``), so each next chunk arrives before
-    the queue runs dry (at 1.2×RT and 4-frame chunks 0.27 s; on a GPU at 24× 13 ms, less than the first chunk,
-    so no wait); at most ``MAX_PREROLL_S``, and none while the speed is unknown (``rtf`` 0)."""
+    the queue runs dry (speech made barely faster than it plays waits a fraction of a second; speech made many
+    times faster waits less than its first chunk lasts, so not at all); at most ``MAX_PREROLL_S``, and none while
+    the speed is unknown (``rtf`` 0)."""
     if rtf <= 0:
         return 0.0
     return min(chunk_s / rtf, MAX_PREROLL_S)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need on a Debian machine (system packages, .venv, the project with
 # its gui/server/ray/test extras, the official qwen-tts oracle, a PulseAudio null sink), then runs the
-# CPU test suite and ruff; on CI (CI=true) also builds the PyInstaller app and runs its self-test.
+# CPU test suite, ruff and the import layers (lint-imports); on CI (CI=true) also builds the
+# PyInstaller app and runs its self-test.
 # Exits non-zero when anything fails.
 # Usage: bash scripts/test.sh [pytest arguments]
 set -euo pipefail
@@ -52,4 +53,6 @@ if [ "${CI:-}" = "true" ]; then
 fi
 log "ruff check ."
 ruff check . || status=1
+log "lint-imports: the layers of pyproject.toml's [tool.importlinter]"
+lint-imports || status=1
 exit "$status"

@@ -16,7 +16,7 @@ from pathlib import Path
 # Bounds that keep a hostile or absurd file from exhausting memory or time; each is far above a real book.
 MAX_FILE_BYTES = 1 << 30  # any file (PDFs are read from disk page by page, the others into memory)
 MAX_MARKUP_BYTES = 256 << 20  # a text, Markdown or HTML file read whole
-MAX_MARKDOWN_BYTES = 32 << 20  # Markdown's inline parsing costs up to ~5 µs a byte on hostile input
+MAX_MARKDOWN_BYTES = 32 << 20  # lower: Markdown's inline parsing is the costliest per byte on hostile input
 MAX_UNPACKED_BYTES = 512 << 20  # what may be unpacked from one EPUB or DOCX archive
 MAX_PDF_PAGES = 10_000
 MAX_TEXT_CHARS = 128_000_000  # the extracted text

@@ -1,10 +1,9 @@
 """PDF: the text of the pages as paragraphs a reader would read, through PDFium (pypdfium2) (Qt-free).
 
-PDFium was chosen on evidence (docs/documents.md, bench/tuning/pdf_extractors.py): on four real manuals it
-kept word spacing (no token over 25 letters where pypdf ran 2-17% of its tokens together) and reading
-order (92-99% of the HTML's 6-word sequences found, pdfminer.six 78-98%), at 1-4 ms a page against
-pdfminer.six's 34-141 ms. Its text comes line by line with each character's box and font size; from
-those this module removes what is printed but not read: contents and index pages (dot leaders, lines
+PDFium was chosen on evidence (docs/documents.md#choosing-the-pdf-extractor, bench/tuning/pdf_extractors.py):
+on four real manuals it kept word spacing where pypdf ran words together, kept reading order at least as well
+as pdfminer.six, and read a page faster than either. Its text comes line by line with each character's box
+and font size; from those this module removes what is printed but not read: contents and index pages (dot leaders, lines
 ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
 text, repeated on three pages or more, or on two of a short document), page numbers and footnote
 markers (pdf_footnotes.py: a digit is removed only as a mark with its note); it joins words

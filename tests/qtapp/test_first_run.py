@@ -172,7 +172,7 @@ def test_the_offered_models_are_the_default_models():
     from qtapp.settings import DEFAULT_CHECKPOINTS
 
     assert {c.kind: c.repo_id for c in RECOMMENDED_MODELS} == DEFAULT_CHECKPOINTS
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[2] / "docs" / "studio.md").read_text(encoding="utf-8")
     first_run = readme.split("## First run", 1)[1].split("\n## ", 1)[0]
     assert [line.split("`")[1] for line in first_run.splitlines() if line.startswith("| `")] == \
         [c.repo_id for c in RECOMMENDED_MODELS]
