@@ -138,7 +138,7 @@ def book_from_document(document, warnings: list[str] | None = None) -> Book:
     text = document.text
     chapters = [c for c in getattr(document, "chapters", None) or [] if getattr(c, "level", 1) == 1]
     headings = getattr(document, "headings", None) or []
-    if not chapters and not headings:
+    if not chapters and not headings and not getattr(document, "kinds", None):  # a text the reader says nothing of
         book = _assemble(_text_blocks(text), title, author, titled=True)
     else:
         heading_starts = {h.start for h in headings} | {c.start for c in chapters}

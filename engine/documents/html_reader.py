@@ -14,7 +14,14 @@ import codecs
 import re
 from itertools import islice
 
-from engine.documents.html_structure import block_kind, note_reference, notes_by_id, one_line, table_rows
+from engine.documents.html_structure import (
+    block_kind,
+    note_reference,
+    notes_by_id,
+    one_line,
+    raised_digits,
+    table_rows,
+)
 from engine.documents.model import CODE, FOOTNOTE, FORMULA, MAX_MARKUP_TAGS, PROSE, Block, DocumentError, Parsed
 from engine.reading_policy import code_kind
 
@@ -37,7 +44,7 @@ NAVIGATION_CLASSES = frozenset({
     "list-of-equations", "list-of-procedures", "sphinxsidebar", "sphinxsidebarwrapper", "related", "breadcrumb",
     "breadcrumbs", "headerlink", "nav-panel", "contents", "shortcontents", "short-toc",
     "mini-toc", "navigation", "skip-link", "mw-editsection", "printfooter", "catlinks", "footnote-reference",
-    "footnote-ref", "noprint", "docnav", "footer", "header",
+    "footnote-ref", "footnote-backref", "footnote-back", "noprint", "docnav", "footer", "header",
 })
 NAVIGATION_IDS = frozenset({"banner", "toc", "navigation", "sidebar", "breadcrumbs"})
 NAVIGATION_ROLES = frozenset({"navigation", "doc-toc", "doc-pagelist", "doc-noteref", "doc-backlink", "banner",
@@ -274,6 +281,9 @@ class HtmlConverter:
                 continue
             if name == "math":
                 self._math(el, pre_depth > 0)
+                continue
+            if name == "sup" and (raised := raised_digits(el)) is not None and not is_skipped(el, name, self._stats):
+                self._parts.append((raised + (el.tail or ""), pre_depth > 0))
                 continue
             if name is None or is_skipped(el, name, self._stats):
                 note = note_reference(el, name, self._notes) if name else None

@@ -1,11 +1,6 @@
 """What an HTML element is when read aloud: a code block, a list item, a definition, a footnote and the marks that
-refer to it, a data table's rows read with their column headers (Qt-free). html_reader's walk asks these.
-
-A table row is one block of kind TABLE_ROW: each cell labelled with its column's header, "Name: Alice; Age: 30",
-so a listener hears what each value is without remembering the header row, which is then not read on its own
-(its words are in every row). A table without a header row is read row by row, its cells joined by ", " (or "; "
-when a cell holds a comma). A cell of symbols only ("✓", "—") is kept as written; the reading policy says a word
-for it. A merged cell (``colspan``) labels and fills the columns it spans.
+refer to it, a data table's rows read with their column headers (tables.py: the rows of ``<thead>``, or a first row
+of ``<th>`` cells, are the headers) (Qt-free). html_reader's walk asks these.
 """
 
 from __future__ import annotations
@@ -14,7 +9,9 @@ import re
 from collections.abc import Callable
 from itertools import islice
 
-from engine.documents.model import CODE, DEFINITION, FOOTNOTE, LIST_ITEM, TABLE_ROW, Block
+from engine.documents.model import CODE, DEFINITION, FOOTNOTE, LIST_ITEM, Block
+from engine.documents.tables import row_blocks
+from engine.spoken_symbols import superscript
 
 CODE_TAGS = frozenset({"pre", "listing", "xmp", "plaintext"})
 # classes generators give a block of code or a terminal transcript (DocBook, Sphinx, Texinfo, sisu, Pandoc, Hugo)
@@ -51,12 +48,12 @@ def block_kind(el, name: str) -> str | None:
     """The kind a block element gives what it holds, or None where it gives none (a ``<p>`` is its parent's)."""
     if name in CODE_TAGS:
         return CODE
+    if name in _NOTE_TAGS and is_note(el, name):
+        return FOOTNOTE
     if name == "li":
         return LIST_ITEM
     if name in ("dt", "dd"):
         return DEFINITION
-    if name in _NOTE_TAGS and is_note(el, name):
-        return FOOTNOTE
     if name in _CODE_CONTAINERS and el.get("class"):
         classes = _words(el, "class")
         if classes & CODE_CLASSES or any(c.startswith(_CODE_CLASS_PREFIXES) for c in classes):
@@ -123,33 +120,24 @@ def table_rows(table, inline: Callable[[object], str]) -> list[Block]:
             [(tr, name == "thead") for tr in child if _local(tr) == "tr"] if name in ("thead", "tbody", "tfoot") else []
         for tr, in_head in sections:
             rows.append(([(inline(c), _span(c), _local(c) == "th") for c in tr if _local(c) in ("td", "th")], in_head))
-    blocks = [Block(caption)] if caption else []
     header_rows = [cells for cells, head in rows if head]
     body = [cells for cells, head in rows if not head]
     if not header_rows and len(body) > 1 and all(is_th for _, _, is_th in body[0]):
         header_rows, body = [body[0]], body[1:]
-    labels: list[str] = []
-    for cells in header_rows:  # a merged header cell names each column it spans; stacked header rows add up
-        row_labels = [text for text, span, _ in cells for _ in range(span)]
-        if len(labels) == len(row_labels):
-            labels = [f"{a} {b}" if a and b and a != b else a or b for a, b in zip(labels, row_labels, strict=True)]
-        else:
-            labels = row_labels
-    if not body:
-        body, labels = header_rows, []
-    for cells in body:
-        said: list[str] = []
-        column = 0
-        for text, span, _ in cells:
-            label = labels[column] if column < len(labels) else ""
-            column += span
-            if not text:
-                continue
-            said.append(f"{label}: {text}" if label and label != text else text)
-        if said:
-            separator = "; " if labels or any("," in c for c in said) else ", "
-            blocks.append(Block(separator.join(said), kind=TABLE_ROW))
-    return blocks
+    strip = [[(text, span) for text, span, _ in cells] for cells in header_rows], \
+        [[(text, span) for text, span, _ in cells] for cells in body]
+    return ([Block(caption)] if caption else []) + row_blocks(*strip)
+
+
+_RAISED_DIGITS = re.compile(r"[-+−]?\d{1,6}")
+
+
+def raised_digits(el) -> str | None:
+    """The text of a ``<sup>`` that holds a number alone ("256", "-3"), written as superscript characters, or
+    None: a power after a number, a mark after a word (engine.spoken_symbols says which)."""
+    if len(el) or not el.text or not _RAISED_DIGITS.fullmatch(el.text.strip()):
+        return None
+    return superscript(el.text.strip().replace("−", "-"))
 
 
 def one_line(text: str) -> str:
