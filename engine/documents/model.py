@@ -193,7 +193,10 @@ def clean_blocks(blocks: list[Block]) -> list[Block]:
         if not _HAS_WORD.search(text):
             carried = anchors  # only punctuation (a rule, dot leaders, "* * *"): nothing to read
             continue
-        if _NUMBER_ONLY.match(text):
+        # a paragraph of Roman letters alone is a numeral where the format marks no paragraphs (a PDF page's "iv"),
+        # a word where it does ("CV", "MIX")
+        if _NUMBER_ONLY.match(text) and (block.kind in (PARAGRAPH, HEADING) or block.level or text[:1].isdigit()
+                                         or text[:1] == "§"):
             if pending_number is not None:
                 carried = pending_number.anchors
             pending_number = Block(text.rstrip(". "), block.level, anchors, block.kind)

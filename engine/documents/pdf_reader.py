@@ -23,14 +23,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.documents.model import MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import FOOTNOTE, MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
 from engine.documents.pdf_footnotes import (
     SUPERSCRIPTS,
     drop_footnote_marks,
     rejoin_printed_lines,
     small_digit_runs,
 )
+from engine.spoken_symbols import superscript
 
+# a running header or footer lies within EDGE_BAND of the page's height from its top or bottom (a journal's header
+# sits lower than a manual's); a page number, or a line known by its place alone, within NARROW_BAND
+EDGE_BAND = 0.12
+NARROW_BAND = 0.08
 MAX_PAGE_CHARS = 1_000_000  # characters of one page; a dense printed page holds under 10,000
 HYPHEN_MARK = "\x02"  # what PDFium puts for a hyphen at a line end
 _LINE = re.compile(r"[^\r\n]+")
@@ -39,7 +44,9 @@ _INDEX_ENTRY = re.compile(r",\s*\d{1,4}(?:[–-]\d{1,4})?(?:,\s*\d{1,4}(?:[–-]
 _ENDS_WITH_PAGE = re.compile(r"\S\s+(?:\d{1,4}|[ivxlcdm]{1,6})\s*$")
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[\[(–—-]?\s*(?:\d{1,4}|[ivxlcdm]{1,7})\s*[\])–—-]?"
                           r"(?:\s*(?:/|of)\s*\d{1,4})?$", re.IGNORECASE)
-_BULLET = re.compile(r"^(?:[•◦▪▫‣∙·●○■□➢►–—*]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s)")
+# a list item's or reference's start: a bullet, "1.", "(a)", "[17]" (its next lines, indented, continue it)
+_BULLET = re.compile(r"^(?:[•◦▪▫‣∙·●○■□➢►–—*]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s|\[\d{1,4}\]\s)")
+_NOTE_START = re.compile(r"^(?:[∗*†‡§¶]|\d{1,3}\s?[A-Za-z(“\"])")  # a note's first words: its mark or number
 _TERMINAL = re.compile(r"[.!?:;…][\"'”’)\]]*$")
 _DIGITS = re.compile(r"\d+")
 _ROMAN_WORD = re.compile(r"\b[ivxlcdm]{1,7}\b")
@@ -110,8 +117,6 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
 
 
 def _page(pdf, index: int, name: str) -> Page:
-    import pypdfium2.raw as pdfium_c
-
     page = pdf[index]
     try:
         width, height = page.get_size()
@@ -124,25 +129,74 @@ def _page(pdf, index: int, name: str) -> Page:
             text = textpage.get_text_range().replace("\ufffe", HYPHEN_MARK)
             result = Page(index, height)
             for m in _LINE.finditer(text):
-                line = m.group()
-                first = m.start() + len(line) - len(line.lstrip())
-                last = m.start() + len(line.rstrip()) - 1
-                if last < first:
-                    continue
-                left, bottom, _, top = textpage.get_charbox(first, loose=True)
-                _, bottom_end, right, _ = textpage.get_charbox(last, loose=True)
-                size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
-                stripped = text[first:last + 1]
-                small = small_digit_runs(
-                    stripped, lambda i, at=first: pdfium_c.FPDFText_GetFontSize(textpage.raw, at + i), size)
-                result.lines.append(Line(stripped.translate(SUPERSCRIPTS), left, right, bottom, top, round(size, 1),
-                                         bottom_end, small_digits=small))
+                for first, last in _printed_lines(textpage, text, m.start(), m.end()):
+                    result.lines.append(_line(textpage, text, first, last))
             result.lines = rejoin_printed_lines(result.lines)
             return result
         finally:
             textpage.close()
     finally:
         page.close()
+
+
+def _printed_lines(textpage, text: str, start: int, end: int):
+    """(first, last) character indices of each printed line in PDFium's line ``text[start:end]``: PDFium runs
+    lines of one character each together ("A" over "A" as "AA"), so a line whose ends lie a line apart is cut
+    where its characters drop or rise by most of their height."""
+    line = text[start:end]
+    first = start + len(line) - len(line.lstrip())
+    last = start + len(line.rstrip()) - 1
+    if last < first:
+        return
+    _, bottom, _, top = textpage.get_charbox(first, loose=True)
+    _, bottom_end, _, top_end = textpage.get_charbox(last, loose=True)
+    if abs(bottom_end - bottom) <= 0.8 * max(top - bottom, top_end - bottom_end, 1.0):
+        yield first, last
+        return
+    begin, previous = first, (bottom, top)
+    for i in range(first + 1, last + 1):
+        if text[i].isspace():
+            continue
+        _, low, _, high = textpage.get_charbox(i, loose=True)
+        if abs(low - previous[0]) > 0.8 * max(previous[1] - previous[0], high - low, 1.0):
+            stop = i - 1
+            while stop > begin and text[stop].isspace():
+                stop -= 1
+            yield begin, stop
+            begin = i
+        previous = (low, high)
+    yield begin, last
+
+
+def _line(textpage, text: str, first: int, last: int) -> Line:
+    """The printed line ``text[first:last + 1]`` with its box, type size and digits in smaller type; a number in
+    smaller raised type right after a digit is a power, written in superscript characters ("2²⁵⁶")."""
+    import pypdfium2.raw as pdfium_c
+
+    left, bottom, _, top = textpage.get_charbox(first, loose=True)
+    _, bottom_end, right, _ = textpage.get_charbox(last, loose=True)
+    size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
+    stripped = text[first:last + 1]
+    small = small_digit_runs(stripped, lambda i: pdfium_c.FPDFText_GetFontSize(textpage.raw, first + i), size)
+    plain = stripped.translate(SUPERSCRIPTS)
+    kept = []
+    for run in small:
+        at = run[0]
+        if at and plain[at - 1].isdigit() and _raised(textpage, first + at, size):
+            plain = plain[:at] + superscript(plain[at:run[1]]) + plain[run[1]:]
+        else:
+            kept.append(run)
+    return Line(plain, left, right, bottom, top, round(size, 1), bottom_end, small_digits=kept)
+
+
+def _raised(textpage, index: int, size: float) -> bool:
+    """Whether character ``index`` sits above the baseline of the one before it (a superscript, not a digit of
+    another font's smaller figures)."""
+    if textpage.get_text_range(index, 1) in "⁰¹²³⁴⁵⁶⁷⁸⁹":
+        return True
+    bottom = textpage.get_charbox(index)[1]
+    base = textpage.get_charbox(index - 1)[1]
+    return bottom - base > 0.2 * size
 
 
 def _bookmarks(pdf) -> list[tuple[str, int, int]]:
@@ -161,25 +215,22 @@ def _bookmarks(pdf) -> list[tuple[str, int, int]]:
 
 
 # ---- what is printed but not read -------------------------------------------------------------------
-def _keys(text: str) -> tuple[str, str]:
-    """A line with its numbers masked, whole and its first three words (a running header that names the
-    current section changes after them)."""
-    key = _ROMAN_WORD.sub("#", _DIGITS.sub("#", text.lower()))
-    return key, "prefix:" + " ".join(key.split()[:3])
-
-
 def _strip_furniture(pages: list[Page]) -> None:
     """Removes running headers/footers, page numbers and contents and index pages, in place."""
     pitches = [a.y_end - b.y for page in pages for a, b in zip(page.lines, page.lines[1:], strict=False)
                if a.size == b.size and 0 < a.y_end - b.y < 3 * a.size]
     pitch = statistics.median(pitches) if pitches else 12.0
     edges = [_edge_lines(page, pitch) for page in pages]
+    keys = [{line: _keys(line, page) for line in lines} for page, lines in zip(pages, edges, strict=True)]
     counts = Counter()
-    for lines in edges:
-        counts.update({k for line in lines for k in _keys(line)})
-    repeated = {key for key, n in counts.items() if n >= (3 if len(pages) >= 4 else 2)}
-    for page, lines in zip(pages, edges, strict=True):
-        furniture = {line for line in lines if _PAGE_NUMBER.match(line.text) or any(k in repeated for k in _keys(line))}
+    for page_keys in keys:
+        counts.update({k for line_keys in page_keys.values() for k in line_keys})
+    # a paper of a few pages alternates two headers (title, authors), each on every other page after the first
+    repeated = {key for key, n in counts.items() if n >= (3 if len(pages) >= 10 else 2)}
+    for page, page_keys in zip(pages, keys, strict=True):
+        furniture = {line for line, line_keys in page_keys.items()
+                     if _PAGE_NUMBER.match(line.text) and _in_band(line, page, NARROW_BAND)
+                     or any(k in repeated for k in line_keys)}
         page.lines = [line for line in page.lines if line not in furniture]
         leaders = sum(bool(_LEADERS.search(line.text)) for line in page.lines)
         numbered = sum(bool(_LEADERS.search(line.text) or _ENDS_WITH_PAGE.search(line.text)) for line in page.lines)
@@ -190,14 +241,20 @@ def _strip_furniture(pages: list[Page]) -> None:
             page.lines = [line for line in page.lines if not _LEADERS.search(line.text)]
 
 
-def _keys(line: Line) -> tuple[str, str, str]:
+def _keys(line: Line, page: Page) -> tuple[str, ...]:
     """What repeats in a running header or footer: its text with numbers masked, the first three words of
-    that (a header naming the current section changes after them), or its place on the page."""
+    that (a header naming the current section changes after them), or, nearest the edge, its place on the page
+    (deeper in, a heading at the top of several pages shares its place)."""
     key = _ROMAN_WORD.sub("#", _DIGITS.sub("#", line.text.lower()))
-    return key, "prefix:" + " ".join(key.split()[:3]), f"place:{round(line.y / 2)}:{line.size}"
+    keys = key, "prefix:" + " ".join(key.split()[:3])
+    return keys + (f"place:{round(line.y / 2)}:{line.size}",) if _in_band(line, page, NARROW_BAND) else keys
 
 
-def _edge_lines(page: Page, pitch: float, band: float = 0.08) -> list[Line]:
+def _in_band(line: Line, page: Page, band: float) -> bool:
+    return line.y > page.height * (1 - band) or line.top < page.height * band
+
+
+def _edge_lines(page: Page, pitch: float, band: float = EDGE_BAND) -> list[Line]:
     """Lines in the page's top or bottom band set apart from the text by a wider gap than between lines,
     wherever they come in the text's order."""
     out = []
@@ -249,6 +306,8 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
         trailing: list[_Block] = []
         while page_blocks and page_blocks[-1].level == 0 and page_blocks[-1].small:
             trailing.insert(0, page_blocks.pop())
+            if trailing[0].note or _NOTE_START.match(trailing[0].text):
+                trailing[0].kind = FOOTNOTE  # a caption in small type at a page's foot is no note
         if page_blocks:
             page_blocks[0].anchors.append(f"page{page.number}")
             first = page_blocks[0]
@@ -319,6 +378,7 @@ def _breaks(prev: Line, line: Line, first: Line, pitch: float, columns: list[tup
 class _Block(Block):
     size: float = 0.0  # the type size of its first line
     small: bool = False  # smaller than the body type: a footnote, a caption
+    note: bool = False  # its first line starts a footnote whose mark was found (pdf_footnotes)
 
 
 def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _Block:
@@ -327,7 +387,7 @@ def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _
         text = _join(text, line.text)
     size = lines[0].size
     level = level_of.get(size, 0) if len(text) <= 200 else 0
-    block = _Block(text, level, size=size)
+    block = _Block(text, level, size=size, note=lines[0].starts_note)
     if size < body_size * 0.9:
         block.small = True
     return block
