@@ -25,6 +25,7 @@ from pathlib import Path
 
 from engine.documents.model import FOOTNOTE, MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
 from engine.documents.pdf_footnotes import (
+    SMALL,
     SUPERSCRIPTS,
     drop_footnote_marks,
     rejoin_printed_lines,
@@ -177,16 +178,41 @@ def _line(textpage, text: str, first: int, last: int) -> Line:
     _, bottom_end, right, _ = textpage.get_charbox(last, loose=True)
     size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
     stripped = text[first:last + 1]
-    small = small_digit_runs(stripped, lambda i: pdfium_c.FPDFText_GetFontSize(textpage.raw, first + i), size)
+    size_of = lambda i: pdfium_c.FPDFText_GetFontSize(textpage.raw, first + i)  # noqa: E731
+    small = small_digit_runs(stripped, size_of, size)
     plain = stripped.translate(SUPERSCRIPTS)
     kept = []
     for run in small:
         at = run[0]
-        if at and plain[at - 1].isdigit() and _raised(textpage, first + at, size):
+        if _power_base(plain, at) and _raised(textpage, first + at, size):
             plain = plain[:at] + superscript(plain[at:run[1]]) + plain[run[1]:]
         else:
             kept.append(run)
+    for at, end in _raised_tails(plain, size_of, size):  # "2" then "256" raised: one run of digits in PDFium's text
+        if _power_base(plain, at) and _raised(textpage, first + at, size):
+            plain = plain[:at] + superscript(plain[at:end]) + plain[end:]
     return Line(plain, left, right, bottom, top, round(size, 1), bottom_end, small_digits=kept)
+
+
+def _power_base(text: str, at: int) -> bool:
+    """Whether the digits before ``at`` can be a power's base: one or two ("2²⁵⁶", "10⁻³"), not a year's first
+    three ("(196¹)" is a year set with a raised last digit)."""
+    digits = len(text[:at]) - len(text[:at].rstrip("0123456789"))
+    return 1 <= digits <= 2 and (at == digits or not text[at - digits - 1].isdigit())
+
+
+def _raised_tails(text: str, size_of, size: float) -> list[tuple[int, int]]:
+    """The spans of smaller type that end runs of digits begun in the line's type ("2256": "256")."""
+    tails = []
+    for m in _DIGITS.finditer(text):
+        if m.end() - m.start() < 2 or size_of(m.start()) < SMALL * size or size_of(m.end() - 1) >= SMALL * size:
+            continue
+        at = m.end() - 1
+        while at > m.start() and size_of(at - 1) < SMALL * size:
+            at -= 1
+        if at > m.start() and all(size_of(i) >= SMALL * size for i in range(m.start(), at)):
+            tails.append((at, m.end()))
+    return tails
 
 
 def _raised(textpage, index: int, size: float) -> bool:
@@ -308,6 +334,13 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
             trailing.insert(0, page_blocks.pop())
             if trailing[0].note or _NOTE_START.match(trailing[0].text):
                 trailing[0].kind = FOOTNOTE  # a caption in small type at a page's foot is no note
+        # notes at the foot of a column other than the last come mid-page in reading order
+        notes = [b for b in page_blocks if _is_column_note(b, page.height)]
+        if notes:
+            page_blocks = [b for b in page_blocks if b not in notes]
+            for note in notes:
+                note.kind = FOOTNOTE
+            trailing = notes + trailing
         if page_blocks:
             page_blocks[0].anchors.append(f"page{page.number}")
             first = page_blocks[0]
@@ -379,6 +412,13 @@ class _Block(Block):
     size: float = 0.0  # the type size of its first line
     small: bool = False  # smaller than the body type: a footnote, a caption
     note: bool = False  # its first line starts a footnote whose mark was found (pdf_footnotes)
+    y: float = 0.0  # its first line's baseline, from the page's bottom
+
+
+def _is_column_note(block: _Block, height: float) -> bool:
+    """A block in small type in the page's lowest quarter that starts with a note's mark or number."""
+    return block.small and not block.level and block.y < 0.25 * height \
+        and (block.note or bool(_NOTE_START.match(block.text)))
 
 
 def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _Block:
@@ -387,7 +427,7 @@ def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _
         text = _join(text, line.text)
     size = lines[0].size
     level = level_of.get(size, 0) if len(text) <= 200 else 0
-    block = _Block(text, level, size=size, note=lines[0].starts_note)
+    block = _Block(text, level, size=size, note=lines[0].starts_note, y=lines[0].y)
     if size < body_size * 0.9:
         block.small = True
     return block
