@@ -70,6 +70,7 @@ class Line:
     y_end: float  # the same for the last character (PDFium may put two printed lines in one)
     starts_note: bool = False  # the first line of a footnote
     small_digits: list[tuple[int, int]] = field(default_factory=list)  # whole numbers in smaller type
+    notes: list[Line] = field(default_factory=list)  # first lines of the notes whose marks it held (pdf_footnotes)
 
 
 @dataclass
@@ -332,8 +333,11 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
         trailing: list[_Block] = []
         while page_blocks and page_blocks[-1].level == 0 and page_blocks[-1].small:
             trailing.insert(0, page_blocks.pop())
-            if trailing[0].note or _NOTE_START.match(trailing[0].text):
-                trailing[0].kind = FOOTNOTE  # a caption in small type at a page's foot is no note
+        in_note = False
+        for block in trailing:  # a note's first block starts with its mark or number, the next go on with it
+            in_note = in_note or block.note or bool(_NOTE_START.match(block.text))
+            if in_note:
+                block.kind = FOOTNOTE  # a caption in small type at a page's foot is no note
         # notes at the foot of a column other than the last come mid-page in reading order
         notes = [b for b in page_blocks if _is_column_note(b, page.height)]
         if notes:
@@ -347,6 +351,7 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
             if blocks and _continues(blocks[-1], first):
                 blocks[-1].text = _join(blocks[-1].text, first.text)
                 blocks[-1].anchors.extend(first.anchors)
+                blocks[-1].refs.extend(first.refs)
                 page_blocks = page_blocks[1:]
             blocks.extend(footnotes)
             footnotes = []
@@ -355,6 +360,7 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
         blocks.extend(page_blocks)
         footnotes.extend(trailing)
     blocks.extend(footnotes)
+    blocks = _notes_after_their_paragraphs(blocks)
     if bookmarks:
         _mark_bookmarks(blocks, bookmarks)
     _resolve_hyphens(blocks)
@@ -413,6 +419,46 @@ class _Block(Block):
     small: bool = False  # smaller than the body type: a footnote, a caption
     note: bool = False  # its first line starts a footnote whose mark was found (pdf_footnotes)
     y: float = 0.0  # its first line's baseline, from the page's bottom
+    first: Line | None = None  # its first line
+    refs: list[Line] = field(default_factory=list)  # first lines of the notes whose marks it holds
+
+
+def _notes_after_their_paragraphs(blocks: list[_Block]) -> list[_Block]:
+    """``blocks`` with each note whose mark was found right after the paragraph that holds the mark (a note
+    placed at its page's foot may otherwise come a paragraph or more later); its anchors stay where it was."""
+    notes = {id(b.first): b for b in blocks if b.kind == FOOTNOTE and b.first is not None}
+    heads = {id(notes[id(n)]) for b in blocks for n in b.refs if id(n) in notes and notes[id(n)] is not b}
+    groups: dict[int, list[_Block]] = {}  # a note's first block -> it and the blocks that go on with it
+    moved: set[int] = set()
+    head = None
+    for block in blocks:
+        if id(block) in heads:
+            head = groups.setdefault(id(block), [block])
+        elif head is not None and block.kind == FOOTNOTE and not block.note:
+            head.append(block)
+        else:
+            head = None
+            continue
+        moved.add(id(block))
+    out: list[_Block] = []
+    carried: list[str] = []
+    for block in blocks:
+        if id(block) in moved:
+            carried += block.anchors
+            block.anchors = []
+            continue
+        block.anchors = carried + block.anchors
+        carried = []
+        pending = [block]
+        while pending:  # the block, then its notes, then the notes their text refers to
+            current = pending.pop(0)
+            out.append(current)
+            pending[:0] = [b for n in current.refs if id(n) in notes for b in groups.pop(id(notes[id(n)]), [])]
+    for group in groups.values():  # a note whose only reference lies in a note read before it
+        out.extend(group)
+    if carried and out:
+        out[-1].anchors.extend(carried)
+    return out
 
 
 def _is_column_note(block: _Block, height: float) -> bool:
@@ -427,7 +473,8 @@ def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _
         text = _join(text, line.text)
     size = lines[0].size
     level = level_of.get(size, 0) if len(text) <= 200 else 0
-    block = _Block(text, level, size=size, note=lines[0].starts_note, y=lines[0].y)
+    block = _Block(text, level, size=size, note=lines[0].starts_note, y=lines[0].y, first=lines[0],
+                   refs=[note for line in lines for note in line.notes])
     if size < body_size * 0.9:
         block.small = True
     return block

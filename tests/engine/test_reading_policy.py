@@ -188,3 +188,61 @@ def test_memory_stays_bounded_on_an_endless_line():
             assert len(segmenter._line) <= LINE_DECIDE
         segmenter.feed("\n")
     segmenter.finish()
+
+
+# ---- by kind --------------------------------------------------------------------------------------------------
+def test_a_block_the_markup_calls_code_is_announced_by_its_kind_whatever_its_lines():
+    listing = "print('hello')\nx = compute(it)\nreturn x"  # no line of it looks like code to the guesser
+    assert said(listing) == [listing]
+    for kind, word in (("code", "Code example."), ("session", "Session example."), ("diagram", "Diagram."),
+                       ("formula", "Formula.")):
+        [segment] = policy_segments(listing, kinds=kind)
+        assert (segment.start, segment.end, segment.speech) == (0, len(listing), word)
+    assert [s.speech for s in policy_segments(listing, READ_ALL, kinds="code")] == said(listing)
+
+
+def test_prose_the_markup_marks_is_not_guessed():
+    line = "$ apt install foo"
+    assert said(line) == [CODE_ANNOUNCEMENT]
+    assert [s.speech for s in policy_segments(line, kinds="prose")] == [line]
+    assert [s.speech for s in policy_segments(line, kinds="list-item")] == [line]
+
+
+def test_kinds_at_offsets_decide_each_block():
+    text = "Some prose here.\n\nint main() {\nreturn 0;\n}\n\nA note on it.\n\nMore prose."
+    spans = [(0, 16, "prose"), (18, 42, "code"), (44, 57, "footnote"), (59, 70, "prose")]
+    assert [text[s:e] for s, e, _ in spans] == text.split("\n\n")
+
+    def kind_at(at: int) -> str:
+        return next((k for s, e, k in spans if s <= at < e), "paragraph")
+
+    segments = policy_segments(text, kinds=kind_at)
+    assert [s.speech for s in segments] == ["Some prose here.", "Code example.", "Footnote: A note on it.",
+                                            "More prose."]
+    assert [text[s.start:s.end] for s in segments] == text.split("\n\n")  # the code's span is the whole block
+    skipped = policy_segments(text, ReadingPolicy(footnotes="skip"), kinds=kind_at)
+    assert [s.speech for s in skipped] == ["Some prose here.", "Code example.", "More prose."]
+
+
+def test_a_table_row_says_a_word_for_a_cell_of_symbols():
+    row = "Format: EPUB; Read: ✓; Write: ✗; Notes: —; Rating: ★"
+    assert [s.speech for s in policy_segments(row, kinds="table-row")] == [
+        "Format: EPUB; Read: yes; Write: no; Notes: none; Rating: black star"]
+    assert said(row) == ["Format: EPUB; Read: ✓; Write: ✗; Notes: —; Rating: ★"]  # outside a table: as written
+
+
+@pytest.mark.parametrize(("written", "spoken"), [
+    ("A key of 2²⁵⁶ bits.", "A key of 2 to the power 256 bits."),
+    ("It is 10⁻³ of it.", "It is 10 to the power minus 3 of it."),
+    ("Then x² + y³ = 1.", "Then x squared + y cubed = 1."),
+    ("An area of 3 km².", "An area of 3 km squared."),
+    ("As Smith¹ wrote.", "As Smith wrote."),  # a mark: its note is read after the paragraph
+    ("Plain 2256 digits.", "Plain 2256 digits."),
+])
+def test_superscripts_are_said_as_powers_after_a_number_and_as_nothing_after_a_word(written, spoken):
+    assert said(written) == [spoken]
+
+
+def test_a_footnote_choice_is_checked():
+    with pytest.raises(ValueError, match="footnotes"):
+        ReadingPolicy(footnotes="sometimes")
