@@ -16,11 +16,17 @@ plan and by export (``policy_segments`` for a whole text). What it does:
   "Diagram.") and skipped, unless ``read_code``: then they are read as written. The announcement's span is the
   whole run, so highlighting marks what it stands for.
 - An unresolved Markdown reference or link ("[url.parse()][]", "[text](target)") is said as its text.
+- A superscript after a number is a power ("2²⁵⁶": "2 to the power 256"), after a word a footnote mark, not said
+  (``engine.spoken_symbols``).
 
-Ordinary prose (no URL, prompt, code line, box drawing or Markdown brackets) is never changed: its segments are
-``engine.text.split_segments``'s and every word is said. The readers know no element kinds yet (a ``<pre>``
-block is a paragraph like any other), so code is recognised by its lines; a line is classified on at most
-``LINE_DECIDE`` characters, so memory stays bounded by the segmenter's, whatever the lines' length.
+What a block is (``engine.block_kinds``), where the document's reader says it, decides alone: a code block, a
+session, a formula or a diagram is announced ("Code example.", "Session example.", "Formula.", "Diagram.") or,
+with ``read_code``, read; a footnote is read with a lead ("Footnote: ...") where the reader placed it, after its
+paragraph, or skipped (``footnotes``); a table row's cells of symbols only are said as words; any other kind is
+prose and no line of it is guessed. Where the format says nothing (PARAGRAPH: plain text, PDF) the lines are
+guessed as above. Ordinary prose (no URL, prompt, code line, box drawing, Markdown brackets or superscript) is
+never changed: its segments are ``engine.text.split_segments``'s and every word is said. A line is classified on
+at most ``LINE_DECIDE`` characters, so memory stays bounded by the segmenter's, whatever the lines' length.
 """
 
 from __future__ import annotations

@@ -3,15 +3,16 @@
 PDFium was chosen on evidence (docs/documents.md, bench/tuning/pdf_extractors.py): on four real manuals it
 kept word spacing (no token over 25 letters where pypdf ran 2-17% of its tokens together) and reading
 order (92-99% of the HTML's 6-word sequences found, pdfminer.six 78-98%), at 1-4 ms a page against
-pdfminer.six's 34-141 ms. Its text comes line by line with each character's box and font size; from
-those this module removes what is printed but not read: contents and index pages (dot leaders, lines
+pdfminer.six's 34-141 ms. Its text comes line by line (pdf_lines.py) with each character's box and font size;
+from those this module removes what is printed but not read: contents and index pages (dot leaders, lines
 ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
-text, repeated on three pages or more, or on two of a short document), page numbers and footnote
+text, repeated on three pages or more, or on two of a document under ten pages), page numbers and footnote
 markers (pdf_footnotes.py: a digit is removed only as a mark with its note); it joins words
 hyphenated at a line end (PDFium marks them) unless the document spells the word with its hyphen
 elsewhere; it rebuilds paragraphs across lines, columns and pages (a paragraph ends at a wider gap,
-a line short of its column's edge, a change of size, an indent or a list bullet) and moves footnotes
-after the paragraph they interrupt. Bookmarks give chapters; without them, larger type gives headings.
+a line short of its column's edge, a change of size, an indent, a list bullet or a reference's "[17]"),
+and moves each note (a FOOTNOTE block) right after the paragraph holding its mark, or, where no mark was
+found, after the paragraph its page break cut. Bookmarks give chapters; without them, larger type gives headings.
 """
 
 from __future__ import annotations
@@ -25,13 +26,10 @@ from pathlib import Path
 
 from engine.documents.model import FOOTNOTE, MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
 from engine.documents.pdf_footnotes import (
-    SMALL,
-    SUPERSCRIPTS,
     drop_footnote_marks,
     rejoin_printed_lines,
-    small_digit_runs,
 )
-from engine.spoken_symbols import superscript
+from engine.documents.pdf_lines import Line, Page, printed_lines, read_line
 
 # a running header or footer lies within EDGE_BAND of the page's height from its top or bottom (a journal's header
 # sits lower than a manual's); a page number, or a line known by its place alone, within NARROW_BAND
@@ -57,27 +55,6 @@ _ACCENTS = {"¨": "\u0308", "´": "\u0301", "ˆ": "\u0302", "˜": "\u0303", "¸"
 _SPACING_ACCENT = re.compile(f"([{''.join(_ACCENTS)}])([^\\W\\d_])")
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 _NUMBER_PREFIX = re.compile(r"^(?:(?:chapter|part|appendix|section)\s+)?(?:\d{1,4}\s+)*")  # of normalized text
-
-
-@dataclass(eq=False)
-class Line:
-    text: str
-    x0: float
-    x1: float
-    y: float  # baseline-ish: the bottom of the first character's loose box
-    top: float
-    size: float
-    y_end: float  # the same for the last character (PDFium may put two printed lines in one)
-    starts_note: bool = False  # the first line of a footnote
-    small_digits: list[tuple[int, int]] = field(default_factory=list)  # whole numbers in smaller type
-    notes: list[Line] = field(default_factory=list)  # first lines of the notes whose marks it held (pdf_footnotes)
-
-
-@dataclass
-class Page:
-    number: int
-    height: float
-    lines: list[Line] = field(default_factory=list)
 
 
 def read_pdf(path: Path, doc: Document) -> Parsed:
@@ -131,99 +108,14 @@ def _page(pdf, index: int, name: str) -> Page:
             text = textpage.get_text_range().replace("\ufffe", HYPHEN_MARK)
             result = Page(index, height)
             for m in _LINE.finditer(text):
-                for first, last in _printed_lines(textpage, text, m.start(), m.end()):
-                    result.lines.append(_line(textpage, text, first, last))
+                for first, last in printed_lines(textpage, text, m.start(), m.end()):
+                    result.lines.append(read_line(textpage, text, first, last))
             result.lines = rejoin_printed_lines(result.lines)
             return result
         finally:
             textpage.close()
     finally:
         page.close()
-
-
-def _printed_lines(textpage, text: str, start: int, end: int):
-    """(first, last) character indices of each printed line in PDFium's line ``text[start:end]``: PDFium runs
-    lines of one character each together ("A" over "A" as "AA"), so a line whose ends lie a line apart is cut
-    where its characters drop or rise by most of their height."""
-    line = text[start:end]
-    first = start + len(line) - len(line.lstrip())
-    last = start + len(line.rstrip()) - 1
-    if last < first:
-        return
-    _, bottom, _, top = textpage.get_charbox(first, loose=True)
-    _, bottom_end, _, top_end = textpage.get_charbox(last, loose=True)
-    if abs(bottom_end - bottom) <= 0.8 * max(top - bottom, top_end - bottom_end, 1.0):
-        yield first, last
-        return
-    begin, previous = first, (bottom, top)
-    for i in range(first + 1, last + 1):
-        if text[i].isspace():
-            continue
-        _, low, _, high = textpage.get_charbox(i, loose=True)
-        if abs(low - previous[0]) > 0.8 * max(previous[1] - previous[0], high - low, 1.0):
-            stop = i - 1
-            while stop > begin and text[stop].isspace():
-                stop -= 1
-            yield begin, stop
-            begin = i
-        previous = (low, high)
-    yield begin, last
-
-
-def _line(textpage, text: str, first: int, last: int) -> Line:
-    """The printed line ``text[first:last + 1]`` with its box, type size and digits in smaller type; a number in
-    smaller raised type right after a digit is a power, written in superscript characters ("2²⁵⁶")."""
-    import pypdfium2.raw as pdfium_c
-
-    left, bottom, _, top = textpage.get_charbox(first, loose=True)
-    _, bottom_end, right, _ = textpage.get_charbox(last, loose=True)
-    size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
-    stripped = text[first:last + 1]
-    size_of = lambda i: pdfium_c.FPDFText_GetFontSize(textpage.raw, first + i)  # noqa: E731
-    small = small_digit_runs(stripped, size_of, size)
-    plain = stripped.translate(SUPERSCRIPTS)
-    kept = []
-    for run in small:
-        at = run[0]
-        if _power_base(plain, at) and _raised(textpage, first + at, size):
-            plain = plain[:at] + superscript(plain[at:run[1]]) + plain[run[1]:]
-        else:
-            kept.append(run)
-    for at, end in _raised_tails(plain, size_of, size):  # "2" then "256" raised: one run of digits in PDFium's text
-        if _power_base(plain, at) and _raised(textpage, first + at, size):
-            plain = plain[:at] + superscript(plain[at:end]) + plain[end:]
-    return Line(plain, left, right, bottom, top, round(size, 1), bottom_end, small_digits=kept)
-
-
-def _power_base(text: str, at: int) -> bool:
-    """Whether the digits before ``at`` can be a power's base: one or two ("2²⁵⁶", "10⁻³"), not a year's first
-    three ("(196¹)" is a year set with a raised last digit)."""
-    digits = len(text[:at]) - len(text[:at].rstrip("0123456789"))
-    return 1 <= digits <= 2 and (at == digits or not text[at - digits - 1].isdigit())
-
-
-def _raised_tails(text: str, size_of, size: float) -> list[tuple[int, int]]:
-    """The spans of smaller type that end runs of digits begun in the line's type ("2256": "256")."""
-    tails = []
-    for m in _DIGITS.finditer(text):
-        if m.end() - m.start() < 2 or size_of(m.start()) < SMALL * size or size_of(m.end() - 1) >= SMALL * size:
-            continue
-        at = m.end() - 1
-        while at > m.start() and size_of(at - 1) < SMALL * size:
-            at -= 1
-        if at > m.start() and all(size_of(i) >= SMALL * size for i in range(m.start(), at)):
-            tails.append((at, m.end()))
-    return tails
-
-
-def _raised(textpage, index: int, size: float) -> bool:
-    """Whether character ``index`` sits above the baseline of the one before it (a superscript, not a digit of
-    another font's smaller figures)."""
-    if textpage.get_text_range(index, 1) in "⁰¹²³⁴⁵⁶⁷⁸⁹":
-        return True
-    bottom = textpage.get_charbox(index)[1]
-    base = textpage.get_charbox(index - 1)[1]
-    return bottom - base > 0.2 * size
 
 
 def _bookmarks(pdf) -> list[tuple[str, int, int]]:
