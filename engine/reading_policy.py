@@ -165,6 +165,8 @@ class PolicySegmenter:
         self._kind_at = (lambda _at, kind=kinds: kind) if isinstance(kinds, str) else kinds
         self._note_starts: list[int] = []  # where footnotes not yet said start, for their lead
         self._after_note = False  # the last line decided was a footnote's (no blank line since)
+        self._last_block = PARAGRAPH  # the kind of the last line with something on it
+        self._after_blank = False  # a blank line came after it
         self.max_chars, self.target_chars = max_chars, target_chars
         Segmenter(start, max_chars, target_chars)  # the arguments checked now, as the segmenter checks them
         self._offset = start  # of the next character fed
@@ -221,6 +223,16 @@ class PolicySegmenter:
         run_kind = self._run[0] if self._run is not None else None
         block = self._kind_at(start) if self._kind_at is not None else PARAGRAPH
         note_goes_on, self._after_note = self._after_note, block == FOOTNOTE and bool(line.strip())
+        if line.strip():
+            # a block the reader marked ends where the next begins: no segment joins two (a paragraph ending without
+            # a stop would otherwise run on into a note, a row or a listing after it)
+            new_block = block != self._last_block or block != PARAGRAPH and self._after_blank
+            if new_block and self._segmenter is not None and self._kind_at is not None:
+                out += self._said(self._segmenter.finish())
+                self._segmenter = None
+            self._last_block, self._after_blank = block, False
+        else:
+            self._after_blank = True
         if not line.strip():
             kind = BLANK
         elif block == PARAGRAPH:

@@ -246,3 +246,55 @@ def test_superscripts_are_said_as_powers_after_a_number_and_as_nothing_after_a_w
 def test_a_footnote_choice_is_checked():
     with pytest.raises(ValueError, match="footnotes"):
         ReadingPolicy(footnotes="sometimes")
+
+
+ANNOUNCEMENTS = {CODE_ANNOUNCEMENT, DIAGRAM_ANNOUNCEMENT, "Session example.", "Formula."}
+_KINDS = st.sampled_from(["paragraph", "prose", "heading", "code", "session", "table-row", "formula", "diagram",
+                          "footnote", "list-item", "definition"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=st.lists(st.tuples(st.lists(_LINES.filter(lambda line: re.search(r"\w", line)), min_size=1,
+                                          max_size=4), _KINDS), max_size=12),
+       cuts=st.lists(st.integers(0, 3000), max_size=10), start=st.integers(0, 10**6),
+       read_code=st.booleans(), skip_notes=st.booleans())
+def test_blocks_of_any_kinds_give_the_same_segments_however_the_text_arrives(blocks, cuts, start, read_code,
+                                                                             skip_notes):
+    """Blocks as a document's text holds them (separated by blank lines, each of a kind, each with a word, as the
+    readers' cleaning leaves them): the segments do not
+    depend on how the text is fed, lie in order within their blocks, and say every word of each block the policy
+    reads as prose (a note's lead aside), nothing of a skipped note."""
+    text, spans, at = "", [], start
+    for lines, kind in blocks:
+        body = "\n".join(lines)
+        if text:
+            text, at = text + "\n\n", at + 2
+        spans.append((at, at + len(body), kind))
+        text, at = text + body, at + len(body)
+
+    def kind_at(offset: int) -> str:
+        return next((k for s, e, k in spans if s <= offset < e), "paragraph")
+
+    policy = ReadingPolicy(read_urls=True, read_code=read_code, footnotes="skip" if skip_notes else "paragraph-end")
+    whole = policy_segments(text, policy, start=start, kinds=kind_at)
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    segmenter = PolicySegmenter(policy, start, kinds=kind_at)
+    got = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        got += segmenter.feed(text[a:b])
+    got += segmenter.finish()
+    assert got == whole
+    for seg in whole:
+        block = next((s, e, k) for s, e, k in spans if s <= seg.start < e)
+        # an announcement stands for a run of code blocks; anything else stays within its block, but where the format
+        # says nothing of either block (plain text), as the segmenter cuts text without a policy
+        spanned = {k for s, e, k in spans if s < seg.end and e > seg.start}
+        assert seg.speech.strip() and (seg.end <= block[1] or seg.speech in ANNOUNCEMENTS or spanned == {"paragraph"})
+        assert not (skip_notes and block[2] == "footnote")
+    for s, e, kind in spans:
+        said = " ".join(seg.speech for seg in whole if s <= seg.start < e)
+        read = kind in ("prose", "heading", "list-item", "definition") or kind == "footnote" and not skip_notes \
+            or read_code and kind in ("code", "session", "formula", "diagram")
+        if read:  # every word as written (URLs in full here), a note's lead aside
+            words = re.findall(r"\w+", said.removeprefix("Footnote: "))
+            assert words == re.findall(r"\w+", text[s - start:e - start])
