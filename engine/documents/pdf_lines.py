@@ -2,7 +2,8 @@
 power written in superscript characters (Qt-free). pdf_reader builds paragraphs from them.
 
 PDFium gives a page's text line by line, but runs lines of one character each together ("A" over "A" as "AA"):
-a line whose two ends lie a line apart is cut where its characters drop or rise by most of their height. A
+a line whose two ends lie lines apart is cut where a character drops well below the one before it and goes back
+to the left. A
 number in smaller type raised right after a number of one or two digits is a power ("2" then a raised "256" is
 written "2²⁵⁶", said "2 to the power 256"); smaller digits that are not raised (another font's figures in "1770")
 or follow three digits or more (a year set with a raised last digit) stay digits of the number, and a number in
@@ -43,31 +44,51 @@ class Page:
 
 def printed_lines(textpage, text: str, start: int, end: int):
     """(first, last) character indices of each printed line in PDFium's line ``text[start:end]``: PDFium runs
-    lines of one character each together ("A" over "A" as "AA"), so a line whose ends lie a line apart is cut
-    where its characters drop or rise by most of their height."""
+    lines of one character each together ("A" over "A" as "AA"), so a line whose ends lie lines apart is cut
+    where a character drops or rises by one and a half times its height and goes back to the left, as a new
+    printed line does (a sub- or superscript, a limit under "lim", stays nearer). A character PDFium gives no
+    box (a glyph it could not measure: zero width and height, somewhere else on the page) decides nothing."""
     line = text[start:end]
     first = start + len(line) - len(line.lstrip())
     last = start + len(line.rstrip()) - 1
     if last < first:
         return
-    _, bottom, _, top = textpage.get_charbox(first, loose=True)
-    _, bottom_end, _, top_end = textpage.get_charbox(last, loose=True)
-    if abs(bottom_end - bottom) <= 0.8 * max(top - bottom, top_end - bottom_end, 1.0):
+    boxed = [i for i in range(first, last + 1) if not text[i].isspace()]
+    head = next((box for i in boxed[:16] if (box := _box(textpage, i)) is not None), None)
+    tail = next((box for i in reversed(boxed[-16:]) if (box := _box(textpage, i)) is not None), None)
+    if head is None or tail is None or not _apart(head, tail):
         yield first, last
         return
-    begin, previous = first, (bottom, top)
-    for i in range(first + 1, last + 1):
-        if text[i].isspace():
+    begin, previous = first, None
+    for i in boxed:
+        box = _box(textpage, i)
+        if box is None:
             continue
-        _, low, _, high = textpage.get_charbox(i, loose=True)
-        if abs(low - previous[0]) > 0.8 * max(previous[1] - previous[0], high - low, 1.0):
+        if previous is not None and _new_line(previous, box):
             stop = i - 1
             while stop > begin and text[stop].isspace():
                 stop -= 1
             yield begin, stop
             begin = i
-        previous = (low, high)
+        previous = box
     yield begin, last
+
+
+def _box(textpage, index: int) -> tuple[float, float, float, float] | None:
+    """Character ``index``'s loose box (left, bottom, right, top), or None where PDFium gives it an empty one."""
+    left, bottom, right, top = textpage.get_charbox(index, loose=True)
+    return None if right - left < 1e-3 and top - bottom < 1e-3 else (left, bottom, right, top)
+
+
+def _apart(before: tuple[float, float, float, float], after: tuple[float, float, float, float]) -> bool:
+    """Whether two characters' boxes lie lines apart: one drops or rises by one and a half times its height."""
+    return abs(after[1] - before[1]) > 1.5 * max(before[3] - before[1], after[3] - after[1], 1.0)
+
+
+def _new_line(before: tuple[float, float, float, float], after: tuple[float, float, float, float]) -> bool:
+    """Whether the character boxed ``after`` starts another printed line than the one boxed ``before``: lines apart,
+    and back to the left."""
+    return _apart(before, after) and after[0] < before[2] - 0.5
 
 
 def read_line(textpage, text: str, first: int, last: int) -> Line:
