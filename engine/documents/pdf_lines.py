@@ -13,6 +13,7 @@ smaller type after a word is left to pdf_footnotes (a mark, when its note is fou
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from engine.documents.pdf_footnotes import SMALL, SUPERSCRIPTS, small_digit_runs
@@ -97,7 +98,10 @@ def read_line(textpage, text: str, first: int, last: int) -> Line:
     import pypdfium2.raw as pdfium_c
 
     left, bottom, _, top = textpage.get_charbox(first, loose=True)
-    _, bottom_end, right, _ = textpage.get_charbox(last, loose=True)
+    end = last  # a combining mark PDFium left at the line's end is boxed where its letter is, not at the end
+    while end > first and (unicodedata.combining(text[end]) or text[end].isspace()):
+        end -= 1
+    _, bottom_end, right, _ = textpage.get_charbox(end, loose=True)
     size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
     stripped = text[first:last + 1]
     size_of = lambda i: pdfium_c.FPDFText_GetFontSize(textpage.raw, first + i)  # noqa: E731

@@ -301,7 +301,9 @@ def _breaks(prev: Line, line: Line, first: Line, pitch: float, columns: list[tup
     if prev.x1 < right - 0.12 * max(right - left, 1.0) and prev.text[-1:] != HYPHEN_MARK:
         return True  # a short line ends its paragraph
     if line.x0 > prev.x0 + 0.8 * line.size and not _BULLET.match(first.text):
-        return True  # an indented first line
+        # an indented first line, unless the line before is a full first line that ends no sentence: then the
+        # indent hangs, as a definition's or a reference's lines do under its term
+        return not (prev is first and not _TERMINAL.search(prev.text))
     return False
 
 

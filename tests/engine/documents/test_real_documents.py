@@ -202,3 +202,14 @@ def test_texinfo_html_chapters_follow_its_headings():
     assert "GNU gettext utilities" not in [c.title for c in doc.chapters]
     assert [(h.title, h.level) for h in doc.headings if h.title.startswith("2.3.")][:2] == [
         ("2.3.1 Locale Names", 3), ("2.3.2 Locale Environment Variables", 3)]
+
+
+def test_pdf_definition_list_items_are_one_paragraph_each():
+    """The Debian FAQ's list of releases: each term runs into its definition, whose next lines hang indented
+    under it; an item was cut after its first line (and after a line PDFium ended with a stray accent)."""
+    paragraphs = document("debian-faq-pages-1-4-11-16-73.pdf").text.split("\n\n")
+    stable = next(p for p in paragraphs if p.startswith("release 11, a.k.a. the"))
+    assert stable.endswith("it changes if major security or usability fixes are incorporated.")
+    testing = next(p for p in paragraphs if p.startswith("the testing’ distribution, currently called bookworm"))
+    assert testing.endswith("This distribution is updated more often than stable’, but not more often than unstable’.")
+    assert not any(p.startswith(("if major security", "the next stable", "fit for release")) for p in paragraphs)
