@@ -16,6 +16,9 @@ from engine.documents.model import LIST_ITEM
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MAX_NOTES = 100_000  # notes of one part; a long annotated book has a few thousand
+# a notes part is parsed whole (the body is streamed): a few MB for a long annotated book, and parsing costs about
+# ten times its size in memory
+MAX_NOTES_PART_BYTES = 32 << 20
 _CODE_STYLE = re.compile(r"source\s*(?:text|code)|preformatted|macro\s*text|^code\b|\bcode$|listing|verbatim",
                          re.IGNORECASE)
 _LIST_STYLE = re.compile(r"^list\b", re.IGNORECASE)

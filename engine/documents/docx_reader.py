@@ -22,6 +22,7 @@ import re
 import zipfile
 from pathlib import Path
 
+from engine.documents import docx_notes
 from engine.documents.docx_notes import code_style, list_paragraph, read_notes, table_look_first_row
 from engine.documents.model import (
     CODE,
@@ -71,7 +72,10 @@ def read_docx(path: Path, doc: Document) -> Parsed:
         notes = {}
         for kind, relation in (("footnote", FOOTNOTES), ("endnote", ENDNOTES)):
             part = _related(archive, names, main, relation)
-            if part:
+            if part and archive.getinfo(part).file_size > docx_notes.MAX_NOTES_PART_BYTES:
+                doc.warnings.append(f"The {kind}s of “{path.name}” take more than "
+                                    f"{docx_notes.MAX_NOTES_PART_BYTES >> 20} MB; they were not read.")
+            elif part:
                 notes.update(read_notes(_xml(archive, part), kind, paragraph_text))
         blocks = _body(archive, main, styles, path.name, notes)
     return Parsed(blocks, title, author)
