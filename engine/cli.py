@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.errors import OratorError, TextError, UnsupportedError, VoiceError
-from engine.reading_policy import ReadingPolicy
+from engine.reading_policy import FOOTNOTE_CHOICES, FOOTNOTES_AT_PARAGRAPH_END, ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 
 EXIT_ERROR = 2
@@ -259,8 +259,11 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--read-urls", action="store_true", help="read web addresses in full (default: the site "
                                                                  "name only)")
     parser.add_argument("--read-code", action="store_true",
-                        help="read code, shell and Python sessions and diagrams as written (default: say \"Code "
-                             "example\" and skip them)")
+                        help="read code, shell and Python sessions, formulas and diagrams as written (default: say "
+                             "\"Code example\", \"Formula\"... and skip them)")
+    parser.add_argument("--footnotes", choices=FOOTNOTE_CHOICES, default=FOOTNOTES_AT_PARAGRAPH_END,
+                        help="read footnotes after the paragraph that refers to them, or skip them (default: "
+                             "%(default)s)")
     parser.add_argument("--subtitles", choices=("srt", "vtt"), help="write subtitles beside each audio file")
     parser.add_argument("--cover", metavar="IMAGE", help="a JPEG or PNG cover (default: an EPUB's own)")
     parser.add_argument("--bitrate", type=_positive_int, metavar="KBPS", help="of mp3, opus, m4b and m4a")
@@ -321,7 +324,7 @@ def _export(args: argparse.Namespace) -> int:
             for number, chapter in enumerate(book.chapters, 1):
                 print(f"  {number:3d}. {chapter.title}")
         return 0
-    policy = ReadingPolicy(read_urls=args.read_urls, read_code=args.read_code)
+    policy = ReadingPolicy(read_urls=args.read_urls, read_code=args.read_code, footnotes=args.footnotes)
     fmt = _export_format(args)
     selections = []
     for path, book in books:

@@ -16,39 +16,70 @@ plan and by export (``policy_segments`` for a whole text). What it does:
   "Diagram.") and skipped, unless ``read_code``: then they are read as written. The announcement's span is the
   whole run, so highlighting marks what it stands for.
 - An unresolved Markdown reference or link ("[url.parse()][]", "[text](target)") is said as its text.
+- A superscript after a number is a power ("2²⁵⁶": "2 to the power 256"), after a word a footnote mark, not said
+  (``engine.spoken_symbols``).
 
-Ordinary prose (no URL, prompt, code line, box drawing or Markdown brackets) is never changed: its segments are
-``engine.text.split_segments``'s and every word is said. The readers know no element kinds yet (a ``<pre>``
-block is a paragraph like any other), so code is recognised by its lines; a line is classified on at most
-``LINE_DECIDE`` characters, so memory stays bounded by the segmenter's, whatever the lines' length.
+What a block is (``engine.block_kinds``), where the document's reader says it, decides alone: a code block, a
+session, a formula or a diagram is announced ("Code example.", "Session example.", "Formula.", "Diagram.") or,
+with ``read_code``, read; a footnote is read with a lead ("Footnote: ...") where the reader placed it, after its
+paragraph, or skipped (``footnotes``); a table row's cells of symbols only are said as words; any other kind is
+prose and no line of it is guessed. Where the format says nothing (PARAGRAPH: plain text, PDF) the lines are
+guessed as above. Ordinary prose (no URL, prompt, code line, box drawing, Markdown brackets or superscript) is
+never changed: its segments are ``engine.text.split_segments``'s and every word is said. A line is classified on
+at most ``LINE_DECIDE`` characters, so memory stays bounded by the segmenter's, whatever the lines' length.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.block_kinds import (
+    CODE,
+    DIAGRAM,
+    FOOTNOTE,
+    FORMULA,
+    PARAGRAPH,
+    PROSE,
+    SESSION,
+    TABLE_ROW,
+)
+from engine.spoken_symbols import say_powers, say_table_symbols
 from engine.text import DEFAULT_MAX_CHARS, Segment, Segmenter
 
 LINE_DECIDE = 1024  # characters of a line that decide its kind; a longer line is prose unless it starts a run
 CODE_ANNOUNCEMENT = "Code example."
+SESSION_ANNOUNCEMENT = "Session example."
 DIAGRAM_ANNOUNCEMENT = "Diagram."
+FORMULA_ANNOUNCEMENT = "Formula."
+FOOTNOTE_LEAD = "Footnote: "  # said before a note read at its paragraph's end, so it is not heard as the text
+FOOTNOTES_AT_PARAGRAPH_END = "paragraph-end"
+FOOTNOTES_SKIP = "skip"
+FOOTNOTE_CHOICES = (FOOTNOTES_AT_PARAGRAPH_END, FOOTNOTES_SKIP)
 
 
 @dataclass(frozen=True, slots=True)
 class ReadingPolicy:
-    """What is read as written: URLs in full (else their site name), code, sessions and diagrams (else announced
-    and skipped)."""
+    """What is read as written: URLs in full (else their site name), code, sessions, formulas and diagrams (else
+    announced and skipped); footnotes at their paragraph's end (as the readers place them) or skipped."""
 
     read_urls: bool = False
     read_code: bool = False
+    footnotes: str = FOOTNOTES_AT_PARAGRAPH_END
 
-    def spoken(self, text: str) -> str:
-        """What one segment of prose is said as (see the module docstring); ``text`` itself when nothing changes."""
+    def __post_init__(self):
+        if self.footnotes not in FOOTNOTE_CHOICES:
+            raise ValueError(f"footnotes: one of {', '.join(FOOTNOTE_CHOICES)}, not {self.footnotes!r}")
+
+    def spoken(self, text: str, kind: str = PARAGRAPH) -> str:
+        """What one segment of a block of ``kind`` is said as (see the module docstring); ``text`` itself when
+        nothing changes."""
         said = _MARKDOWN_REFERENCE.sub(r"\1", text) if "[" in text else text
         if not self.read_urls and ("://" in said or "www." in said):
             said = _URL.sub(_site, said)
-        said = _SYMBOL_RUN.sub(" ", said)
+        said = _SYMBOL_RUN.sub(" ", said) if kind != TABLE_ROW else say_table_symbols(said)
+        said = say_powers(said)
         return text if said == text else " ".join(said.split())
 
 
@@ -76,7 +107,8 @@ _BOX_DRAWING = re.compile("[\u2500-\u259f]")
 # A line of prose: a capital (after an opening quote or bracket), four words or more, a sentence end.
 _PROSE_LINE = re.compile(r"""["'“‘(]?[A-Z][^\s]*(?:\s+[^\s]+){3,}[.!?]["'”’)]*""")
 
-PROSE, DECORATION, CODE, DIAGRAM, BLANK = "prose", "decoration", "code", "diagram", "blank"
+# a line's kinds: the block kinds PROSE, CODE and DIAGRAM, and these
+DECORATION, BLANK = "decoration", "blank"
 _SKIP, _RUN = "skip", "run"  # what becomes of the rest of a line once its kind is decided (besides PROSE)
 
 
@@ -100,15 +132,41 @@ def line_kind(line: str, in_run: bool = False) -> str:
     return PROSE
 
 
+def code_kind(text: str) -> str:
+    """The kind of a block the markup calls code (engine.block_kinds): SESSION when its first line is a prompt,
+    DIAGRAM when most of its lines draw boxes, else CODE."""
+    lines = [line.strip() for line in text[:64 * LINE_DECIDE].split("\n") if line.strip()]
+    if not lines:
+        return CODE
+    if _PROMPT.match(lines[0]):
+        return SESSION
+    if sum(bool(_BOX_DRAWING.search(line)) for line in lines) * 2 > len(lines):
+        return DIAGRAM
+    return CODE
+
+
+_ANNOUNCEMENTS = {CODE: CODE_ANNOUNCEMENT, SESSION: SESSION_ANNOUNCEMENT, DIAGRAM: DIAGRAM_ANNOUNCEMENT,
+                  FORMULA: FORMULA_ANNOUNCEMENT}
+
+
 class PolicySegmenter:
     """``engine.text.Segmenter`` (same arguments, same ``feed``/``finish``) with ``policy`` applied: prose lines are
     cut as the segmenter cuts them and said as ``policy.spoken`` says; decoration lines are skipped; a run of code
     or diagram lines is one segment spanning the run, said as its announcement (or, with ``read_code``, read as
-    prose). A skipped line ends the segment before it, as a blank line does."""
+    prose). A skipped line ends the segment before it, as a blank line does.
+
+    ``kinds`` says what the text is (``engine.block_kinds``): one kind for all of it, or a function giving the
+    kind at an offset (``engine.documents.Document.kind_at``); None: PARAGRAPH, whose lines are guessed. A line of
+    a block whose kind the markup gave is decided by that kind alone."""
 
     def __init__(self, policy: ReadingPolicy | None = None, start: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
-                 target_chars: int | None = None):
+                 target_chars: int | None = None, kinds: str | Callable[[int], str] | None = None):
         self.policy = policy or ReadingPolicy()
+        self._kind_at = (lambda _at, kind=kinds: kind) if isinstance(kinds, str) else kinds
+        self._note_starts: list[int] = []  # where footnotes not yet said start, for their lead
+        self._after_note = False  # the last line decided was a footnote's (no blank line since)
+        self._last_block = PARAGRAPH  # the kind of the last line with something on it
+        self._after_blank = False  # a blank line came after it
         self.max_chars, self.target_chars = max_chars, target_chars
         Segmenter(start, max_chars, target_chars)  # the arguments checked now, as the segmenter checks them
         self._offset = start  # of the next character fed
@@ -163,8 +221,31 @@ class PolicySegmenter:
         line, start = self._line, self._line_start
         self._line = ""
         run_kind = self._run[0] if self._run is not None else None
-        kind = line_kind(line, in_run=run_kind == CODE and not self._run_blank)
-        if kind in (CODE, DIAGRAM) and self.policy.read_code:
+        block = self._kind_at(start) if self._kind_at is not None else PARAGRAPH
+        note_goes_on, self._after_note = self._after_note, block == FOOTNOTE and bool(line.strip())
+        if line.strip():
+            # a block the reader marked ends where the next begins: no segment joins two (a paragraph ending without
+            # a stop would otherwise run on into a note, a row or a listing after it)
+            new_block = block != self._last_block or block != PARAGRAPH and self._after_blank
+            if new_block and self._segmenter is not None and self._kind_at is not None:
+                out += self._said(self._segmenter.finish())
+                self._segmenter = None
+            self._last_block, self._after_blank = block, False
+        else:
+            self._after_blank = True
+        if not line.strip():
+            kind = BLANK
+        elif block == PARAGRAPH:
+            kind = line_kind(line, in_run=run_kind == CODE and not self._run_blank)
+        elif block in _ANNOUNCEMENTS:
+            kind = block
+        elif block == FOOTNOTE and self.policy.footnotes == FOOTNOTES_SKIP:
+            kind = DECORATION  # skipped, as a line of symbols is
+        else:
+            kind = PROSE
+            if block == FOOTNOTE and not note_goes_on:
+                self._note_starts.append(start + len(line) - len(line.lstrip()))
+        if kind in _ANNOUNCEMENTS and self.policy.read_code:
             kind = PROSE
         if kind == BLANK and run_kind is not None:
             self._run_blank, self._mode = True, _SKIP  # the run may go on after it
@@ -198,8 +279,7 @@ class PolicySegmenter:
         kind, start, end, first = self._run
         self._run = None
         self._run_blank = False
-        announcement = CODE_ANNOUNCEMENT if kind == CODE else DIAGRAM_ANNOUNCEMENT
-        out.append(Segment(start, end, first[:self.max_chars].strip(), announcement))
+        out.append(Segment(start, end, first[:self.max_chars].strip(), _ANNOUNCEMENTS[kind]))
 
     def _prose(self, start: int) -> Segmenter:
         if self._segmenter is None:
@@ -209,7 +289,12 @@ class PolicySegmenter:
     def _said(self, segments: list[Segment]) -> list[Segment]:
         out = []
         for seg in segments:
-            said = self.policy.spoken(seg.text)
+            kind = self._kind_at(seg.start) if self._kind_at is not None else PARAGRAPH
+            said = self.policy.spoken(seg.text, kind)
+            if self._note_starts and self._note_starts[0] < seg.end:
+                if any(seg.start <= at for at in self._note_starts if at < seg.end):
+                    said = FOOTNOTE_LEAD + said
+                self._note_starts = [at for at in self._note_starts if at >= seg.end]
             if said == seg.text:
                 out.append(seg)
             elif said.strip():
@@ -219,7 +304,9 @@ class PolicySegmenter:
 
 
 def policy_segments(text: str, policy: ReadingPolicy | None = None, start: int = 0,
-                    max_chars: int = DEFAULT_MAX_CHARS, target_chars: int | None = None) -> list[Segment]:
-    """The segments of ``text`` as speech gets them under ``policy`` (``PolicySegmenter``), offsets from ``start``."""
-    segmenter = PolicySegmenter(policy, start, max_chars, target_chars)
+                    max_chars: int = DEFAULT_MAX_CHARS, target_chars: int | None = None,
+                    kinds: str | Callable[[int], str] | None = None) -> list[Segment]:
+    """The segments of ``text`` as speech gets them under ``policy`` (``PolicySegmenter``), offsets from ``start``;
+    ``kinds``: what the text is (``PolicySegmenter``)."""
+    segmenter = PolicySegmenter(policy, start, max_chars, target_chars, kinds)
     return segmenter.feed(text) + segmenter.finish()

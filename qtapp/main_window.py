@@ -545,6 +545,10 @@ class MainWindow(QMainWindow):
         self.window_actions.rebuild_recent_menu()
         self.setWindowTitle(f"{document.title} — Orator")
         self.editor.load_text(document.text)
+        edits = self.editor.edits  # the document's blocks hold until the text is edited
+        length = len(document.text)
+        self.reader.block_kinds = lambda: document.kind_at if self.editor.edits == edits \
+            and self.editor.document().characterCount() - 1 == length else None
         for warning in document.warnings:
             self.show_error(warning)
         return True
@@ -572,6 +576,7 @@ class MainWindow(QMainWindow):
         self.document_chapters = []
         self.document_author = ""
         self._chapter_marks = []
+        self.reader.block_kinds = lambda: None
         self.setWindowTitle("Orator")
         self.editor.load_text("")
         self.show_status("New text.")

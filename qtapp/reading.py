@@ -44,6 +44,9 @@ class ReadingController(QObject):
         self.plan: ReadingPlan | None = None
         self.segment_chars: int | None = None  # the plans' segment target (engine.text); None: the default
         self.reading_policy = None  # the plans' engine.reading_policy.ReadingPolicy; None: the default
+        # () -> the kind of the block at an offset (engine.documents.Document.kind_at), or None where the text is
+        # not the document as imported (an edit moved its blocks): the policy then guesses by lines
+        self.block_kinds = lambda: None
         self.state = IDLE
         self.current_sentence = -1
         self._next_job_id = 0
@@ -65,7 +68,7 @@ class ReadingController(QObject):
              from_position: int | None = None) -> None:
         """Read ``source``'s text [start, end), beginning at the sentence holding ``from_position``."""
         plan = ReadingPlan(source.pieces(start, end), voice_at(source, start), self.segment_chars,
-                           self.reading_policy)
+                           self.reading_policy, self.block_kinds())
         index = plan.index_at(start if from_position is None else from_position)
         if index is None:
             self.message.emit("There is nothing to read here.")

@@ -19,7 +19,7 @@ highlights and what the exporter writes as subtitles.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -102,10 +102,13 @@ def line_pieces(offset: int, text: str) -> Iterator[tuple[int, str]]:
 
 
 def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
-                   target_chars: int | None = None, policy: ReadingPolicy | None = None) -> Iterator[Sentence]:
+                   target_chars: int | None = None, policy: ReadingPolicy | None = None,
+                   kinds: Callable[[int], str] | None = None) -> Iterator[Sentence]:
     """The sentences of the text the line pieces hold, in order (see the module docstring); ``voice``: the mark in
     effect where the pieces start (``voice_at``); ``target_chars``: the segments' target length
-    (``engine.text.Segmenter``); ``policy``: the reading policy (None: the default one)."""
+    (``engine.text.Segmenter``); ``policy``: the reading policy (None: the default one); ``kinds``: the kind of
+    the block at an offset (``engine.documents.Document.kind_at``) while the text is the document as imported,
+    else None (the policy guesses by lines)."""
     segmenter: PolicySegmenter | None = None
     at_line_start = True
     for offset, piece in pieces:
@@ -119,7 +122,7 @@ def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
                     voice = name
                 elif blank:
                     voice = None
-                segmenter = PolicySegmenter(policy, offset + mark_len, target_chars=target_chars)
+                segmenter = PolicySegmenter(policy, offset + mark_len, target_chars=target_chars, kinds=kinds)
                 piece = piece[mark_len:]
         at_line_start = piece.endswith("\n")
         yield from _sentences(segmenter.feed(piece), voice)
@@ -148,8 +151,9 @@ class ReadingPlan:
     """The sentences of one reading, numbered from 0, planned from ``pieces`` as they are asked for."""
 
     def __init__(self, pieces: Iterable[tuple[int, str]], voice: str | None = None,
-                 target_chars: int | None = None, policy: ReadingPolicy | None = None):
-        self._source = iter_sentences(pieces, voice, target_chars, policy)
+                 target_chars: int | None = None, policy: ReadingPolicy | None = None,
+                 kinds: Callable[[int], str] | None = None):
+        self._source = iter_sentences(pieces, voice, target_chars, policy, kinds)
         self.sentences: list[Sentence] = []  # planned so far
         self._ends: list[int] = []  # sentence ends, for lookups by position
         self.complete = False  # every sentence is planned

@@ -17,7 +17,7 @@ from typing import ClassVar
 from engine import json_limits
 from engine.atomic import atomic_write_text
 from engine.pronunciation import Lexicon, LexiconFileError, default_lexicon, default_lexicon_path, load_lexicon
-from engine.reading_policy import ReadingPolicy
+from engine.reading_policy import FOOTNOTE_CHOICES, FOOTNOTES_AT_PARAGRAPH_END, ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 from engine.voices.library import data_dir, default_library_dir
 
@@ -104,6 +104,7 @@ class Settings:
     # the reading policy (engine.reading_policy): web addresses in full, code and diagrams read as written
     read_urls: bool = False
     read_code: bool = False
+    footnotes: str = FOOTNOTES_AT_PARAGRAPH_END  # or "skip" (engine.reading_policy.FOOTNOTE_CHOICES)
     autosave_interval_s: float = 5.0
     window_geometry: str = ""  # hex of QMainWindow.saveGeometry()
     cpu_speed: dict[str, float] = field(default_factory=dict)  # model size -> ×RT measured on this processor
@@ -130,7 +131,7 @@ class Settings:
         return default_lexicon_path()
 
     def reading_policy(self) -> ReadingPolicy:
-        return ReadingPolicy(read_urls=self.read_urls, read_code=self.read_code)
+        return ReadingPolicy(read_urls=self.read_urls, read_code=self.read_code, footnotes=self.footnotes)
 
     # ---- model choices --------------------------------------------------------------------------
     def model_spec(self, kind: str) -> ModelSpec:
@@ -198,6 +199,8 @@ class Settings:
             settings.precision = "bfloat16"
         if settings.cpu_path not in CPU_PATHS:
             settings.cpu_path = "fast"
+        if settings.footnotes not in FOOTNOTE_CHOICES:
+            settings.footnotes = FOOTNOTES_AT_PARAGRAPH_END
         if type(settings.threads) is not int or not 0 <= settings.threads <= MAX_THREADS:
             settings.threads = 0
         settings.cpu_speed = {k: float(v) for k, v in settings.cpu_speed.items()

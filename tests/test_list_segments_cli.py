@@ -5,11 +5,15 @@ export chooses them."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import main
+from engine.documents import load_document
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ROOT / "tests" / "data" / "documents"
@@ -74,3 +78,40 @@ def test_a_bad_chapter_list_is_still_one_clear_line(capsys):
     code = main.main(["export", str(NOVEL), "--list-segments", "--chapters", "40"])
     err = capsys.readouterr().err
     assert code == 2 and "the book has 13 chapters" in err and len(err.strip().splitlines()) == 1
+
+
+def test_footnotes_are_said_after_their_paragraph_or_skipped(capsys):
+    """Debian's New Maintainers' Guide as PDF: its notes, printed at the pages' feet, are said right after the
+    paragraph that holds their marks, with a lead that tells them from the text; ``--footnotes skip`` leaves them
+    out and nothing else."""
+    guide = str(DOCUMENTS / "maint-guide-pages-1-16.pdf")
+    listed = [s["text"] for s in segments(capsys, guide)]
+    for note, paragraph_end in (
+            ("Footnote: The document assumes you are using a jessie or newer system.",
+             "will be dropped in the following releases since contents are getting outdated."),
+            ("Footnote: You can learn about the basic handling of a Debian system from the Debian Reference "
+             "(www.debian.org) .", "but you certainly don’t need to be a wizard."),
+            ("Footnote: This program is already packaged.", "I’ll use a program called gentoo, a GTK+ file manager.")):
+        assert listed[listed.index(note) - 1].endswith(paragraph_end)
+    listed = [s["text"] for s in segments(capsys, guide, "--read-urls")]  # the notes' words as written
+    skipped = [s["text"] for s in segments(capsys, guide, "--read-urls", "--footnotes", "skip")]
+    kept = iter(listed)
+    assert all(any(t == k for k in kept) for t in skipped)  # what is left is said as before, in order
+    removed = [t for t in listed if t not in skipped]
+    doc = load_document(guide)
+    notes = " ".join(doc.text[start:end] for start, end, kind in doc.kinds if kind == "footnote")
+    assert re.findall(r"\w+", " ".join(removed).replace("Footnote: ", "")) == re.findall(r"\w+", notes)
+
+
+def test_a_paper_is_listed_without_its_running_headers_and_with_whole_references(capsys):
+    paper = str(DOCUMENTS / "acmart-sample-sigconf-pages-2-3-5-6.pdf")
+    listed = [s["text"] for s in segments(capsys, paper)]
+    assert not any("Trovato et al." in t or "Woodstock, NY" in t for t in listed)
+    assert any(t.startswith("[17] David Harel. 1979. First-Order Dynamic Logic. Lecture Notes in Computer Science, "
+                            "Vol. 68. Springer-Verlag") for t in listed)
+
+
+def test_a_bad_footnote_choice_is_refused_by_the_parser(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main.main(["export", str(NOVEL), "--list-segments", "--footnotes", "sometimes"])
+    assert exit_info.value.code == 2 and "--footnotes" in capsys.readouterr().err

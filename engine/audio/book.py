@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import re
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from xml.etree import ElementTree
 
+from engine.block_kinds import ANNOUNCED
 from engine.documents.text_chapters import SENTENCE_END as _SENTENCE_END
 from engine.documents.text_chapters import chapter_headings
 from engine.documents.text_chapters import paragraphs as _paragraphs
@@ -48,8 +49,8 @@ _HAS_WORD = re.compile(r"\w")
 
 @dataclass(frozen=True)
 class Passage:
-    text: str  # what is spoken: one paragraph or heading, its lines joined
-    kind: str = "paragraph"  # "paragraph" or "heading"
+    text: str  # what is spoken: one paragraph or heading, its lines joined (a code block's lines kept)
+    kind: str = "paragraph"  # "heading", or what the document's reader says it is (engine.block_kinds)
     voice: str | None = None  # the voice mark's name; None: the default voice
 
 
@@ -137,7 +138,7 @@ def book_from_document(document, warnings: list[str] | None = None) -> Book:
     text = document.text
     chapters = [c for c in getattr(document, "chapters", None) or [] if getattr(c, "level", 1) == 1]
     headings = getattr(document, "headings", None) or []
-    if not chapters and not headings:
+    if not chapters and not headings and not getattr(document, "kinds", None):  # a text the reader says nothing of
         book = _assemble(_text_blocks(text), title, author, titled=True)
     else:
         heading_starts = {h.start for h in headings} | {c.start for c in chapters}
@@ -156,10 +157,13 @@ def book_from_document(document, warnings: list[str] | None = None) -> Book:
                         continue
                     blocks.append(_Block("", 1, None, chapter=opens))  # a chapter that opens without a heading
                     opens = None
+                kind = document.kind_at(at) if hasattr(document, "kind_at") else "paragraph"
                 if at in heading_starts:
                     blocks.append(_Block(" ".join(paragraph.split()), 2, None))
+                elif kind in ANNOUNCED:  # a listing's lines are its own: not joined as a hard wrap would be
+                    blocks.append(_Block(paragraph.strip("\n"), 0, None, kind=kind))
                 else:
-                    blocks.extend(_split_paragraph(paragraph, width))
+                    blocks.extend(replace(b, kind=kind) for b in _split_paragraph(paragraph, width))
         book = _assemble(blocks, title, author, chapter_level=1 if chapters else None, titled=True)
     book.warnings.extend(getattr(document, "warnings", None) or [])
     if warnings is not None:
@@ -222,6 +226,7 @@ class _Block:
     level: int  # 0 for a paragraph, 1-6 for a heading
     voice: str | None
     chapter: str | None = None  # a chapter's title, where the document names it apart from its heading text
+    kind: str = "paragraph"  # what the document's reader says the paragraph is (engine.block_kinds)
 
 
 def _read_member(archive: zipfile.ZipFile, name: str, limit: int) -> bytes:
@@ -391,7 +396,7 @@ def _assemble(blocks: list[_Block], title: str, author: str, chapter_level: int 
             continue
         if not chapters:
             chapters.append((title, []))
-        chapters[-1][1].append(Passage(block.text, "heading" if block.level else "paragraph", block.voice))
+        chapters[-1][1].append(Passage(block.text, "heading" if block.level else block.kind, block.voice))
     book_chapters = [Chapter(name, tuple(passages)) for name, passages in chapters if passages]
     if not any(p.text.strip() for c in book_chapters for p in c.passages):
         raise TextError(f"“{title}” has no text to speak")

@@ -148,7 +148,7 @@ def passage_speech(passage: Passage, policy: ReadingPolicy | None = None,
     (``engine.reading_policy``; None: the default policy), each with its runs of whitespace made one space. What
     is said is before the pronunciation rules. ``orator export --list-segments`` prints the same."""
     out = []
-    for seg in policy_segments(passage.text, policy, target_chars=target_chars):
+    for seg in policy_segments(passage.text, policy, target_chars=target_chars, kinds=passage.kind):
         out.append((" ".join(seg.text.split()), " ".join(seg.speech.split())))
     return out
 

@@ -22,13 +22,29 @@ import re
 import zipfile
 from pathlib import Path
 
-from engine.documents.model import MAX_UNPACKED_BYTES, Block, Document, DocumentError, Parsed
+from engine.documents import docx_notes
+from engine.documents.docx_notes import code_style, list_paragraph, read_notes, table_look_first_row
+from engine.documents.model import (
+    CODE,
+    FOOTNOTE,
+    MAX_UNPACKED_BYTES,
+    PROSE,
+    Block,
+    Document,
+    DocumentError,
+    Parsed,
+)
+from engine.documents.tables import row_blocks
+from engine.reading_policy import code_kind
+from engine.spoken_symbols import superscript
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 OFFICE_DOCUMENT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
 STYLES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles"
+FOOTNOTES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes"
+ENDNOTES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/endnotes"
 CORE_PROPERTIES = "http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties"
 MAX_PART_BYTES = 256 << 20  # one XML part, read streaming
 MAX_DEPTH = 200  # nesting of elements (libxml2 keeps 256 levels, and drops what is deeper while recovering)
@@ -53,7 +69,15 @@ def read_docx(path: Path, doc: Document) -> Parsed:
             raise DocumentError(f"“{path.name}” is not a valid DOCX file (it has no document part).")
         styles = _style_names(archive, names, _related(archive, names, main, STYLES))
         title, author = _core_properties(archive, names, _related(archive, names, "", CORE_PROPERTIES))
-        blocks = _body(archive, main, styles, path.name)
+        notes = {}
+        for kind, relation in (("footnote", FOOTNOTES), ("endnote", ENDNOTES)):
+            part = _related(archive, names, main, relation)
+            if part and archive.getinfo(part).file_size > docx_notes.MAX_NOTES_PART_BYTES:
+                doc.warnings.append(f"The {kind}s of “{path.name}” take more than "
+                                    f"{docx_notes.MAX_NOTES_PART_BYTES >> 20} MB; they were not read.")
+            elif part:
+                notes.update(read_notes(_xml(archive, part), kind, paragraph_text))
+        blocks = _body(archive, main, styles, path.name, notes)
     return Parsed(blocks, title, author)
 
 
@@ -110,7 +134,8 @@ def _core_properties(archive: zipfile.ZipFile, names: set[str], part: str | None
 
 
 # ---- the body --------------------------------------------------------------------------------------------
-def _body(archive: zipfile.ZipFile, main: str, styles: dict[str, str], file_name: str) -> list[Block]:
+def _body(archive: zipfile.ZipFile, main: str, styles: dict[str, str], file_name: str,
+          notes: dict[tuple[str, str], str]) -> list[Block]:
     """The blocks of the body, each of its elements read when it ends and then freed."""
     from lxml import etree
 
@@ -137,7 +162,7 @@ def _body(archive: zipfile.ZipFile, main: str, styles: dict[str, str], file_name
             parent = el.getparent()
             if parent is None or parent.tag != f"{W}body":
                 continue
-            _element(el, styles, blocks)
+            _element(el, styles, blocks, notes)
             el.clear()  # read: freed with those before it, so a long book stays small in memory
             while el.getprevious() is not None:
                 del parent[0]
@@ -159,8 +184,9 @@ class _Bounded:
         return data
 
 
-def _element(el, styles: dict[str, str], blocks: list[Block]) -> None:
-    """Adds the blocks of a body-level element: a paragraph, a table, a content control, or what wraps them."""
+def _element(el, styles: dict[str, str], blocks: list[Block], notes: dict[tuple[str, str], str] | None = None) -> None:
+    """Adds the blocks of a body-level element: a paragraph (its notes after it), a table, a content control, or what
+    wraps them."""
     stack = [el]
     while stack:
         el = stack.pop()
@@ -170,7 +196,17 @@ def _element(el, styles: dict[str, str], blocks: list[Block]) -> None:
                 continue  # an entry of a generated table of contents
             text = paragraph_text(el)
             if text.strip():
-                blocks.append(Block(text, _heading_level(el, style)))
+                level = _heading_level(el, style)
+                kind = CODE if code_style(style) else list_paragraph(el, style) or PROSE
+                if blocks and kind == CODE == blocks[-1].kind and not blocks[-1].level:
+                    blocks[-1].text += "\n" + text  # a listing is a paragraph a line
+                else:
+                    blocks.append(Block(text, level, kind=kind if kind != CODE else code_kind(text)))
+            for tag, kind in ((f"{W}footnoteReference", "footnote"), (f"{W}endnoteReference", "endnote")):
+                for ref in el.iter(tag):
+                    note = (notes or {}).get((kind, ref.get(f"{W}id") or ""))
+                    if note:
+                        blocks.append(Block(note, kind=FOOTNOTE))
         elif el.tag == f"{W}tbl":
             blocks.extend(_table_rows(el))
         elif el.tag == f"{W}sdt":
@@ -191,11 +227,19 @@ def paragraph_text(p) -> str:
         tag = el.tag
         if tag == f"{W}t":
             parts.append(_text_of(el))
+        elif tag == f"{W}r" and _raised(el):
+            text = "".join(_text_of(t) for t in el.iter(f"{W}t"))
+            parts.append(superscript(text) if text.isdigit() and len(text) <= 6 else text)
         elif tag in _CHARACTERS:
             parts.append(" " if tag == f"{W}br" and el.get(f"{W}type") == "page" else _CHARACTERS[tag])
         elif tag not in _NOT_TEXT and isinstance(tag, str):
             stack.extend(reversed(list(el)))
     return "".join(parts)
+
+
+def _raised(run) -> bool:
+    align = run.find(f"{W}rPr/{W}vertAlign")
+    return align is not None and align.get(f"{W}val") == "superscript"
 
 
 def _text_of(t) -> str:
@@ -235,20 +279,28 @@ def _is_toc(sdt) -> bool:
 
 
 def _table_rows(table) -> list[Block]:
-    """One block a row: its cells' texts (a cell merged into the one above is left out, as are empty cells)."""
-    blocks = []
+    """One block a row, each cell labelled with its column's header (tables.py): the rows marked to repeat as
+    headers, or else the first row of a table whose style marks a first row when its cells are short labels. A cell
+    merged into the one above is left out, as are empty cells."""
+    rows: list[tuple[list[tuple[str, int]], bool]] = []
     for row in _children(table, "tr"):
         cells = []
         for cell in _children(row, "tc"):
             merge = cell.find(f"{W}tcPr/{W}vMerge")
+            span = cell.find(f"{W}tcPr/{W}gridSpan")
+            columns = span.get(f"{W}val") if span is not None else "1"
+            columns = min(int(columns), 64) if columns and columns.isdigit() and int(columns) > 0 else 1
             if merge is not None and merge.get(f"{W}val") in (None, "continue"):
+                cells.append(("", columns))
                 continue
-            text = " ".join(" ".join(t.split()) for t in _cell_texts(cell) if t.strip())
-            if text:
-                cells.append(text)
-        if cells:
-            blocks.append(Block(("; " if any("," in c for c in cells) else ", ").join(cells)))
-    return blocks
+            cells.append((" ".join(" ".join(t.split()) for t in _cell_texts(cell) if t.strip()), columns))
+        rows.append((cells, row.find(f"{W}trPr/{W}tblHeader") is not None))
+    header = [cells for cells, marked in rows if marked]
+    body = [cells for cells, marked in rows if not marked]
+    first_row = table_look_first_row(table.find(f"{W}tblPr/{W}tblLook"))
+    if not header and first_row and len(body) > 1 and all(len(t) <= 40 and not t.endswith(".") for t, _ in body[0]):
+        header, body = [body[0]], body[1:]
+    return row_blocks(header, body)
 
 
 def _children(el, name: str) -> list:

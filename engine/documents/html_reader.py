@@ -14,7 +14,16 @@ import codecs
 import re
 from itertools import islice
 
-from engine.documents.model import MAX_MARKUP_TAGS, Block, DocumentError, Parsed
+from engine.documents.html_structure import (
+    block_kind,
+    note_reference,
+    notes_by_id,
+    one_line,
+    raised_digits,
+    table_rows,
+)
+from engine.documents.model import CODE, FOOTNOTE, FORMULA, MAX_MARKUP_TAGS, PROSE, Block, DocumentError, Parsed
+from engine.reading_policy import code_kind
 
 SKIPPED_TAGS = frozenset({
     "script", "style", "head", "noscript", "svg", "math", "template", "iframe", "object", "embed", "canvas",
@@ -35,7 +44,7 @@ NAVIGATION_CLASSES = frozenset({
     "list-of-equations", "list-of-procedures", "sphinxsidebar", "sphinxsidebarwrapper", "related", "breadcrumb",
     "breadcrumbs", "headerlink", "nav-panel", "contents", "shortcontents", "short-toc",
     "mini-toc", "navigation", "skip-link", "mw-editsection", "printfooter", "catlinks", "footnote-reference",
-    "footnote-ref", "noprint", "docnav", "footer", "header",
+    "footnote-ref", "footnote-backref", "footnote-back", "noprint", "docnav", "footer", "header",
 })
 NAVIGATION_IDS = frozenset({"banner", "toc", "navigation", "sidebar", "breadcrumbs"})
 NAVIGATION_ROLES = frozenset({"navigation", "doc-toc", "doc-pagelist", "doc-noteref", "doc-backlink", "banner",
@@ -217,6 +226,11 @@ class HtmlConverter:
         self._anchors: list[str] = []
         self._level = 0
         self._stats: dict = {}
+        self._kinds: list[str] = []  # the kinds the open block elements give, innermost last
+        self._notes: dict = {}  # this page's footnotes by id
+        self._pending_notes: list[str] = []  # notes referred to in the block being collected
+        self._placed_notes: set[str] = set()  # notes read already (after their paragraph, or where they stand)
+        self._prefix = ""
 
     def feed(self, root, prefix: str = "") -> None:
         """Adds the blocks of ``root``; ``prefix`` names the page in anchors (``prefix#id``, and ``prefix``
@@ -228,6 +242,7 @@ class HtmlConverter:
         self._read_metadata(root)
         body = next((el for el in root.iter() if local_name(el) == "body"), root)
         self._stats = link_stats(body)
+        self._notes, self._pending_notes, self._placed_notes, self._prefix = notes_by_id(body), [], set(), prefix
         self._walk(body, prefix)
         self._flush()
 
@@ -259,11 +274,26 @@ class HtmlConverter:
                         self._level = 0
                 elif name in BLOCK_TAGS and not heading_depth:
                     self._flush()
+                if name in BLOCK_TAGS and block_kind(el, name) is not None:
+                    self._kinds.pop()
                 if el is not root and el.tail:
                     self._parts.append((el.tail, pre_depth > 0))
                 continue
+            if name == "math":
+                self._math(el, pre_depth > 0)
+                continue
+            if name == "sup" and (raised := raised_digits(el)) is not None and not is_skipped(el, name, self._stats):
+                self._parts.append((raised + (el.tail or ""), pre_depth > 0))
+                continue
             if name is None or is_skipped(el, name, self._stats):
+                note = note_reference(el, name, self._notes) if name else None
+                if note is not None and note not in self._pending_notes:
+                    self._pending_notes.append(note)  # its note is read after this paragraph
                 if el is not root and el.tail:
+                    self._parts.append((el.tail, pre_depth > 0))
+                continue
+            if el.get("id") in self._placed_notes and block_kind(el, name) == FOOTNOTE:
+                if el.tail:  # read after the paragraph that refers to it
                     self._parts.append((el.tail, pre_depth > 0))
                 continue
             if name in HEADING_LEVELS:
@@ -273,11 +303,19 @@ class HtmlConverter:
                 heading_depth += 1
             elif name in BLOCK_TAGS and not heading_depth:
                 self._flush()
+            if name in BLOCK_TAGS:
+                kind = block_kind(el, name)
+                if kind is not None:
+                    self._kinds.append(kind)
+                    if kind == FOOTNOTE and el.get("id"):
+                        self._placed_notes.add(el.get("id"))  # read where it stands: not again after a reference
             for key in ("id", "name") if name == "a" else ("id",):
                 if el.get(key):
                     self._anchors.append(f"{prefix}#{el.get(key)}")
             if name == "table" and not is_layout_table(el):
                 self._table(el)
+                if block_kind(el, name) is not None:
+                    self._kinds.pop()
                 if el.tail:
                     self._parts.append((el.tail, pre_depth > 0))
                 continue
@@ -291,18 +329,22 @@ class HtmlConverter:
             stack.extend((child, False) for child in reversed(el))
 
     def _table(self, table) -> None:
-        """Each row one block: its cells' texts, separated by ", " (or "; " when a cell holds a comma)."""
+        """Each row one block, its cells labelled with their headers (html_structure.table_rows)."""
         self._flush()
-        for el in table.iter():
-            name = local_name(el)
-            if name == "caption":
-                self.blocks.append(Block(self._inline(el)))
-            elif name == "tr":
-                cells = [self._inline(c) for c in el if local_name(c) in ("td", "th")]
-                cells = [c for c in cells if c]
-                if cells:
-                    separator = "; " if any("," in c for c in cells) else ", "
-                    self.blocks.append(Block(separator.join(cells)))
+        self.blocks.extend(table_rows(table, self._inline))
+
+    def _math(self, el, pre: bool) -> None:
+        """A formula: its ``alttext`` or its characters; a displayed one is a block of its own, an inline one is
+        part of its sentence."""
+        text = one_line(el.get("alttext") or _text_content(el))
+        if (el.get("display") or "").lower() == "block":
+            self._flush()
+            if text:
+                self.blocks.append(Block(text, kind=FORMULA))
+        elif text:
+            self._parts.append((f" {text} ", pre))
+        if el.tail:
+            self._parts.append((el.tail, pre))
 
     def _inline(self, el) -> str:
         """The visible text of ``el`` on one line (skipped elements left out)."""
@@ -333,8 +375,23 @@ class HtmlConverter:
         text = "".join(part if pre else _SPACE.sub(" ", part) for part, pre in self._parts)
         self._parts = []
         if text.strip():
-            self.blocks.append(Block(text, self._level, self._anchors))
+            kind = self._kinds[-1] if self._kinds else PROSE
+            if kind == CODE:
+                kind = code_kind(text)
+            self.blocks.append(Block(text, self._level, self._anchors, kind))
             self._anchors = []
+        self._place_notes()
+
+    def _place_notes(self) -> None:
+        """The notes referred to in the block just read, each after it (once)."""
+        pending, self._pending_notes = self._pending_notes, []
+        for note_id in pending:
+            if note_id in self._placed_notes:
+                continue
+            self._placed_notes.add(note_id)
+            text = self._inline(self._notes[note_id])
+            if text:
+                self.blocks.append(Block(text, 0, [f"{self._prefix}#{note_id}"], FOOTNOTE))
 
     def finish(self) -> list[Block]:
         self._flush()

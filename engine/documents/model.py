@@ -9,9 +9,25 @@ or number, standalone section numbers joined with their heading or dropped, "6.1
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from engine.block_kinds import (  # noqa: F401 (the kinds are the readers' vocabulary, imported from here)
+    CODE,
+    DEFINITION,
+    DIAGRAM,
+    FOOTNOTE,
+    FORMULA,
+    HEADING,
+    KINDS,
+    LIST_ITEM,
+    PARAGRAPH,
+    PROSE,
+    SESSION,
+    TABLE_ROW,
+)
 
 # Bounds that keep a hostile or absurd file from exhausting memory or time; each is far above a real book.
 MAX_FILE_BYTES = 1 << 30  # any file (PDFs are read from disk page by page, the others into memory)
@@ -24,6 +40,7 @@ MAX_TEXT_CHARS = 128_000_000  # the extracted text
 # and a dense real manual holds well under a million
 MAX_MARKUP_TAGS = 2_000_000
 TITLE_BLOCK_CHARS = 3000  # a book's title headings and what they introduce (a copyright notice) before its chapters
+_AS_WRITTEN = frozenset({CODE, SESSION, TABLE_ROW, FORMULA, DIAGRAM})  # kept whole by the cleaning
 
 
 class DocumentError(Exception):
@@ -65,16 +82,26 @@ class Document:
     chapters: list[Chapter] = field(default_factory=list)
     headings: list[Heading] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # (start, end, kind) of each block whose kind is not PARAGRAPH, in order; headings included
+    kinds: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def kind_at(self, position: int) -> str:
+        """The kind of the block holding ``position`` of ``text`` (PARAGRAPH where the format says none)."""
+        i = bisect.bisect_right(self.kinds, (position, float("inf"))) - 1
+        if i >= 0 and self.kinds[i][0] <= position < self.kinds[i][1]:
+            return self.kinds[i][2]
+        return PARAGRAPH
 
 
 @dataclass
 class Block:
     """A paragraph (``level`` 0) or a heading (``level`` 1-6) as a reader found it, with the anchors
-    (element ids, document names) that point at it."""
+    (element ids, document names) that point at it and its ``kind`` (one of ``KINDS``; a heading's is HEADING)."""
 
     text: str
     level: int = 0
     anchors: list[str] = field(default_factory=list)
+    kind: str = PARAGRAPH
 
 
 @dataclass(frozen=True)
@@ -145,9 +172,18 @@ def clean_blocks(blocks: list[Block]) -> list[Block]:
     carried: list[str] = []
     pending_number: Block | None = None
     for block in blocks:
-        text = clean_block_text(block.text)
         anchors = carried + block.anchors
         carried = []
+        if block.kind in _AS_WRITTEN:
+            # a listing's "1." or a row's "12" is no section number; a row of symbols ("✓; —") is said
+            text = _SPACES.sub(" ", _INVISIBLE.sub("", block.text)).strip() if block.kind == TABLE_ROW \
+                else clean_block_text(block.text)
+            if text.strip():
+                out.append(Block(text, 0, anchors, block.kind))
+            else:
+                carried = anchors
+            continue
+        text = clean_block_text(block.text)
         if out and _BARE_LABEL.match(out[-1].text) and _BARE_NUMBER_WORD.match(text):
             label = out.pop()
             text, anchors = f"{label.text} {text}", label.anchors + anchors
@@ -157,10 +193,13 @@ def clean_blocks(blocks: list[Block]) -> list[Block]:
         if not _HAS_WORD.search(text):
             carried = anchors  # only punctuation (a rule, dot leaders, "* * *"): nothing to read
             continue
-        if _NUMBER_ONLY.match(text):
+        # a paragraph of Roman letters alone is a numeral where the format marks no paragraphs (a PDF page's "iv"),
+        # a word where it does ("CV", "MIX")
+        if _NUMBER_ONLY.match(text) and (block.kind in (PARAGRAPH, HEADING) or block.level or text[:1].isdigit()
+                                         or text[:1] == "§"):
             if pending_number is not None:
                 carried = pending_number.anchors
-            pending_number = Block(text.rstrip(". "), block.level, anchors)
+            pending_number = Block(text.rstrip(". "), block.level, anchors, block.kind)
             continue
         if pending_number is not None:
             anchors = pending_number.anchors + anchors
@@ -168,7 +207,8 @@ def clean_blocks(blocks: list[Block]) -> list[Block]:
             if block.level and not re.match(rf"[\d§]|{_ROMAN}\b", text):
                 text = f"{pending_number.text} {text}"
             pending_number = None
-        out.append(Block(normalize_section_number(text, bool(block.level)), block.level, anchors))
+        out.append(Block(normalize_section_number(text, bool(block.level)), block.level, anchors,
+                         HEADING if block.level else block.kind))
     if pending_number is not None:
         carried = pending_number.anchors + carried
     if carried:
@@ -183,6 +223,7 @@ def assemble(parsed: Parsed, doc: Document) -> None:
     pieces: list[str] = []
     offsets: dict[str, int] = {}
     headings: list[Heading] = []
+    kinds: list[tuple[int, int, str]] = []
     pos = 0
     for block in blocks:
         if block.text and pieces:
@@ -194,6 +235,8 @@ def assemble(parsed: Parsed, doc: Document) -> None:
         pieces.append(block.text)
         if block.level:
             headings.append(Heading(" ".join(block.text.split()), block.level, pos, pos + len(block.text)))
+        if block.kind != PARAGRAPH:
+            kinds.append((pos, pos + len(block.text), block.kind))
         pos += len(block.text)
     text = "\n\n".join(pieces)
     if len(text) > MAX_TEXT_CHARS:
@@ -201,6 +244,7 @@ def assemble(parsed: Parsed, doc: Document) -> None:
                             "of text, more than Orator can open.")
     doc.text = text
     doc.headings = headings
+    doc.kinds = kinds
     if parsed.title.strip():
         doc.title = " ".join(parsed.title.split())
     if parsed.author.strip():

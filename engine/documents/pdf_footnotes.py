@@ -6,7 +6,7 @@ a whole number (no digit beside it) that stands right after a word's end, in sma
 new sentence ("gz1", "(RFA).3", "a wizard. 2", or alone on a line after one), and a footnote starting with
 that number (a line in smaller type in the lower half of the page) is printed on the same page or the next.
 Such a mark is removed, and the note's own leading number with it; the note is read after the paragraph it
-interrupts (pdf_reader moves it). Anything short of that is kept as printed: smaller digits inside "1770"
+holds the mark (pdf_reader moves it there). Anything short of that is kept as printed: smaller digits inside "1770"
 or "(2002)", an exponent in "km s−1", a number with no note, a note with no mark.
 PDFium ends a line after raised type ("(196¹" then ")"), so pieces of one printed line are first put together.
 """
@@ -47,6 +47,7 @@ class _Line(Protocol):
     y_end: float
     starts_note: bool
     small_digits: list[tuple[int, int]]
+    notes: list  # the first lines of the notes whose marks this line held
 
 
 class _Page(Protocol):
@@ -102,7 +103,10 @@ def drop_footnote_marks(pages: Sequence[_Page]) -> None:
         searched = [page] + ([pages[index - 1]] if index else [])
         for line, lead in notes:
             number = line.text[:lead]
-            if any(_remove_mark(other, number, main) for other in searched):
+            marked = next((found for other in searched if (found := _remove_mark(other, number, main)) is not None),
+                          None)
+            if marked is not None:
+                marked.notes.append(line)  # the note is read after the paragraph holding its mark
                 line.text = line.text[lead:].lstrip()
                 line.small_digits = []
 
@@ -117,8 +121,8 @@ def _note_number(line: _Line) -> int:
     return 0
 
 
-def _remove_mark(page: _Page, number: str, main: float) -> bool:
-    """Removes the first mark of ``number`` from the body lines of ``page``; whether there was one."""
+def _remove_mark(page: _Page, number: str, main: float) -> _Line | None:
+    """Removes the first mark of ``number`` from the body lines of ``page``; the line that held it, or None."""
     body_mark = re.compile(rf"{_BODY_MARK_BEFORE}{number}{_BODY_MARK_AFTER}")
     prev = None
     for i, line in enumerate(page.lines):
@@ -126,7 +130,7 @@ def _remove_mark(page: _Page, number: str, main: float) -> bool:
             continue
         if line.text == number and prev is not None and _ENDS_WORD.search(prev.text):
             del page.lines[i]  # PDFium put the mark after a line's end on a line of its own
-            return True
+            return prev
         prev = line
         for k, (start, end) in enumerate(line.small_digits):
             if line.text[start:end] == number and _WORD_END.search(line.text[:start]) \
@@ -135,12 +139,12 @@ def _remove_mark(page: _Page, number: str, main: float) -> bool:
                 line.text = line.text[:start] + line.text[end:]
                 line.small_digits = [(s - (end - start), e - (end - start)) if s >= end else (s, e)
                                      for j, (s, e) in enumerate(line.small_digits) if j != k]
-                return True
+                return line
         m = body_mark.search(line.text)
         if m:
             start = m.start() - (m.start() > 0 and line.text[m.start() - 1].isspace())
             cut = m.end() - start
             line.text = line.text[:start] + line.text[m.end():]
             line.small_digits = [(s - cut, e - cut) if s >= m.end() else (s, e) for s, e in line.small_digits]
-            return True
-    return False
+            return line
+    return None

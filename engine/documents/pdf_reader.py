@@ -2,15 +2,16 @@
 
 PDFium was chosen on evidence (docs/documents.md#choosing-the-pdf-extractor, bench/tuning/pdf_extractors.py):
 on four real manuals it kept word spacing where pypdf ran words together, kept reading order at least as well
-as pdfminer.six, and read a page faster than either. Its text comes line by line with each character's box
-and font size; from those this module removes what is printed but not read: contents and index pages (dot leaders, lines
-ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
-text, repeated on three pages or more, or on two of a short document), page numbers and footnote
+as pdfminer.six, and read a page faster than either. Its text comes line by line (pdf_lines.py) with each
+character's box and font size; from those this module removes what is printed but not read: contents and index
+pages (dot leaders, lines ending in page numbers), running headers and footers (a line in the top or bottom band, apart from the
+text, repeated on three pages or more, or on two of a document under ten pages), page numbers and footnote
 markers (pdf_footnotes.py: a digit is removed only as a mark with its note); it joins words
 hyphenated at a line end (PDFium marks them) unless the document spells the word with its hyphen
 elsewhere; it rebuilds paragraphs across lines, columns and pages (a paragraph ends at a wider gap,
-a line short of its column's edge, a change of size, an indent or a list bullet) and moves footnotes
-after the paragraph they interrupt. Bookmarks give chapters; without them, larger type gives headings.
+a line short of its column's edge, a change of size, an indent, a list bullet or a reference's "[17]"),
+and moves each note (a FOOTNOTE block) right after the paragraph holding its mark, or, where no mark was
+found, after the paragraph its page break cut. Bookmarks give chapters; without them, larger type gives headings.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.documents.model import MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import FOOTNOTE, MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
 from engine.documents.pdf_footnotes import (
-    SUPERSCRIPTS,
     drop_footnote_marks,
     rejoin_printed_lines,
-    small_digit_runs,
 )
+from engine.documents.pdf_lines import Line, Page, printed_lines, read_line
 
+# a running header or footer lies within EDGE_BAND of the page's height from its top or bottom (a journal's header
+# sits lower than a manual's); a page number, or a line known by its place alone, within NARROW_BAND
+EDGE_BAND = 0.12
+NARROW_BAND = 0.08
 MAX_PAGE_CHARS = 1_000_000  # characters of one page; a dense printed page holds under 10,000
 HYPHEN_MARK = "\x02"  # what PDFium puts for a hyphen at a line end
 _LINE = re.compile(r"[^\r\n]+")
@@ -38,7 +42,9 @@ _INDEX_ENTRY = re.compile(r",\s*\d{1,4}(?:[–-]\d{1,4})?(?:,\s*\d{1,4}(?:[–-]
 _ENDS_WITH_PAGE = re.compile(r"\S\s+(?:\d{1,4}|[ivxlcdm]{1,6})\s*$")
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[\[(–—-]?\s*(?:\d{1,4}|[ivxlcdm]{1,7})\s*[\])–—-]?"
                           r"(?:\s*(?:/|of)\s*\d{1,4})?$", re.IGNORECASE)
-_BULLET = re.compile(r"^(?:[•◦▪▫‣∙·●○■□➢►–—*]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s)")
+# a list item's or reference's start: a bullet, "1.", "(a)", "[17]" (its next lines, indented, continue it)
+_BULLET = re.compile(r"^(?:[•◦▪▫‣∙·●○■□➢►–—*]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s|\[\d{1,4}\]\s)")
+_NOTE_START = re.compile(r"^(?:[∗*†‡§¶]|\d{1,3}\s?[A-Za-z(“\"])")  # a note's first words: its mark or number
 _TERMINAL = re.compile(r"[.!?:;…][\"'”’)\]]*$")
 _DIGITS = re.compile(r"\d+")
 _ROMAN_WORD = re.compile(r"\b[ivxlcdm]{1,7}\b")
@@ -48,26 +54,6 @@ _ACCENTS = {"¨": "\u0308", "´": "\u0301", "ˆ": "\u0302", "˜": "\u0303", "¸"
 _SPACING_ACCENT = re.compile(f"([{''.join(_ACCENTS)}])([^\\W\\d_])")
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 _NUMBER_PREFIX = re.compile(r"^(?:(?:chapter|part|appendix|section)\s+)?(?:\d{1,4}\s+)*")  # of normalized text
-
-
-@dataclass(eq=False)
-class Line:
-    text: str
-    x0: float
-    x1: float
-    y: float  # baseline-ish: the bottom of the first character's loose box
-    top: float
-    size: float
-    y_end: float  # the same for the last character (PDFium may put two printed lines in one)
-    starts_note: bool = False  # the first line of a footnote
-    small_digits: list[tuple[int, int]] = field(default_factory=list)  # whole numbers in smaller type
-
-
-@dataclass
-class Page:
-    number: int
-    height: float
-    lines: list[Line] = field(default_factory=list)
 
 
 def read_pdf(path: Path, doc: Document) -> Parsed:
@@ -109,8 +95,6 @@ def read_pdf(path: Path, doc: Document) -> Parsed:
 
 
 def _page(pdf, index: int, name: str) -> Page:
-    import pypdfium2.raw as pdfium_c
-
     page = pdf[index]
     try:
         width, height = page.get_size()
@@ -123,19 +107,8 @@ def _page(pdf, index: int, name: str) -> Page:
             text = textpage.get_text_range().replace("\ufffe", HYPHEN_MARK)
             result = Page(index, height)
             for m in _LINE.finditer(text):
-                line = m.group()
-                first = m.start() + len(line) - len(line.lstrip())
-                last = m.start() + len(line.rstrip()) - 1
-                if last < first:
-                    continue
-                left, bottom, _, top = textpage.get_charbox(first, loose=True)
-                _, bottom_end, right, _ = textpage.get_charbox(last, loose=True)
-                size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
-                stripped = text[first:last + 1]
-                small = small_digit_runs(
-                    stripped, lambda i, at=first: pdfium_c.FPDFText_GetFontSize(textpage.raw, at + i), size)
-                result.lines.append(Line(stripped.translate(SUPERSCRIPTS), left, right, bottom, top, round(size, 1),
-                                         bottom_end, small_digits=small))
+                for first, last in printed_lines(textpage, text, m.start(), m.end()):
+                    result.lines.append(read_line(textpage, text, first, last))
             result.lines = rejoin_printed_lines(result.lines)
             return result
         finally:
@@ -160,25 +133,22 @@ def _bookmarks(pdf) -> list[tuple[str, int, int]]:
 
 
 # ---- what is printed but not read -------------------------------------------------------------------
-def _keys(text: str) -> tuple[str, str]:
-    """A line with its numbers masked, whole and its first three words (a running header that names the
-    current section changes after them)."""
-    key = _ROMAN_WORD.sub("#", _DIGITS.sub("#", text.lower()))
-    return key, "prefix:" + " ".join(key.split()[:3])
-
-
 def _strip_furniture(pages: list[Page]) -> None:
     """Removes running headers/footers, page numbers and contents and index pages, in place."""
     pitches = [a.y_end - b.y for page in pages for a, b in zip(page.lines, page.lines[1:], strict=False)
                if a.size == b.size and 0 < a.y_end - b.y < 3 * a.size]
     pitch = statistics.median(pitches) if pitches else 12.0
     edges = [_edge_lines(page, pitch) for page in pages]
+    keys = [{line: _keys(line, page) for line in lines} for page, lines in zip(pages, edges, strict=True)]
     counts = Counter()
-    for lines in edges:
-        counts.update({k for line in lines for k in _keys(line)})
-    repeated = {key for key, n in counts.items() if n >= (3 if len(pages) >= 4 else 2)}
-    for page, lines in zip(pages, edges, strict=True):
-        furniture = {line for line in lines if _PAGE_NUMBER.match(line.text) or any(k in repeated for k in _keys(line))}
+    for page_keys in keys:
+        counts.update({k for line_keys in page_keys.values() for k in line_keys})
+    # a paper of a few pages alternates two headers (title, authors), each on every other page after the first
+    repeated = {key for key, n in counts.items() if n >= (3 if len(pages) >= 10 else 2)}
+    for page, page_keys in zip(pages, keys, strict=True):
+        furniture = {line for line, line_keys in page_keys.items()
+                     if _PAGE_NUMBER.match(line.text) and _in_band(line, page, NARROW_BAND)
+                     or any(k in repeated for k in line_keys)}
         page.lines = [line for line in page.lines if line not in furniture]
         leaders = sum(bool(_LEADERS.search(line.text)) for line in page.lines)
         numbered = sum(bool(_LEADERS.search(line.text) or _ENDS_WITH_PAGE.search(line.text)) for line in page.lines)
@@ -189,14 +159,20 @@ def _strip_furniture(pages: list[Page]) -> None:
             page.lines = [line for line in page.lines if not _LEADERS.search(line.text)]
 
 
-def _keys(line: Line) -> tuple[str, str, str]:
+def _keys(line: Line, page: Page) -> tuple[str, ...]:
     """What repeats in a running header or footer: its text with numbers masked, the first three words of
-    that (a header naming the current section changes after them), or its place on the page."""
+    that (a header naming the current section changes after them), or, nearest the edge, its place on the page
+    (deeper in, a heading at the top of several pages shares its place)."""
     key = _ROMAN_WORD.sub("#", _DIGITS.sub("#", line.text.lower()))
-    return key, "prefix:" + " ".join(key.split()[:3]), f"place:{round(line.y / 2)}:{line.size}"
+    keys = key, "prefix:" + " ".join(key.split()[:3])
+    return keys + (f"place:{round(line.y / 2)}:{line.size}",) if _in_band(line, page, NARROW_BAND) else keys
 
 
-def _edge_lines(page: Page, pitch: float, band: float = 0.08) -> list[Line]:
+def _in_band(line: Line, page: Page, band: float) -> bool:
+    return line.y > page.height * (1 - band) or line.top < page.height * band
+
+
+def _edge_lines(page: Page, pitch: float, band: float = EDGE_BAND) -> list[Line]:
     """Lines in the page's top or bottom band set apart from the text by a wider gap than between lines,
     wherever they come in the text's order."""
     out = []
@@ -248,12 +224,25 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
         trailing: list[_Block] = []
         while page_blocks and page_blocks[-1].level == 0 and page_blocks[-1].small:
             trailing.insert(0, page_blocks.pop())
+        in_note = False
+        for block in trailing:  # a note's first block starts with its mark or number, the next go on with it
+            in_note = in_note or block.note or bool(_NOTE_START.match(block.text))
+            if in_note:
+                block.kind = FOOTNOTE  # a caption in small type at a page's foot is no note
+        # notes at the foot of a column other than the last come mid-page in reading order
+        notes = [b for b in page_blocks if _is_column_note(b, page.height)]
+        if notes:
+            page_blocks = [b for b in page_blocks if b not in notes]
+            for note in notes:
+                note.kind = FOOTNOTE
+            trailing = notes + trailing
         if page_blocks:
             page_blocks[0].anchors.append(f"page{page.number}")
             first = page_blocks[0]
             if blocks and _continues(blocks[-1], first):
                 blocks[-1].text = _join(blocks[-1].text, first.text)
                 blocks[-1].anchors.extend(first.anchors)
+                blocks[-1].refs.extend(first.refs)
                 page_blocks = page_blocks[1:]
             blocks.extend(footnotes)
             footnotes = []
@@ -262,6 +251,7 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
         blocks.extend(page_blocks)
         footnotes.extend(trailing)
     blocks.extend(footnotes)
+    blocks = _notes_after_their_paragraphs(blocks)
     if bookmarks:
         _mark_bookmarks(blocks, bookmarks)
     _resolve_hyphens(blocks)
@@ -310,7 +300,9 @@ def _breaks(prev: Line, line: Line, first: Line, pitch: float, columns: list[tup
     if prev.x1 < right - 0.12 * max(right - left, 1.0) and prev.text[-1:] != HYPHEN_MARK:
         return True  # a short line ends its paragraph
     if line.x0 > prev.x0 + 0.8 * line.size and not _BULLET.match(first.text):
-        return True  # an indented first line
+        # an indented first line, unless the line before is a full first line that ends no sentence: then the
+        # indent hangs, as a definition's or a reference's lines do under its term
+        return not (prev is first and not _TERMINAL.search(prev.text))
     return False
 
 
@@ -318,6 +310,54 @@ def _breaks(prev: Line, line: Line, first: Line, pitch: float, columns: list[tup
 class _Block(Block):
     size: float = 0.0  # the type size of its first line
     small: bool = False  # smaller than the body type: a footnote, a caption
+    note: bool = False  # its first line starts a footnote whose mark was found (pdf_footnotes)
+    y: float = 0.0  # its first line's baseline, from the page's bottom
+    first: Line | None = None  # its first line
+    refs: list[Line] = field(default_factory=list)  # first lines of the notes whose marks it holds
+
+
+def _notes_after_their_paragraphs(blocks: list[_Block]) -> list[_Block]:
+    """``blocks`` with each note whose mark was found right after the paragraph that holds the mark (a note
+    placed at its page's foot may otherwise come a paragraph or more later); its anchors stay where it was."""
+    notes = {id(b.first): b for b in blocks if b.kind == FOOTNOTE and b.first is not None}
+    heads = {id(notes[id(n)]) for b in blocks for n in b.refs if id(n) in notes and notes[id(n)] is not b}
+    groups: dict[int, list[_Block]] = {}  # a note's first block -> it and the blocks that go on with it
+    moved: set[int] = set()
+    head = None
+    for block in blocks:
+        if id(block) in heads:
+            head = groups.setdefault(id(block), [block])
+        elif head is not None and block.kind == FOOTNOTE and not block.note:
+            head.append(block)
+        else:
+            head = None
+            continue
+        moved.add(id(block))
+    out: list[_Block] = []
+    carried: list[str] = []
+    for block in blocks:
+        if id(block) in moved:
+            carried += block.anchors
+            block.anchors = []
+            continue
+        block.anchors = carried + block.anchors
+        carried = []
+        pending = [block]
+        while pending:  # the block, then its notes, then the notes their text refers to
+            current = pending.pop(0)
+            out.append(current)
+            pending[:0] = [b for n in current.refs if id(n) in notes for b in groups.pop(id(notes[id(n)]), [])]
+    for group in groups.values():  # a note whose only reference lies in a note read before it
+        out.extend(group)
+    if carried and out:
+        out[-1].anchors.extend(carried)
+    return out
+
+
+def _is_column_note(block: _Block, height: float) -> bool:
+    """A block in small type in the page's lowest quarter that starts with a note's mark or number."""
+    return block.small and not block.level and block.y < 0.25 * height \
+        and (block.note or bool(_NOTE_START.match(block.text)))
 
 
 def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _Block:
@@ -326,7 +366,8 @@ def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _
         text = _join(text, line.text)
     size = lines[0].size
     level = level_of.get(size, 0) if len(text) <= 200 else 0
-    block = _Block(text, level, size=size)
+    block = _Block(text, level, size=size, note=lines[0].starts_note, y=lines[0].y, first=lines[0],
+                   refs=[note for line in lines for note in line.notes])
     if size < body_size * 0.9:
         block.small = True
     return block

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.documents.model import Block, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import KINDS, PARAGRAPH, Block, Document, DocumentError, Parsed, TocEntry
 
 MAX_PDF_MEMORY = 2 << 30  # address space the child may take beyond its imports
 MAX_PDF_CPU_SECONDS = 600  # processor time of one PDF, a backstop far above a real book's seconds
@@ -118,14 +118,15 @@ def _limit(memory: int) -> None:
 
 
 def _plain(parsed: Parsed) -> dict:
-    return {"blocks": [[b.text, b.level, b.anchors] for b in parsed.blocks], "title": parsed.title,
+    return {"blocks": [[b.text, b.level, b.anchors, b.kind] for b in parsed.blocks], "title": parsed.title,
             "author": parsed.author, "toc": None if parsed.toc is None else
             [[e.title, e.level, e.anchor] for e in parsed.toc], "fallback": parsed.fallback_anchors}
 
 
 def _parsed(data: dict) -> Parsed:
     toc = None if data["toc"] is None else [TocEntry(str(t), int(level), str(a)) for t, level, a in data["toc"]]
-    return Parsed([Block(str(text), int(level), [str(a) for a in anchors]) for text, level, anchors in data["blocks"]],
+    return Parsed([Block(str(text), int(level), [str(a) for a in anchors], kind if kind in KINDS else PARAGRAPH)
+                   for text, level, anchors, kind in data["blocks"]],
                   str(data["title"]), str(data["author"]), toc,
                   {str(k): str(v) for k, v in dict(data["fallback"]).items()})
 

@@ -2,8 +2,9 @@
 
 Plain text is kept as it is (line ends normalized), so a 20 MB file opens in a moment; its chapters are
 the labelled headings text_chapters.py finds, as ``orator export`` finds them. Markdown is
-rendered by markdown-it-py (CommonMark with tables) and read as HTML, so no markup symbol is read aloud
-and its headings become structure; a YAML front matter block gives title and author instead of being read.
+rendered by markdown-it-py (CommonMark with tables, footnotes through mdit-py-plugins) and read as HTML, so no
+markup symbol is read aloud, its headings become structure, its fences code and its notes footnotes;
+a YAML front matter block gives title and author instead of being read.
 markdown-it-py replaced Python-Markdown, whose regular expressions are quadratic or worse on hostile input
 (80 KB of "[a](" ran past a minute, a deeply nested list of 9 MB took 27 s and 3.4 GB): its block parser
 is linear and bounds nesting (``MAX_NESTING``: a file that reaches it is refused rather than cut). Its
@@ -65,7 +66,9 @@ def read_markdown(data: bytes, doc: Document) -> Parsed:
             else:
                 author = author or value
         source = source[front.end():]
-    renderer = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table")
+    from mdit_py_plugins.footnote import footnote_plugin
+
+    renderer = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable("table").use(footnote_plugin)
     renderer.core.ruler.before("inline", "long_paragraphs_as_written", _long_paragraphs_as_written)
     renderer.core.ruler.before("inline", "nesting_within_bounds", _nesting_within_bounds(doc))
     html = renderer.render(source)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.reading_policy import FOOTNOTES_AT_PARAGRAPH_END, FOOTNOTES_SKIP
 from engine.text import DEFAULT_MAX_CHARS
 from qtapp.gpu_check import gpu_advice
 from qtapp.settings import DEVICES, KNOWN_CHECKPOINTS, MAX_THREADS, PRECISIONS, VOICE_KINDS, Settings
@@ -110,6 +111,10 @@ class SettingsDialog(QDialog):
         self.read_code = QCheckBox("Read code, shell sessions and diagrams", checked=settings.read_code)
         self.read_code.setToolTip("Off: each is announced (“Code example”, “Diagram”) and skipped")
         runtime_form.addRow("", self.read_code)
+        self.read_footnotes = QCheckBox("Read footnotes after their paragraph",
+                                        checked=settings.footnotes != FOOTNOTES_SKIP)
+        self.read_footnotes.setToolTip("Off: footnotes are skipped")
+        runtime_form.addRow("", self.read_footnotes)
         runtime_form.addRow(QLabel("<small>“auto” uses CUDA when a GPU is available. The precision applies on a "
                                    "GPU (bfloat16 is the checkpoints' own); on the processor speech runs in "
                                    "float32, with int8 weights on the fast path.</small>", wordWrap=True))
@@ -145,5 +150,6 @@ class SettingsDialog(QDialog):
         chars = self.segment_chars.value()
         self.settings.segment_chars = chars if chars == 0 else max(chars, MIN_SEGMENT_CHARS)
         self.settings.read_urls, self.settings.read_code = self.read_urls.isChecked(), self.read_code.isChecked()
+        self.settings.footnotes = FOOTNOTES_AT_PARAGRAPH_END if self.read_footnotes.isChecked() else FOOTNOTES_SKIP
         s.cpu_path, s.threads = self.cpu_path.currentData(), self.threads.value()
         return before != (s.checkpoints, s.device, s.precision, s.cpu_path, s.threads)

@@ -188,3 +188,113 @@ def test_memory_stays_bounded_on_an_endless_line():
             assert len(segmenter._line) <= LINE_DECIDE
         segmenter.feed("\n")
     segmenter.finish()
+
+
+# ---- by kind --------------------------------------------------------------------------------------------------
+def test_a_block_the_markup_calls_code_is_announced_by_its_kind_whatever_its_lines():
+    listing = "print('hello')\nx = compute(it)\nreturn x"  # no line of it looks like code to the guesser
+    assert said(listing) == [listing]
+    for kind, word in (("code", "Code example."), ("session", "Session example."), ("diagram", "Diagram."),
+                       ("formula", "Formula.")):
+        [segment] = policy_segments(listing, kinds=kind)
+        assert (segment.start, segment.end, segment.speech) == (0, len(listing), word)
+    assert [s.speech for s in policy_segments(listing, READ_ALL, kinds="code")] == said(listing)
+
+
+def test_prose_the_markup_marks_is_not_guessed():
+    line = "$ apt install foo"
+    assert said(line) == [CODE_ANNOUNCEMENT]
+    assert [s.speech for s in policy_segments(line, kinds="prose")] == [line]
+    assert [s.speech for s in policy_segments(line, kinds="list-item")] == [line]
+
+
+def test_kinds_at_offsets_decide_each_block():
+    text = "Some prose here.\n\nint main() {\nreturn 0;\n}\n\nA note on it.\n\nMore prose."
+    spans = [(0, 16, "prose"), (18, 42, "code"), (44, 57, "footnote"), (59, 70, "prose")]
+    assert [text[s:e] for s, e, _ in spans] == text.split("\n\n")
+
+    def kind_at(at: int) -> str:
+        return next((k for s, e, k in spans if s <= at < e), "paragraph")
+
+    segments = policy_segments(text, kinds=kind_at)
+    assert [s.speech for s in segments] == ["Some prose here.", "Code example.", "Footnote: A note on it.",
+                                            "More prose."]
+    assert [text[s.start:s.end] for s in segments] == text.split("\n\n")  # the code's span is the whole block
+    skipped = policy_segments(text, ReadingPolicy(footnotes="skip"), kinds=kind_at)
+    assert [s.speech for s in skipped] == ["Some prose here.", "Code example.", "More prose."]
+
+
+def test_a_table_row_says_a_word_for_a_cell_of_symbols():
+    row = "Format: EPUB; Read: ✓; Write: ✗; Notes: —; Rating: ★"
+    assert [s.speech for s in policy_segments(row, kinds="table-row")] == [
+        "Format: EPUB; Read: yes; Write: no; Notes: none; Rating: black star"]
+    assert said(row) == ["Format: EPUB; Read: ✓; Write: ✗; Notes: —; Rating: ★"]  # outside a table: as written
+
+
+@pytest.mark.parametrize(("written", "spoken"), [
+    ("A key of 2²⁵⁶ bits.", "A key of 2 to the power 256 bits."),
+    ("It is 10⁻³ of it.", "It is 10 to the power minus 3 of it."),
+    ("Then x² + y³ = 1.", "Then x squared + y cubed = 1."),
+    ("An area of 3 km².", "An area of 3 km squared."),
+    ("As Smith¹ wrote.", "As Smith wrote."),  # a mark: its note is read after the paragraph
+    ("Plain 2256 digits.", "Plain 2256 digits."),
+])
+def test_superscripts_are_said_as_powers_after_a_number_and_as_nothing_after_a_word(written, spoken):
+    assert said(written) == [spoken]
+
+
+def test_a_footnote_choice_is_checked():
+    with pytest.raises(ValueError, match="footnotes"):
+        ReadingPolicy(footnotes="sometimes")
+
+
+ANNOUNCEMENTS = {CODE_ANNOUNCEMENT, DIAGRAM_ANNOUNCEMENT, "Session example.", "Formula."}
+_KINDS = st.sampled_from(["paragraph", "prose", "heading", "code", "session", "table-row", "formula", "diagram",
+                          "footnote", "list-item", "definition"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=st.lists(st.tuples(st.lists(_LINES.filter(lambda line: re.search(r"\w", line)), min_size=1,
+                                          max_size=4), _KINDS), max_size=12),
+       cuts=st.lists(st.integers(0, 3000), max_size=10), start=st.integers(0, 10**6),
+       read_code=st.booleans(), skip_notes=st.booleans())
+def test_blocks_of_any_kinds_give_the_same_segments_however_the_text_arrives(blocks, cuts, start, read_code,
+                                                                             skip_notes):
+    """Blocks as a document's text holds them (separated by blank lines, each of a kind, each with a word, as the
+    readers' cleaning leaves them): the segments do not
+    depend on how the text is fed, lie in order within their blocks, and say every word of each block the policy
+    reads as prose (a note's lead aside), nothing of a skipped note."""
+    text, spans, at = "", [], start
+    for lines, kind in blocks:
+        body = "\n".join(lines)
+        if text:
+            text, at = text + "\n\n", at + 2
+        spans.append((at, at + len(body), kind))
+        text, at = text + body, at + len(body)
+
+    def kind_at(offset: int) -> str:
+        return next((k for s, e, k in spans if s <= offset < e), "paragraph")
+
+    policy = ReadingPolicy(read_urls=True, read_code=read_code, footnotes="skip" if skip_notes else "paragraph-end")
+    whole = policy_segments(text, policy, start=start, kinds=kind_at)
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    segmenter = PolicySegmenter(policy, start, kinds=kind_at)
+    got = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        got += segmenter.feed(text[a:b])
+    got += segmenter.finish()
+    assert got == whole
+    for seg in whole:
+        block = next((s, e, k) for s, e, k in spans if s <= seg.start < e)
+        # an announcement stands for a run of code blocks; anything else stays within its block, but where the format
+        # says nothing of either block (plain text), as the segmenter cuts text without a policy
+        spanned = {k for s, e, k in spans if s < seg.end and e > seg.start}
+        assert seg.speech.strip() and (seg.end <= block[1] or seg.speech in ANNOUNCEMENTS or spanned == {"paragraph"})
+        assert not (skip_notes and block[2] == "footnote")
+    for s, e, kind in spans:
+        said = " ".join(seg.speech for seg in whole if s <= seg.start < e)
+        read = kind in ("prose", "heading", "list-item", "definition") or kind == "footnote" and not skip_notes \
+            or read_code and kind in ("code", "session", "formula", "diagram")
+        if read:  # every word as written (URLs in full here), a note's lead aside
+            words = re.findall(r"\w+", said.removeprefix("Footnote: "))
+            assert words == re.findall(r"\w+", text[s - start:e - start])

@@ -281,6 +281,32 @@ def test_reopening_a_document_resumes_where_reading_stopped(qtbot, fake_sd, make
     assert later.editor.textCursor().position() == book.read_text().index("Second")
 
 
+def test_an_imported_document_is_read_by_its_blocks_kinds_until_it_is_edited(qtbot, fake_sd, make_window, tmp_path):
+    """A paragraph the HTML marks as prose is read even where it looks like a command, its <pre> is announced, its
+    note is said after its paragraph; once the text is edited the blocks may have moved, and lines are guessed."""
+    page = tmp_path / "page.html"
+    page.write_text("<html><body><p># apt install is what we do next.</p><pre>make\nmake install</pre>"
+                    "<p>Done<a epub:type='noteref' href='#n'>1</a>.</p><aside epub:type='footnote' id='n'>"
+                    "<p>Or later.</p></aside></body></html>", encoding="utf-8")
+    window = make_window()
+    wait_ready(qtbot, window)
+    with qtbot.waitSignal(window.editor.loading_finished, timeout=5000):
+        assert window.open_path(page)
+
+    def planned() -> list[str]:
+        window.editor.moveCursor(QTextCursor.MoveOperation.Start)
+        window.play()
+        plan = window.reader.plan
+        said = [plan.get(i).segment.speech for i in range(4)]
+        window.reader.stop()
+        return said
+
+    assert planned() == ["# apt install is what we do next.", "Code example.", "Done.", "Footnote: Or later."]
+    window.editor.moveCursor(QTextCursor.MoveOperation.End)
+    window.editor.insertPlainText(" Really.")
+    assert planned()[:2] == ["Code example.", "make\nmake install"]  # guessed by lines now
+
+
 def test_shortcuts_exist_and_f5_plays(qtbot, fake_sd, make_window):
     window = make_window()
     wait_ready(qtbot, window)

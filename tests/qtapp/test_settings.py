@@ -132,9 +132,18 @@ def test_the_reading_policy_is_a_setting_kept_across_runs(qtbot, isolated_data_d
     qtbot.addWidget(dialog)
     dialog.read_urls.setChecked(True)
     dialog.read_code.setChecked(True)
+    assert dialog.read_footnotes.isChecked()  # footnotes are read after their paragraph by default
+    dialog.read_footnotes.setChecked(False)
     assert not dialog.apply()  # no model reloads for it
     settings.save()
-    assert Settings.load().reading_policy() == ReadingPolicy(read_urls=True, read_code=True)
+    assert Settings.load().reading_policy() == ReadingPolicy(read_urls=True, read_code=True, footnotes="skip")
+
+
+@pytest.mark.parametrize("stored", ["never", 1, None, ["skip"]])
+def test_a_stored_footnote_choice_that_is_none_falls_back_to_the_default(isolated_data_dir, stored):
+    isolated_data_dir.mkdir(parents=True)
+    (isolated_data_dir / "settings.json").write_text(json.dumps({"footnotes": stored}))
+    assert Settings.load().reading_policy().footnotes == "paragraph-end"
 
 
 @pytest.mark.parametrize("stored", [5, -1, 301, 10**9, 2.5, "200", True, None])

@@ -96,6 +96,24 @@ def test_a_docx_part_whose_directory_lies_about_its_size_stops_at_the_bound(tmp_
         load_document(path)
 
 
+def test_docx_notes_past_their_bound_are_left_out_with_a_warning(tmp_path, monkeypatch):
+    from engine.documents import docx_notes
+
+    monkeypatch.setattr(docx_notes, "MAX_NOTES_PART_BYTES", 10_000)
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    notes = "".join(f'<w:footnote w:id="{i}"><w:p><w:r><w:t>note {i}</w:t></w:r></w:p></w:footnote>'
+                    for i in range(400))
+    rels = ('<Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            'footnotes" Target="footnotes.xml"/>')
+    path = write_docx(tmp_path / "notes.docx", '<w:p><w:r><w:t>Text</w:t></w:r><w:r><w:footnoteReference w:id="3"/>'
+                      "</w:r></w:p>", rels, {"word/footnotes.xml": f'<w:footnotes xmlns:w="{w}">{notes}</w:footnotes>'})
+    doc = load_document(path)
+    assert doc.text == "Text"  # the body is read all the same
+    assert [w.endswith("they were not read.") and "footnotes of “notes.docx”" in w for w in doc.warnings] == [True]
+    monkeypatch.setattr(docx_notes, "MAX_NOTES_PART_BYTES", 1 << 20)
+    assert load_document(path).text == "Text\n\nnote 3"
+
+
 def test_markdown_past_the_inline_bound_is_read_as_written(tmp_path):
     path = tmp_path / "links.md"
     hostile = "[a](" * (text_reader.MAX_INLINE_CHARS // 4 + 1)

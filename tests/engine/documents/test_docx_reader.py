@@ -31,8 +31,10 @@ def test_tables_in_order_headings_and_merged_cells(tmp_path):
     doc = load_document(path)
     assert (doc.title, doc.author) == ("Report", "Ann Author")
     assert doc.text.split("\n\n") == [
-        "The report", "6.1 Findings", "Before the table.", "name; size; note inner a, inner b",
-        "dpkg; 5989; low level, file based", "apt, merged cell", "After the table.", "Details", "More."]
+        # the table style marks a first row of short labels: each cell is said with its column's label
+        "The report", "6.1 Findings", "Before the table.",
+        "name: dpkg; size: 5989; note inner a, inner b: low level, file based", "name: apt; size: merged cell",
+        "After the table.", "Details", "More."]
     assert [(h.title, h.level) for h in doc.headings] == [("The report", 1), ("6.1 Findings", 1), ("Details", 2)]
 
 

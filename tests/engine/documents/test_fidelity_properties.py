@@ -89,3 +89,109 @@ def test_pdf_keeps_every_word_even_in_smaller_type(tmp_path, lines, small):
     path.write_bytes(layout_pdf([page]))
     expected = [w for i, line in enumerate(lines) for w in words(line) + ([str(i), "end"] if small[i] else [])]
     assert read_back(path) == expected
+
+
+# ---- tables and notes: a cell's or a note's words are read, in order, unless the policy skips the whole note ----
+SYMBOL = st.sampled_from(["✓", "✗", "—", "★", "?"])
+CELL = st.one_of(PARAGRAPH, PARAGRAPH, SYMBOL)
+TABLE = st.integers(1, 4).flatmap(lambda n: st.tuples(st.lists(WORD, min_size=n, max_size=n),
+                                                      st.lists(st.lists(CELL, min_size=n, max_size=n),
+                                                               min_size=1, max_size=5)))
+
+
+def row_words(header: list[str], row: list[str]) -> list[str]:
+    """The words a headed row is read with: each cell's header (unless it is the cell itself), then the cell."""
+    return [w for label, cell in zip(header, row, strict=True) for w in (words(label) if label != cell else [])
+            + words(cell)]
+
+
+def symbols(text: str) -> list[str]:
+    return re.findall("[✓✗—★?]", text)
+
+
+@SETTINGS
+@given(TABLE)
+def test_html_table_cells_keep_every_word_and_symbol(tmp_path, table):
+    header, rows = table
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    path = tmp_path / "t.html"
+    path.write_text(f"<html><body><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></body></html>",
+                    encoding="utf-8")
+    doc = load_document(path)
+    assert words(doc.text) == [w for row in rows for w in row_words(header, row)]
+    assert symbols(doc.text) == [s for row in rows for c in row for s in symbols(c)]
+
+
+@SETTINGS
+@given(TABLE)
+def test_markdown_table_cells_keep_every_word_and_symbol(tmp_path, table):
+    header, rows = table
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    path = tmp_path / "t.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    doc = load_document(path)
+    assert words(doc.text) == [w for row in rows for w in row_words(header, row)]
+    assert symbols(doc.text) == [s for row in rows for c in row for s in symbols(c)]
+
+
+@SETTINGS
+@given(TABLE)
+def test_docx_table_cells_keep_every_word_and_symbol(tmp_path, table):
+    header, rows = table
+
+    def tr(cells: list[str], head: bool = False) -> str:
+        props = "<w:trPr><w:tblHeader/></w:trPr>" if head else ""
+        return f"<w:tr>{props}" + "".join(f'<w:tc><w:p><w:r><w:t xml:space="preserve">{html.escape(c, quote=False)}'
+                                         "</w:t></w:r></w:p></w:tc>" for c in cells) + "</w:tr>"
+
+    body = "<w:tbl>" + tr(header, True) + "".join(tr(row) for row in rows) + "</w:tbl>"
+    doc = load_document(write_docx(tmp_path / "t.docx", body))
+    assert words(doc.text) == [w for row in rows for w in row_words(header, row)]
+    assert symbols(doc.text) == [s for row in rows for c in row for s in symbols(c)]
+
+
+NOTED = st.lists(st.tuples(PARAGRAPH, st.one_of(st.none(), PARAGRAPH)), min_size=1, max_size=5)
+
+
+def noted_words(paragraphs, skip_notes: bool = False) -> list[str]:
+    """Each paragraph's words, then its note's (unless skipped)."""
+    return [w for text, note in paragraphs for w in words(text) + (words(note) if note and not skip_notes else [])]
+
+
+@SETTINGS
+@given(NOTED)
+def test_html_notes_keep_every_word_after_their_paragraph_unless_skipped(tmp_path, paragraphs):
+    from engine.audio.export import passage_speech
+    from engine.audio.sources import load_book
+    from engine.reading_policy import ReadingPolicy
+
+    body = "".join(f"<p>{html.escape(text)}" + (f'<a epub:type="noteref" href="#n{i}">{i + 1}</a>' if note else "")
+                   + "</p>" for i, (text, note) in enumerate(paragraphs))
+    notes = "".join(f'<aside epub:type="footnote" id="n{i}"><p>{html.escape(note)}</p></aside>'
+                    for i, (_, note) in enumerate(paragraphs) if note)
+    path = tmp_path / "n.html"
+    path.write_text(f"<html><body>{body}{notes}</body></html>", encoding="utf-8")
+    assert read_back(path) == noted_words(paragraphs)
+    book = load_book(path)
+    for skip in (False, True):
+        policy = ReadingPolicy(footnotes="skip" if skip else "paragraph-end")
+        said = " ".join(s for c in book.chapters for p in c.passages for _, s in passage_speech(p, policy))
+        assert [w for w in words(said) if w != "Footnote"] == noted_words(paragraphs, skip)
+
+
+@SETTINGS
+@given(NOTED)
+def test_docx_notes_keep_every_word_after_their_paragraph(tmp_path, paragraphs):
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    body = "".join(f'<w:p><w:r><w:t xml:space="preserve">{html.escape(text, quote=False)}</w:t></w:r>'
+                   + (f'<w:r><w:footnoteReference w:id="{i + 1}"/></w:r>' if note else "") + "</w:p>"
+                   for i, (text, note) in enumerate(paragraphs))
+    notes = "".join(f'<w:footnote w:id="{i + 1}"><w:p><w:r><w:t xml:space="preserve">{html.escape(note, quote=False)}'
+                    "</w:t></w:r></w:p></w:footnote>" for i, (_, note) in enumerate(paragraphs) if note)
+    rels = ('<Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            'footnotes" Target="footnotes.xml"/>')
+    path = write_docx(tmp_path / "n.docx", body, rels, {"word/footnotes.xml": f'<w:footnotes xmlns:w="{w}">{notes}'
+                                                                             "</w:footnotes>"})
+    assert read_back(path) == noted_words(paragraphs)

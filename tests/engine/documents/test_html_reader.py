@@ -23,11 +23,24 @@ def test_blocks_become_paragraphs_and_breaks_lines():
         "A b\nc\n\nD\n\nE\n\nF\n\nG"
 
 
-def test_table_cells_are_separated_and_rows_are_paragraphs():
+def test_table_rows_are_paragraphs_with_their_cells_labelled_by_the_headers():
     page = ("<table><caption>Table 1. Tools</caption><tr><th>package</th><th>size</th></tr>"
             "<tr><td>dpkg</td><td>5989</td></tr><tr><td>apt, apt-get</td><td>4211</td></tr></table>")
-    assert html_to_text(page).split("\n\n") == ["Table 1. Tools", "package, size", "dpkg, 5989",
-                                                "apt, apt-get; 4211"]
+    assert html_to_text(page).split("\n\n") == ["Table 1. Tools", "package: dpkg; size: 5989",
+                                                "package: apt, apt-get; size: 4211"]
+
+
+def test_a_table_without_headers_is_read_row_by_row():
+    page = "<table><tr><td>dpkg</td><td>5989</td></tr><tr><td>apt, apt-get</td><td>4211</td></tr></table>"
+    assert html_to_text(page).split("\n\n") == ["dpkg, 5989", "apt, apt-get; 4211"]
+
+
+def test_header_cells_in_thead_merged_cells_and_symbol_cells():
+    page = ("<table><thead><tr><th>Format</th><th colspan='2'>Support</th></tr>"
+            "<tr><th></th><th>read</th><th>write</th></tr></thead>"
+            "<tbody><tr><td>EPUB</td><td>✓</td><td>—</td></tr><tr><td colspan='3'>PDF (all)</td></tr></tbody></table>")
+    assert html_to_text(page).split("\n\n") == ["Format: EPUB; Support read: ✓; Support write: —",
+                                                "Format: PDF (all)"]
 
 
 def test_a_layout_table_is_read_as_blocks():

@@ -129,8 +129,9 @@ def test_footnotes_move_after_their_paragraph_and_lose_their_markers(tmp_path):
     pages.pages[-1].append((LEFT, 70, 7, "1 A note in small type at the foot of the page."))
     text = load_document(pages.pdf(tmp_path / "f.pdf")).text
     paragraphs = text.split("\n\n")
-    assert paragraphs[0].endswith("as the note says.")
-    assert paragraphs[-1] == "A note in small type at the foot of the page."
+    assert paragraphs[0].endswith("as the note says.")  # the note, after the paragraph that holds its mark
+    assert paragraphs[1:] == ["A note in small type at the foot of the page.", "Then the text goes on with "
+                              + prose(20) + "."]
 
 
 def test_two_columns_read_down_each_column_and_a_sentence_runs_on(tmp_path):

@@ -10,7 +10,7 @@ def test_markdown_markup_is_not_read(tmp_path):
                     "| 1 | 2 |\n\n```\nfenced = code\n```\n\n> quoted\n\n<p align=\"center\"><img src=\"x.png\"></p>\n")
     doc = load_document(path)
     assert (doc.title, doc.author) == ("The Notes", "Ann")
-    assert doc.text.split("\n\n") == ["Top", "Some emphasis, bold, code, a link and .", "2.1 Table", "a, b", "1, 2",
+    assert doc.text.split("\n\n") == ["Top", "Some emphasis, bold, code, a link and .", "2.1 Table", "a: 1; b: 2",
                                       "fenced = code", "quoted"]
     assert [(h.title, h.level) for h in doc.headings] == [("Top", 1), ("2.1 Table", 2)]
     assert [c.title for c in doc.chapters] == ["Top", "2.1 Table"]

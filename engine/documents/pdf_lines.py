@@ -1,0 +1,151 @@
+"""PDFium's text of a page as printed lines: each with its box, its type size and the numbers in smaller type, a
+power written in superscript characters (Qt-free). pdf_reader builds paragraphs from them.
+
+PDFium gives a page's text line by line, but runs lines of one character each together ("A" over "A" as "AA"):
+a line whose two ends lie lines apart is cut where a character drops well below the one before it and goes back
+to the left. A
+number in smaller type raised right after a number of one or two digits is a power ("2" then a raised "256" is
+written "2²⁵⁶", said "2 to the power 256"); smaller digits that are not raised (another font's figures in "1770")
+or follow three digits or more (a year set with a raised last digit) stay digits of the number, and a number in
+smaller type after a word is left to pdf_footnotes (a mark, when its note is found).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from engine.documents.pdf_footnotes import SMALL, SUPERSCRIPTS, small_digit_runs
+from engine.spoken_symbols import superscript
+
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(eq=False)
+class Line:
+    text: str
+    x0: float
+    x1: float
+    y: float  # baseline-ish: the bottom of the first character's loose box
+    top: float
+    size: float
+    y_end: float  # the same for the last character (PDFium may put two printed lines in one)
+    starts_note: bool = False  # the first line of a footnote
+    small_digits: list[tuple[int, int]] = field(default_factory=list)  # whole numbers in smaller type
+    notes: list[Line] = field(default_factory=list)  # first lines of the notes whose marks it held (pdf_footnotes)
+
+
+@dataclass
+class Page:
+    number: int
+    height: float
+    lines: list[Line] = field(default_factory=list)
+
+
+def printed_lines(textpage, text: str, start: int, end: int):
+    """(first, last) character indices of each printed line in PDFium's line ``text[start:end]``: PDFium runs
+    lines of one character each together ("A" over "A" as "AA"), so a line whose ends lie lines apart is cut
+    where a character drops or rises by one and a half times its height and goes back to the left, as a new
+    printed line does (a sub- or superscript, a limit under "lim", stays nearer). A character PDFium gives no
+    box (a glyph it could not measure: zero width and height, somewhere else on the page) decides nothing."""
+    line = text[start:end]
+    first = start + len(line) - len(line.lstrip())
+    last = start + len(line.rstrip()) - 1
+    if last < first:
+        return
+    boxed = [i for i in range(first, last + 1) if not text[i].isspace()]
+    head = next((box for i in boxed[:16] if (box := _box(textpage, i)) is not None), None)
+    tail = next((box for i in reversed(boxed[-16:]) if (box := _box(textpage, i)) is not None), None)
+    if head is None or tail is None or not _apart(head, tail):
+        yield first, last
+        return
+    begin, previous = first, None
+    for i in boxed:
+        box = _box(textpage, i)
+        if box is None:
+            continue
+        if previous is not None and _new_line(previous, box):
+            stop = i - 1
+            while stop > begin and text[stop].isspace():
+                stop -= 1
+            yield begin, stop
+            begin = i
+        previous = box
+    yield begin, last
+
+
+def _box(textpage, index: int) -> tuple[float, float, float, float] | None:
+    """Character ``index``'s loose box (left, bottom, right, top), or None where PDFium gives it an empty one."""
+    left, bottom, right, top = textpage.get_charbox(index, loose=True)
+    return None if right - left < 1e-3 and top - bottom < 1e-3 else (left, bottom, right, top)
+
+
+def _apart(before: tuple[float, float, float, float], after: tuple[float, float, float, float]) -> bool:
+    """Whether two characters' boxes lie lines apart: one drops or rises by one and a half times its height."""
+    return abs(after[1] - before[1]) > 1.5 * max(before[3] - before[1], after[3] - after[1], 1.0)
+
+
+def _new_line(before: tuple[float, float, float, float], after: tuple[float, float, float, float]) -> bool:
+    """Whether the character boxed ``after`` starts another printed line than the one boxed ``before``: lines apart,
+    and back to the left."""
+    return _apart(before, after) and after[0] < before[2] - 0.5
+
+
+def read_line(textpage, text: str, first: int, last: int) -> Line:
+    """The printed line ``text[first:last + 1]`` with its box, type size and digits in smaller type; a number in
+    smaller raised type right after a digit is a power, written in superscript characters ("2²⁵⁶")."""
+    import pypdfium2.raw as pdfium_c
+
+    left, bottom, _, top = textpage.get_charbox(first, loose=True)
+    end = last  # a combining mark PDFium left at the line's end is boxed where its letter is, not at the end
+    while end > first and (unicodedata.combining(text[end]) or text[end].isspace()):
+        end -= 1
+    _, bottom_end, right, _ = textpage.get_charbox(end, loose=True)
+    size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in (first, (first + last) // 2, last))
+    stripped = text[first:last + 1]
+    size_of = lambda i: pdfium_c.FPDFText_GetFontSize(textpage.raw, first + i)  # noqa: E731
+    small = small_digit_runs(stripped, size_of, size)
+    plain = stripped.translate(SUPERSCRIPTS)
+    kept = []
+    for run in small:
+        at = run[0]
+        if _power_base(plain, at) and _raised(textpage, first + at, size):
+            plain = plain[:at] + superscript(plain[at:run[1]]) + plain[run[1]:]
+        else:
+            kept.append(run)
+    for at, end in _raised_tails(plain, size_of, size):  # "2" then "256" raised: one run of digits in PDFium's text
+        if _power_base(plain, at) and _raised(textpage, first + at, size):
+            plain = plain[:at] + superscript(plain[at:end]) + plain[end:]
+    return Line(plain, left, right, bottom, top, round(size, 1), bottom_end, small_digits=kept)
+
+
+def _power_base(text: str, at: int) -> bool:
+    """Whether the digits before ``at`` can be a power's base: one or two ("2²⁵⁶", "10⁻³"), not a year's first
+    three ("(196¹)" is a year set with a raised last digit)."""
+    digits = len(text[:at]) - len(text[:at].rstrip("0123456789"))
+    return 1 <= digits <= 2 and (at == digits or not text[at - digits - 1].isdigit())
+
+
+def _raised_tails(text: str, size_of, size: float) -> list[tuple[int, int]]:
+    """The spans of smaller type that end runs of digits begun in the line's type ("2256": "256")."""
+    tails = []
+    for m in _DIGITS.finditer(text):
+        if m.end() - m.start() < 2 or size_of(m.start()) < SMALL * size or size_of(m.end() - 1) >= SMALL * size:
+            continue
+        at = m.end() - 1
+        while at > m.start() and size_of(at - 1) < SMALL * size:
+            at -= 1
+        if at > m.start() and all(size_of(i) >= SMALL * size for i in range(m.start(), at)):
+            tails.append((at, m.end()))
+    return tails
+
+
+def _raised(textpage, index: int, size: float) -> bool:
+    """Whether character ``index`` sits above the baseline of the one before it (a superscript, not a digit of
+    another font's smaller figures)."""
+    if textpage.get_text_range(index, 1) in "⁰¹²³⁴⁵⁶⁷⁸⁹":
+        return True
+    bottom = textpage.get_charbox(index)[1]
+    base = textpage.get_charbox(index - 1)[1]
+    return bottom - base > 0.2 * size
