@@ -327,7 +327,8 @@ def _export(args: argparse.Namespace) -> int:
     selections = []
     for path, book in books:
         try:
-            selections.append(tuple(chapter_selection(args.chapters, book)) if args.chapters else None)
+            levels = [c.level for c in book.chapters]
+            selections.append(tuple(chapter_selection(args.chapters, levels)) if args.chapters else None)
         except ValueError as e:
             raise UnsupportedError(f"--chapters {args.chapters}: {e} ({path.name})") from None
     if args.list_segments:

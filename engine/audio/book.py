@@ -221,11 +221,11 @@ def parse_chapter_selection(spec: str, count: int) -> list[int]:
     return sorted(chosen)
 
 
-def chapter_selection(spec: str, book: Book) -> list[int]:
-    """The chapters ``spec`` names (``parse_chapter_selection``) with every chapter under them: "2" of a book whose
-    chapter 2 is a part holding 3 and 4 is [1, 2, 3]. ``orator export --chapters`` and the export dialog's range
-    both choose with it."""
-    return with_descendants(parse_chapter_selection(spec, len(book.chapters)), [c.level for c in book.chapters])
+def chapter_selection(spec: str, levels: list[int]) -> list[int]:
+    """The chapters ``spec`` names (``parse_chapter_selection``) of a book whose chapters have ``levels``, with every
+    chapter under them: "2" of a book whose chapter 2 is a part holding 3 and 4 is [1, 2, 3]. ``orator export
+    --chapters`` and the export dialog's range both choose with it."""
+    return with_descendants(parse_chapter_selection(spec, len(levels)), levels)
 
 
 # ---- internals ----------------------------------------------------------------------------------------------
