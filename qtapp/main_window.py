@@ -174,6 +174,7 @@ class MainWindow(QMainWindow):
                                              segment_chars=settings.segment_chars, parent=self)
         self.exports.runner.reading_policy = self.reader.reading_policy
         self.export_request = None  # the open Export dialog's request (qtapp.export_requests)
+        self.segment_preview = None  # the last File ▸ Preview segments dialog (qtapp.segment_preview)
         self.export_panel = ExportPanel(self.exports)
         self.export_dock = QDockWidget("Export queue", self)
         self.export_dock.setObjectName("export-queue")
