@@ -17,6 +17,7 @@ from engine.audio.sources import load_book
 from engine.documents import load_document
 from engine.documents.outline import chapter_outline
 
+
 def levels(book) -> list[int]:
     return [c.level for c in book.chapters]
 
@@ -36,8 +37,8 @@ def test_export_has_the_chapters_the_studio_lists(name):
 
 def test_the_developers_reference_has_all_its_nested_chapters_not_ten():
     book = load_book(DOCUMENTS / "developers-reference.epub")
-    levels = [c.level for c in book.chapters]
-    assert len(book.chapters) == 225 and levels.count(1) == 10 and max(levels) == 3
+    depths = levels(book)
+    assert len(book.chapters) == 225 and depths.count(1) == 10 and max(depths) == 3
     applying = next(i for i, c in enumerate(book.chapters) if c.title == "Applying to Become a Member")
     chosen = chapter_selection(str(applying + 1), levels(book))  # the part with its sections
     assert chosen[0] == applying and len(chosen) > 1
