@@ -91,10 +91,17 @@ def label_with_stop(label: str) -> str:
 
 
 def chapter_headings(text: str) -> list[TextHeading]:
-    """The chapter headings of ``text``, in order, with their levels (see the module doc)."""
+    """The chapter headings of ``text``, in order, with their levels (see the module doc). One pass over the
+    paragraphs; most are prose, told apart by their first line alone."""
     found: list[tuple[TextHeading, str]] = []  # each heading with the kind of its label
+    named: list[tuple[str, int, int, int]] = []  # one-line "Name N" paragraphs, for a text without labels
     previous_was_heading = False
     for at, paragraph in paragraphs(text):
+        first = paragraph.partition("\n")[0].strip()
+        if not previous_was_heading and not is_label(first):
+            if len(paragraph) <= MAX_TITLE_LINE_CHARS and (match := _NAMED_NUMBER.fullmatch(paragraph)):
+                named.append((match.group(1), int(match.group(2)), at, at + len(paragraph)))
+            continue
         lines = [line.strip() for line in paragraph.split("\n") if line.strip()]
         if is_label(lines[0]):
             title_lines = lines[1:]
@@ -110,9 +117,7 @@ def chapter_headings(text: str) -> list[TextHeading]:
             found[-1] = (TextHeading(f"{label_with_stop(last.title)} {lines[0]}", last.start, at + len(paragraph)),
                          kind)
         previous_was_heading = False
-    if not found:
-        return named_books(text)
-    return _leveled(found)
+    return _leveled(found) if found else _named_books(named)
 
 
 def _leveled(found: list[tuple[TextHeading, str]]) -> list[TextHeading]:
@@ -136,11 +141,15 @@ def named_books(text: str) -> list[TextHeading]:
     """Books named by their numbered chapters' headings ("Genesis 1" ... "Exodus 1"): one-line paragraphs of a name
     and a number, each name's numbers running 1, 2, 3... Every such line must fit the scheme, and there must be
     ``MIN_NAMED_CHAPTERS`` of them, or the text has none (its lines are captions or prose)."""
-    found: list[tuple[str, int, int, int]] = []  # (name, number, start, end)
+    named = []
     for at, paragraph in paragraphs(text):
-        match = _NAMED_NUMBER.fullmatch(paragraph) if len(paragraph) <= MAX_TITLE_LINE_CHARS else None
-        if match:
-            found.append((match.group(1), int(match.group(2)), at, at + len(paragraph)))
+        if len(paragraph) <= MAX_TITLE_LINE_CHARS and (match := _NAMED_NUMBER.fullmatch(paragraph)):
+            named.append((match.group(1), int(match.group(2)), at, at + len(paragraph)))
+    return _named_books(named)
+
+
+def _named_books(found: list[tuple[str, int, int, int]]) -> list[TextHeading]:
+    """``named_books`` from its candidates: (name, number, start, end) of each "Name N" paragraph."""
     if len(found) < MIN_NAMED_CHAPTERS:
         return []
     out: list[TextHeading] = []
