@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -251,7 +250,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the file to write, or a folder (for several inputs or --per-chapter); default: "
                              "beside each input, named after it")
     parser.add_argument("--per-chapter", action="store_true", help="one numbered file per chapter, in a folder")
-    parser.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1,3-5 (see --list-chapters)")
+    parser.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1,3-5, numbered as "
+                                                           "--list-chapters numbers them; a part brings its chapters")
     parser.add_argument("--list-chapters", action="store_true", help="print each input's chapters and stop")
     parser.add_argument("--list-segments", action="store_true",
                         help="print what would be spoken, one JSON object a line ({chapter, title, voice, text}: the "
@@ -309,28 +309,29 @@ def fail(error: Exception, code: int, command: str = "export") -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from engine.audio.book import Pauses, parse_chapter_selection
+    from engine.audio.book import Pauses, chapter_selection
     from engine.audio.encode import Cover
     from engine.audio.export import BookExporter, ExportOptions
     from engine.audio.loudness import parse_target, report
     from engine.audio.segment_cache import SegmentCache, default_cache_dir
     from engine.audio.sources import load_book
+    from engine.documents.outline import MAX_DEPTH
     from engine.frames.guard import describe_cuts
 
     books = [(Path(name), load_book(Path(name))) for name in args.inputs]  # every input read before any work
     if args.list_chapters:
         for path, book in books:
             print(f"{path.name}: {book.title}" + (f" by {book.author}" if book.author else ""))
-            for number, chapter in enumerate(book.chapters, 1):
-                print(f"  {number:3d}. {chapter.title}")
+            for number, chapter in enumerate(book.chapters, 1):  # a part's chapters indented under it
+                print(f"  {number:3d}. {'  ' * (min(chapter.level, MAX_DEPTH) - 1)}{chapter.title}")
         return 0
     policy = ReadingPolicy(read_urls=args.read_urls, read_code=args.read_code, footnotes=args.footnotes)
     fmt = _export_format(args)
     selections = []
     for path, book in books:
         try:
-            selections.append(tuple(parse_chapter_selection(args.chapters, len(book.chapters)))
-                              if args.chapters else None)
+            levels = [c.level for c in book.chapters]
+            selections.append(tuple(chapter_selection(args.chapters, levels)) if args.chapters else None)
         except ValueError as e:
             raise UnsupportedError(f"--chapters {args.chapters}: {e} ({path.name})") from None
     if args.list_segments:
@@ -394,15 +395,11 @@ def _export(args: argparse.Namespace) -> int:
 
 def _print_segments(book, chapters: tuple[int, ...] | None, policy, segment_chars: int | None) -> None:
     """``--list-segments``: each segment export would speak of ``book``'s chosen chapters (None: all), one JSON
-    object a line, as the exporter plans them (``engine.audio.export.passage_speech``)."""
-    from engine.audio.export import passage_speech
+    object a line (``engine.audio.segment_list``, the studio's preview too)."""
+    from engine.audio.segment_list import book_segments
 
-    for index in range(len(book.chapters)) if chapters is None else chapters:
-        chapter = book.chapters[index]
-        for passage in chapter.passages:
-            for _, said in passage_speech(passage, policy, segment_chars):
-                print(json.dumps({"chapter": index + 1, "title": chapter.title, "voice": passage.voice,
-                                  "text": said}))
+    for line in book_segments(book, chapters, policy, segment_chars):
+        print(line.as_json())
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from qtapp.dialogs.first_run import FirstRunDialog
 from qtapp.dialogs.pronunciation_dialog import PronunciationDialog
 from qtapp.dialogs.settings_dialog import SettingsDialog
 from qtapp.export_requests import open_export_dialog
+from qtapp.segment_preview import open_segment_preview
 
 SHORTCUTS = {
     "play": "F5",
@@ -127,6 +128,8 @@ def build_actions(window) -> WindowActions:
     file_menu.addAction(action("&Export audio…", lambda: open_export_dialog(window), "Ctrl+E",
                                "SP_DialogSaveButton", "Queue the text for export to an audio file; it is made "
                                "in the background"))
+    file_menu.addAction(action("Preview se&gments…", lambda: open_segment_preview(window), None, None,
+                               "What an export would speak, segment by segment, with its chapter and voice"))
     queue_view = window.export_dock.toggleViewAction()
     queue_view.setText("Export &queue")
     queue_view.setShortcut("Ctrl+Shift+E")

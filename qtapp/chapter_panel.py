@@ -23,8 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.documents.outline import parents
+
 INDEX_ROLE = Qt.ItemDataRole.UserRole + 1  # the chapter's index in the document's list
-MAX_DEPTH = 6  # deeper levels nest no further: a hostile outline of ever deeper levels stays a readable tree
 MAX_SEARCH_CHARS = 200  # no title is searched for with more; each keystroke filters every title once
 CURRENT_NOTE = "reading here"
 
@@ -84,21 +85,18 @@ class ChapterPanel(QWidget):
 
     # ---- what it shows --------------------------------------------------------------------------------------
     def set_chapters(self, chapters) -> None:
-        """List ``chapters`` (objects with ``title`` and ``level``), nested by level; a search typed stays."""
+        """List ``chapters`` (objects with ``title`` and ``level``: ``engine.documents.outline``'s list, which export
+        numbers alike), nested as the export dialog nests them; a search typed stays."""
         self.model.clear()
         self.items = []
         self.current = None
-        parents: list[tuple[int, QStandardItem]] = []  # the open outline: (level, item), shallowest first
-        for index, chapter in enumerate(chapters):
-            level = max(int(getattr(chapter, "level", 1) or 1), 1)
+        levels = [max(int(getattr(chapter, "level", 1) or 1), 1) for chapter in chapters]
+        for index, (chapter, up) in enumerate(zip(chapters, parents(levels), strict=True)):
             item = QStandardItem(f"{index + 1}. {' '.join(chapter.title.split())}")
             item.setData(index, INDEX_ROLE)
             item.setToolTip(chapter.title)
             item.setEditable(False)
-            while parents and (parents[-1][0] >= level or len(parents) >= MAX_DEPTH):
-                parents.pop()
-            (parents[-1][1] if parents else self.model.invisibleRootItem()).appendRow(item)
-            parents.append((level, item))
+            (self.items[up] if up is not None else self.model.invisibleRootItem()).appendRow(item)
             self.items.append(item)
         self.tree.setRootIsDecorated(any(item.hasChildren() for item in self.items))
         self._filter(self.search.text())

@@ -59,7 +59,7 @@ class ExportRequest:
         self.book = source_book(self.source, self.snapshot)
         title = self.book.title if self.book is not None else (self.snapshot.title if self.snapshot else "Export")
         self.title = title
-        chapters = [c.title for c in self.book.chapters] if self.book is not None else []
+        chapters = self.book.chapters if self.book is not None else []
         speakers = window.preset_speakers()
         voices = list(dict.fromkeys([*window.library.names(), *speakers]))
         voice = window.settings.default_voice or window.default_speaker()

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.documents import Chapter, DocumentError, load_document
+from engine.documents.outline import chapter_outline
 from engine.pronunciation import save_lexicon
 from engine.voices.library import LibraryError, VoiceLibrary
 from engine.voices.voice import MODEL_TYPE_FOR_VOICE
@@ -173,6 +174,7 @@ class MainWindow(QMainWindow):
                                              segment_chars=settings.segment_chars, parent=self)
         self.exports.runner.reading_policy = self.reader.reading_policy
         self.export_request = None  # the open Export dialog's request (qtapp.export_requests)
+        self.segment_preview = None  # the last File ▸ Preview segments dialog (qtapp.segment_preview)
         self.export_panel = ExportPanel(self.exports)
         self.export_dock = QDockWidget("Export queue", self)
         self.export_dock.setObjectName("export-queue")
@@ -538,7 +540,7 @@ class MainWindow(QMainWindow):
         self.banner.hide()
         self.document_path = Path(path)
         self.save_path = self.document_path if self.document_path.suffix.lower() in SAVE_IN_PLACE_SUFFIXES else None
-        self.document_chapters = document.chapters
+        self.document_chapters = chapter_outline(document)  # the chapters export numbers alike
         self.document_author = getattr(document, "author", "") or ""
         self.settings.add_recent_file(path)
         self.settings.save()

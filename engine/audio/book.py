@@ -2,19 +2,20 @@
 and the pauses that structure gets (``Pauses``). Qt-free.
 
 ``book_from_text`` reads plain text or Markdown; ``book_from_document`` takes a document the studio imported
-(``engine.documents``: its chapters and headings as spans of its text where it has them, else its text read as
-plain text). The rules, each so that pauses follow the text's structure and never its line breaks:
+(``engine.documents``: its chapters and headings as spans of its text). The rules, each so that pauses follow the
+text's structure and never its line breaks:
 
 - A paragraph ends at a blank line. Inside one, a line break is a hard wrap and the lines are joined with a space
   (after a hyphen, with none), unless the next line starts a voice mark, or a list item after a line that ends
   a sentence or clause (or another item), or the line ends a sentence and the next line's first word would have
   fit on it: a line broken early on purpose, as in text that marks paragraphs with line breaks alone. The wrap
   width is the document's 95th-percentile line length.
-- Headings: Markdown's ``#`` lines (and ``===``/``---`` underlines); in plain text, a short paragraph that names a
-  chapter ("Chapter 3", "CHAPTER IV.", "Part One", "Prologue", "Epilogue"...), with the short title line after it
-  if there is one ("CHAPTER I." then "Down the Rabbit-Hole" is one heading).
-- Chapters: at the highest heading level that occurs at least twice (a lone top heading names the book); text
-  before the first chapter is a chapter of its own, named after the book.
+- Chapters: those of ``engine.documents.outline``, the list the studio shows (a document's contents or headings at
+  every level, nested; in plain text, its chapter labels: "PART ONE", "Chapter 3", "Prologue"..., volumes, books
+  and parts holding the chapters after them), each with its passages up to the next chapter of any level; text
+  before the first chapter is a chapter of its own, named after the book. A chapter's heading is spoken as one.
+  Markdown read here (without the studio's readers) gets its chapters at the highest ``#`` level that occurs at
+  least twice (a lone top heading names the book).
 - Voice marks (``engine.voice_marks``, the studio's rule too): a line that starts with ``[voice: NAME]`` is spoken
   by the voice NAME (the mark is not spoken), to the next blank line or the next mark; the rest by the default
   voice.
@@ -26,13 +27,14 @@ from __future__ import annotations
 
 import re
 import zipfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from xml.etree import ElementTree
 
 from engine.block_kinds import ANNOUNCED
+from engine.documents.model import Chapter as DocumentChapter
+from engine.documents.outline import book_title, outline, with_descendants
 from engine.documents.text_chapters import SENTENCE_END as _SENTENCE_END
-from engine.documents.text_chapters import chapter_headings
 from engine.documents.text_chapters import paragraphs as _paragraphs
 from engine.errors import TextError
 from engine.voice_marks import parse_mark
@@ -58,6 +60,7 @@ class Passage:
 class Chapter:
     title: str
     passages: tuple[Passage, ...]
+    level: int = 1  # 1 for a top chapter or part, 2 for a chapter in a part... (engine.documents.outline)
 
 
 @dataclass
@@ -114,57 +117,61 @@ def decode_text(data: bytes, name: str, warnings: list[str] | None = None) -> st
 
 
 def book_from_text(text: str, title: str, markdown: bool = False) -> Book:
-    """A book from plain text or Markdown (see the module doc); ``TextError`` if there is nothing to speak."""
+    """A book from plain text or Markdown (see the module doc); ``TextError`` if there is nothing to speak. Plain
+    text gets its chapters as the studio does (``engine.documents.outline``)."""
+    if not markdown:
+        return book_from_document(_PlainText(text, " ".join(title.split()) or "Untitled"))
     author, titled = "", False
-    if markdown:
-        front = _FRONT_MATTER.match(text)
-        if front:
-            for key, value in _FRONT_FIELD.findall(front.group(1)):
-                value = value.strip().strip("\"'")
-                if key.lower() == "title" and value:
-                    title, titled = value, True
-                elif value:
-                    author = author or value
-            text = text[front.end():]
-    blocks = _markdown_blocks(text) if markdown else _text_blocks(text)
-    return _assemble(blocks, title, author, titled=titled)
+    front = _FRONT_MATTER.match(text)
+    if front:
+        for key, value in _FRONT_FIELD.findall(front.group(1)):
+            value = value.strip().strip("\"'")
+            if key.lower() == "title" and value:
+                title, titled = value, True
+            elif value:
+                author = author or value
+        text = text[front.end():]
+    return _assemble(_markdown_blocks(text), title, author, titled=titled)
 
 
 def book_from_document(document, warnings: list[str] | None = None) -> Book:
-    """A book from a ``engine.documents.Document``: its chapters (top level) and headings where it has them, else
-    its text read as plain text."""
-    title = getattr(document, "title", "") or Path(getattr(document, "path", "book")).stem
-    author = getattr(document, "author", "") or ""
+    """A book from a ``engine.documents.Document`` (or anything with its ``text``, ``title``, ``chapters`` and
+    ``headings``): one chapter for each of its outline's (``engine.documents.outline``: the chapters the studio
+    lists, every level, numbered alike), holding the passages from its start to the next chapter's, its heading
+    spoken as a heading; a document without chapters is one chapter named after it. A part whose first chapter
+    starts where it does holds no passage of its own."""
+    title = book_title(document) or "Untitled"
+    author = " ".join((getattr(document, "author", "") or "").split())
     text = document.text
-    chapters = [c for c in getattr(document, "chapters", None) or [] if getattr(c, "level", 1) == 1]
-    headings = getattr(document, "headings", None) or []
-    if not chapters and not headings and not getattr(document, "kinds", None):  # a text the reader says nothing of
-        book = _assemble(_text_blocks(text), title, author, titled=True)
-    else:
-        heading_starts = {h.start for h in headings} | {c.start for c in chapters}
-        width = _wrap_width(text)
-        blocks: list[_Block] = []
-        bounds = sorted({0, *(c.start for c in chapters)})
-        titles = {c.start: c.title for c in chapters}
-        for i, start in enumerate(bounds):
-            end = bounds[i + 1] if i + 1 < len(bounds) else len(text)
-            opens = titles.get(start)  # the chapter this range opens, if any (front matter opens none)
-            for at, paragraph in _paragraphs(text, start, end):
-                if opens is not None:
-                    if at in heading_starts:  # the chapter's own heading: spoken, and named by the contents
-                        blocks.append(_Block(" ".join(paragraph.split()), 1, None, chapter=opens))
-                        opens = None
-                        continue
-                    blocks.append(_Block("", 1, None, chapter=opens))  # a chapter that opens without a heading
-                    opens = None
-                kind = document.kind_at(at) if hasattr(document, "kind_at") else "paragraph"
-                if at in heading_starts:
-                    blocks.append(_Block(" ".join(paragraph.split()), 2, None))
-                elif kind in ANNOUNCED:  # a listing's lines are its own: not joined as a hard wrap would be
-                    blocks.append(_Block(paragraph.strip("\n"), 0, None, kind=kind))
-                else:
-                    blocks.extend(replace(b, kind=kind) for b in _split_paragraph(paragraph, width))
-        book = _assemble(blocks, title, author, chapter_level=1 if chapters else None, titled=True)
+    shape = outline(document)
+    entries = shape.chapters or [DocumentChapter(title, 1, 0, len(text))]
+    headings: dict[int, tuple[str, int]] = {}
+    for heading in shape.headings:
+        headings.setdefault(heading.start, (heading.title, heading.end))
+    width = _wrap_width(text)
+    chapters = []
+    for i, entry in enumerate(entries):
+        stop = entries[i + 1].start if i + 1 < len(entries) else len(text)
+        passages: list[Passage] = []
+        skip_to = -1
+        for at, paragraph in _paragraphs(text, entry.start, stop):
+            if at < skip_to:
+                continue  # the title paragraph of a heading already spoken ("CHAPTER I" then its title)
+            heading = headings.get(at)
+            opens = at == entry.start and shape.chapters and not (i == 0 and shape.front_matter)
+            if heading is not None or opens:
+                said, skip_to = heading if heading is not None else (" ".join(paragraph.split()), -1)
+                passages.append(Passage(said, "heading"))
+                continue
+            kind = document.kind_at(at) if hasattr(document, "kind_at") else "paragraph"
+            if kind in ANNOUNCED:  # a listing's lines are its own: not joined as a hard wrap would be
+                passages.append(Passage(paragraph.strip("\n"), kind))
+            else:
+                passages.extend(Passage(b.text, kind, b.voice) for b in _split_paragraph(paragraph, width))
+        chapters.append(Chapter(entry.title, tuple(passages), entry.level))
+    if not any(p.text.strip() for c in chapters for p in c.passages):
+        raise TextError(f"“{title}” has no text to speak")
+    book = Book(title=title, chapters=chapters, author=author)
     book.warnings.extend(getattr(document, "warnings", None) or [])
     if warnings is not None:
         book.warnings.extend(warnings)
@@ -219,13 +226,27 @@ def parse_chapter_selection(spec: str, count: int) -> list[int]:
     return sorted(chosen)
 
 
+def chapter_selection(spec: str, levels: list[int]) -> list[int]:
+    """The chapters ``spec`` names (``parse_chapter_selection``) of a book whose chapters have ``levels``, with every
+    chapter under them: "2" of a book whose chapter 2 is a part holding 3 and 4 is [1, 2, 3]. ``orator export
+    --chapters`` and the export dialog's range both choose with it."""
+    return with_descendants(parse_chapter_selection(spec, len(levels)), levels)
+
+
 # ---- internals ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _PlainText:
+    """Plain text in the shape of a document without structure: its chapters come from its labels."""
+
+    text: str
+    title: str
+
+
 @dataclass
 class _Block:
     text: str
     level: int  # 0 for a paragraph, 1-6 for a heading
     voice: str | None
-    chapter: str | None = None  # a chapter's title, where the document names it apart from its heading text
     kind: str = "paragraph"  # what the document's reader says the paragraph is (engine.block_kinds)
 
 
@@ -299,24 +320,6 @@ def _join_lines(lines: list[str]) -> str:
     return " ".join(out.split())  # runs of spaces (justified or indented text) are one space
 
 
-def _text_blocks(text: str) -> list[_Block]:
-    """Plain text as blocks: the chapter headings ``chapter_headings`` finds (the studio's too), paragraphs."""
-    width = _wrap_width(text)
-    headings = {h.start: h for h in chapter_headings(text)}
-    blocks: list[_Block] = []
-    heading_end = -1
-    for at, paragraph in _paragraphs(text, 0, len(text)):
-        if at < heading_end:
-            continue  # the title line of the heading just read
-        heading = headings.get(at)
-        if heading is not None:
-            blocks.append(_Block(heading.title, 1, None))
-            heading_end = heading.end
-            continue
-        blocks.extend(_split_paragraph(paragraph, width))
-    return blocks
-
-
 def _markdown_blocks(text: str) -> list[_Block]:
     """Markdown as blocks: headings with their levels, paragraphs with markup removed, code and rules dropped."""
     blocks: list[_Block] = []
@@ -376,13 +379,14 @@ def _strip_inline(text: str) -> str:
     return text
 
 
-def _assemble(blocks: list[_Block], title: str, author: str, chapter_level: int | None = None,
-              titled: bool = False) -> Book:
-    """``titled``: ``title`` comes from the document's metadata, so a lone top heading does not replace it."""
+def _assemble(blocks: list[_Block], title: str, author: str, titled: bool = False) -> Book:
+    """Markdown's blocks as a book, where the studio's readers are missing (``engine.audio.sources``)."""
+    # titled: the title comes from the document's metadata, so a lone top heading does not replace it
     title = " ".join(title.split()) or "Untitled"
     levels = sorted({b.level for b in blocks if b.level})
     lone = None  # a top heading that names the book: spoken as a heading, not a chapter of its own
-    if chapter_level is None and levels:
+    chapter_level = None
+    if levels:
         counts = {lv: sum(b.level == lv for b in blocks) for lv in levels}
         chapter_level = next((lv for lv in levels if counts[lv] >= 2), levels[-1])
         if counts[levels[0]] == 1 and chapter_level != levels[0]:
@@ -392,7 +396,7 @@ def _assemble(blocks: list[_Block], title: str, author: str, chapter_level: int 
     chapters: list[tuple[str, list[Passage]]] = []
     for block in blocks:
         if chapter_level is not None and block.level and block.level <= chapter_level and block is not lone:
-            chapters.append((block.chapter or block.text, [Passage(block.text, "heading")] if block.text else []))
+            chapters.append((block.text, [Passage(block.text, "heading")]))
             continue
         if not chapters:
             chapters.append((title, []))

@@ -198,7 +198,10 @@ class BookExporter:
             raise ValueError("no chapter is selected")
         if any(not 0 <= i < len(book.chapters) for i in indices):
             raise ValueError(f"the book has {len(book.chapters)} chapters")
-        chosen = [book.chapters[i] for i in sorted(set(indices))]
+        # a part whose first chapter starts where it does has nothing of its own to speak: no file, no mark
+        chosen = [book.chapters[i] for i in sorted(set(indices)) if book.chapters[i].passages]
+        if not chosen:
+            raise ValueError("the chapters chosen have nothing to speak")
         missing = sorted((name for name in book.voices | {None} if name not in voices), key=str)
         if missing:
             raise ValueError(f"no voice is given for {', '.join(map(repr, missing))}")

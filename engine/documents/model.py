@@ -39,6 +39,8 @@ MAX_TEXT_CHARS = 128_000_000  # the extracted text
 # tags of one HTML page, or of all an EPUB's pages: each costs a few hundred bytes parsed (2 million: under 1 GB),
 # and a dense real manual holds well under a million
 MAX_MARKUP_TAGS = 2_000_000
+# heading levels a document without a contents gets chapters from: h1 > h2 > h3, not every h5 of a manual
+MAX_HEADING_CHAPTER_LEVELS = 3
 TITLE_BLOCK_CHARS = 3000  # a book's title headings and what they introduce (a copyright notice) before its chapters
 _AS_WRITTEN = frozenset({CODE, SESSION, TABLE_ROW, FORMULA, DIAGRAM})  # kept whole by the cleaning
 
@@ -264,8 +266,8 @@ def assemble(parsed: Parsed, doc: Document) -> None:
 
 
 def _chapter_headings(headings: list[Heading]) -> list[Heading]:
-    """Without a contents: the headings from the highest level that is not the title block down to the highest
-    level that occurs at least twice (a lone top heading is the document's title, its sections are the chapters).
+    """Without a contents: the headings of the highest ``MAX_HEADING_CHAPTER_LEVELS`` levels that are not the title
+    block, nested (h1 > h2 > h3; a lone top heading is the document's title, its sections its chapters).
     A title block is a level of two headings or more that all come before the first deeper heading, within
     ``TITLE_BLOCK_CHARS`` of it, over deeper levels with two headings or more: a Texinfo page's "settitle" and
     "Top" headings are not two chapters named after the book."""
@@ -281,7 +283,7 @@ def _chapter_headings(headings: list[Heading]) -> list[Heading]:
             levels = levels[1:]
         else:
             break
-    deepest = next((lv for lv in levels if sum(h.level == lv for h in headings) >= 2), levels[-1])
+    deepest = levels[min(len(levels), MAX_HEADING_CHAPTER_LEVELS) - 1]
     return [h for h in headings if levels[0] <= h.level <= deepest]
 
 

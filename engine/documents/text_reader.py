@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 
 from engine.documents.html_reader import html_parsed
-from engine.documents.model import Document, DocumentError, Heading, Parsed, chapter_spans
-from engine.documents.text_chapters import chapter_headings
+from engine.documents.model import Document, DocumentError, Parsed
+from engine.documents.text_chapters import text_structure
 
 # levels of markdown-it-py's tokens (a list in a list takes two or three); it drops what lies deeper, so it is refused
 MAX_NESTING = 100
@@ -47,9 +47,7 @@ def read_plain_text(data: bytes, doc: Document) -> str:
 
 def chapters_of_plain_text(doc: Document) -> None:
     """``doc``'s headings and chapters from its text's chapter labels (text_chapters.py, as ``orator export``)."""
-    headings = chapter_headings(doc.text)
-    doc.headings = [Heading(h.title, 1, h.start, h.end) for h in headings]
-    doc.chapters = chapter_spans([(h.start, 1, h.title) for h in headings], doc.text)
+    doc.headings, doc.chapters = text_structure(doc.text)
 
 
 def read_markdown(data: bytes, doc: Document) -> Parsed:

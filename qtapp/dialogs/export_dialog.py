@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -18,14 +17,12 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QPushButton,
     QWidget,
 )
 
-from engine.audio.book import parse_chapter_selection
 from engine.audio.encode import audio_format
+from qtapp.chapter_choice import ChapterChoice
 
 FORMAT_CHOICES = {
     "m4b": "M4B audiobook (AAC, chapters)",
@@ -39,10 +36,11 @@ SUBTITLE_CHOICES = {None: "No subtitles", "srt": "SRT subtitles", "vtt": "WebVTT
 
 
 class ExportDialog(QDialog):
-    """``suggest(format, per_chapter, selection_only) -> Path`` gives the default output; ``chapters`` the titles
-    of the book's chapters (the whole text's), ``voices`` the names to offer, ``voice`` the default one."""
+    """``suggest(format, per_chapter, selection_only) -> Path`` gives the default output; ``chapters`` the book's
+    chapters (the whole text's: ``title`` and ``level``, nested in the list), ``voices`` the names to offer,
+    ``voice`` the default one."""
 
-    def __init__(self, title: str, chapters: list[str], voices: list[str], voice: str,
+    def __init__(self, title: str, chapters: list, voices: list[str], voice: str,
                  suggest: Callable[[str, bool, bool], Path], has_selection: bool, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Export audio")
@@ -76,39 +74,16 @@ class ExportDialog(QDialog):
         for key, label in SUBTITLE_CHOICES.items():
             self.subtitles.addItem(label, key)
         self.selection_only = QCheckBox("Only the &selected text", checked=has_selection, enabled=has_selection)
-        self.chapters = QListWidget()
-        self.chapters.setAccessibleName("Chapters to export")
-        self.chapters.setAccessibleDescription("Check the chapters to export; Space checks or unchecks one.")
-        for number, name in enumerate(chapters, 1):
-            item = QListWidgetItem(f"{number}. {name}")
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(Qt.CheckState.Checked)
-            self.chapters.addItem(item)
-        self.chapters.setMaximumHeight(160)
-        self.chapters.itemChanged.connect(self._chapter_toggled)
+        self.chapter_choice = ChapterChoice(chapters)
+        self.chapter_choice.changed.connect(self._check_chapters)
+        self.chapters = self.chapter_choice.tree
+        self.chapters.setMinimumHeight(160)
         self.chapters_label = QLabel("&Chapters:")
         self.chapters_label.setBuddy(self.chapters)
-        self.all_chapters = QPushButton("A&ll")
-        self.all_chapters.setAccessibleName("Check all chapters")
-        self.all_chapters.clicked.connect(lambda: self._check(range(self.chapters.count())))
-        self.no_chapters = QPushButton("&None")
-        self.no_chapters.setAccessibleName("Uncheck all chapters")
-        self.no_chapters.clicked.connect(lambda: self._check(()))
-        for button in (self.all_chapters, self.no_chapters):
-            button.setAutoDefault(False)  # Enter in the dialog adds the job, never presses these
+        self.all_chapters = self.chapter_choice.all_button
+        self.no_chapters = self.chapter_choice.none_button
         # the numbers as ``export --chapters`` takes them: checking them is the one way the two agree
-        self.chapter_range = QLineEdit(placeholderText="e.g. 1,3-5")
-        self.chapter_range.setAccessibleName("Chapters to export, by number")
-        self.chapter_range.setToolTip("Check exactly these chapters: numbers and ranges, e.g. 1,3-5")
-        self.chapter_range.setMaxLength(1000)
-        self.chapter_range.textEdited.connect(self._range_edited)
-        self.range_label = QLabel("&Range:")
-        self.range_label.setBuddy(self.chapter_range)
-        choose = QHBoxLayout()
-        choose.addWidget(self.all_chapters)
-        choose.addWidget(self.no_chapters)
-        choose.addWidget(self.range_label)
-        choose.addWidget(self.chapter_range, 1)
+        self.chapter_range = self.chapter_choice.range_field
         form.addRow("&Title:", self.title_field)
         form.addRow("F&ormat:", self.format)
         form.addRow("&Voice:", self.voice)
@@ -118,8 +93,7 @@ class ExportDialog(QDialog):
         form.addRow(self.per_chapter)
         form.addRow("Su&btitles:", self.subtitles)
         form.addRow(self.selection_only)
-        form.addRow(self.chapters_label, self.chapters)
-        form.addRow("", choose)
+        form.addRow(self.chapters_label, self.chapter_choice)
         self.error_label = QLabel(wordWrap=True)
         self.error_label.setStyleSheet("color: #a12622;")
         self.error_label.hide()
@@ -148,11 +122,9 @@ class ExportDialog(QDialog):
 
     def chosen_chapters(self) -> list[int] | None:
         """0-based chapters checked; None when all are (or when the selection is exported)."""
-        if self.selection_only.isChecked() or self.chapters.count() == 0:
+        if self.selection_only.isChecked() or self.chapter_choice.count() == 0:
             return None
-        checked = [i for i in range(self.chapters.count())
-                   if self.chapters.item(i).checkState() == Qt.CheckState.Checked]
-        return None if len(checked) == self.chapters.count() else checked
+        return self.chapter_choice.chosen()
 
     def problem(self) -> str | None:
         """Why the job cannot be queued as filled in, or None."""
@@ -168,45 +140,11 @@ class ExportDialog(QDialog):
 
     def chapter_problem(self) -> str | None:
         """Why the chapters chosen cannot be exported (a range that does not parse, none checked), or None."""
-        if self.selection_only.isChecked() or self.chapters.count() == 0:
+        if self.selection_only.isChecked():
             return None
-        if self.chapter_range.text().strip():
-            try:
-                parse_chapter_selection(self.chapter_range.text(), self.chapters.count())
-            except ValueError as e:
-                return f"Chapters: {e}."
-        if self.chosen_chapters() == []:
-            return "No chapter is checked: check at least one chapter (or All) to export."
-        return None
+        return self.chapter_choice.problem()
 
     # ---- internals --------------------------------------------------------------------------------------
-    def _check(self, chosen, by_range: bool = False) -> None:
-        """Check exactly the chapters ``chosen`` (0-based); the range field, no longer what is checked, empties
-        unless it is what chose them (``by_range``)."""
-        chosen = set(chosen)
-        self.chapters.blockSignals(True)  # one check of the whole list afterwards, not one per item
-        for i in range(self.chapters.count()):
-            self.chapters.item(i).setCheckState(Qt.CheckState.Checked if i in chosen else Qt.CheckState.Unchecked)
-        self.chapters.blockSignals(False)
-        self.chapters.viewport().update()
-        if not by_range:
-            self.chapter_range.clear()
-        self._check_chapters()
-
-    def _range_edited(self, text: str) -> None:
-        """Check the chapters the range names as it is typed; a range that does not parse yet changes nothing."""
-        if text.strip():
-            try:
-                self._check(parse_chapter_selection(text, self.chapters.count()), by_range=True)
-                return
-            except ValueError:
-                pass
-        self._check_chapters()
-
-    def _chapter_toggled(self, _item) -> None:
-        self.chapter_range.clear()  # one chapter checked by hand: the range no longer says what is checked
-        self._check_chapters()
-
     def _check_chapters(self) -> None:
         """Add to queue is off while the chapters chosen cannot be exported, with the reason beneath."""
         problem = self.chapter_problem()
@@ -217,9 +155,8 @@ class ExportDialog(QDialog):
         self._said_chapter_problem = problem is not None
 
     def _refresh(self) -> None:
-        chaptered = not self.selection_only.isChecked() and self.chapters.count() > 0
-        for widget in (self.chapters, self.chapters_label, self.all_chapters, self.no_chapters, self.range_label,
-                       self.chapter_range):
+        chaptered = not self.selection_only.isChecked() and self.chapter_choice.count() > 0
+        for widget in (self.chapter_choice, self.chapters_label):
             widget.setEnabled(chaptered)
         self._check_chapters()
         suffix = audio_format(self.format_key).suffix

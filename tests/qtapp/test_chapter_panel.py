@@ -119,7 +119,8 @@ def depth_of(index) -> int:
 
 def test_parts_hold_their_chapters_and_a_hostile_outline_nests_no_deeper_than_six(qtbot):
     from engine.documents import Chapter
-    from qtapp.chapter_panel import MAX_DEPTH, ChapterPanel
+    from engine.documents.outline import MAX_DEPTH
+    from qtapp.chapter_panel import ChapterPanel
 
     panel = ChapterPanel()
     qtbot.addWidget(panel)

@@ -242,8 +242,8 @@ def test_export_dialog_queues_a_job_and_returns_at_once(qtbot, open_window, tmp_
     output = dialog.output()
     assert output.parent == (tmp_path / "Music" / "Orator").resolve()  # no document: the Music folder
     assert not output.resolve().is_relative_to(data_dir().resolve())
-    assert dialog.chapters.count() == 3
-    dialog.chapters.item(1).setCheckState(Qt.CheckState.Unchecked)
+    assert dialog.chapter_choice.count() == 3
+    dialog.chapter_choice.items[1].setCheckState(0, Qt.CheckState.Unchecked)
     dialog.format.setCurrentIndex(dialog.format.findData("wav"))
     assert dialog.output().suffix == ".wav"
     dialog.voice.setCurrentText("aiden")

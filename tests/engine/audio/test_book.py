@@ -241,10 +241,14 @@ def test_a_structured_document_gives_its_chapters_and_headings():
     doc.headings = [_span(text, "Chapter One", 1), _span(text, "A Section", 2), _span(text, "Chapter Two", 1)]
     book = book_from_document(doc)
     assert (book.title, book.author, book.warnings) == ("The Book", "A. Author", ["one warning"])
-    assert [c.title for c in book.chapters] == ["The Book", "1. One", "Chapter Two"]
+    # every level of the document's chapters, as the studio's panel lists them, the text before them first
+    assert [(c.title, c.level) for c in book.chapters] == [("The Book", 1), ("1. One", 1), ("A Section", 2),
+                                                           ("Chapter Two", 1)]
+    assert [(p.kind, p.text) for p in book.chapters[0].passages] == [("paragraph", "Title page words.")]
     assert [(p.kind, p.text) for p in book.chapters[1].passages] == [
-        ("heading", "Chapter One"), ("paragraph", "First text."), ("heading", "A Section"),
-        ("paragraph", "Section text.")]
+        ("heading", "Chapter One"), ("paragraph", "First text.")]
+    assert [(p.kind, p.text) for p in book.chapters[2].passages] == [
+        ("heading", "A Section"), ("paragraph", "Section text.")]
 
 
 def test_a_chapter_that_starts_at_a_paragraph_without_a_heading():

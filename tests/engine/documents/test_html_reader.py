@@ -75,7 +75,8 @@ def test_headings_are_structure(tmp_path):
     assert [(h.title, h.level) for h in doc.headings] == [("Book", 1), ("6.1 First", 2), ("6.2 Second", 2),
                                                          ("Deep", 3)]
     assert [(c.title, c.level, doc.text[c.start:c.end]) for c in doc.chapters] == [
-        ("Book", 1, doc.text), ("6.1 First", 2, "6.1 First\n\na."), ("6.2 Second", 2, "6.2 Second\n\nb.\n\nDeep")]
+        ("Book", 1, doc.text), ("6.1 First", 2, "6.1 First\n\na."), ("6.2 Second", 2, "6.2 Second\n\nb.\n\nDeep"),
+        ("Deep", 3, "Deep")]
 
 
 def test_xhtml_with_a_self_closed_title_keeps_its_body(tmp_path):
@@ -173,5 +174,6 @@ def test_a_texinfo_title_block_is_not_two_chapters(tmp_path):
                     '<div class="top-level-extent" id="Top"><h1 class="top">GNU M4</h1><p>This manual is for GNU M4 '
                     f"1.4.19.</p></div>{chapters}</body></html>")
     doc = load_document(path)
-    assert [(c.title, c.level) for c in doc.chapters] == [("1 Chapter 1", 1), ("2 Chapter 2", 1), ("3 Chapter 3", 1)]
+    assert [(c.title, c.level) for c in doc.chapters] == [
+        (title, level) for n in range(1, 4) for title, level in ((f"{n} Chapter {n}", 1), (f"{n}.1 A section", 2))]
     assert doc.text[doc.chapters[0].start:doc.chapters[0].end].endswith("1.1 A section\n\nMore 1.")

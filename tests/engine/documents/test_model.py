@@ -73,9 +73,10 @@ def test_anchors_of_dropped_blocks_move_to_the_next_kept_one():
 
 
 def test_chapters_from_headings_skip_a_lone_title():
+    """The top three levels of headings nest (h1 > h2 > h3); deeper ones are sections read within them."""
     doc = assembled([Block("The Book", 1), Block("One", 2), Block("a."), Block("Two", 2), Block("b."),
                      Block("Deeper", 3), Block("c.")])
-    assert [(c.title, c.level) for c in doc.chapters] == [("The Book", 1), ("One", 2), ("Two", 2)]
+    assert [(c.title, c.level) for c in doc.chapters] == [("The Book", 1), ("One", 2), ("Two", 2), ("Deeper", 3)]
     assert [(h.title, h.level) for h in doc.headings] == [("The Book", 1), ("One", 2), ("Two", 2), ("Deeper", 3)]
     for h in doc.headings:
         assert doc.text[h.start:h.end] == h.title

@@ -156,4 +156,6 @@ def test_without_bookmarks_larger_type_gives_headings_and_chapters(tmp_path):
     doc = load_document(pages.pdf(tmp_path / "h.pdf"))
     assert [(h.title, h.level) for h in doc.headings] == [("A Small Guide", 1), ("1 Start", 2), ("1.1 Detail", 3),
                                                          ("2 Finish", 2)]
-    assert [c.title for c in doc.chapters] == ["A Small Guide", "1 Start", "2 Finish"]
+    # nested as the headings are: the title, its chapters, a section (the top three levels)
+    assert [(c.title, c.level) for c in doc.chapters] == [("A Small Guide", 1), ("1 Start", 2), ("1.1 Detail", 3),
+                                                         ("2 Finish", 2)]

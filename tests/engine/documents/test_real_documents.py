@@ -82,8 +82,14 @@ def test_docbook_html_page():
     doc = document("debian-reference-ch08.en.html")
     assert doc.title == "Chapter 8. I18N and L10N"
     assert doc.text.startswith("Chapter 8: I18N and L10N\n\nMultilingualization (M17N)")
-    assert [c.title for c in doc.chapters][:3] == ["Chapter 8: I18N and L10N", "8.1 The locale",
-                                                   "8.2 The keyboard input"]
+    # its h1 > h2 > h3 headings nest: chapter, sections, subsections
+    assert [(c.title, c.level) for c in doc.chapters][:4] == [
+        ("Chapter 8: I18N and L10N", 1), ("8.1 The locale", 2), ("8.1.1 Rationale for UTF-8 locale", 3),
+        ("8.1.2 The reconfiguration of the locale", 3)]
+    assert [c.title for c in doc.chapters if c.level == 2] == [
+        "8.1 The locale", "8.2 The keyboard input", "8.3 The display output",
+        "8.4 East Asian Ambiguous Character Width Characters"]
+    assert len(doc.chapters) == 14
     assert "Prev" not in doc.text.split() and "Table of Contents" not in doc.text
     # a data table's rows, each cell said with its column's header
     in_order(doc.text, "Table 8.1. List of IBus and its engine packages\n\npackage: ibus; popcon: V:161, I:204; "
