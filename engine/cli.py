@@ -33,6 +33,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from engine.casting.cli import add_cast_arguments, cast_of
 from engine.errors import OratorError, TextError, UnsupportedError, VoiceError
 from engine.reading_policy import ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
@@ -273,6 +274,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                                 ("chapter", 2.0, "chapters in one file")):
         parser.add_argument(f"--pause-{name}", type=_seconds, default=default, metavar="SECONDS",
                             help=f"silence between {what} (default: {default:g})")
+    add_cast_arguments(parser)
     parser.add_argument("--library", metavar="FOLDER", help="the voice library (default: the studio's)")
     parser.add_argument("--cache-dir", metavar="FOLDER", help="where finished sentences are kept for resuming "
                                                               "(default: the user's cache folder)")
@@ -312,6 +314,7 @@ def _export(args: argparse.Namespace) -> int:
     from engine.audio.loudness import parse_target, report
     from engine.audio.segment_cache import SegmentCache, default_cache_dir
     from engine.audio.sources import load_book
+    from engine.casting import cast_book
     from engine.frames.guard import describe_cuts
 
     books = [(Path(name), load_book(Path(name))) for name in args.inputs]  # every input read before any work
@@ -321,6 +324,8 @@ def _export(args: argparse.Namespace) -> int:
             for number, chapter in enumerate(book.chapters, 1):
                 print(f"  {number:3d}. {chapter.title}")
         return 0
+    cast = cast_of(args)
+    books = [(path, cast_book(book, cast)) for path, book in books] if cast else books
     policy = ReadingPolicy(read_urls=args.read_urls, read_code=args.read_code)
     fmt = _export_format(args)
     selections = []
@@ -362,7 +367,7 @@ def _export(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else SegmentCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())
     written = []
     for number, ((path, book), output, chapters) in enumerate(zip(books, outputs, selections, strict=True), 1):
-        voices = _export_voices(args, engine, book)
+        voices = _export_voices(args, engine, book, cast)
         options = ExportOptions(format=fmt, pauses=pauses, per_chapter=args.per_chapter, chapters=chapters,
                                 subtitles=args.subtitles, max_frames=args.max_frames, cover=cover,
                                 segment_chars=args.segment_chars, loudness=loudness,
@@ -470,9 +475,14 @@ def check_writable(folder: Path) -> None:
         raise OutputError(f"cannot write to {folder}: {e.strerror or e}") from None
 
 
-def _export_voices(args, engine, book) -> dict:
-    """The default voice (None) and each voice mark's, checked against the model now."""
-    return resolve_voices(args, engine, book.voices)
+def _export_voices(args, engine, book, cast=None) -> dict:
+    """The default voice (None), each voice mark's and the cast's, checked against the model now."""
+    cast_voices = cast.voices if cast else set()
+    voices = resolve_voices(args, engine, book.voices - cast_voices)
+    others = argparse.Namespace(**{**vars(args), "voice": None, "voice_file": None})
+    voices.update(resolve_voices(others, engine, cast_voices - set(voices), need_default=False,
+                                 what="the cast's voice"))
+    return voices
 
 
 def resolve_voices(args, engine, names, need_default: bool = True,

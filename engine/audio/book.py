@@ -51,6 +51,7 @@ class Passage:
     text: str  # what is spoken: one paragraph or heading, its lines joined
     kind: str = "paragraph"  # "paragraph" or "heading"
     voice: str | None = None  # the voice mark's name; None: the default voice
+    joined: bool = False  # a later span of the paragraph before it, in another voice (engine.casting)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ class Pauses:
 
     def between(self, before: Passage, after: Passage) -> float:
         """The pause between two passages of one chapter."""
+        if after.joined:
+            return self.sentence
         return self.heading if "heading" in (before.kind, after.kind) else self.paragraph
 
 
