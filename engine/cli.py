@@ -267,8 +267,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bitrate", type=_positive_int, metavar="KBPS", help="of mp3, opus, m4b and m4a")
     parser.add_argument("--loudness", metavar="LUFS|PRESET",
                         help="bring the whole book to this integrated loudness with one gain, under a -1 dBTP "
-                             "true-peak ceiling: a number of LUFS, web or podcast (-16), broadcast (-23) "
-                             "(default: the levels as spoken)")
+                             "true-peak ceiling: a number of LUFS, web or podcast (-16), broadcast (-23), or "
+                             "audiobook (ACX: RMS -23 to -18 dB, peaks under -3 dB, room tone at each file's ends) "
+                             "(default: the levels as spoken; the levels reached are reported either way)")
     for name, default, what in (("sentence", 0.25, "sentences of a paragraph"), ("paragraph", 0.6, "paragraphs"),
                                 ("heading", 1.0, "a heading and what is around it"),
                                 ("chapter", 2.0, "chapters in one file")):
@@ -386,8 +387,9 @@ def _export(args: argparse.Namespace) -> int:
         cuts = describe_cuts(exporter.cuts, exporter.generated_segments)
         if cuts:
             print(f"orator export: {label}: {cuts}", file=sys.stderr)
-        if exporter.loudness is not None:
-            print(f"orator export: {label}: {report(exporter.loudness, loudness)}", file=sys.stderr)
+        print(f"orator export: {label}: {report(exporter.loudness, loudness)}", file=sys.stderr)
+        for line in exporter.levels.off_target(loudness):
+            print(f"orator export: {label}: off target: {line}", file=sys.stderr)
         written.extend(files)
     for file in written:
         print(f"wrote {file}")
