@@ -89,7 +89,9 @@ class ExportRequest:
                       model=window.settings.model_spec("preset").checkpoint, source=source,
                       snapshot=NEW_SNAPSHOT if snapshot is not None else None,
                       per_chapter=dialog.per_chapter.isChecked(), chapters=dialog.chosen_chapters(),
-                      subtitles=dialog.subtitles_key, chars=0 if snapshot is not None else self._chars())
+                      subtitles=dialog.subtitles_key, chars=0 if snapshot is not None else self._chars(),
+                      loudness=dialog.loudness_key, dialogue_voice=dialog.casting.dialogue_voice(),
+                      cast=dialog.casting.cast())
             window.exports.add(job, snapshot)
         except (JobError, OSError) as e:
             window.show_error(f"Could not queue the export: {e}")
