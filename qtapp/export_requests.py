@@ -64,6 +64,7 @@ class ExportRequest:
         voices = list(dict.fromkeys([*window.library.names(), *speakers]))
         voice = window.settings.default_voice or window.default_speaker()
         self.dialog = ExportDialog(title, chapters, voices, voice, self.suggest, self.selection is not None, window)
+        self.dialog.casting.set_cast(window.settings.dialogue_voice, window.settings.cast)  # as reading casts
         self.dialog.accepted.connect(self.queue)
 
     def suggest(self, fmt: str, per_chapter: bool, selection_only: bool) -> Path:

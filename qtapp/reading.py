@@ -44,6 +44,7 @@ class ReadingController(QObject):
         self.plan: ReadingPlan | None = None
         self.segment_chars: int | None = None  # the plans' segment target (engine.text); None: the default
         self.reading_policy = None  # the plans' engine.reading_policy.ReadingPolicy; None: the default
+        self.cast = None  # the plans' engine.casting.Cast (quotations in their voices); None: none
         self.state = IDLE
         self.current_sentence = -1
         self._next_job_id = 0
@@ -65,7 +66,7 @@ class ReadingController(QObject):
              from_position: int | None = None) -> None:
         """Read ``source``'s text [start, end), beginning at the sentence holding ``from_position``."""
         plan = ReadingPlan(source.pieces(start, end), voice_at(source, start), self.segment_chars,
-                           self.reading_policy)
+                           self.reading_policy, self.cast)
         index = plan.index_at(start if from_position is None else from_position)
         if index is None:
             self.message.emit("There is nothing to read here.")

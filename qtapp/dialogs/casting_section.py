@@ -31,8 +31,8 @@ def loudness_box() -> QComboBox:
 class CastingSection(QGroupBox):
     """``dialogue_voice()`` and ``cast()`` as a job keeps them; ``problem()`` says why the cast cannot be used."""
 
-    def __init__(self, voices: list[str], parent: QWidget | None = None):
-        super().__init__("Casting", parent)
+    def __init__(self, voices: list[str], parent: QWidget | None = None, title: str = "Casting"):
+        super().__init__(title, parent)
         self.setAccessibleName("Casting")
         self.dialogue = QComboBox(editable=True)
         self.dialogue.setAccessibleName("Voice for quoted dialogue")
@@ -42,11 +42,21 @@ class CastingSection(QGroupBox):
         self.characters.setToolTip("Quotations the text gives to a character (\"…,\" said Elizabeth) are spoken in "
                                    "that character's voice; others in the dialogue voice.")
         self.characters.setMaxLength(20_000)
+        self.error_label = QLabel(wordWrap=True)  # why the characters do not read, as they are typed
+        self.error_label.setStyleSheet("color: #a12622;")
+        self.error_label.hide()
         form = QFormLayout(self)
         for text, field in (("Dialo&gue voice:", self.dialogue), ("C&haracters:", self.characters)):
             label = QLabel(text)
             label.setBuddy(field)
             form.addRow(label, field)
+        form.addRow(self.error_label)
+        self.characters.textChanged.connect(self._show_problem)
+
+    def set_cast(self, dialogue_voice: str, characters: str) -> None:
+        """Show a cast kept as text (the studio's settings)."""
+        self.dialogue.setCurrentText(dialogue_voice or NARRATOR)
+        self.characters.setText(characters)
 
     def dialogue_voice(self) -> str:
         name = " ".join(self.dialogue.currentText().split())
@@ -63,3 +73,8 @@ class CastingSection(QGroupBox):
         except UnsupportedError as e:
             return f"Characters: {e}."
         return None
+
+    def _show_problem(self) -> None:
+        problem = self.problem()
+        self.error_label.setText(problem or "")
+        self.error_label.setVisible(problem is not None)
