@@ -163,7 +163,7 @@ def cast_book(book, cast: Cast):
                 continue
             for n, span in enumerate(next(spans)):
                 passages.append(Passage(passage.text[span.start:span.end].strip(), passage.kind, span.voice,
-                                        joined=n > 0))
+                                        joined=passage.joined or n > 0))
         chapters.append(Chapter(chapter.title, tuple(passages)))
     return dataclasses.replace(book, chapters=chapters, warnings=list(book.warnings))
 

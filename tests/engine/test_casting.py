@@ -116,6 +116,8 @@ def test_a_cast_book_splits_paragraphs_into_joined_passages_and_keeps_voice_mark
     assert pauses.between(passages[1], passages[2]) == pauses.sentence
     assert pauses.between(passages[3], passages[4]) == pauses.paragraph
     assert cast_book(book, Cast()) is book
+    twice = cast_book(cast, Cast("Dialogue", (("Jane", "Serena"),)))
+    assert twice.chapters == cast.chapters  # casting a cast book changes nothing
 
 
 def test_pride_and_prejudice_dialogue_goes_to_the_dialogue_voice_and_named_speakers_to_theirs():
