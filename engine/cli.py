@@ -32,6 +32,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from engine.casting.cli import add_cast_arguments, cast_of
 from engine.errors import OratorError, TextError, UnsupportedError, VoiceError
 from engine.reading_policy import FOOTNOTE_CHOICES, FOOTNOTES_AT_PARAGRAPH_END, ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
@@ -269,13 +270,15 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bitrate", type=_positive_int, metavar="KBPS", help="of mp3, opus, m4b and m4a")
     parser.add_argument("--loudness", metavar="LUFS|PRESET",
                         help="bring the whole book to this integrated loudness with one gain, under a -1 dBTP "
-                             "true-peak ceiling: a number of LUFS, web or podcast (-16), broadcast (-23) "
-                             "(default: the levels as spoken)")
+                             "true-peak ceiling: a number of LUFS, web or podcast (-16), broadcast (-23), or "
+                             "audiobook (ACX: RMS -23 to -18 dB, peaks under -3 dB, room tone at each file's ends) "
+                             "(default: the levels as spoken; the levels reached are reported either way)")
     for name, default, what in (("sentence", 0.25, "sentences of a paragraph"), ("paragraph", 0.6, "paragraphs"),
                                 ("heading", 1.0, "a heading and what is around it"),
                                 ("chapter", 2.0, "chapters in one file")):
         parser.add_argument(f"--pause-{name}", type=_seconds, default=default, metavar="SECONDS",
                             help=f"silence between {what} (default: {default:g})")
+    add_cast_arguments(parser)
     parser.add_argument("--library", metavar="FOLDER", help="the voice library (default: the studio's)")
     parser.add_argument("--cache-dir", metavar="FOLDER", help="where finished sentences are kept for resuming "
                                                               "(default: the user's cache folder)")
@@ -315,6 +318,7 @@ def _export(args: argparse.Namespace) -> int:
     from engine.audio.loudness import parse_target, report
     from engine.audio.segment_cache import SegmentCache, default_cache_dir
     from engine.audio.sources import load_book
+    from engine.casting import cast_book
     from engine.documents.outline import MAX_DEPTH
     from engine.frames.guard import describe_cuts
 
@@ -325,6 +329,8 @@ def _export(args: argparse.Namespace) -> int:
             for number, chapter in enumerate(book.chapters, 1):  # a part's chapters indented under it
                 print(f"  {number:3d}. {'  ' * (min(chapter.level, MAX_DEPTH) - 1)}{chapter.title}")
         return 0
+    cast = cast_of(args)
+    books = [(path, cast_book(book, cast)) for path, book in books] if cast else books
     policy = ReadingPolicy(read_urls=args.read_urls, read_code=args.read_code, footnotes=args.footnotes)
     fmt = _export_format(args)
     selections = []
@@ -366,7 +372,7 @@ def _export(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else SegmentCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())
     written = []
     for number, ((path, book), output, chapters) in enumerate(zip(books, outputs, selections, strict=True), 1):
-        voices = _export_voices(args, engine, book)
+        voices = _export_voices(args, engine, book, cast)
         options = ExportOptions(format=fmt, pauses=pauses, per_chapter=args.per_chapter, chapters=chapters,
                                 subtitles=args.subtitles, max_frames=args.max_frames, cover=cover,
                                 segment_chars=args.segment_chars, loudness=loudness,
@@ -385,8 +391,9 @@ def _export(args: argparse.Namespace) -> int:
         cuts = describe_cuts(exporter.cuts, exporter.generated_segments)
         if cuts:
             print(f"orator export: {label}: {cuts}", file=sys.stderr)
-        if exporter.loudness is not None:
-            print(f"orator export: {label}: {report(exporter.loudness, loudness)}", file=sys.stderr)
+        print(f"orator export: {label}: {report(exporter.loudness, loudness)}", file=sys.stderr)
+        for line in exporter.levels.off_target(loudness):
+            print(f"orator export: {label}: off target: {line}", file=sys.stderr)
         written.extend(files)
     for file in written:
         print(f"wrote {file}")
@@ -470,9 +477,14 @@ def check_writable(folder: Path) -> None:
         raise OutputError(f"cannot write to {folder}: {e.strerror or e}") from None
 
 
-def _export_voices(args, engine, book) -> dict:
-    """The default voice (None) and each voice mark's, checked against the model now."""
-    return resolve_voices(args, engine, book.voices)
+def _export_voices(args, engine, book, cast=None) -> dict:
+    """The default voice (None), each voice mark's and the cast's, checked against the model now."""
+    cast_voices = cast.voices if cast else set()
+    voices = resolve_voices(args, engine, book.voices - cast_voices)
+    others = argparse.Namespace(**{**vars(args), "voice": None, "voice_file": None})
+    voices.update(resolve_voices(others, engine, cast_voices - set(voices), need_default=False,
+                                 what="the cast's voice"))
+    return voices
 
 
 def resolve_voices(args, engine, names, need_default: bool = True,

@@ -348,13 +348,15 @@ def pronunciation_dialog(window) -> None:
 
 
 def _settings_dialog(window) -> None:
-    dialog = SettingsDialog(window.settings, window, in_use=window.worker.engine_in_use())
+    voices = list(dict.fromkeys([*window.library.names(), *window.preset_speakers()]))
+    dialog = SettingsDialog(window.settings, window, in_use=window.worker.engine_in_use(), voices=voices)
     if dialog.exec():
         changed = dialog.apply()
         window.settings.save()
         # from the next reading and the next export job on
         window.reader.segment_chars = window.exports.runner.segment_chars = window.settings.segment_chars
         window.reader.reading_policy = window.exports.runner.reading_policy = window.settings.reading_policy()
+        window.reader.cast = window.settings.reading_cast()
         if changed:
             window.reload_models()
 

@@ -38,15 +38,16 @@ def written_to(job: Job) -> str:
 def job_tooltip(job: Job) -> str:
     """The whole of a job's row: its title, format and full output path."""
     where = f"one {job.format.upper()} file per chapter in {job.output}" if job.per_chapter else job.output
-    return f"{job.title}\n{job.format.upper()} · {where}"
+    return f"{job.title}\n{job.format.upper()} · {where}" + (f"\n{job.levels}" if job.levels else "")
 
 
 def describe_progress(job: Job, time_left: float | None) -> str:
     """One line for a job's progress column."""
     if job.state == FAILED:
         return job.error or "failed"
-    if job.state == DONE:
-        return f"{job.audio_s / 60:.1f} min of audio" if job.audio_s else "finished"
+    if job.state == DONE:  # with the loudness its files reached
+        done = f"{job.audio_s / 60:.1f} min of audio" if job.audio_s else "finished"
+        return f"{done} · {job.levels}" if job.levels else done
     if not job.total_segments:
         return "waiting" if job.state == QUEUED else ("starting…" if job.state == RUNNING else "")
     percent = 100 * job.done_segments // job.total_segments

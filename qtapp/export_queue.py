@@ -26,8 +26,10 @@ from PySide6.QtCore import QObject, QThread, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QDesktopServices
 
 from engine.audio.export import BookExporter, ExportCancelled, ExportOptions, remove_leftovers
-from engine.audio.queue import CANCELLED, DONE, FAILED, PAUSED, QUEUED, RUNNING, ExportQueue, Job, Snapshot
+from engine.audio.loudness import parse_target, report
+from engine.audio.queue import CANCELLED, DONE, FAILED, PAUSED, QUEUED, RUNNING, ExportQueue, Job, Snapshot, job_cast
 from engine.audio.segment_cache import SegmentCache, default_cache_dir
+from engine.casting import cast_book
 from qtapp.engine_errors import StudioError, describe_error
 
 SAVE_EVERY_S = 2.0  # progress is saved this often at most: a crash loses at most this much of the bar, no audio
@@ -69,7 +71,7 @@ class ExportRunner(QObject):
     @Slot(object)
     def load(self, job: Job) -> None:
         try:
-            book = self.queue.book(job)
+            book = cast_book(self.queue.book(job), job_cast(job))
         except Exception as exc:  # noqa: BLE001 - every failure becomes the job's message
             self.ended.emit(job.id, FAILED, describe_error(exc))
             return
@@ -79,7 +81,7 @@ class ExportRunner(QObject):
     def export(self, job: Job, book, voices: dict) -> None:
         outcome, message = DONE, ""
         try:
-            self._export(job, book, voices)
+            message = self._export(job, book, voices)
         except ExportPaused:
             outcome = PAUSED
         except ExportCancelled:
@@ -96,10 +98,12 @@ class ExportRunner(QObject):
             raise StudioError("No model is loaded yet: wait for it to load, or pick one in Settings.")
         return engine
 
-    def _export(self, job: Job, book, voices: dict) -> None:
+    def _export(self, job: Job, book, voices: dict) -> str:
+        """Export ``job``; returns the loudness its files reached, in words."""
+        target = parse_target(job.loudness) if job.loudness else None
         options = ExportOptions(format=job.format, per_chapter=job.per_chapter, subtitles=job.subtitles,
                                 chapters=None if job.chapters is None else tuple(job.chapters),
-                                max_frames=self.max_frames,
+                                max_frames=self.max_frames, loudness=target,
                                 segment_chars=self.segment_chars if job.segment_chars is None else job.segment_chars)
         sampling = dataclasses.replace(self._engine(voices[None]).defaults, seed=job.seed)
         current = [None]
@@ -124,6 +128,9 @@ class ExportRunner(QObject):
                 self.file_written.emit(job.id, str(path))
         if current[0] is not None:
             self.file_written.emit(job.id, str(current[0]))
+        off = exporter.levels.off_target(target)
+        more = f"; off target: {'; '.join(off[:3])}{' …' if len(off) > 3 else ''}" if off else ""
+        return report(exporter.loudness, target) + more
 
 
 class ExportQueueController(QObject):
@@ -337,8 +344,8 @@ class ExportQueueController(QObject):
                 self.queue.update(job, state=PAUSED)
                 self.message.emit(f"Paused the export of “{job.title}”; Resume goes on where it stopped.")
             else:
-                self.queue.update(job, state=DONE, done_segments=job.total_segments)
-                self.message.emit(f"Exported “{job.title}” to {job.output}.")
+                self.queue.update(job, state=DONE, done_segments=job.total_segments, levels=message[:4096])
+                self.message.emit(f"Exported “{job.title}” to {job.output}: {message}.")
         self.changed.emit()
         self.start_next()
 

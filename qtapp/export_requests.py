@@ -64,6 +64,7 @@ class ExportRequest:
         voices = list(dict.fromkeys([*window.library.names(), *speakers]))
         voice = window.settings.default_voice or window.default_speaker()
         self.dialog = ExportDialog(title, chapters, voices, voice, self.suggest, self.selection is not None, window)
+        self.dialog.casting.set_cast(window.settings.dialogue_voice, window.settings.cast)  # as reading casts
         self.dialog.accepted.connect(self.queue)
 
     def suggest(self, fmt: str, per_chapter: bool, selection_only: bool) -> Path:
@@ -89,7 +90,9 @@ class ExportRequest:
                       model=window.settings.model_spec("preset").checkpoint, source=source,
                       snapshot=NEW_SNAPSHOT if snapshot is not None else None,
                       per_chapter=dialog.per_chapter.isChecked(), chapters=dialog.chosen_chapters(),
-                      subtitles=dialog.subtitles_key, chars=0 if snapshot is not None else self._chars())
+                      subtitles=dialog.subtitles_key, chars=0 if snapshot is not None else self._chars(),
+                      loudness=dialog.loudness_key, dialogue_voice=dialog.casting.dialogue_voice(),
+                      cast=dialog.casting.cast())
             window.exports.add(job, snapshot)
         except (JobError, OSError) as e:
             window.show_error(f"Could not queue the export: {e}")

@@ -168,6 +168,7 @@ class MainWindow(QMainWindow):
         self.reader = ReadingController(self.worker, self.player, self.resolve_voice, self.ensure_model, self)
         self.reader.segment_chars = settings.segment_chars
         self.reader.reading_policy = settings.reading_policy()
+        self.reader.cast = settings.reading_cast()
         self.exports = ExportQueueController(settings.root(), self.worker.engine_when_ready,
                                              self.resolve_export_voice, self.ensure_model,
                                              pronunciation=self.pronunciation,

@@ -47,6 +47,7 @@ class ReadingController(QObject):
         # () -> the kind of the block at an offset (engine.documents.Document.kind_at), or None where the text is
         # not the document as imported (an edit moved its blocks): the policy then guesses by lines
         self.block_kinds = lambda: None
+        self.cast = None  # the plans' engine.casting.Cast (quotations in their voices); None: none
         self.state = IDLE
         self.current_sentence = -1
         self._next_job_id = 0
@@ -68,7 +69,7 @@ class ReadingController(QObject):
              from_position: int | None = None) -> None:
         """Read ``source``'s text [start, end), beginning at the sentence holding ``from_position``."""
         plan = ReadingPlan(source.pieces(start, end), voice_at(source, start), self.segment_chars,
-                           self.reading_policy, self.block_kinds())
+                           self.reading_policy, self.block_kinds(), self.cast)
         index = plan.index_at(start if from_position is None else from_position)
         if index is None:
             self.message.emit("There is nothing to read here.")

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from engine.casting import Cast
+from engine.casting.stream import cast_stream
 from engine.reading_policy import PolicySegmenter, ReadingPolicy
 from engine.text import Segment
 from engine.voice_marks import ends_marks, parse_mark, voice_above
@@ -130,6 +132,18 @@ def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
         yield from _sentences(segmenter.finish(), voice)
 
 
+def cast_sentences(pieces: Iterable[tuple[int, str]], cast: Cast, voice: str | None = None,
+                   target_chars: int | None = None, policy: ReadingPolicy | None = None,
+                   kinds: Callable[[int], str] | None = None) -> Iterator[Sentence]:
+    """``iter_sentences`` cast (``engine.casting.stream``): each quotation in its voice, cut out of its line with
+    its own document span, so the highlight follows the voices."""
+    def plain(recorded):
+        return ((s.segment, s.voice) for s in iter_sentences(recorded, voice, target_chars, policy, kinds))
+
+    for segment, name in cast_stream(pieces, plain, cast):
+        yield Sentence(segment, name)
+
+
 def voice_at(source: TextSource, position: int) -> str | None:
     """The voice mark in effect at ``position``: its own line's, when that starts with one before ``position``,
     else the nearest one above with no blank line between."""
@@ -152,8 +166,9 @@ class ReadingPlan:
 
     def __init__(self, pieces: Iterable[tuple[int, str]], voice: str | None = None,
                  target_chars: int | None = None, policy: ReadingPolicy | None = None,
-                 kinds: Callable[[int], str] | None = None):
-        self._source = iter_sentences(pieces, voice, target_chars, policy, kinds)
+                 kinds: Callable[[int], str] | None = None, cast: Cast | None = None):
+        self._source = (cast_sentences(pieces, cast, voice, target_chars, policy, kinds) if cast
+                        else iter_sentences(pieces, voice, target_chars, policy, kinds))
         self.sentences: list[Sentence] = []  # planned so far
         self._ends: list[int] = []  # sentence ends, for lookups by position
         self.complete = False  # every sentence is planned

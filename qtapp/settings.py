@@ -16,6 +16,8 @@ from typing import ClassVar
 
 from engine import json_limits
 from engine.atomic import atomic_write_text
+from engine.casting import MAX_NAME_CHARS, Cast, parse_cast
+from engine.errors import UnsupportedError
 from engine.pronunciation import Lexicon, LexiconFileError, default_lexicon, default_lexicon_path, load_lexicon
 from engine.reading_policy import FOOTNOTE_CHOICES, FOOTNOTES_AT_PARAGRAPH_END, ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
@@ -105,6 +107,9 @@ class Settings:
     read_urls: bool = False
     read_code: bool = False
     footnotes: str = FOOTNOTES_AT_PARAGRAPH_END  # or "skip" (engine.reading_policy.FOOTNOTE_CHOICES)
+    # casting (engine.casting) for reading aloud and the Export dialog: quoted dialogue's voice, "Jane=Voice, ..."
+    dialogue_voice: str = ""
+    cast: str = ""
     autosave_interval_s: float = 5.0
     window_geometry: str = ""  # hex of QMainWindow.saveGeometry()
     cpu_speed: dict[str, float] = field(default_factory=dict)  # model size -> ×RT measured on this processor
@@ -132,6 +137,15 @@ class Settings:
 
     def reading_policy(self) -> ReadingPolicy:
         return ReadingPolicy(read_urls=self.read_urls, read_code=self.read_code, footnotes=self.footnotes)
+
+    def reading_cast(self) -> Cast | None:
+        """The cast reading aloud speaks with; None when there is none (or its text does not read)."""
+        try:
+            characters = parse_cast(self.cast) if self.cast.strip() else ()
+        except UnsupportedError:
+            characters = ()
+        dialogue = " ".join(self.dialogue_voice.split())
+        return Cast(dialogue if 0 < len(dialogue) <= MAX_NAME_CHARS else None, characters) or None
 
     # ---- model choices --------------------------------------------------------------------------
     def model_spec(self, kind: str) -> ModelSpec:

@@ -285,4 +285,5 @@ def test_a_track_beside_its_subtitles_never_overwrites_them(tiny_model_dir, tmp_
     timed = read_subtitles(tmp_path / "film.timed.srt").cues
     assert len(timed) == 1 and timed[0].start_s == 0.5 and timed[0].end_s > 1.0
     assert f"wrote {tmp_path / 'film.timed.srt'}" in stdout
-    assert "loudness" not in err  # off: the levels as spoken
+    # off: the levels as spoken, still reported
+    assert re.search(r"loudness -?\d+\.\d LUFS, true peak -?\d+\.\d dBTP, RMS -?\d+\.\d dB \(as spoken\)", err), err

@@ -54,6 +54,7 @@ class Passage:
     text: str  # what is spoken: one paragraph or heading, its lines joined (a code block's lines kept)
     kind: str = "paragraph"  # "heading", or what the document's reader says it is (engine.block_kinds)
     voice: str | None = None  # the voice mark's name; None: the default voice
+    joined: bool = False  # a later span of the paragraph before it, in another voice (engine.casting)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class Pauses:
 
     def between(self, before: Passage, after: Passage) -> float:
         """The pause between two passages of one chapter."""
+        if after.joined:
+            return self.sentence
         return self.heading if "heading" in (before.kind, after.kind) else self.paragraph
 
 

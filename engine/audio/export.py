@@ -18,7 +18,9 @@ sentences; a resumed export writes the same samples, and so the same file, as an
 With ``ExportOptions.loudness`` the book gets one gain (``engine.audio.loudness.static_gain``), the same for every
 chapter and chapter file: a first pass speaks every segment into the cache (a temporary one under ``--no-cache``)
 while a meter hears them with their pauses, in the order and with the silences they will have; the second writes
-them scaled. ``BookExporter.loudness`` then holds the figures reached.
+them scaled (and, for a target with an RMS range, the audiobook's, limited: ``loudness.limited_gain``).
+Every export, with a target or without, measures what it writes (``engine.audio.levels``):
+``BookExporter.loudness`` then holds the figures reached, ``BookExporter.levels`` each file's.
 
 No partial file is ever visible: audio and subtitles are written to temporary files beside their targets and
 renamed at the end, and removed on any error or cancel. A kill cannot run that clean-up, so the temporary files
@@ -48,7 +50,8 @@ from engine.atomic import sync_folder
 from engine.audio.book import Book, Passage, Pauses
 from engine.audio.chunks import SAMPLE_RATE
 from engine.audio.encode import ChapterMark, Cover, FileEncoder, Tags, audio_format, create_temp_beside
-from engine.audio.loudness import Loudness, LoudnessMeter, LoudnessTarget, static_gain
+from engine.audio.levels import WrittenLevels, add_room_tone
+from engine.audio.loudness import Loudness, LoudnessMeter, LoudnessTarget, StreamLimiter, limited_gain, static_gain
 from engine.audio.segment_cache import SegmentCache, model_key, segment_key, voice_key
 from engine.audio.subtitles import Cue, chapters_vtt, subtitle_writer
 from engine.audio.time_left import TimeLeft
@@ -183,8 +186,10 @@ class BookExporter:
         self._voice_keys: dict[int, dict] = {}
         self.generated_segments = 0  # segments spoken by the engine (not read from the cache) over every run
         self.cuts: list[str] = []  # the runaway guard's warning for each of them it cut (engine.frames.guard)
-        self.loudness: Loudness | None = None  # what the files reached, after a run with a loudness target
+        self.loudness: Loudness | None = None  # what the files reached, after a run
+        self.levels: WrittenLevels | None = None  # each file's levels, after a run
         self._gain: float | None = None  # linear, applied to every segment; None: none
+        self._limit: float | None = None  # dBFS of the limiter after the gain; None: none
 
     # ---- planning -----------------------------------------------------------------------------------------
     def plan(self, book: Book, output: str | os.PathLike, options: ExportOptions,
@@ -214,12 +219,13 @@ class BookExporter:
                 path = output / chapter_file_name(number, len(chosen), chapter.title, fmt.suffix)
                 tags = Tags(title=chapter.title, author=book.author, narrator=narrator, album=book.title,
                             track=(number, len(chosen)), genre="Audiobook")
-                plans.append(OutputPlan(path, tags, self._items([chapter], voices, pauses, options)))
+                items = add_room_tone(self._items([chapter], voices, pauses, options), options.loudness)
+                plans.append(OutputPlan(path, tags, items))
             return plans
         if output.suffix.lower() != fmt.suffix:
             output = output.with_name(output.name + fmt.suffix)
         tags = Tags(title=book.title, author=book.author, narrator=narrator, genre="Audiobook")
-        return [OutputPlan(output, tags, self._items(chosen, voices, pauses, options))]
+        return [OutputPlan(output, tags, add_room_tone(self._items(chosen, voices, pauses, options), options.loudness))]
 
     def _items(self, chapters, voices, pauses: Pauses, options: ExportOptions) -> list:
         items: list = []
@@ -285,10 +291,13 @@ class BookExporter:
         # the time left runs on the time spent speaking: cache hits, encoding and waiting for a model to load add none
         self._time_left = TimeLeft(self._uncached_chars, clock=lambda: self._generating_s)
         self._start = self.clock()
+        self._limit = None
         self._gain = self._measure(plans, options) if options.loudness is not None else None
+        self.levels = WrittenLevels(SAMPLE_RATE)
         written = []
         for plan in plans:
             written.append(self._write(plan, cover, options))
+        self.loudness = self.levels.result()
         if self.cache is not None:
             self.cache.prune(keep={s.key for s in speeches})
         return written
@@ -305,10 +314,21 @@ class BookExporter:
                 subtitles = subtitle_writer(options.subtitles, subtitle_file)
             self._record_pending(plan.path, temps)
             position, marks = 0, []
+            self.levels.start(plan.path)
+            limiter = StreamLimiter(SAMPLE_RATE, self._limit) if self._limit is not None else None
+
+            def emit(samples: np.ndarray) -> None:  # the gain and limiter applied, written and measured
+                if self._gain is not None:
+                    samples = samples * np.float32(self._gain)
+                if limiter is not None:
+                    samples = limiter.push(samples)
+                encoder.write(samples)
+                self.levels.feed(samples)
+
             for item in plan.items:
                 if isinstance(item, Pause):
                     silence = np.zeros(round(item.seconds * SAMPLE_RATE), dtype=np.float32)
-                    encoder.write(silence)
+                    emit(silence)
                     position += silence.size
                 elif isinstance(item, ChapterStart):
                     marks.append(ChapterMark(item.title, position / SAMPLE_RATE))
@@ -316,12 +336,16 @@ class BookExporter:
                         subtitles.chapter(item.title, position / SAMPLE_RATE)
                 else:
                     audio = self._audio(item, options)
-                    encoder.write(audio if self._gain is None else audio * np.float32(self._gain))
+                    emit(audio)
                     if subtitles is not None and audio.size:
                         subtitles.write(Cue(position / SAMPLE_RATE, (position + audio.size) / SAMPLE_RATE, item.text))
                     position += audio.size
                     if self._gain is None:  # with a gain, the measuring pass reported the progress
                         self._report(plan.path, len(item.text), self._written_samples + position)
+            if limiter is not None:  # its lookahead's tail: the file is as long as what was fed
+                tail = limiter.close()
+                encoder.write(tail)
+                self.levels.feed(tail)
             encoder.finish(marks)
             if subtitle_file is not None:
                 subtitle_file.flush()
@@ -357,7 +381,11 @@ class BookExporter:
                     position += audio.size
                     self._report(plan.path, len(item.text), position)
         measured = meter.result()
-        gain_db = static_gain(measured, options.loudness)
+        if options.loudness.rms_range is not None:
+            # an audiobook's RMS with its peaks 15 dB under full scale is more than most speech allows unlimited
+            gain_db, self._limit = limited_gain(measured, options.loudness)
+        else:  # a LUFS target keeps one plain gain: chapter files alike sample for sample
+            gain_db, self._limit = static_gain(measured, options.loudness), None
         self.loudness = measured.shifted(gain_db)
         return 10 ** (gain_db / 20)
 

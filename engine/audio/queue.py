@@ -3,7 +3,8 @@
 A ``Job`` names its source (a document file, or a ``Snapshot`` of the text or selection saved into the queue's
 folder when it was queued, so editing on does not change what is exported), its voice by name (resolved from the
 voice library when it runs), format, output, per-chapter flag, chapter selection and seed, and its state and
-progress. ``ExportQueue`` keeps the jobs in order in ``export-queue.json`` in the app's data folder, written
+progress, its loudness target and cast (``engine.casting``), and once done the loudness its files reached.
+``ExportQueue`` keeps the jobs in order in ``export-queue.json`` in the app's data folder, written
 atomically (``engine.atomic``) on every change. Loading is forgiving: a file that is not JSON is set aside as
 ``export-queue.json.damaged`` and the queue starts empty; a job that does not read back is dropped; either way
 ``warnings`` says what was lost, so the studio can tell the user and go on. A job that was running when the app
@@ -29,6 +30,7 @@ from engine import json_limits
 from engine.atomic import atomic_write_text
 from engine.audio.book import Book, book_from_document, book_from_text
 from engine.audio.encode import FORMATS, audio_format
+from engine.casting import MAX_CHARACTERS, MAX_NAME_CHARS, Cast
 from engine.sampling import MAX_SEED
 from engine.text import check_target_chars
 
@@ -85,6 +87,10 @@ class Job:
     # None: the default target
     segment_chars: int | None = None
     seed: int = field(default_factory=lambda: random.randrange(MAX_SEED))
+    loudness: str = ""  # a target as engine.audio.loudness.parse_target reads it; "": the levels as spoken
+    dialogue_voice: str = ""  # the voice of quoted speech (engine.casting); "": the narrator's
+    cast: list[list[str]] = field(default_factory=list)  # [character, voice] pairs
+    levels: str = ""  # the loudness the finished files reached, in words
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     state: str = QUEUED
     done_segments: int = 0
@@ -137,6 +143,21 @@ def check_job(job: Job) -> None:
     text("the voice", job.voice)
     text("the model", job.model)
     text("the error", job.error)
+    text("the loudness", job.loudness)
+    text("the dialogue voice", job.dialogue_voice)
+    text("the levels", job.levels)
+    if job.loudness:
+        from engine.audio.loudness import parse_target
+        from engine.errors import UnsupportedError
+
+        try:
+            parse_target(job.loudness)
+        except UnsupportedError as e:
+            raise JobError(str(e)) from None
+    if not isinstance(job.cast, list) or len(job.cast) > MAX_CHARACTERS or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, str) and 0 < len(n) <= MAX_NAME_CHARS
+                                                             and "\x00" not in n for n in pair) for pair in job.cast):
+        raise JobError(f"the cast must be at most {MAX_CHARACTERS} [character, voice] pairs of names")
     if (job.source is None) == (job.snapshot is None):
         raise JobError("a job has either a source document or a snapshot")
     if job.source is not None:
@@ -349,6 +370,11 @@ class ExportQueue:
         for path in entries:
             if path.stem not in keep and _ID.fullmatch(path.stem):
                 path.unlink(missing_ok=True)
+
+
+def job_cast(job: Job) -> Cast:
+    """The cast a job speaks with (empty: none)."""
+    return Cast(job.dialogue_voice or None, tuple((character, voice) for character, voice in job.cast))
 
 
 def snapshot_book(snapshot: Snapshot) -> Book:

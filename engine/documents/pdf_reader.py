@@ -5,8 +5,8 @@ on four real manuals it kept word spacing where pypdf ran words together, kept r
 as pdfminer.six, and read a page faster than either. Its text comes line by line (pdf_lines.py) with each
 character's box and font size; from those this module removes what is printed but not read: contents and index
 pages (dot leaders, lines ending in page numbers), running headers and footers (a line in the top or bottom band,
-apart from the text, repeated on three pages or more, or on two of a document under ten pages), page numbers and footnote
-markers (pdf_footnotes.py: a digit is removed only as a mark with its note); it joins words
+apart from the text, repeated on three pages or more, or on two of a document under ten pages), page numbers and
+footnote markers (pdf_footnotes.py: a digit is removed only as a mark with its note); it joins words
 hyphenated at a line end (PDFium marks them) unless the document spells the word with its hyphen
 elsewhere; it rebuilds paragraphs across lines, columns and pages (a paragraph ends at a wider gap,
 a line short of its column's edge, a change of size, an indent, a list bullet or a reference's "[17]"),

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.audio.chunks import SAMPLE_RATE
-from engine.audio.loudness import LoudnessTarget, Normalized, normalize
+from engine.audio.loudness import LoudnessTarget, Normalized, measure, normalize, report
 from engine.audio.subtitles import Cue, subtitle_writer
 from engine.audio.tempo import stretch
 from engine.voiceover.cues import SubtitleCue
@@ -40,6 +40,8 @@ class Voiceover:
         lines = describe(self.placements, SAMPLE_RATE)
         if self.loudness is not None:
             lines.append(self.loudness.report())
+        else:  # levels kept as spoken are reported too
+            lines.append(report(measure(self.samples, self.sample_rate), None))
         return lines
 
 

@@ -1,6 +1,7 @@
 """The Export dialog: what a new export-queue job writes (format, voice, where, per chapter or one file, which
-chapters, subtitles, the whole text or the selection). It only describes the job: accepting it queues the job
-and returns at once (``qtapp.export_queue``), and the export runs in the background."""
+chapters, subtitles, loudness and casting (``casting_section``), the whole text or the selection). It only
+describes the job: accepting it queues the job and returns at once (``qtapp.export_queue``), and the export runs
+in the background."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from engine.audio.encode import audio_format
 from qtapp.chapter_choice import ChapterChoice
+from qtapp.dialogs.casting_section import CastingSection, loudness_box
 
 FORMAT_CHOICES = {
     "m4b": "M4B audiobook (AAC, chapters)",
@@ -92,6 +94,10 @@ class ExportDialog(QDialog):
         form.addRow(write_label, row)
         form.addRow(self.per_chapter)
         form.addRow("Su&btitles:", self.subtitles)
+        self.loudness = loudness_box()
+        form.addRow("Lo&udness:", self.loudness)
+        self.casting = CastingSection(voices)
+        form.addRow(self.casting)
         form.addRow(self.selection_only)
         form.addRow(self.chapters_label, self.chapter_choice)
         self.error_label = QLabel(wordWrap=True)
@@ -117,6 +123,10 @@ class ExportDialog(QDialog):
     def subtitles_key(self) -> str | None:
         return self.subtitles.currentData()
 
+    @property
+    def loudness_key(self) -> str:
+        return self.loudness.currentData()
+
     def output(self) -> Path:
         return Path(self.path_field.text().strip()).expanduser()
 
@@ -136,7 +146,7 @@ class ExportDialog(QDialog):
             return self.chapter_problem()
         if not self.voice.currentText().strip():
             return "Choose a voice."
-        return None
+        return self.casting.problem()
 
     def chapter_problem(self) -> str | None:
         """Why the chapters chosen cannot be exported (a range that does not parse, none checked), or None."""

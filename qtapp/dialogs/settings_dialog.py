@@ -1,4 +1,5 @@
-"""The Models & settings dialog: the checkpoint serving each voice kind, device, precision, streaming."""
+"""The Models & settings dialog: the checkpoint serving each voice kind, device, precision, streaming, and the
+casting reading aloud speaks with (``casting_section``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from engine.reading_policy import FOOTNOTES_AT_PARAGRAPH_END, FOOTNOTES_SKIP
 from engine.text import DEFAULT_MAX_CHARS
+from qtapp.dialogs.casting_section import CastingSection
 from qtapp.gpu_check import gpu_advice
 from qtapp.settings import DEVICES, KNOWN_CHECKPOINTS, MAX_THREADS, PRECISIONS, VOICE_KINDS, Settings
 
@@ -46,8 +48,10 @@ def speed_summary(cpu_speed: dict[str, float], in_use: str) -> str:
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: Settings, parent: QWidget | None = None, in_use: str = ""):
-        """``in_use``: the loaded model and the path it runs on (``qtapp.worker.describe_engine``)."""
+    def __init__(self, settings: Settings, parent: QWidget | None = None, in_use: str = "",
+                 voices: list[str] | None = None):
+        """``in_use``: the loaded model and the path it runs on (``qtapp.worker.describe_engine``); ``voices``: the
+        names the casting offers."""
         super().__init__(parent)
         self.settings = settings
         self.setWindowTitle("Models & settings")
@@ -126,8 +130,13 @@ class SettingsDialog(QDialog):
         self.gpu_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         runtime_form.addRow("PyTorch:", self.gpu_label)
         layout.addWidget(runtime)
+        self.casting = CastingSection(voices or [], title="Casting (reading aloud, and new exports)")
+        self.casting.set_cast(settings.dialogue_voice, settings.cast)
+        layout.addWidget(self.casting)
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.casting.characters.textChanged.connect(lambda: ok.setEnabled(self.casting.problem() is None))
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
@@ -152,4 +161,6 @@ class SettingsDialog(QDialog):
         self.settings.read_urls, self.settings.read_code = self.read_urls.isChecked(), self.read_code.isChecked()
         self.settings.footnotes = FOOTNOTES_AT_PARAGRAPH_END if self.read_footnotes.isChecked() else FOOTNOTES_SKIP
         s.cpu_path, s.threads = self.cpu_path.currentData(), self.threads.value()
+        if self.casting.problem() is None:  # OK is off while it has one
+            s.dialogue_voice, s.cast = self.casting.dialogue_voice(), self.casting.characters.text().strip()
         return before != (s.checkpoints, s.device, s.precision, s.cpu_path, s.threads)

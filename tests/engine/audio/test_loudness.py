@@ -58,7 +58,9 @@ def test_the_meter_streams_in_pieces_with_the_same_result():
     meter = LoudnessMeter(RATE)
     for at in range(0, audio.size, 1001):
         meter.feed(audio[at:at + 1001])
-    assert meter.result() == measure(audio, RATE)
+    pieces, whole = meter.result(), measure(audio, RATE)
+    assert (pieces.integrated_lufs, pieces.true_peak_dbtp) == (whole.integrated_lufs, whole.true_peak_dbtp)
+    assert math.isclose(pieces.rms_db, whole.rms_db, abs_tol=1e-9)  # float sums in another order
 
 
 @pytest.mark.parametrize("target", [PRESETS["web"], PRESETS["broadcast"], VOICEOVER_DEFAULT,
@@ -160,3 +162,41 @@ def test_memory_the_meter_holds_no_audio():
         tracemalloc.stop()
     assert peak <= 2 * second.nbytes
     assert math.isfinite(meter.result().integrated_lufs)
+
+
+def independent_rms_db(samples: np.ndarray) -> float:
+    wide = np.asarray(samples, dtype=np.float64)
+    return 10 * math.log10(float(np.mean(wide ** 2)))
+
+
+def test_the_stream_limiter_is_aligned_with_its_input_and_as_long_in_any_pieces():
+    from engine.audio.loudness import StreamLimiter
+
+    audio = speech_like(6, 0.05, seed=7)
+    limiter = StreamLimiter(RATE, -3.0)  # far above the signal: what comes out is what went in
+    out = np.concatenate([limiter.push(audio[at:at + 777]) for at in range(0, audio.size, 777)] + [limiter.close()])
+    assert out.size == audio.size
+    # aligned: the two agree best with no shift (the resampling around the limiter only softens the top octave)
+    agreement = {lag: float(np.dot(np.roll(out, lag), audio)) for lag in range(-3, 4)}
+    assert max(agreement, key=agreement.get) == 0
+    assert agreement[0] > 0.95 * float(np.dot(audio, audio))
+
+    loud = speech_like(6, 0.9, seed=7)
+    limiter = StreamLimiter(RATE, -6.0)
+    out = np.concatenate([limiter.push(loud[:50_000]), limiter.push(loud[50_000:]), limiter.close()])
+    assert out.size == loud.size
+    # the resampling back lets peaks rise a little: limited_gain sets the limit 1 dB under the ceiling for it
+    assert independent_true_peak_dbtp(out) <= -6.0 + 1.0
+
+
+@pytest.mark.parametrize("level", [0.01, 0.3, 0.9])
+def test_the_audiobook_preset_reaches_acx_levels(level):
+    target = parse_target("audiobook")
+    assert target.lufs is None and target.rms_range == (-23.0, -18.0) and target.ceiling_dbtp == -3.0
+    assert 0.5 <= target.room_tone_s[0] <= 1.0 and 1.0 <= target.room_tone_s[1] <= 5.0
+    done = normalize(speech_like(20, level, seed=4), RATE, target)
+    assert -23.0 <= independent_rms_db(done.samples) <= -18.0
+    assert 20 * math.log10(float(np.max(np.abs(done.samples)))) <= -3.0
+    assert independent_true_peak_dbtp(done.samples) <= -3.0
+    assert done.reached and "RMS" in done.report() and "ceiling" not in done.report()
+    assert abs(done.after.rms_db - independent_rms_db(done.samples)) < 0.05

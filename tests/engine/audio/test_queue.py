@@ -91,7 +91,8 @@ def test_unreadable_jobs_are_dropped_and_the_rest_kept(tmp_path):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(["title", "output", "format", "state", "chapters", "seed", "snapshot",
-                                        "source", "audio_s", "per_chapter", "id", "written", "segment_chars"]),
+                                        "source", "audio_s", "per_chapter", "id", "written", "segment_chars",
+                                        "loudness", "dialogue_voice", "cast", "levels"]),
                        st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
                                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5),
                                                                                                inner, max_size=3),
@@ -125,6 +126,20 @@ def test_a_job_made_with_bad_values_is_refused(tmp_path):
     for target in (5, 301, True, "200", 2.5):
         with pytest.raises(JobError, match="segment target"):
             Job(title="x", output="/out.m4b", source="/a.txt", segment_chars=target)
+
+
+def test_a_jobs_loudness_and_cast_come_back_and_bad_ones_are_refused(tmp_path):
+    queue = ExportQueue(tmp_path)
+    made = queue.add(job(tmp_path, loudness="audiobook", dialogue_voice="Ryan", cast=[["Elizabeth", "Vivian"]]))
+    [again] = ExportQueue(tmp_path).jobs
+    assert (again.loudness, again.dialogue_voice, again.cast) == ("audiobook", "Ryan", [["Elizabeth", "Vivian"]])
+    assert again.id == made.id
+    for bad, says in (({"loudness": "very loud"}, "loudness"), ({"loudness": "-90"}, "between"),
+                      ({"cast": [["Jane"]]}, "pairs"), ({"cast": [["Jane", ""]]}, "pairs"),
+                      ({"cast": [["J", "V"]] * 201}, "pairs"), ({"cast": "Jane=Vivian"}, "pairs"),
+                      ({"dialogue_voice": "x" * 5000}, "dialogue voice")):
+        with pytest.raises(JobError, match=says):
+            job(tmp_path, **bad)
 
 
 def test_a_jobs_segment_target_comes_back_after_a_restart(tmp_path):
