@@ -113,7 +113,7 @@ def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
     else None (the policy guesses by lines)."""
     segmenter: PolicySegmenter | None = None
     at_line_start = True
-    for offset, piece in pieces:
+    for offset, piece in _marks_whole(pieces):
         if at_line_start:
             name, mark_len = parse_mark(piece.rstrip("\n"))
             blank = voice is not None and ends_marks(piece.rstrip("\n")) and piece.endswith("\n")
@@ -130,6 +130,30 @@ def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
         yield from _sentences(segmenter.feed(piece), voice)
     if segmenter is not None:
         yield from _sentences(segmenter.finish(), voice)
+
+
+_MARK_OPENING = "[voice:"
+_MAX_MARK_CHARS = 1024  # a mark longer than this is not held back whole: it is read as text
+
+
+def _marks_whole(pieces: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """``pieces`` with a line's opening piece joined to the next ones until the voice mark it may start is whole,
+    so a mark cut between pieces is still a mark."""
+    held: tuple[int, str] | None = None
+    at_line_start = True
+    for offset, piece in pieces:
+        if held is not None:
+            offset, piece = held[0], held[1] + piece
+            held = None
+        head = piece.lstrip(" \t")[:len(_MARK_OPENING)].lower()
+        if (at_line_start and "\n" not in piece and "]" not in piece and len(piece) < _MAX_MARK_CHARS
+                and _MARK_OPENING.startswith(head)):
+            held = (offset, piece)
+            continue
+        at_line_start = piece.endswith("\n")
+        yield offset, piece
+    if held is not None:
+        yield held
 
 
 def cast_sentences(pieces: Iterable[tuple[int, str]], cast: Cast, voice: str | None = None,

@@ -63,8 +63,9 @@ TEXT = st.lists(st.sampled_from(list("ab .,!?\n'\"“”‘’") + ["\n\n", "sai
 def test_a_cast_reading_says_every_character_once_in_document_order(text, piece):
     plain = planned(text, cast=None)
     cast = planned(text, piece=piece)
-    assert "".join(s.segment.text for s in cast).replace(" ", "") == "".join(
-        s.segment.text for s in plain).replace(" ", "")
+    # the same characters in the same order; where a quotation is cut out of its line, the line end between is a cut
+    assert "".join("".join(s.segment.text for s in cast).split()) == "".join(
+        "".join(s.segment.text for s in plain).split())
     assert all(a.end <= b.start for a, b in zip(cast, cast[1:], strict=False))
     for s in cast:
         assert words(s.segment.text) == words(text[s.start:s.end])

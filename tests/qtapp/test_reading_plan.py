@@ -44,12 +44,12 @@ _WORDS = st.sampled_from(["Hello", "world", "e.g.", "Dr.", "x" * 40, ".", "!", "
 
 @settings(max_examples=300, deadline=None)
 @given(words=st.lists(_WORDS, max_size=80), bounds=st.tuples(st.integers(0, 400), st.integers(0, 400)),
-       piece=st.integers(16, 40))
+       piece=st.integers(2, 40))
 def test_sentences_are_the_passages_split_whole_however_the_text_is_cut(words, bounds, piece):
     text = "".join(words)
     start, end = sorted(min(b, len(text)) for b in bounds)
     with pytest.MonkeyPatch.context() as patch:
-        # lines cut into pieces of at most ``piece`` characters; a mark is read from its line's first piece
+        # lines cut into pieces of at most ``piece`` characters, a voice mark cut between pieces among them
         patch.setattr(reading_plan, "MAX_PIECE", piece)
         assert planned(text, start, end) == reference_sentences(text, start, end)
         for s in iter_sentences(StrText(text).pieces(start, end)):
