@@ -345,7 +345,8 @@ def pronunciation_dialog(window) -> None:
 
 
 def _settings_dialog(window) -> None:
-    dialog = SettingsDialog(window.settings, window, in_use=window.worker.engine_in_use())
+    dialog = SettingsDialog(window.settings, window, in_use=window.worker.engine_in_use(),
+                            plan=window.worker.plan_in_use())
     if dialog.exec():
         changed = dialog.apply()
         window.settings.save()

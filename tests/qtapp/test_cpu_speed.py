@@ -132,13 +132,24 @@ def test_the_dialog_grows_to_show_the_advice_whole(qtbot):
     dialog.done(0)
 
 
-def test_the_processor_path_offers_int4_and_choosing_it_reloads_the_model(qtbot):
+def test_the_processor_precision_is_fast_or_exact_and_choosing_it_reloads_the_model(qtbot):
     settings = Settings()
     dialog = SettingsDialog(settings, in_use="")
     qtbot.addWidget(dialog)
     paths = [dialog.cpu_path.itemData(i) for i in range(dialog.cpu_path.count())]
-    assert paths == ["fast", "small", "exact"]
-    dialog.cpu_path.setCurrentIndex(paths.index("small"))
-    assert dialog.apply() and settings.cpu_path == "small"
-    assert settings.model_spec("preset").cpu_path == "small"
+    assert paths == ["fast", "exact"]  # int4 ("small") is gone: a saved one loads as fast (test_settings)
+    dialog.cpu_path.setCurrentIndex(paths.index("exact"))
+    assert dialog.apply() and settings.cpu_path == "exact"
+    assert settings.model_spec("preset").cpu_path == "exact"
     assert not dialog.apply()  # nothing changed since
+
+
+def test_settings_show_the_loaded_engines_execution_plan_read_only(qtbot, tiny_engine):
+    from PySide6.QtCore import Qt
+
+    plan = tiny_engine("custom_voice").execution_plan
+    dialog = SettingsDialog(Settings(), in_use="", plan=plan.summary())
+    qtbot.addWidget(dialog)
+    assert dialog.plan_label.text() == plan.summary() and f": {plan.path} (" in dialog.plan_label.text()
+    assert not dialog.plan_label.textInteractionFlags() & Qt.TextInteractionFlag.TextEditable
+    assert SettingsDialog(Settings()).plan_label.text() == "Chosen when a model loads."
