@@ -26,7 +26,8 @@ from engine.options import PRECISIONS
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PRECISIONS", "ExecutionPlan", "cpu_features", "machine", "of_engine", "planned", "resolve_precision"]
+__all__ = ["PRECISIONS", "ExecutionPlan", "cpu_features", "kernels_ready", "machine", "of_engine", "planned",
+           "resolve_precision"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +245,22 @@ def _bridge_note(current: options.Options) -> str | None:
 
 
 BRIDGE = "torch-int8 until a warm-up process has compiled the path's kernels, then the path from a segment's start"
+
+
+def kernels_ready() -> bool:
+    """Whether the fast plan's Numba kernels are compiled already: their marker in the cache folder
+    (``engine.numba_cache``), or the bridge of this process switched to them."""
+    from engine import numba_cache
+    from engine.model import one_position_numba as jit
+    from engine.numba_cache import cold_start
+
+    if jit.numba is None:
+        return False
+    bridge = cold_start._bridge
+    if bridge is not None:
+        return bridge.numba_now
+    folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()
+    return folder is not None and numba_cache.is_warm(folder, numba_cache.compiled_key(options.current().cpu_team))
 
 
 def _numba_now() -> bool:
