@@ -16,6 +16,7 @@ what differs is the prompt's length).
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ from engine.runtime import fast_cpu_decoder_dtype, use_cpu_threads
 
 FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 80 ms of audio a frame
 DECODE_CHUNK = 4  # frames a streamed chunk decodes at once (the studio's default)
-FRAMES = 4  # timed frames per thread count: a size's measurement is a few seconds even for the 1.7B on 2 cores
+FRAMES = 3  # timed frames per thread count: a size's measurement is a few seconds even for the 1.7B on 2 cores
 PREPARING = " while the compiled steps are prepared"  # the plan measured is the bridge's
 
 
@@ -67,7 +68,7 @@ def measure_cpu_speed(size: str, frames: int = FRAMES, threads: int | None = Non
         frame_ms, used = _frame_ms(talker, frames, counts)
         del talker
         use_cpu_threads(used)
-        decode_ms = _decode_ms()
+        decode_ms = _decode_ms(used)
     note = PREPARING if path == "torch-int8" and _numba_usable() else ""
     return CpuSpeed(size, frame_ms, decode_ms, used, f"fast: {path}{note}")
 
@@ -138,7 +139,10 @@ def _frame_ms(talker, frames: int, counts: tuple[int, ...]) -> tuple[float, int]
     return means[fastest], fastest
 
 
-def _decode_ms() -> float:
+@functools.cache
+def _decode_ms(threads: int) -> float:
+    """One frame's share of decoding a chunk at ``threads``: the codec decoder is every size's, so it is measured
+    once a process for each count."""
     from engine.codec.decoder import SpeechDecoder
     from engine.synthetic.speech_tokenizer import random_decoder
 
