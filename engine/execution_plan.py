@@ -154,14 +154,14 @@ def planned(device: str | torch.device | None = None, precision: str | None = No
     threads = cpu_threads(current.threads)
     counts = _governed(threads) if precision == "fast" and current.threads is None else ()
     if precision == "exact":
-        path = "float32-compiled" if current.cpu_compile else "float32"
+        path = "float32-compiled" if _option(current, "cpu_compile") else "float32"
         return ExecutionPlan("cpu", precision, path, _name(dtype), _name(torch.float64 if dtype == torch.float64
                                                                          else torch.float32),
                              threads=threads, thread_counts=counts, grow_chunks=current.grow_chunks,
                              fallbacks=fallbacks)
     path, more, bridge = _fast_path(current)
     decoder = fast_cpu_decoder_dtype()
-    return ExecutionPlan("cpu", precision, path, "int4" if current.cpu_int4 else "int8", _name(decoder),
+    return ExecutionPlan("cpu", precision, path, "int4" if _option(current, "cpu_int4") else "int8", _name(decoder),
                          threads=threads, thread_counts=counts, grow_chunks=current.grow_chunks,
                          cpu_features=_relied_on(path, decoder, ()), fallbacks=(*fallbacks, *more), bridge=bridge)
 
@@ -193,7 +193,7 @@ def of_engine(engine, before: ExecutionPlan) -> ExecutionPlan:
         path = before.path  # the bridge speaks on torch-int8 until these compile (engine.numba_cache.cold_start)
     elif engine.cpu_numba_steps:
         bridge = None
-        path = "numba-int8-team" if engine.cpu_team_steps else "numba-int8"
+        path = "numba-int8-team" if getattr(engine, "cpu_team_steps", False) else "numba-int8"
         if before.path == "numba-int8-team" and path != "numba-int8-team":
             fallbacks.append("the team's code did not compile here: five parallel regions a layer")
         talker, predictor = engine.cpu_vnni_products
@@ -215,7 +215,7 @@ def of_engine(engine, before: ExecutionPlan) -> ExecutionPlan:
 
 def _fast_path(current: options.Options) -> tuple[str, list[str], str | None]:
     """(path, fallbacks, bridge) of the fast CPU plan the options choose here, before a compile is tried."""
-    if current.cpu_compile:
+    if _option(current, "cpu_compile"):
         return "int8-compiled", [], None
     if not current.cpu_numba:
         return "torch-int8", ["the cpu_numba option is off: PyTorch's int8 steps"], None
@@ -223,7 +223,7 @@ def _fast_path(current: options.Options) -> tuple[str, list[str], str | None]:
 
     if jit.numba is None:
         return "torch-int8", ["Numba is not usable here: PyTorch's int8 steps"], None
-    path = "numba-int8-team" if current.cpu_team else "numba-int8"
+    path = "numba-int8-team" if _option(current, "cpu_team", True) else "numba-int8"
     return path, [], _bridge_note(current)
 
 
@@ -233,13 +233,13 @@ def _bridge_note(current: options.Options) -> str | None:
     from engine.model import one_position_numba as jit
     from engine.numba_cache import cold_start
 
-    if current.cpu_int4 or not current.cpu_warmup or not jit._cacheable():
+    if _option(current, "cpu_int4") or not current.cpu_warmup or not jit._cacheable():
         return None
     bridge = cold_start._bridge
     if bridge is not None and not bridge.numba_now:
         return BRIDGE
     folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()
-    if folder is None or numba_cache.is_warm(folder, numba_cache.compiled_key(current.cpu_team)):
+    if folder is None or numba_cache.is_warm(folder, numba_cache.compiled_key(_option(current, "cpu_team", True))):
         return None
     return BRIDGE
 
@@ -260,7 +260,8 @@ def kernels_ready() -> bool:
     if bridge is not None:
         return bridge.numba_now
     folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()
-    return folder is not None and numba_cache.is_warm(folder, numba_cache.compiled_key(options.current().cpu_team))
+    key = numba_cache.compiled_key(_option(options.current(), "cpu_team", True))
+    return folder is not None and numba_cache.is_warm(folder, key)
 
 
 def _numba_now() -> bool:
@@ -302,6 +303,12 @@ def _integer_rows() -> bool:
     from engine.model.int8 import prefill_form
 
     return prefill_form() == "integer"
+
+
+def _option(current: options.Options, name: str, gone: bool = False) -> bool:
+    """A path's switch (int4, compiled steps, the team), or ``gone`` where the options no longer have it: a path
+    deleted is off, the team kept is on."""
+    return bool(getattr(current, name, gone))
 
 
 def _name(dtype: torch.dtype) -> str:
