@@ -109,10 +109,11 @@ def cpu_features() -> tuple[str, ...]:
 
     capability = torch.backends.cpu.get_cpu_capability().lower()
     found = [capability.replace("avx512", "avx-512")] if capability != "default" else []
-    for name, probe in (("vnni", "_is_avx512_vnni_supported"), ("amx", "_is_amx_tile_supported")):
-        check = getattr(torch.cpu, probe, None)
+    for name, probes in (("vnni", ("_is_vnni_supported", "_is_avx512_vnni_supported")),
+                         ("amx", ("_is_amx_tile_supported",))):
+        checks = [getattr(torch.cpu, probe, None) for probe in probes]
         try:
-            if check is not None and check():
+            if any(check is not None and check() for check in checks):
                 found.append(name)
         except RuntimeError:
             pass
