@@ -16,7 +16,14 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--pdf-worker"]:
 
     sys.exit(worker_main(sys.argv[2:4]))
 
-from engine.cli import add_export_arguments, add_say_arguments, run_export_command, run_say_command  # noqa: E402
+from engine.cli import (  # noqa: E402
+    add_export_arguments,
+    add_precision_argument,
+    add_say_arguments,
+    run_export_command,
+    run_say_command,
+)
+from engine.info_cli import add_info_arguments, run_info_command  # noqa: E402
 from engine.voiceover.cli import add_voiceover_arguments, run_voiceover_command  # noqa: E402
 from server.cli import add_serve_arguments, run_serve_command  # noqa: E402
 
@@ -26,16 +33,17 @@ def add_gui_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="a document to open (.txt .md .html .epub .pdf .docx)")
     parser.add_argument("--self-test", action="store_true",
                         help="speak one sentence with a tiny synthetic model, headless; exit 0 if it works")
+    add_precision_argument(parser)
 
 
 def run_gui_command(args: argparse.Namespace) -> int:
     if args.self_test:
         from qtapp.self_test import run_self_test
 
-        return run_self_test()
+        return run_self_test(args.precision)
     from qtapp.app import run_gui
 
-    return run_gui(args.file)
+    return run_gui(args.file, args.precision)
 
 
 # ---- dispatch: add a subcommand by adding one line here ------------------------------------------------
@@ -47,6 +55,8 @@ COMMANDS = {
                add_export_arguments, run_export_command),
     "voiceover": ("speak a subtitle file (.srt, .vtt) into one track, each line on its cue",
                   add_voiceover_arguments, run_voiceover_command),
+    "info": ("print this machine and the execution plan a model runs on, as JSON", add_info_arguments,
+             run_info_command),
 }
 DEFAULT_COMMAND = "gui"
 

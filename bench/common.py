@@ -65,6 +65,7 @@ class Result:
     runs: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     device: str = ""
     notes: str = ""
+    plan: dict = dataclasses.field(default_factory=dict)  # the engine's execution plan, where the system has one
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -193,14 +194,14 @@ def environment(device: str | torch.device = "cuda") -> dict[str, str]:
 
 def summarize(system: str, model_dir: str | Path, mode: str, frames: int, raw: dict[str, list[float]],
               chunk_sizes: Sequence[int], device: str | torch.device, warmup_s: float, load_s: float, notes: str,
-              ttfa_ms: dict[int, float] | None = None) -> Result:
+              ttfa_ms: dict[int, float] | None = None, plan: dict | None = None) -> Result:
     """The ``Result`` of one system's timed runs: medians of ``raw`` (kept whole under ``runs``)."""
     return Result(
         system=system, model_size=model_size_label(model_dir), mode=mode, n_frames=frames,
         ms_per_frame=median(raw["ms_per_frame"]), xrt=median(raw["xrt"]),
         ttfa_ms=ttfa_ms if ttfa_ms is not None else {c: median(raw[f"ttfa_ms_{c}"]) for c in chunk_sizes},
         peak_mem_gb=peak_memory_gb(device), warmup_s=warmup_s, load_s=load_s, runs=raw,
-        device=device_name(device), notes=notes,
+        device=device_name(device), notes=notes, plan=plan or {},
     )
 
 

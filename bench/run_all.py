@@ -29,10 +29,11 @@ RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator", "
 # between frames / on a thread of its own, whatever the cores; orator-regions: the Numba steps without their team
 # (five parallel regions a layer)
 DEFAULT_SYSTEMS = ["orator", "orator-float32", "faster", "official"]
-RUNNER_ENV = {"orator-float32": {"ORATOR_CPU_INT8": "0"}, "orator-compiled": {"ORATOR_CPU_COMPILE": "1"},
-              "orator-int4": {"ORATOR_CPU_INT4": "1"}, "orator-pytorch-steps": {"ORATOR_CPU_NUMBA": "0"},
-              "orator-16bit": {"ORATOR_CPU_VNNI": "0"}, "orator-decode-inline": {"ORATOR_DECODER_THREADS": "0"},
-              "orator-decode-apart": {"ORATOR_DECODER_THREADS": "1"}, "orator-regions": {"ORATOR_CPU_TEAM": "0"}}
+# what each Orator system asks of the engine's plan (bench.run_orator: --precision, --option), recorded with its result
+RUNNER_ARGS = {"orator-float32": ["--precision", "exact"], "orator-compiled": ["--option", "cpu_compile=1"],
+               "orator-int4": ["--option", "cpu_int4=1"], "orator-pytorch-steps": ["--option", "cpu_numba=0"],
+               "orator-16bit": ["--option", "cpu_vnni=0"], "orator-decode-inline": ["--option", "decoder_threads=0"],
+               "orator-decode-apart": ["--option", "decoder_threads=1"], "orator-regions": ["--option", "cpu_team=0"]}
 
 
 def main(argv=None) -> None:
@@ -61,8 +62,8 @@ def main(argv=None) -> None:
             for system in args.systems:
                 cmd = [sys.executable, "-m", RUNNERS[system], "--model", str(model), "--frames", str(args.frames),
                        "--runs", str(args.runs), "--device", args.device, "--out", str(results_path),
-                       "--chunks", *map(str, args.chunks)]
-                env = dict(os.environ, **RUNNER_ENV.get(system, {}))
+                       "--chunks", *map(str, args.chunks), *RUNNER_ARGS.get(system, [])]
+                env = dict(os.environ)
                 if cores is not None:
                     cmd = ["taskset", "-c", f"0-{cores - 1}", *cmd]
                     env.update(CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS=str(cores))

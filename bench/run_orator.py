@@ -5,13 +5,17 @@ Frames are forced with ``Sampling(min_frames=N)`` (EOS blocked for the first N f
 decoding; ×RT times a whole ``synthesize`` (25-frame chunks); TTFA times ``stream`` until its first chunk is on
 the host. On the CPU path the raw values also hold ×RT of a whole ``stream`` as the studio reads aloud (a 1-frame
 chunk, then 4-frame ones growing while ahead: ``xrt_streamed``) and with the chunks held at 4 (``xrt_streamed_4``).
+
+A result is keyed on the engine's execution plan (``engine.execution_plan``: its ``mode`` column is the plan's
+device, precision and path, its ``plan`` the whole plan), which ``--precision fast|exact`` and ``--option NAME=VALUE``
+(an ``engine.options`` field, e.g. ``cpu_numba=0``) choose, rather than environment switches.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 from collections.abc import Sequence
-
-import torch
 
 from bench.common import (
     DEFAULT_LANGUAGE,
@@ -24,7 +28,8 @@ from bench.common import (
     run_cli,
     summarize,
 )
-from engine import Engine, Sampling, Voice
+from engine import Engine, Sampling, Voice, options
+from engine.options import PRECISIONS
 
 SYSTEM = "Orator"
 
@@ -67,11 +72,10 @@ def streamed_xrt(eng: Engine, text: str, voice: Voice, frames: int, device: str,
 
 
 def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
-        chunk_sizes: Sequence[int] = FIRST_CHUNK_SIZES) -> list[Result]:
+        chunk_sizes: Sequence[int] = FIRST_CHUNK_SIZES, precision: str | None = None) -> list[Result]:
     reset_peak_memory(device)
-    dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
     with Stopwatch(device) as load:
-        eng = Engine.from_pretrained(model_dir, device=device, dtype=dtype)
+        eng = Engine.from_pretrained(model_dir, device=device, precision=precision)
     voice = Voice.preset(DEFAULT_SPEAKER, DEFAULT_LANGUAGE)
     with Stopwatch(device) as warmup:
         capture = eng.warmup(tuple(chunk_sizes))
@@ -94,22 +98,38 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
         if eng.grows_chunks:
             raw["xrt_streamed"].append(streamed_xrt(eng, text, voice, frames, device))
             raw["xrt_streamed_4"].append(streamed_xrt(eng, text, voice, frames, device, largest_chunk_frames=4))
-    mode = "CUDA graphs" if eng.use_graphs else ("CPU int4" if eng.cpu_int4 else "CPU int8" if eng.cpu_int8 else
-                                                 f"eager {str(eng.dtype)[6:]}")
-    if eng.cpu_compile:
-        mode += ", compiled"
-    elif eng.cpu_int8 and not eng.use_graphs:
-        mode += (", Numba steps" + (" (one region a step)" if eng.cpu_team_steps else "")
-                 if eng.cpu_numba_steps else ", PyTorch steps")
-        vnni = [name for name, on in zip(("talker", "predictor"), eng.cpu_vnni_products, strict=True) if on]
-        mode += f", VNNI products ({' and '.join(vnni)})" if vnni else ""
-        mode += ", decoder apart" if getattr(eng._single_streamer(), "apart", None) is not None else ""
-    return [summarize(SYSTEM, model_dir, mode, frames, raw, chunk_sizes, device, warmup.seconds, load.seconds,
-                      f"graph capture {capture:.1f} s")]
+    plan = eng.execution_plan
+    return [summarize(SYSTEM, model_dir, f"{plan.device} {plan.precision}: {plan.path}", frames, raw, chunk_sizes,
+                      device, warmup.seconds, load.seconds, f"graph capture {capture:.1f} s; {plan.summary()}",
+                      plan=plan.as_dict())]
+
+
+def option_value(text: str) -> tuple[str, bool | int | str]:
+    """``NAME=VALUE`` of ``--option`` as an ``engine.options`` change: 0/1 (or off/on) for a switch, a whole number
+    for a count, else the text."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"--option takes NAME=VALUE, not {text!r}")
+    value = value.strip().lower()
+    switch = {"0": False, "off": False, "false": False, "1": True, "on": True, "true": True}
+    if value in switch and name.strip() not in ("threads", "decoder_threads"):
+        return name.strip(), switch[value]
+    return name.strip(), int(value) if value.isdigit() else value
+
+
+def plan_arguments(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """(``--precision`` and ``--option`` parsed, the other arguments) of a command line."""
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--precision", choices=PRECISIONS, help="the plan's precision (default: fast)")
+    ap.add_argument("--option", type=option_value, action="append", default=[], metavar="NAME=VALUE",
+                    help="an engine option for this run (engine.options), e.g. cpu_numba=0")
+    return ap.parse_known_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    run_cli(run, __doc__.splitlines()[0], argv)
+    ours, rest = plan_arguments(argv)
+    options.configure(**dict(ours.option))
+    run_cli(functools.partial(run, precision=ours.precision), __doc__.splitlines()[0], rest)
 
 
 if __name__ == "__main__":

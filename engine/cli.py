@@ -69,10 +69,20 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed for reproducible sampling")
     parser.add_argument("--greedy", action="store_true", help="always take the most likely code (no sampling)")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
+    add_precision_argument(parser)
     parser.add_argument("--max-frames", type=_positive_int, metavar="N",
                         help="at most N frames (12.5 per second) per segment (default: more, the longer its text)")
     add_segment_chars_argument(parser)
     add_pronunciation_arguments(parser)
+
+
+def add_precision_argument(parser: argparse.ArgumentParser) -> None:
+    """``--precision fast|exact``, which every command that loads a model takes (``engine.execution_plan``)."""
+    from engine.options import PRECISIONS
+
+    parser.add_argument("--precision", choices=PRECISIONS, default=None,
+                        help="fast: int8 weights on a processor, bfloat16 on a GPU; exact: float32 (default: fast, "
+                             "or $ORATOR_PRECISION; docs/cpu.md)")
 
 
 def add_pronunciation_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,7 +129,7 @@ def _say(args: argparse.Namespace) -> int:
         raise VoiceError("--instruct styles a preset speaker: give --voice too (for VoiceDesign use --design)")
 
     pronunciation = None if args.list_voices else pronunciation_of(args)  # a bad file stops it before the model
-    engine = _load(args.model, args.device)
+    engine = _load(args.model, args.device, precision=args.precision)
     if args.list_voices:
         _print_voices(engine)
         return 0
@@ -137,7 +147,7 @@ def _read_text(text: str | None) -> str:
     return text
 
 
-def _load(model: str, device: str | None, out=None):
+def _load(model: str, device: str | None, out=None, precision: str | None = None):
     import torch
     import transformers
 
@@ -150,9 +160,9 @@ def _load(model: str, device: str | None, out=None):
     elif device == "cuda" and not torch.cuda.is_available():
         raise UnsupportedError("--device cuda: this PyTorch installation sees no CUDA GPU; use --device cpu")
     start = time.perf_counter()
-    engine = Engine.from_pretrained(model, device=device)
+    engine = Engine.from_pretrained(model, device=device, precision=precision)
     print(f"loaded {model} ({model_title(engine.model_type, engine.model_size)}) on {device} "
-          f"in {time.perf_counter() - start:.1f} s", file=out)
+          f"in {time.perf_counter() - start:.1f} s; plan: {engine.execution_plan.summary()}", file=out)
     return engine
 
 
@@ -366,7 +376,7 @@ def _export(args: argparse.Namespace) -> int:
         raise UnsupportedError("give the model to speak with: --model DIR_OR_HUB_ID")
     pronunciation = pronunciation_of(args)
 
-    engine = _load(args.model, args.device, out=sys.stderr)
+    engine = _load(args.model, args.device, out=sys.stderr, precision=args.precision)
     sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy,
                        seed=args.seed if args.seed is not None else engine.defaults.seed)
     cache = None if args.no_cache else SegmentCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())

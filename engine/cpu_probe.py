@@ -4,14 +4,19 @@ The first-run dialog tells a user without a GPU what speed to expect, and which 
 from a measurement rather than a guess. A model of the size's real shapes is built with placeholder weights
 (int8 projections of constant value, as the fast CPU path holds them; everything else filled with a small
 constant: a CPU's speed on dense products does not depend on the values), and the engine's own eager frame loop
-(``engine.frames.eager.FrameGenerator``) and codec decoder run on it for a fixed time. The figure is the
-engine's fast CPU path at the thread count it would use; the real model reads within a few percent of it (the
-same code and shapes; what differs is the prompt's length).
+(``engine.frames.eager.FrameGenerator``) and codec decoder run on it for a fixed number of frames. The figure is the
+fast plan's (``engine.execution_plan``) as a model loaded now would speak its first words: through the Numba loops
+where they are compiled already (in the cache), else through PyTorch's int8 steps, which compile nothing (the
+cold-start bridge's), so a measurement never waits for a compiler and takes seconds; ``CpuSpeed.plan`` says which.
+Each thread count the engine chooses between is measured for ``FRAMES`` frames after an untimed first (its
+one-time costs), and the faster kept; the real model reads within a few percent of it (the same code and shapes;
+what differs is the prompt's length).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from dataclasses import dataclass
 
@@ -27,6 +32,8 @@ from engine.runtime import fast_cpu_decoder_dtype, use_cpu_threads
 
 FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 80 ms of audio a frame
 DECODE_CHUNK = 4  # frames a streamed chunk decodes at once (the studio's default)
+FRAMES = 3  # timed frames per thread count: a size's measurement is a few seconds even for the 1.7B on 2 cores
+PREPARING = " while the compiled steps are prepared"  # the plan measured is the bridge's
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class CpuSpeed:
     frame_ms: float  # one frame generated (talker step and 15 predictor steps)
     decode_ms: float  # one frame's share of decoding a 4-frame chunk
     threads: int
+    plan: str = ""  # the plan measured: "fast: numba-int8-team", "fast: torch-int8 while the compiled ..."
 
     @property
     def realtime_factor(self) -> float:
@@ -42,21 +50,50 @@ class CpuSpeed:
         return FRAME_S * 1000 / (self.frame_ms + self.decode_ms)
 
 
-def measure_cpu_speed(size: str, seconds: float = 1.0, threads: int | None = None) -> CpuSpeed:
-    """Generate frames for about ``seconds`` (at least 2 after a first one) and decode a chunk, on a model of
-    ``size`` with placeholder weights; ``threads`` as the engine would choose (``engine.runtime.cpu_threads``)."""
+def measure_cpu_speed(size: str, frames: int = FRAMES, threads: int | None = None) -> CpuSpeed:
+    """Generate ``frames`` frames at each thread count the fast path chooses between (after an untimed first) and
+    decode a chunk, on a model of ``size`` with placeholder weights, on the plan a model loaded now would start on
+    (``measured_path``); ``threads``: one count instead (``engine.runtime.cpu_threads``)."""
     from engine.synthetic.checkpoint import config_dict
 
-    used = use_cpu_threads(threads)
+    if frames < 1:
+        raise ValueError(f"frames must be at least 1, not {frames!r}")
+    path = measured_path()
     governor = ThreadGovernor.for_this_machine() if threads is None else None  # as the fast path chooses
+    counts = tuple(governor.choices) if governor is not None else (use_cpu_threads(threads),)
     with torch.inference_mode(), _flushed_denormals():
         talker = _placeholder_talker(ModelConfig.from_dict(config_dict(size, "custom_voice")))
-        frame_ms = _frame_ms(talker, seconds, governor)
+        if path == "torch-int8":
+            _pytorch_steps(talker)
+        frame_ms, used = _frame_ms(talker, frames, counts)
         del talker
-        if governor is not None:
-            used = use_cpu_threads(governor.fastest())
-        decode_ms = _decode_ms()
-    return CpuSpeed(size, frame_ms, decode_ms, used)
+        use_cpu_threads(used)
+        decode_ms = _decode_ms(used)
+    note = PREPARING if path == "torch-int8" and _numba_usable() else ""
+    return CpuSpeed(size, frame_ms, decode_ms, used, f"fast: {path}{note}")
+
+
+def measured_path() -> str:
+    """The fast plan's path a model loaded now would speak its first words on, of those that compile nothing
+    now: the Numba loops where they are compiled already, else PyTorch's int8 steps."""
+    from engine.execution_plan import kernels_ready, planned
+
+    plan = planned("cpu", "fast")
+    return plan.path if plan.path.startswith("numba") and kernels_ready() else "torch-int8"
+
+
+def _numba_usable() -> bool:
+    from engine.execution_plan import planned
+
+    return planned("cpu", "fast").path.startswith("numba")
+
+
+def _pytorch_steps(talker) -> None:
+    """Make ``talker``'s frames step through PyTorch's int8 steps: its Numba steps recorded as none
+    (``engine.model.one_position_numba.numba_stacks`` keeps what it made, or None, per talker)."""
+    from engine.model.one_position import one_position_stacks
+
+    talker._numba_stacks = (one_position_stacks(talker), None)
 
 
 def _placeholder_talker(config: ModelConfig):
@@ -78,9 +115,9 @@ def _placeholder_talker(config: ModelConfig):
     return talker.eval()
 
 
-def _frame_ms(talker, seconds: float, governor: ThreadGovernor | None = None) -> float:
-    """Milliseconds a frame: the mean over the frames made, or with a ``governor`` its mean for the count it
-    found fastest (the count the engine would read with)."""
+def _frame_ms(talker, frames: int, counts: tuple[int, ...]) -> tuple[float, int]:
+    """(mean ms a frame, thread count) of the fastest of ``counts``: each runs one untimed frame (the prefill and
+    its first-call costs, a compile of what compiles on a first call) then ``frames`` timed ones."""
     from engine.frames.eager import FrameGenerator
     from engine.prompts import Prompt
     from engine.sampling import Sampling
@@ -88,22 +125,24 @@ def _frame_ms(talker, seconds: float, governor: ThreadGovernor | None = None) ->
     hidden = talker.codec_head.weight.shape[1]
     zeros = torch.zeros(1, 8, hidden)
     prompt = Prompt(zeros, zeros[:, :0], zeros[:, :1])
-    limit = 256
-    frames = FrameGenerator(talker, prompt, Sampling(greedy=True, min_frames=limit), limit,
-                            governor=governor).frames()
-    next(frames)  # the first frame includes the prefill and first-call costs
-    start, count = time.perf_counter(), 0
-    for _ in frames:
-        count += 1
-        measured = governor is None or all(ms is not None for ms in governor.mean_ms.values())
-        if count >= 2 and measured and time.perf_counter() - start >= seconds:
-            break
-    if governor is not None:
-        return governor.mean_ms[governor.fastest()]
-    return (time.perf_counter() - start) / count * 1000
+    limit = (frames + 1) * len(counts)
+    made = FrameGenerator(talker, prompt, Sampling(greedy=True, min_frames=limit), limit).frames()
+    means = {}
+    for count in counts:
+        use_cpu_threads(count)
+        next(made)
+        start = time.perf_counter()
+        for _ in range(frames):
+            next(made)
+        means[count] = (time.perf_counter() - start) / frames * 1000
+    fastest = min(means, key=means.get)
+    return means[fastest], fastest
 
 
-def _decode_ms() -> float:
+@functools.cache
+def _decode_ms(threads: int) -> float:
+    """One frame's share of decoding a chunk at ``threads``: the codec decoder is every size's, so it is measured
+    once a process for each count."""
     from engine.codec.decoder import SpeechDecoder
     from engine.synthetic.speech_tokenizer import random_decoder
 

@@ -16,13 +16,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from engine import json_limits, options
+from engine import execution_plan, json_limits, options
 from engine.audio.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.checkpoint import load_weights, mapped_bf16_tensors, materialize_buffers, resolve_model_dir
 from engine.chunk_sizes import GROWN_CHUNK_FRAMES, ChunkSizes
@@ -48,7 +49,6 @@ from engine.pronunciation import Lexicon, pronounce
 from engine.runtime import (
     check_device,
     check_torch,
-    default_dtype,
     fast_cpu_decoder_dtype,
     release_free_memory,
     use_cpu_threads,
@@ -83,6 +83,9 @@ class Engine:
         self.cpu_int4 = cpu_int8 and cpu_int4  # ... or int4 (engine.model.int4)
         # the eager loop's steps are compiled (engine.frames.compile, engine.frames.cpu_compiled; never for int4)
         self.cpu_compile = cpu_compile
+        self.precision = "fast" if cpu_int8 or self.dtype not in (torch.float32, torch.float64) else "exact"
+        # what it runs, chosen once at load (engine.execution_plan); set by ``from_pretrained``
+        self.execution_plan: execution_plan.ExecutionPlan | None = None
         self._lock = threading.Lock()  # one generation at a time per engine
         self._encodings: OrderedDict[tuple, dict] = OrderedDict()  # recent clone encodings, by reference
         self._encodings_lock = threading.Lock()
@@ -91,7 +94,8 @@ class Engine:
     @classmethod
     def from_pretrained(cls, model: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
                         graphs: bool | None = None, decoder_dtype: torch.dtype | None = None,
-                        cpu_int8: bool | None = None, cpu_int4: bool | None = None) -> Engine:
+                        cpu_int8: bool | None = None, cpu_int4: bool | None = None,
+                        precision: str | None = None) -> Engine:
         """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``.
 
         ``graphs`` (default: on for CUDA while the ``graphs`` option is on, ``engine.options``) selects the
@@ -101,17 +105,23 @@ class Engine:
         ``engine.runtime.fast_cpu_decoder_dtype``), or bfloat16 / float16, faster on a GPU when many streams are
         decoded at once (the official package decodes in bf16 when its model is loaded in bf16). The audio
         comes out float32 whatever the decoder's dtype.
-        ``cpu_int8`` (default: the ``cpu_int8`` option, on) gives a float32 model on a CPU int8 projections in its
-        decoder layers (``engine.model.int8``): the fast CPU path; False keeps the exact float32 weights.
+        ``precision`` (default: the ``precision`` option, ``fast``; ``engine.execution_plan.resolve_precision``):
+        ``fast`` gives a model on a CPU int8 projections in its decoder layers (``engine.model.int8``) and a bfloat16
+        decoder where the CPU multiplies bfloat16, and on a GPU the device's default dtype; ``exact`` keeps float32.
+        On a CPU ``dtype`` is what stays float (float32; float64 only with ``exact``): it no longer chooses int8.
+        ``cpu_int8`` is its old spelling (True: ``fast``, False: ``exact``). What the engine runs is chosen here,
+        once, and kept as ``execution_plan`` (logged once).
         ``cpu_int4`` (default: the ``cpu_int4`` option, off) makes those projections int4 instead
         (``engine.model.int4``: about 60% of int8's bytes, less precise; faster only where reading memory bounds
         the processor) where its Numba loops run, else int8 with a warning."""
         check_torch()
         device = torch.device(device)
         check_device(device)
-        dtype = dtype or default_dtype(device)
-        int8 = (options.current().cpu_int8 if cpu_int8 is None else cpu_int8) and device.type == "cpu"
-        int8 = int8 and dtype == torch.float32
+        legacy = None if cpu_int8 is None or device.type != "cpu" else "fast" if cpu_int8 else "exact"
+        precision, dtype, fallbacks = execution_plan.resolve_precision(device, precision, dtype, legacy)
+        before = execution_plan.planned(device, precision, dtype)
+        before = replace(before, fallbacks=(*fallbacks, *before.fallbacks))
+        int8 = precision == "fast" and device.type == "cpu"
         int4 = int8 and (options.current().cpu_int4 if cpu_int4 is None else cpu_int4)
         if int4 and not int4_available():
             log.warning("int4 weights need Numba's CPU loops (Numba not usable, or ORATOR_CPU_NUMBA=0): int8 instead")
@@ -157,8 +167,12 @@ class Engine:
         if device.type == "cpu":
             release_free_memory()
         use_graphs = graphs_enabled(device) if graphs is None else graphs
-        return cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
-                   int8, not use_graphs and not int4 and cpu_compile_enabled(device), int4)
+        engine = cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
+                     int8, not use_graphs and not int4 and cpu_compile_enabled(device), int4)
+        engine.precision = precision
+        engine.execution_plan = execution_plan.of_engine(engine, before)
+        log.info("execution plan: %s", engine.execution_plan.summary())
+        return engine
 
     # ---- facts ----------------------------------------------------------------------------------
     @property

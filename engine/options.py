@@ -5,7 +5,7 @@
 | `graphs`  | `ORATOR_EAGER=1`    | on      | CUDA graphs (every frame runs eagerly, e.g. to debug a kernel) |
 | `compile` | `ORATOR_COMPILE=0`  | on      | ``torch.compile`` of what the graphs run                       |
 | `triton`  | `ORATOR_TRITON=0`   | on      | the Triton kernels (their PyTorch references run instead)      |
-| `cpu_int8`| `ORATOR_CPU_INT8=0` | on      | int8 weights on a CPU (``engine.model.int8``): float32 instead |
+| `precision` | `ORATOR_PRECISION=exact` | fast | float32 weights, not int8 on a CPU (bf16 on a GPU): docs/cpu.md |
 | `cpu_int4`| `ORATOR_CPU_INT4=1` | off     | (turns on) int4 weights instead of int8 (``engine.model.int4``) |
 | `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU frame steps        |
 | `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the CPU steps compiled by Numba (``one_position_numba``; int4 needs it) |
@@ -18,9 +18,10 @@
 
 Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
 weights, threads and the frame steps' compilation on a CPU (off by default: its first compile takes minutes and
-its graphs 0.3 GB, for frames 14-17% faster, docs/benchmarks.md#cpu-compiled). Nothing else reads these variables.
+its graphs 0.3 GB, for frames 14-17% faster, docs/benchmarks.md#cpu-compiled). Nothing else reads these variables,
+but for ``ORATOR_CPU_INT8=0``, the old spelling of ``ORATOR_PRECISION=exact``.
 ``current()`` is what the engine uses: the environment's values, read at its first call, then whatever ``configure``
-set. ``Engine.from_pretrained`` takes ``graphs``, ``cpu_int8`` and ``cpu_int4`` for one engine; ``compile`` and
+set. ``Engine.from_pretrained`` takes ``graphs``, ``precision`` and ``cpu_int4`` for one engine; ``compile`` and
 ``triton`` choose kernels inside shared modules and ``threads`` sets PyTorch's process-wide thread pool, so they are
 process-wide: ``configure`` them before loading an engine (a graph captured earlier keeps the kernels it was captured
 with).
@@ -36,6 +37,8 @@ from dataclasses import dataclass, fields, replace
 _OFF = ("0", "false", "no", "off")
 MAX_THREADS = 1024
 _ON = ("1", "true", "yes", "on")
+PRECISIONS = ("fast", "exact")  # engine.execution_plan: int8 weights (bf16 on a GPU), or float32
+LEGACY = {"cpu_int8": lambda on: {"precision": "fast" if on else "exact"}}  # old names ``configure`` still takes
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +46,7 @@ class Options:
     graphs: bool = True
     compile: bool = True
     triton: bool = True
-    cpu_int8: bool = True
+    precision: str = "fast"  # one of PRECISIONS
     cpu_int4: bool = False
     cpu_compile: bool = False
     cpu_numba: bool = True
@@ -55,6 +58,8 @@ class Options:
     decoder_threads: int | None = None  # None: chosen from the cores (engine.frames.decode_apart)
 
     def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         for name, least in (("threads", 1), ("decoder_threads", 0)):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -69,10 +74,15 @@ class Options:
         for name, value in (("ORATOR_THREADS", threads), ("ORATOR_DECODER_THREADS", decoder)):
             if value and not value.isdigit():
                 raise ValueError(f"{name} must be a whole number of threads, not {value!r}")
+        precision = env.get("ORATOR_PRECISION", "").strip().lower()
+        if not precision:  # the old switch: ORATOR_CPU_INT8=0 asked for the exact float32 path
+            precision = "exact" if env.get("ORATOR_CPU_INT8", "").strip().lower() in _OFF else "fast"
+        elif precision not in PRECISIONS:
+            raise ValueError(f"ORATOR_PRECISION must be one of {', '.join(PRECISIONS)}, not {precision!r}")
         return cls(graphs=env.get("ORATOR_EAGER", "").strip().lower() not in _ON,
                    compile=env.get("ORATOR_COMPILE", "").strip().lower() not in _OFF,
                    triton=env.get("ORATOR_TRITON", "").strip().lower() not in _OFF,
-                   cpu_int8=env.get("ORATOR_CPU_INT8", "").strip().lower() not in _OFF,
+                   precision=precision,
                    cpu_int4=env.get("ORATOR_CPU_INT4", "").strip().lower() in _ON,
                    cpu_compile=env.get("ORATOR_CPU_COMPILE", "").strip().lower() in _ON,
                    cpu_numba=env.get("ORATOR_CPU_NUMBA", "").strip().lower() not in _OFF,
@@ -101,12 +111,14 @@ def configure(options: Options | None = None, **changes: bool) -> Options:
     """Set the process's options: ``options`` whole, and/or single fields (``configure(triton=False)``); returns
     them. ``configure(Options.from_environment())`` reads the environment again."""
     global _current
+    for old in set(changes) & set(LEGACY):
+        changes.update(LEGACY[old](changes.pop(old)))
     names = {f.name for f in fields(Options)}
     unknown = sorted(set(changes) - names)
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; the options are {', '.join(sorted(names))}")
     for name, value in changes.items():
-        if name not in ("threads", "decoder_threads") and not isinstance(value, bool):
+        if name not in ("threads", "decoder_threads", "precision") and not isinstance(value, bool):
             raise TypeError(f"option {name} must be True or False, not {value!r}")
     with _lock:
         _current = replace(options or _current or Options.from_environment(), **changes)

@@ -349,7 +349,8 @@ def pronunciation_dialog(window) -> None:
 
 def _settings_dialog(window) -> None:
     voices = list(dict.fromkeys([*window.library.names(), *window.preset_speakers()]))
-    dialog = SettingsDialog(window.settings, window, in_use=window.worker.engine_in_use(), voices=voices)
+    dialog = SettingsDialog(window.settings, window, in_use=window.worker.engine_in_use(), voices=voices,
+                            plan=window.worker.plan_in_use())
     if dialog.exec():
         changed = dialog.apply()
         window.settings.save()

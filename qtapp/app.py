@@ -29,9 +29,10 @@ def create_application(argv: list[str] | None = None) -> QApplication:
 
 
 
-def run_gui(open_file: str | None = None) -> int:
+def run_gui(open_file: str | None = None, precision: str | None = None) -> int:
     """Show the first-run dialog while no reading model is here, then the main window (optionally
-    opening ``open_file``), and run the event loop."""
+    opening ``open_file``; models on the processor at ``precision`` for this run, default the Settings' choice),
+    and run the event loop."""
     from qtapp.collector import GuiThreadCollector
     from qtapp.dialogs.first_run import FirstRunDialog, needs_first_run
     from qtapp.main_window import MainWindow
@@ -39,6 +40,7 @@ def run_gui(open_file: str | None = None) -> int:
     app = create_application()
     GuiThreadCollector(app)  # a child of the application, it lives as long as it does
     settings = Settings.load()
+    Settings.precision_override = precision
     if needs_first_run(settings):
         FirstRunDialog(settings).exec()
     window = MainWindow(settings, sd_module=load_sound_module())

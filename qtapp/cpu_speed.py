@@ -1,9 +1,10 @@
 """What speed a user without a GPU can expect: this processor measured on each model size, in plain words.
 
 ``SpeedProbe`` runs ``engine.cpu_probe.measure_cpu_speed`` for the 0.6B and then the 1.7B on a thread of its own
-(a second or two each), emitting each result; ``speed_advice`` turns the results into the sentence the
-first-run dialog shows, which says whether reading aloud keeps up and suggests the 0.6B models where the 1.7B
-cannot. The results are kept in the settings (``cpu_speed``) so the Settings dialog can show them later.
+(a fixed number of frames each, never a compile: seconds in all), emitting each result and the plan it measured;
+``speed_advice`` turns the results into the sentence the first-run dialog shows, which names that plan, says
+whether reading aloud keeps up and suggests the 0.6B models where the 1.7B cannot, from the figures it shows. The
+results are kept in the settings (``cpu_speed``) so the Settings dialog can show them later.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ SIZES = ("0.6b", "1.7b")
 KEEPS_UP = 1.0  # seconds of audio per second: below it, reading aloud pauses while speech is made
 
 
-def speed_advice(xrt: dict[str, float]) -> str:
-    """The first-run dialog's sentence for the measured real-time factors (``{"0.6b": 0.8, "1.7b": 0.4}``)."""
+def speed_advice(xrt: dict[str, float], plan: str = "") -> str:
+    """The first-run dialog's sentence for the measured real-time factors (``{"0.6b": 0.8, "1.7b": 0.4}``) on
+    ``plan`` (``engine.cpu_probe.CpuSpeed.plan``, named where given)."""
     if not xrt:
         return ""
     figures = ", ".join(f"the {size.upper()} model {xrt[size]:.2f}× real time" for size in SIZES if size in xrt)
     small, large = xrt.get("0.6b"), xrt.get("1.7b")
-    said = f"Measured on this processor: {figures} (1× reads aloud without pauses)."
+    on = f" ({plan})" if plan else ""
+    said = f"Measured on this processor{on}: {figures} (1× reads aloud without pauses)."
     if large is not None and large >= KEEPS_UP:
         return said + " Every model keeps up here."
     if small is not None and small >= KEEPS_UP:
@@ -37,12 +40,12 @@ def speed_advice(xrt: dict[str, float]) -> str:
 
 
 class SpeedProbe(QObject):
-    """Measures each size on a thread of its own; ``measured(size, xrt)`` per size, then ``finished``, delivered
+    """Measures each size on a thread of its own; ``measured(size, xrt, plan)`` per size, then ``finished``, delivered
     on the thread that made the probe. ``measure(size) -> engine.cpu_probe.CpuSpeed`` is injectable for tests.
     A plain daemon thread, not a QThread: a dialog closed (or destroyed) while it measures needs nothing
     stopped; ``stop`` only asks it to end after the size it is on."""
 
-    measured = Signal(str, float)
+    measured = Signal(str, float, str)  # size, ×RT, the plan measured
     failed = Signal(str)
     finished = Signal()
 
@@ -63,7 +66,8 @@ class SpeedProbe(QObject):
             for size in self._sizes:
                 if self._stop.is_set():
                     break
-                self.measured.emit(size, float(self._measure(size).realtime_factor))
+                speed = self._measure(size)
+                self.measured.emit(size, float(speed.realtime_factor), getattr(speed, "plan", ""))
         except Exception as exc:  # noqa: BLE001 - out of memory, an odd build: say so, the dialog still works
             self.failed.emit(f"The speed of this processor could not be measured ({type(exc).__name__}: {exc}).")
         finally:

@@ -41,15 +41,16 @@ def pick_audio_output():
     return sounddevice, f"the audio device “{device['name']}”"
 
 
-def speak_once(model_dir, sd_module, timeout_s: float = TIMEOUT_S) -> float:
-    """Load ``model_dir`` on the worker thread and play one sentence; the seconds of audio played."""
+def speak_once(model_dir, sd_module, timeout_s: float = TIMEOUT_S, precision: str | None = None) -> float:
+    """Load ``model_dir`` (at ``precision``, default the plan's) on the worker thread and play one sentence; the
+    seconds of audio played."""
     from qtapp.player import Player
     from qtapp.worker import start_worker, stop_worker
 
     player = Player(sd_module=sd_module)
     loop = QEventLoop()
     listener = _Listener(player, loop)
-    thread, worker = start_worker(listener.load(model_dir), buffered_seconds=player.buffered_seconds,
+    thread, worker = start_worker(listener.load(model_dir, precision), buffered_seconds=player.buffered_seconds,
                                   max_frames=MAX_FRAMES)
     listener.listen(worker)
     QTimer.singleShot(int(timeout_s * 1000), lambda: listener.fail(f"no result within {timeout_s:.0f} s"))
@@ -74,13 +75,11 @@ class _Listener(QObject):
         self.written = 0
         self.engines = []
 
-    def load(self, model_dir):
+    def load(self, model_dir, precision: str | None = None):
         def load():
-            import torch
-
             from engine import Engine
 
-            self.engines.append(Engine.from_pretrained(str(model_dir), device="cpu", dtype=torch.float32))
+            self.engines.append(Engine.from_pretrained(str(model_dir), device="cpu", precision=precision))
             return self.engines[-1]
         return load
 
@@ -124,8 +123,9 @@ class _Listener(QObject):
             self.player.end_of_stream()
 
 
-def self_test() -> str:
-    """Run every step; a one-line report of what was played, or ``SelfTestError``."""
+def self_test(precision: str | None = None) -> str:
+    """Run every step (the model at ``precision``, default the plan's); a one-line report of what was played and
+    the plan it was spoken on, or ``SelfTestError``."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from engine.documents import DocumentError
     from engine.documents.selfcheck import check_readers
@@ -144,15 +144,15 @@ def self_test() -> str:
             model_dir = build_checkpoint(folder, "tiny", "custom_voice", seed=0)
         except Exception as exc:  # noqa: BLE001 - report which step broke
             raise SelfTestError(f"could not build the synthetic checkpoint: {type(exc).__name__}: {exc}") from exc
-        seconds = speak_once(model_dir, sd_module)
+        seconds = speak_once(model_dir, sd_module, precision=precision)
     return (f"Orator self-test passed: read {', '.join(formats)}; spoke “{SELF_TEST_TEXT}” ({seconds:.2f} s of "
             f"audio) through {output} in {time.perf_counter() - started:.1f} s.")
 
 
-def run_self_test() -> int:
+def run_self_test(precision: str | None = None) -> int:
     """The ``--self-test`` flag: 0 on success, 1 with the reason on stderr."""
     try:
-        report = self_test()
+        report = self_test(precision)
     except SelfTestError as exc:
         print(f"Orator self-test FAILED: {exc}", file=sys.stderr)
         return 1

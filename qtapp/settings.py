@@ -18,6 +18,7 @@ from engine import json_limits
 from engine.atomic import atomic_write_text
 from engine.casting import MAX_NAME_CHARS, Cast, parse_cast
 from engine.errors import UnsupportedError
+from engine.options import PRECISIONS as CPU_PRECISIONS
 from engine.pronunciation import Lexicon, LexiconFileError, default_lexicon, default_lexicon_path, load_lexicon
 from engine.reading_policy import FOOTNOTE_CHOICES, FOOTNOTES_AT_PARAGRAPH_END, ReadingPolicy
 from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
@@ -36,8 +37,9 @@ KNOWN_CHECKPOINTS = {
 }
 DEVICES = ("auto", "cuda", "cpu")
 PRECISIONS = ("bfloat16", "float16", "float32")
-# on the processor: int8 projections (engine.model.int8), int4 ones (engine.model.int4), or exact float32
-CPU_PATHS = ("fast", "small", "exact")
+# on the processor, the engine's precision (engine.execution_plan): int8 weights, or exact float32; a path saved by an
+# older studio ("small": int4 weights) loads as "fast"
+CPU_PATHS = CPU_PRECISIONS
 MAX_THREADS = 256
 LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",
              "italian", "portuguese", "russian")
@@ -57,7 +59,7 @@ class ModelSpec:
     checkpoint: str  # hub id or local folder
     device: str  # "auto" | "cuda" | "cpu"
     precision: str  # "bfloat16" | "float16" | "float32": on a GPU
-    cpu_path: str = "fast"  # on the processor: "fast" (int8 projections), "small" (int4) or "exact" (float32)
+    cpu_path: str = "fast"  # the precision on the processor: "fast" (int8 weights) or "exact" (float32)
     threads: int = 0  # the processor's threads for speech; 0: chosen by the engine
 
     def resolved_device(self) -> str:
@@ -74,15 +76,12 @@ class ModelSpec:
 
     def load_engine(self):
         """Load the engine this spec names (call it on the worker thread: it is slow)."""
-        import torch
-
         from engine import Engine, options
 
         device = self.resolved_device()
-        if device == "cpu":  # the precision names a GPU's; the processor runs float32, fast or exact
+        if device == "cpu":  # the precision names a GPU's dtype; the processor's is fast or exact
             options.configure(threads=self.threads or None)
-            return Engine.from_pretrained(self.checkpoint, device=device, dtype=torch.float32,
-                                          cpu_int8=self.cpu_path != "exact", cpu_int4=self.cpu_path == "small")
+            return Engine.from_pretrained(self.checkpoint, device=device, precision=self.cpu_path)
         return Engine.from_pretrained(self.checkpoint, device=device, dtype=self.torch_dtype())
 
 
@@ -90,6 +89,8 @@ class ModelSpec:
 class Settings:
     # why the stored settings could not be used, for the user (``load``); never saved
     load_problem: ClassVar[str | None] = None
+    # the processor's precision for this run only (``main.py gui --precision``): models load with it; never saved
+    precision_override: ClassVar[str | None] = None
     checkpoints: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CHECKPOINTS))
     device: str = "auto"
     precision: str = "bfloat16"
@@ -152,7 +153,8 @@ class Settings:
         if kind not in VOICE_KINDS:
             raise ValueError(f"unknown voice kind {kind!r}")
         checkpoint = self.checkpoints.get(kind) or DEFAULT_CHECKPOINTS[kind]
-        return ModelSpec(kind, checkpoint, self.device, self.precision, self.cpu_path, self.threads)
+        return ModelSpec(kind, checkpoint, self.device, self.precision, self.precision_override or self.cpu_path,
+                         self.threads)
 
     def add_recent_file(self, path: str | Path) -> None:
         path = str(Path(path).resolve())

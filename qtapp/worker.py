@@ -189,6 +189,12 @@ class SpeechWorker(QObject):
         current = self._current
         return describe_engine(current) if current is not None else ""
 
+    def plan_in_use(self) -> str:
+        """The latest loaded engine's execution plan in one line (``engine.execution_plan``), or "" while none is
+        loaded (or a display-only engine has none)."""
+        plan = getattr(self._current, "execution_plan", None)
+        return plan.summary() if plan is not None else ""
+
     def engine_when_ready(self, voice: Voice, timeout_s: float = 600.0,
                           cancel: threading.Event | None = None) -> Engine | None:
         """``engine_for`` once every requested model load has finished (or ``cancel`` is set: then None). Blocks:

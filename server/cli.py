@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.bounded_files import FileReadError, read_text
+from engine.cli import add_precision_argument
 from engine.config import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
 
@@ -36,9 +37,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--dtype", default=None, choices=("bfloat16", "float16", "float32"),
                         help="weights precision (default: the engine's choice for the device)")
-    parser.add_argument("--decoder-dtype", default="float32", choices=DECODER_DTYPE_NAMES,
-                        help="the codec decoder's precision (default float32); bfloat16 is faster on a GPU under "
-                             "many streams (--batch), and is what the official package decodes in with a bf16 model")
+    add_precision_argument(parser)
+    parser.add_argument("--decoder-dtype", default=None, choices=DECODER_DTYPE_NAMES,
+                        help="the codec decoder's precision (default: the plan's, float32 but on a processor with "
+                             "bfloat16 units at --precision fast); bfloat16 is faster on a GPU under many streams "
+                             "(--batch), and is what the official package decodes in with a bf16 model")
     parser.add_argument("--library", default=None, help="voice library folder (default: the studio's)")
     rules = parser.add_mutually_exclusive_group()
     rules.add_argument("--pronunciation", metavar="FILE",
@@ -224,7 +227,7 @@ def run_serve_command(args: argparse.Namespace) -> int:
     if settings.limit_concurrency < settings.max_queue + args.batch:
         log.warning("--limit-concurrency %d is below --max-queue plus --batch (%d): requests the queue would "
                     "take answer 503", settings.limit_concurrency, settings.max_queue + args.batch)
-    app = create_app(lambda: load_engine(args.model, args.device, args.dtype, args.decoder_dtype),
+    app = create_app(lambda: load_engine(args.model, args.device, args.dtype, args.decoder_dtype, args.precision),
                      args.library or default_library_dir(), settings, make_backend=backend_factory(args.batch))
     server = uvicorn.Server(uvicorn_config(app, settings, log_level="info"))
     try:
@@ -234,7 +237,8 @@ def run_serve_command(args: argparse.Namespace) -> int:
     return 0 if server.started else 3  # 3: uvicorn could not start (its log says why: a port in use, say)
 
 
-def load_engine(model: str, device: str, dtype: str | None, decoder_dtype: str | None = None):
+def load_engine(model: str, device: str, dtype: str | None, decoder_dtype: str | None = None,
+                precision: str | None = None):
     import torch
 
     from engine import Engine
@@ -242,4 +246,5 @@ def load_engine(model: str, device: str, dtype: str | None, decoder_dtype: str |
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return Engine.from_pretrained(model, device=device, dtype=getattr(torch, dtype) if dtype else None,
-                                  decoder_dtype=getattr(torch, decoder_dtype) if decoder_dtype else None)
+                                  decoder_dtype=getattr(torch, decoder_dtype) if decoder_dtype else None,
+                                  precision=precision)

@@ -24,7 +24,7 @@ def bridge(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setattr(cold_start, "MARKER_FOLDER", folder)
     before, threads = options.current(), torch.get_num_threads()
-    options.configure(cpu_int8=True, cpu_numba=True, cpu_warmup=True, threads=1)
+    options.configure(precision="fast", cpu_numba=True, cpu_warmup=True, threads=1)
     lock = FileLock(folder / numba_cache.LOCK_NAME)
     lock.acquire(timeout=0)
     try:

@@ -13,8 +13,9 @@ import pytest
 import torch
 
 pytest_plugins = ["tests.cold_start_bridge"]  # the cold-start bridge's fixtures (engine and studio tests)
-# the tests' engines are exact (float32 weights on a CPU) unless a test asks for the int8 path itself
-os.environ.setdefault("ORATOR_CPU_INT8", "0")
+# The tests' engines run the plan users get on this machine (engine.execution_plan: fast, int8 weights on a CPU);
+# a test where exactness is the point asks for precision="exact" itself. Two choices that follow the machine's
+# momentary speed are pinned, and each plan says so (``ExecutionPlan.bridge``, ``grow_chunks``):
 # an int8 engine compiles its Numba steps in its own process, as where nothing is cached: which segments would step
 # through them otherwise follows another process's progress (tests/engine/numba_cache turn the bridge on)
 os.environ.setdefault("ORATOR_CPU_WARMUP", "0")
@@ -29,6 +30,25 @@ else:  # GPU tests that multiply before loading an engine repeat run to run as t
     from engine.runtime import deterministic_cublas
 
     deterministic_cublas()
+
+
+def pytest_configure(config):
+    """One Numba cache for the whole run, every process of it included (``main.py`` commands, warm-up processes):
+    the pytest cache's ``numba/<kernel sources' digest>`` (a temporary folder without the cache plugin), set before
+    anything imports Numba, so a run compiles the CPU kernels once and a CI cache of ``.pytest_cache`` keeps them.
+    The digest in the name keeps a kernel edited since from loading stale code (``engine.numba_cache``). A
+    NUMBA_CACHE_DIR set already stands."""
+    import tempfile
+    from pathlib import Path
+
+    from engine import numba_cache
+
+    if os.environ.get(numba_cache.ENV):
+        return
+    digest = (numba_cache.sources_digest() or "no-sources")[:16]
+    cache = getattr(config, "cache", None)
+    base = cache.mkdir("numba") if cache is not None else Path(tempfile.gettempdir()) / "orator-tests-numba"
+    os.environ[numba_cache.ENV] = str(base / digest)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -74,18 +94,29 @@ def full_size_0_6b(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def tiny_engine(tiny_model_dir):
-    """A CPU engine per model type on the tiny checkpoints, loaded once (float32, eager)."""
+def plan_engine(tiny_model_dir):
+    """``get(precision, model_type="custom_voice")``: a CPU engine at that precision (``tests.plans.PRECISIONS``:
+    the plans integration tests run over) on the tiny checkpoint of that type, loaded once."""
     from engine import Engine
 
     loaded = {}
 
-    def get(model_type: str = "custom_voice"):
-        if model_type not in loaded:
-            loaded[model_type] = Engine.from_pretrained(tiny_model_dir(model_type), device="cpu")
-        return loaded[model_type]
+    def get(precision: str, model_type: str = "custom_voice"):
+        if (precision, model_type) not in loaded:
+            loaded[precision, model_type] = Engine.from_pretrained(tiny_model_dir(model_type), device="cpu",
+                                                                   precision=precision)
+        return loaded[precision, model_type]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(plan_engine):
+    """A CPU engine per model type on the tiny checkpoints, loaded once, on this machine's default plan (the
+    ``precision`` option's: fast unless ORATOR_PRECISION says otherwise)."""
+    from engine import options
+
+    return lambda model_type="custom_voice": plan_engine(options.current().precision, model_type)
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def run_main(argv: list[str], blocked: tuple[str, ...] = ()) -> tuple[dict, subp
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["gui", "--help"], ["say", "--help"], ["export", "--help"],
-                                  ["serve", "--help"], ["voiceover", "--help"]])
+                                  ["serve", "--help"], ["voiceover", "--help"], ["info", "--help"]])
 def test_help_imports_neither_torch_nor_the_web_stack(argv):
     result, done = run_main(argv)
     assert result["code"] == 0, done.stderr
@@ -69,3 +69,11 @@ def test_say_speaks_without_the_server_extra(tiny_model_dir, tmp_path):
     assert not {"fastapi", "starlette", "uvicorn"} & set(result["imported"])
     audio, rate = sf.read(out)
     assert rate == 24000 and len(audio) > 0
+
+
+def test_info_without_a_model_prints_the_plan_without_the_web_stack():
+    result, done = run_main(["info", "--device", "cpu", "--precision", "fast"])
+    assert result["code"] == 0, done.stderr
+    shown = json.loads(done.stdout[:done.stdout.rindex("\n{")])
+    assert shown["plan"]["precision"] == "fast" and shown["plan"]["weights"] == "int8"
+    assert not {"fastapi", "starlette", "uvicorn", "PySide6"} & set(result["imported"])

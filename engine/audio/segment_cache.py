@@ -59,20 +59,20 @@ def voice_key(voice) -> dict:
 
 
 def model_key(engine) -> dict:
-    """Which checkpoint an engine runs, and in what precision: the folder, each weight and config file's size and
-    modification time (a replaced checkpoint makes new keys without its gigabytes being read), the dtype, and
-    whether its projections are int8 or int4 (the CPU fast paths: other numbers, so other audio; int8 keys stay
-    as they were before int4 existed)."""
+    """Which checkpoint an engine runs, and on which plan: the folder, each weight and config file's size and
+    modification time (a replaced checkpoint makes new keys without its gigabytes being read), the dtype, and what
+    of its execution plan decides the audio (``ExecutionPlan.audio_key``: the precision, weights, decoder and
+    steps round otherwise). An engine without a plan (a stand-in) keys on its dtype alone."""
     folder = Path(engine.model_dir).resolve()
     files = []
     for path in sorted(folder.rglob("*")):
         if path.suffix in (".safetensors", ".json", ".bin") and path.is_file():
             stat = path.stat()
             files.append([str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns])
-    key = {"dir": str(folder), "files": files, "dtype": str(getattr(engine, "dtype", "")),
-           "int8": bool(getattr(engine, "cpu_int8", False))}
-    if getattr(engine, "cpu_int4", False):
-        key["int4"] = True
+    key = {"dir": str(folder), "files": files, "dtype": str(getattr(engine, "dtype", ""))}
+    plan = getattr(engine, "execution_plan", None)
+    if plan is not None:
+        key["plan"] = plan.audio_key()
     return key
 
 

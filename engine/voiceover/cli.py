@@ -91,7 +91,7 @@ def _voiceover(args: argparse.Namespace) -> int:
     def speak(cue, voice_name):
         nonlocal engine, voices, sampling, count
         if engine is None:  # loaded only when a line must be spoken: a project with every take kept needs none
-            engine = _load(args.model, args.device, out=sys.stderr)
+            engine = _load(args.model, args.device, out=sys.stderr, precision=args.precision)
             voices = _voices(args, engine, cues, project)
             sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy)
         count += 1

@@ -278,11 +278,11 @@ class FirstRunDialog(QDialog):
         self._next_download()
 
     # ---- speed on the processor ---------------------------------------------------------------------
-    def _on_speed(self, size: str, xrt: float) -> None:
+    def _on_speed(self, size: str, xrt: float, plan: str = "") -> None:
         self._speeds[size] = xrt
         self.settings.cpu_speed = dict(self._speeds)
         self.settings.save()
-        self.speed_label.setText(speed_advice(self._speeds))
+        self.speed_label.setText(speed_advice(self._speeds, plan))
         # after the label's new size hint is in (its layout request is an event): measured now, it is the old one
         QTimer.singleShot(0, self._fit_height)
 

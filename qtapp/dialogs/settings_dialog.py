@@ -49,9 +49,10 @@ def speed_summary(cpu_speed: dict[str, float], in_use: str) -> str:
 
 class SettingsDialog(QDialog):
     def __init__(self, settings: Settings, parent: QWidget | None = None, in_use: str = "",
-                 voices: list[str] | None = None):
+                 voices: list[str] | None = None, plan: str = ""):
         """``in_use``: the loaded model and the path it runs on (``qtapp.worker.describe_engine``); ``voices``: the
-        names the casting offers."""
+        names the casting offers; ``plan``: its execution plan (``engine.execution_plan.ExecutionPlan.summary``),
+        shown as it is, read-only."""
         super().__init__(parent)
         self.settings = settings
         self.setWindowTitle("Models & settings")
@@ -86,12 +87,10 @@ class SettingsDialog(QDialog):
         self.precision.setCurrentText(settings.precision)
         self.cpu_path = QComboBox()
         self.cpu_path.addItem("Fast (int8 weights)", "fast")
-        self.cpu_path.addItem("Small (int4 weights, less precise)", "small")
         self.cpu_path.addItem("Exact (float32)", "exact")
         self.cpu_path.setCurrentIndex(max(0, self.cpu_path.findData(settings.cpu_path)))
-        self.cpu_path.setToolTip("On the processor: int8 weights read a quarter of float32's bytes; int4 about an "
-                                 "eighth (less precise; faster only where reading memory, not arithmetic, is what "
-                                 "holds the processor back); float32 is exact")
+        self.cpu_path.setToolTip("On the processor: int8 weights read a quarter of float32's bytes and speak "
+                                 "several times faster; float32 is exact")
         self.threads = QSpinBox(minimum=0, maximum=MAX_THREADS, value=settings.threads)
         self.threads.setSpecialValueText("Automatic")  # 0: measured as it reads (engine.frames.threads)
         self.threads.setToolTip("Processor threads for speech; Automatic measures, as it reads, whether all the "
@@ -100,7 +99,7 @@ class SettingsDialog(QDialog):
         self.chunk_frames.setToolTip("Audio is decoded this many 80 ms frames at a time while streaming")
         runtime_form.addRow("Device:", self.device)
         runtime_form.addRow("Precision (GPU):", self.precision)
-        runtime_form.addRow("Processor path:", self.cpu_path)
+        runtime_form.addRow("Precision (processor):", self.cpu_path)
         runtime_form.addRow("Processor threads:", self.threads)
         runtime_form.addRow("Streaming chunk:", self.chunk_frames)
         self.segment_chars = QSpinBox(minimum=0, maximum=DEFAULT_MAX_CHARS, value=settings.segment_chars,
@@ -126,6 +125,12 @@ class SettingsDialog(QDialog):
         self.speed_label.setAccessibleName("Speed")
         self.speed_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         runtime_form.addRow("Speed:", self.speed_label)
+        self.plan_label = QLabel(plan or "Chosen when a model loads.", wordWrap=True)
+        self.plan_label.setAccessibleName("Execution plan")
+        self.plan_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.plan_label.setToolTip("What the loaded model runs on: device, precision, kernels, threads, the "
+                                   "processor features relied on and any fallback (python main.py info prints it)")
+        runtime_form.addRow("Execution plan:", self.plan_label)
         self.gpu_label = QLabel(gpu_advice().text(), wordWrap=True)
         self.gpu_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         runtime_form.addRow("PyTorch:", self.gpu_label)

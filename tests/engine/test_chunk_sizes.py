@@ -3,6 +3,9 @@ the audio made is far enough ahead of its listener; and a real stream of the tin
 
 from __future__ import annotations
 
+import functools
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,6 +14,7 @@ from hypothesis import strategies as st
 from engine import Sampling, Voice
 from engine.audio.chunks import FRAME_RATE, SAMPLES_PER_FRAME
 from engine.chunk_sizes import GROWN_CHUNK_FRAMES, HEADROOM, ChunkSizes
+from tests.plans import BF16_DECODED_ATOL, PRECISIONS
 
 
 class Clock:
@@ -82,11 +86,17 @@ def test_a_grown_chunk_never_outlasts_the_audio_ahead(first, size, extra, steps)
         made += n
 
 
-def test_a_cpu_stream_grows_its_chunks_and_says_the_same(tiny_engine, engine_options):
-    """The tiny model runs far ahead of real time on the CPU: its chunks grow to GROWN_CHUNK_FRAMES, and the
-    audio is the fixed-size stream's, sample for sample within the decoder's rounding."""
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_a_cpu_stream_grows_its_chunks_and_says_the_same(plan_engine, engine_options, precision, monkeypatch):
+    """A stream far ahead of real time on the CPU: its chunks grow to GROWN_CHUNK_FRAMES, and the audio is the
+    fixed-size stream's, sample for sample within the decoder's rounding. How far ahead follows the machine's
+    momentary speed, so the streams' clock is pinned: each reading a millisecond after the last."""
+    import engine.engine
+
+    ticks = itertools.count()
+    monkeypatch.setattr(engine.engine, "ChunkSizes", functools.partial(ChunkSizes, clock=lambda: next(ticks) / 1000))
     engine_options(grow_chunks=True)  # the engine's default (the tests' is off: tests/conftest.py)
-    eng = tiny_engine("custom_voice")
+    eng = plan_engine(precision)
     assert eng.grows_chunks
     voice, sampling = Voice.preset("vivian", "english"), Sampling(seed=5, min_frames=60)
     text = "A sentence long enough for a few dozen frames of speech."
@@ -96,7 +106,8 @@ def test_a_cpu_stream_grows_its_chunks_and_says_the_same(tiny_engine, engine_opt
     assert frames[0] == 1 and max(frames) == GROWN_CHUNK_FRAMES and frames == sorted(frames[:-1]) + frames[-1:]
     assert max(len(c.samples) for c in fixed) == 4 * SAMPLES_PER_FRAME
     np.testing.assert_allclose(np.concatenate([c.samples for c in grown]),
-                               np.concatenate([c.samples for c in fixed]), atol=1e-4)
+                               np.concatenate([c.samples for c in fixed]),
+                               atol=BF16_DECODED_ATOL if eng.execution_plan.decoder == "bfloat16" else 1e-4)
     assert grown[-1].final and fixed[-1].final
 
 

@@ -10,6 +10,7 @@ import pytest
 from engine import Sampling, TextError, Voice, load_voice, save_voice
 from engine.audio.chunks import SAMPLES_PER_FRAME
 from engine.text import Segment, split_segments
+from tests.plans import BF16_DECODED_ATOL, PRECISIONS
 
 # three paragraphs, so three segments (short sentences of one paragraph would be one)
 TEXT = "Good morning.\n\nThe weather is fine today!\n\nShall we go for a walk?"
@@ -33,8 +34,10 @@ def test_greedy_is_deterministic_and_seed_reproduces_sampling(tiny_engine):
     assert (a != c).any()
 
 
-def test_stream_concatenation_equals_synthesize(tiny_engine):
-    eng = tiny_engine("custom_voice")
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_stream_concatenation_equals_synthesize(plan_engine, precision):
+    """The same codes, decoded in other chunks: the same audio to the decoder's rounding."""
+    eng = plan_engine(precision)
     v = Voice.preset("serena", "english")
     s = Sampling(seed=11)
     whole = eng.synthesize(TEXT, v, s, max_frames=9)
@@ -42,7 +45,9 @@ def test_stream_concatenation_equals_synthesize(tiny_engine):
                          largest_chunk_frames=4))  # fixed sizes: the chunks below are counted
     joined = np.concatenate([c.samples for c in chunks])
     assert joined.shape == whole.samples.shape == (len(whole.codes) * SAMPLES_PER_FRAME,)
-    np.testing.assert_allclose(joined, whole.samples, atol=1e-5)
+    np.testing.assert_array_equal(eng.generate_codes(TEXT, v, s, max_frames=9), whole.codes)
+    atol = BF16_DECODED_ATOL if eng.execution_plan.decoder == "bfloat16" else 1e-5
+    np.testing.assert_allclose(joined, whole.samples, atol=atol)
     # three sentences -> three segments of 9 frames: chunks 1+4+4, then 4+4+1 twice
     assert [c.segment for c in chunks] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert [c.n_frames for c in chunks] == [1, 4, 4, 4, 4, 1, 4, 4, 1]

@@ -62,8 +62,11 @@ def test_bad_changes_are_refused(engine_options, changes):
 
 
 @pytest.mark.parametrize(("environ", "expected"), [
-    ({"ORATOR_CPU_INT8": "0"}, {"cpu_int8": False}),
-    ({"ORATOR_CPU_INT8": "yes"}, {"cpu_int8": True}),
+    ({"ORATOR_CPU_INT8": "0"}, {"precision": "exact"}),  # the old spelling of ORATOR_PRECISION=exact
+    ({"ORATOR_CPU_INT8": "yes"}, {"precision": "fast"}),
+    ({}, {"precision": "fast"}),
+    ({"ORATOR_PRECISION": " Exact "}, {"precision": "exact"}),
+    ({"ORATOR_PRECISION": "fast", "ORATOR_CPU_INT8": "0"}, {"precision": "fast"}),  # the new name wins
     ({"ORATOR_THREADS": "4"}, {"threads": 4}),
     ({"ORATOR_THREADS": " 12 "}, {"threads": 12}),
     ({"ORATOR_CPU_VNNI": "off"}, {"cpu_vnni": False}),
@@ -109,3 +112,20 @@ def test_threads_default_to_the_usable_cores_less_one(monkeypatch):
         monkeypatch.setattr(runtime, "available_cores", lambda cores=cores: cores)
         assert runtime.cpu_threads() == expected
     assert runtime.cpu_threads(3) == 3
+
+
+@pytest.mark.parametrize("value", ["small", "int8", "1", "fastest"])
+def test_a_bad_precision_is_a_clear_error(value, engine_options):
+    before = options.current()
+    with pytest.raises(ValueError, match="ORATOR_PRECISION must be one of fast, exact"):
+        Options.from_environment({"ORATOR_PRECISION": value})
+    for wrong in (value, value.upper(), None):
+        with pytest.raises(ValueError, match="precision must be one of fast, exact"):
+            options.configure(precision=wrong)
+    assert options.current() == before
+
+
+def test_the_old_cpu_int8_option_sets_the_precision(engine_options):
+    assert options.configure(cpu_int8=False).precision == "exact"
+    assert options.configure(cpu_int8=True).precision == "fast"
+    assert not hasattr(options.current(), "cpu_int8")

@@ -35,7 +35,7 @@ def _reference() -> np.ndarray:
 @pytest.fixture(scope="module")
 def both(tiny_model_dir):
     model_dir = tiny_model_dir("base")
-    return Engine.from_pretrained(model_dir, dtype=torch.float64), load_official(model_dir)
+    return Engine.from_pretrained(model_dir, dtype=torch.float64, precision="exact"), load_official(model_dir)
 
 
 @pytest.mark.parametrize("in_context", [False, True], ids=["x-vector", "in-context"])

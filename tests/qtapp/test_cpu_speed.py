@@ -4,6 +4,7 @@ and says which keeps up; Settings shows the path in use and the figures."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -89,12 +90,24 @@ def test_the_real_measurement_runs_on_its_thread(qtbot, monkeypatch):
     """The studio's own probe (engine.cpu_probe, not the tests' fixed figure) on the 0.6B shapes only."""
     monkeypatch.undo()
     got = []
-    probe = SpeedProbe(lambda size: cpu_probe.measure_cpu_speed(size, seconds=0.1), sizes=("0.6b",))
-    probe.measured.connect(lambda size, xrt: got.append((size, xrt)))
+    probe = SpeedProbe(lambda size: cpu_probe.measure_cpu_speed(size, frames=1), sizes=("0.6b",))
+    probe.measured.connect(lambda size, xrt, plan: got.append((size, xrt, plan)))
     with qtbot.waitSignal(probe.finished, timeout=300_000):  # a hang detector: a busy machine measures slowly
         probe.start()
     probe.stop(wait_s=5)
-    assert len(got) == 1 and got[0][0] == "0.6b" and got[0][1] > 0
+    assert len(got) == 1 and got[0][0] == "0.6b" and got[0][1] > 0 and got[0][2].startswith("fast: ")
+
+
+def test_the_advice_names_the_plan_measured_and_follows_the_figures_shown(qtbot):
+    plan = "fast: torch-int8 while the compiled steps are prepared"
+    measure = fixed({"0.6b": 1.2, "1.7b": 0.5})
+    dialog = FirstRunDialog(Settings(), advice=CPU, measure_speed=lambda size: replace(measure(size), plan=plan))
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: "1.7B model 0.50×" in dialog.speed_label.text(), timeout=10_000)
+    text = dialog.speed_label.text()
+    assert f"Measured on this processor ({plan}): the 0.6B model 1.20× real time" in text
+    assert "Choose the 0.6B models" in text  # 1.20 keeps up, 0.50 does not: the advice is the figures'
+    dialog.done(0)
 
 
 def test_settings_show_the_path_in_use_and_the_measured_speeds(qtbot):
@@ -132,13 +145,24 @@ def test_the_dialog_grows_to_show_the_advice_whole(qtbot):
     dialog.done(0)
 
 
-def test_the_processor_path_offers_int4_and_choosing_it_reloads_the_model(qtbot):
+def test_the_processor_precision_is_fast_or_exact_and_choosing_it_reloads_the_model(qtbot):
     settings = Settings()
     dialog = SettingsDialog(settings, in_use="")
     qtbot.addWidget(dialog)
     paths = [dialog.cpu_path.itemData(i) for i in range(dialog.cpu_path.count())]
-    assert paths == ["fast", "small", "exact"]
-    dialog.cpu_path.setCurrentIndex(paths.index("small"))
-    assert dialog.apply() and settings.cpu_path == "small"
-    assert settings.model_spec("preset").cpu_path == "small"
+    assert paths == ["fast", "exact"]  # int4 ("small") is gone: a saved one loads as fast (test_settings)
+    dialog.cpu_path.setCurrentIndex(paths.index("exact"))
+    assert dialog.apply() and settings.cpu_path == "exact"
+    assert settings.model_spec("preset").cpu_path == "exact"
     assert not dialog.apply()  # nothing changed since
+
+
+def test_settings_show_the_loaded_engines_execution_plan_read_only(qtbot, tiny_engine):
+    from PySide6.QtCore import Qt
+
+    plan = tiny_engine("custom_voice").execution_plan
+    dialog = SettingsDialog(Settings(), in_use="", plan=plan.summary())
+    qtbot.addWidget(dialog)
+    assert dialog.plan_label.text() == plan.summary() and f": {plan.path} (" in dialog.plan_label.text()
+    assert not dialog.plan_label.textInteractionFlags() & Qt.TextInteractionFlag.TextEditable
+    assert SettingsDialog(Settings()).plan_label.text() == "Chosen when a model loads."

@@ -18,6 +18,7 @@ from engine.text import split_segments
 from qtapp.export_queue import ExportQueueController
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker
+from tests.plans import PRECISIONS
 
 # two paragraphs, so two segments (short sentences of one paragraph would be one)
 TEXT = "Hello there.\n\nHow are you today?"
@@ -28,9 +29,9 @@ def real_worker(qtbot, tiny_model_dir):
     model_dir = tiny_model_dir("custom_voice")
     engines, started = [], []
 
-    def start(**options):
+    def start(precision: str | None = None, **options):
         def factory():
-            engines.append(Engine.from_pretrained(str(model_dir), device="cpu"))
+            engines.append(Engine.from_pretrained(str(model_dir), device="cpu", precision=precision))
             return engines[-1]
 
         thread, worker = start_worker(factory, **options)
@@ -45,9 +46,11 @@ def real_worker(qtbot, tiny_model_dir):
         assert stop_worker(thread, worker, timeout_ms=60000)
 
 
-def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worker, fake_sd):
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_real_engine_speaks_through_the_worker_into_the_player(qtbot, real_worker, fake_sd, precision):
     player = Player(sd_module=fake_sd, capacity_s=5.0)
-    worker, voice = real_worker(buffered_seconds=player.buffered_seconds, max_frames=2)
+    worker, voice = real_worker(precision, buffered_seconds=player.buffered_seconds, max_frames=2)
+    assert worker.plan_in_use().startswith(f"CustomVoice 0.6B on cpu, {precision}: ")
     chunks, segments, heard, errors = [], [], [], []
     worker.chunk_ready.connect(lambda job, chunk: chunks.append(chunk))
     worker.segment_started.connect(lambda *args: segments.append(args))

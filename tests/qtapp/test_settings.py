@@ -167,7 +167,7 @@ def test_main_dispatch_defaults_to_the_gui(monkeypatch):
 
 @pytest.mark.parametrize(("stored", "expected"), [
     ({"cpu_path": "exact", "threads": 3}, ("exact", 3)),
-    ({"cpu_path": "small", "threads": 0}, ("small", 0)),
+    ({"cpu_path": "small", "threads": 0}, ("fast", 0)),  # int4, a deleted path: the fast one
     ({"cpu_path": "turbo", "threads": -2}, ("fast", 0)),
     ({"cpu_path": 7, "threads": 10**6}, ("fast", 0)),
     ({"threads": True}, ("fast", 0)),
@@ -180,24 +180,27 @@ def test_processor_settings_are_checked_on_load(isolated_data_dir, stored, expec
     assert (loaded.cpu_path, loaded.threads) == expected
 
 
-@pytest.mark.parametrize(("cpu_path", "threads", "int8", "int4", "option"),
-                         [("fast", 0, True, False, None), ("small", 0, True, True, None),
-                          ("exact", 2, False, False, 2)])
-def test_a_processor_model_loads_float32_on_the_chosen_path(monkeypatch, cpu_path, threads, int8, int4, option):
-    """On the processor the GPU precision does not apply: float32, int8 projections on the fast path, int4 on
-    the small one, and the thread count handed to the engine's options."""
-    import torch
-
+@pytest.mark.parametrize(("cpu_path", "override", "threads", "precision", "option"),
+                         [("fast", None, 0, "fast", None), ("exact", None, 2, "exact", 2),
+                          ("fast", "exact", 0, "exact", None), ("exact", "fast", 0, "fast", None)])
+def test_a_processor_model_loads_at_the_chosen_precision(monkeypatch, isolated_data_dir, cpu_path, override, threads,
+                                                          precision, option):
+    """On the processor the GPU's dtype does not apply: the engine loads at the precision chosen in the Settings,
+    or for this run by ``main.py gui --precision`` (never saved), and the thread count goes to its options."""
     from engine import Engine, options
 
     calls = []
     monkeypatch.setattr(Engine, "from_pretrained", classmethod(lambda cls, *a, **kw: calls.append((a, kw))))
+    monkeypatch.setattr(Settings, "precision_override", override)
     before = options.current()
     try:
-        spec = Settings(device="cpu", precision="bfloat16", cpu_path=cpu_path, threads=threads).model_spec("preset")
-        spec.load_engine()
+        isolated_data_dir.mkdir(parents=True, exist_ok=True)
+        settings = Settings(device="cpu", precision="bfloat16", cpu_path=cpu_path, threads=threads)
+        settings.model_spec("preset").load_engine()
         assert options.current().threads == option
+        settings.save()
+        assert json.loads(settings.path.read_text())["cpu_path"] == cpu_path  # the override is never saved
     finally:
         options.configure(before)
     (checkpoint,), kwargs = calls[0]
-    assert kwargs == {"device": "cpu", "dtype": torch.float32, "cpu_int8": int8, "cpu_int4": int4}
+    assert kwargs == {"device": "cpu", "precision": precision}

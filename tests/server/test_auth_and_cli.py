@@ -94,9 +94,9 @@ def test_serve_refuses_a_limit_out_of_range(flags, capsys):
     assert "serve:" in capsys.readouterr().err
 
 
-def test_serve_decoder_dtype_defaults_to_float32_and_reaches_the_engine(monkeypatch, capsys):
-    """``--decoder-dtype``: float32 unless bfloat16 is asked for, other names refused by the parser, and the
-    choice handed to ``Engine.from_pretrained`` as a torch dtype."""
+def test_serve_decoder_dtype_and_precision_default_to_the_plan_and_reach_the_engine(monkeypatch, capsys):
+    """``--decoder-dtype``: the plan's unless one is asked for, other names refused by the parser, and the choice
+    handed to ``Engine.from_pretrained`` as a torch dtype; ``--precision`` fast or exact, handed on as it is."""
     import torch
 
     from engine import Engine
@@ -104,17 +104,20 @@ def test_serve_decoder_dtype_defaults_to_float32_and_reaches_the_engine(monkeypa
     from server.cli import load_engine
 
     parser = build_parser()
-    assert parser.parse_args(["serve", "--model", "m"]).decoder_dtype == "float32"
+    assert parser.parse_args(["serve", "--model", "m"]).decoder_dtype is None
+    assert parser.parse_args(["serve", "--model", "m"]).precision is None
     assert parser.parse_args(["serve", "--model", "m", "--decoder-dtype", "bfloat16"]).decoder_dtype == "bfloat16"
-    with pytest.raises(SystemExit):
-        parser.parse_args(["serve", "--model", "m", "--decoder-dtype", "int8"])
-    assert "--decoder-dtype" in capsys.readouterr().err
+    assert parser.parse_args(["serve", "--model", "m", "--precision", "exact"]).precision == "exact"
+    for wrong in (["--decoder-dtype", "int8"], ["--precision", "small"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["serve", "--model", "m", *wrong])
+        assert wrong[0] in capsys.readouterr().err
     seen = []
     monkeypatch.setattr(Engine, "from_pretrained", lambda model, **kw: seen.append(kw))
     load_engine("m", "cpu", None, "bfloat16")
-    load_engine("m", "cpu", "float32", "float32")
-    assert seen == [{"device": "cpu", "dtype": None, "decoder_dtype": torch.bfloat16},
-                    {"device": "cpu", "dtype": torch.float32, "decoder_dtype": torch.float32}]
+    load_engine("m", "cpu", "float32", "float32", "exact")
+    assert seen == [{"device": "cpu", "dtype": None, "decoder_dtype": torch.bfloat16, "precision": None},
+                    {"device": "cpu", "dtype": torch.float32, "decoder_dtype": torch.float32, "precision": "exact"}]
 
 
 def test_serve_command_starts_uvicorn_with_the_model(tiny_model_dir, tmp_path):

@@ -6,6 +6,7 @@ import httpx
 import openai
 import pytest
 
+from tests.plans import PRECISIONS
 from tests.server.helpers import RATE, SAMPLES_PER_FRAME, decode, engine_pcm, pcm_close, sse_audio, sse_events
 
 FRAMES = 3
@@ -14,10 +15,17 @@ MP3_PADDING = 2 * 1152
 AAC_PADDING = 2 * 1024  # ADTS has no field for the encoder's delay or the last frame's padding
 
 
-def test_non_streaming_pcm_equals_what_the_engine_gives_alone(client, live_server):
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_non_streaming_pcm_equals_what_the_engine_gives_alone(start_server, plan_engine, precision):
+    """On every plan: the server adds nothing to what its engine speaks."""
+    from openai import OpenAI
+
+    live = start_server(plan_engine(precision))
+    client = OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0, timeout=120)
     audio = client.audio.speech.create(model="orator", voice="vivian", input="Hello there.", response_format="pcm",
                                        extra_body=SHORT)
-    expected = engine_pcm(live_server.engine, "Hello there.", "vivian", seed=7, max_frames=FRAMES)
+    expected = engine_pcm(live.engine, "Hello there.", "vivian", seed=7, max_frames=FRAMES)
+    assert live.engine.execution_plan.precision == precision
     assert len(audio.content) == 2 * FRAMES * SAMPLES_PER_FRAME
     assert pcm_close(audio.content, expected)
 

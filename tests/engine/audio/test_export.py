@@ -22,6 +22,7 @@ from engine.audio.export import BookExporter, ExportCancelled, ExportOptions, ch
 from engine.audio.segment_cache import SegmentCache
 from engine.text import split_segments
 from tests.engine.audio.test_encode import png
+from tests.plans import PRECISIONS
 
 RATE = 24000
 BOOK = ("Chapter 1\n\nIt was late. The night was cold.\n\n"
@@ -136,7 +137,17 @@ def test_a_hard_wrapped_text_exports_one_call_per_segment(engine, tmp_path):
     assert " ".join(text for _, _, text in cues(path.with_suffix(".srt"))) == " ".join(segments)
 
 
-def test_an_interrupted_export_resumes_with_only_what_is_missing_and_gives_the_same_file(engine, tmp_path):
+@pytest.fixture(params=PRECISIONS)
+def plan_counting_engine(request, plan_engine):
+    """``CountingEngine`` over each plan's engine."""
+    return CountingEngine(plan_engine(request.param))
+
+
+def test_an_interrupted_export_resumes_with_only_what_is_missing_and_gives_the_same_file(plan_counting_engine,
+                                                                                           tmp_path):
+    """On every plan: the segments kept are keyed on it (``segment_cache.model_key``), and resuming gives the file
+    an uninterrupted export gives."""
+    engine = plan_counting_engine
     [whole] = export(engine, BOOK, tmp_path / "whole" / "book.m4b", cache=SegmentCache(tmp_path / "cache-a"))
     total = len(engine.calls)
     engine.calls.clear()

@@ -58,21 +58,24 @@ def test_the_cache_folder_can_be_chosen(monkeypatch, tmp_path):
     assert default_cache_dir() == tmp_path / "c"
 
 
-def test_int8_int4_and_exact_engines_make_different_model_keys(tmp_path):
-    """The CPU paths make other numbers, so other audio: each has its own key, and an int8 key is the one it was
-    before int4 existed (no cached segment is orphaned)."""
+def test_each_plan_makes_its_own_model_key(tmp_path):
+    """The plans make other numbers, so other audio: the model key carries what of the plan decides it
+    (precision, steps, weights, decoder), and only that: threads and chunk growth do not change the key."""
+    from dataclasses import replace
     from types import SimpleNamespace
 
     from engine.audio.segment_cache import model_key
+    from engine.execution_plan import ExecutionPlan
 
     (tmp_path / "config.json").write_text("{}")
-
-    def engine(int8, int4):
-        return SimpleNamespace(model_dir=tmp_path, dtype="torch.float32", cpu_int8=int8, cpu_int4=int4)
-
-    exact, int8, int4 = model_key(engine(False, False)), model_key(engine(True, False)), model_key(engine(True, True))
-    assert len({segment_key("Hi.", {}, k, {}, None) for k in (exact, int8, int4)}) == 3
-    assert set(int8) == {"dir", "files", "dtype", "int8"} and int8["int8"] and int4["int4"]
+    fast = ExecutionPlan("cpu", "fast", "numba-int8-team", "int8", "bfloat16", threads=1, thread_counts=(1, 2))
+    plans = [fast, replace(fast, path="torch-int8"), replace(fast, decoder="float32"),
+             ExecutionPlan("cpu", "exact", "float32", "float32", "float32")]
+    keys = [model_key(SimpleNamespace(model_dir=tmp_path, dtype="torch.float32", execution_plan=p)) for p in plans]
+    assert len({segment_key("Hi.", {}, k, {}, None) for k in keys}) == len(plans)
+    assert keys[0]["plan"] == {"precision": "fast", "path": "numba-int8-team", "weights": "int8", "decoder": "bfloat16"}
+    same = replace(fast, threads=2, thread_counts=(), grow_chunks=not fast.grow_chunks, kernels=("products: VNNI",))
+    assert model_key(SimpleNamespace(model_dir=tmp_path, dtype="torch.float32", execution_plan=same)) == keys[0]
 
 
 def test_the_cache_is_private_to_its_owner(tmp_path):

@@ -43,6 +43,8 @@ def test_speaks_before_the_warm_up_finished_and_switches_at_a_segment_boundary(b
     engine = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", dtype=torch.float32)
     assert engine.cpu_int8 and not cold_start.numba_now()
     assert not engine.cpu_numba_steps  # nothing compiled while the bridge holds: warming up takes no time
+    plan = engine.execution_plan  # the target kernels, and the bridge that speaks until they are compiled
+    assert plan.path.startswith("numba-int8") and plan.bridge.startswith("torch-int8 until")
     key = numba_cache.compiled_key(options.current().cpu_team)
     calls: dict[int, dict[str, int]] = defaultdict(lambda: {"pytorch": 0, "numba": 0})
     seen = dict(step_calls)
@@ -63,6 +65,7 @@ def test_speaks_before_the_warm_up_finished_and_switches_at_a_segment_boundary(b
     assert [r.getMessage() for r in caplog.records].count(
         "the Numba CPU steps are compiled: the segments from now on step through them") == 1
     assert engine.cpu_numba_steps
+    assert engine.execution_plan is plan  # the bridge's switch is the one change of plan, recorded in it already
 
     options.configure(cpu_numba=False)  # the PyTorch steps alone
     pytorch_codes, pytorch_audio = _spoken(engine)
@@ -93,11 +96,12 @@ def test_one_warm_up_a_process(bridge, tiny_model_dir):
     assert not first.cpu_numba_steps and not second.cpu_numba_steps
 
 
-@pytest.mark.parametrize("change", [{"cpu_warmup": False}, {"cpu_numba": False}, {"cpu_int8": False}])
+@pytest.mark.parametrize("change", [{"cpu_warmup": False}, {"cpu_numba": False}, {"precision": "exact"}])
 def test_no_bridge_where_the_options_ask_for_none(bridge, tiny_model_dir, change):
     options.configure(**change)
-    Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", dtype=torch.float32)
+    engine = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", dtype=torch.float32)
     assert cold_start._bridge is None and not (bridge / numba_cache.LOG_NAME).exists()
+    assert engine.execution_plan.bridge is None
 
 
 def test_a_failed_warm_up_is_said_once_and_the_pytorch_steps_go_on(tmp_path, caplog):
