@@ -108,7 +108,8 @@ def _page(pdf, index: int, name: str) -> Page:
             result = Page(index, height)
             for m in _LINE.finditer(text):
                 for first, last in printed_lines(textpage, text, m.start(), m.end()):
-                    result.lines.append(read_line(textpage, text, first, last))
+                    if (line := read_line(textpage, text, first, last)) is not None:
+                        result.lines.append(line)
             result.lines = rejoin_printed_lines(result.lines)
             return result
         finally:
