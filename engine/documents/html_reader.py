@@ -16,6 +16,7 @@ from itertools import islice
 
 from engine.documents.html_structure import (
     block_kind,
+    gather_texinfo_notes,
     note_reference,
     notes_by_id,
     one_line,
@@ -44,7 +45,7 @@ NAVIGATION_CLASSES = frozenset({
     "list-of-equations", "list-of-procedures", "sphinxsidebar", "sphinxsidebarwrapper", "related", "breadcrumb",
     "breadcrumbs", "headerlink", "nav-panel", "contents", "shortcontents", "short-toc",
     "mini-toc", "navigation", "skip-link", "mw-editsection", "printfooter", "catlinks", "footnote-reference",
-    "footnote-ref", "footnote-backref", "footnote-back", "noprint", "docnav", "footer", "header",
+    "footnote-ref", "footnote-backref", "footnote-back", "footnotes-heading", "noprint", "docnav", "footer", "header",
 })
 NAVIGATION_IDS = frozenset({"banner", "toc", "navigation", "sidebar", "breadcrumbs"})
 NAVIGATION_ROLES = frozenset({"navigation", "doc-toc", "doc-pagelist", "doc-noteref", "doc-backlink", "banner",
@@ -241,6 +242,7 @@ class HtmlConverter:
             self._anchors.append(prefix)
         self._read_metadata(root)
         body = next((el for el in root.iter() if local_name(el) == "body"), root)
+        gather_texinfo_notes(body)
         self._stats = link_stats(body)
         self._notes, self._pending_notes, self._placed_notes, self._prefix = notes_by_id(body), [], set(), prefix
         self._walk(body, prefix)
