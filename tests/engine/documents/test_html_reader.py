@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from engine.audio.export import passage_speech
 from engine.audio.sources import load_book
 from engine.documents import DocumentError, html_to_text, load_document
-from engine.documents.html_reader import decode_markup
+from engine.documents.html_markup import decode_markup
 
 
 def test_doctype_declaration_comments_and_instructions_are_not_read():
