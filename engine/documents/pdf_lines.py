@@ -11,7 +11,9 @@ smaller type after a word is left to pdf_footnotes (a mark, when its note is fou
 
 Characters set in a music font (LilyPond's Emmentaler, SMuFL's Bravura, MuseScore's Leland...) are notes, rests and
 clefs of a printed score, a picture drawn with glyphs: PDFium gives them as letters ("h h h ª"), so they are left
-out, as an image would be, and a line of nothing else is no line.
+out, as an image would be, and a line of nothing else is no line. A line whose every character is set in a
+monospaced font (Courier, Computer Modern's typewriter, Latin Modern Mono, DejaVu Sans Mono...) is marked ``mono``:
+pdf_reader takes such lines for code.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ _MUSIC_FONT = re.compile(r"(?:^|\+)(?:emmentaler|feta|parmesan|gonville|lilyjazz
                          r"|musejazz|mscore|finale ?(?:maestro|jazz|broadway|engraver)|maestro|petrucci|opus ?std"
                          r"|opus(?:special|text|chords|figuredbass|metronome|percussion)|ekmelos|musisync)",
                          re.IGNORECASE)
+# monospaced fonts by name (their descriptors' FixedPitch flag is often unset: TeX's are marked only Symbolic)
+_MONO_FONT = re.compile(r"mono|courier|cmtt|lmtt|typewriter|consolas|menlo|inconsolata|source ?code|sfmt|txtt"
+                        r"|nimbusmon|lucidaconsole|andale|fira ?code|liberationmono|cousine|letter ?gothic",
+                        re.IGNORECASE)
+_FIXED_PITCH = 1  # the FixedPitch bit of a font descriptor's flags
 
 
 @dataclass(eq=False)
@@ -43,6 +50,7 @@ class Line:
     starts_note: bool = False  # the first line of a footnote
     small_digits: list[tuple[int, int]] = field(default_factory=list)  # whole numbers in smaller type
     notes: list[Line] = field(default_factory=list)  # first lines of the notes whose marks it held (pdf_footnotes)
+    mono: bool = False  # every character in a monospaced font: a line of code
 
 
 @dataclass
@@ -107,7 +115,7 @@ def read_line(textpage, text: str, first: int, last: int) -> Line | None:
     a music font are left out; None for a line of nothing else."""
     import pypdfium2.raw as pdfium_c
 
-    music = _music_characters(textpage, text, first, last)
+    music, mono = _fonts(textpage, text, first, last)
     if music:
         while first <= last and (first in music or text[first].isspace()):
             first += 1
@@ -138,7 +146,7 @@ def read_line(textpage, text: str, first: int, last: int) -> Line | None:
             plain = plain[:at] + superscript(plain[at:end]) + plain[end:]
     if music:
         plain, kept = _without(plain, {i - first for i in music}, kept)
-    return Line(plain, left, right, bottom, top, round(size, 1), bottom_end, small_digits=kept)
+    return Line(plain, left, right, bottom, top, round(size, 1), bottom_end, small_digits=kept, mono=mono)
 
 
 def _without(text: str, gone: set[int], runs: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
@@ -157,27 +165,35 @@ def _without(text: str, gone: set[int], runs: list[tuple[int, int]]) -> tuple[st
     return "".join(out).strip(), kept
 
 
-def _music_characters(textpage, text: str, first: int, last: int) -> set[int]:
-    """The indices of the characters of ``text[first:last + 1]`` set in a music font."""
+def _fonts(textpage, text: str, first: int, last: int) -> tuple[set[int], bool]:
+    """The indices of the characters of ``text[first:last + 1]`` set in a music font, and whether every other
+    one is set in a monospaced font."""
     import ctypes
 
     import pypdfium2.raw as pdfium_c
 
     name = ctypes.create_string_buffer(128)
     flags = ctypes.c_int()
-    found: set[int] = set()
-    fonts: dict[bytes, bool] = {}
+    music: set[int] = set()
+    fonts: dict[tuple[bytes, int], tuple[bool, bool]] = {}  # (name, flags) -> (music, monospaced)
+    mono, seen = True, False
     for i in range(first, last + 1):
         if text[i].isspace():
             continue
         if not pdfium_c.FPDFText_GetFontInfo(textpage.raw, i, name, len(name), ctypes.byref(flags)):
+            mono = False  # a character of no font: not known to be code
             continue
-        is_music = fonts.get(name.value)
-        if is_music is None:
-            is_music = fonts[name.value] = bool(_MUSIC_FONT.search(name.value.decode("latin-1")))
-        if is_music:
-            found.add(i)
-    return found
+        key = (name.value, flags.value)
+        kinds = fonts.get(key)
+        if kinds is None:
+            font = name.value.decode("latin-1")
+            kinds = fonts[key] = (bool(_MUSIC_FONT.search(font)),
+                                  bool(flags.value & _FIXED_PITCH or _MONO_FONT.search(font)))
+        if kinds[0]:
+            music.add(i)
+        else:
+            mono, seen = mono and kinds[1], True
+    return music, mono and seen
 
 
 def _power_base(text: str, at: int) -> bool:
