@@ -148,6 +148,8 @@ def is_skipped(el, name: str, stats: dict) -> bool:
         share = linked / total if total else 0.0
         if name in LIST_CONTAINERS and count >= 3 and share >= 0.85 or count >= 5 and share >= 0.9:
             return True  # a list or a page of links within the document is its contents or a navigation bar
+        if name in LIST_CONTAINERS and count >= 5 and total - linked <= 12:
+            return True  # links under a short label: an index's "Jump to: A B C ..." letters
     return False
 
 

@@ -199,3 +199,13 @@ def test_a_texinfo_note_is_read_after_its_paragraph_not_at_the_page_end():
     skipped = [s for c in load_book(path).chapters for p in c.passages
                for _, s in passage_speech(p, ReadingPolicy(footnotes=FOOTNOTES_SKIP))]
     assert not any("Chinese remainder" in s for s in skipped) and len(skipped) == len(said) - 1
+
+
+def test_an_index_letter_bar_is_not_read():
+    """Nettle's manual (Texinfo): its index opens with "Jump to: 3 A B C ..." links to the index's letters, which
+    are navigation; the heading over them is read."""
+    from tests.engine.documents.helpers import DATA
+
+    doc = load_document(DATA / "nettle-rsa-footnote.html")
+    assert "Jump to" not in doc.text
+    assert [c.title for c in doc.chapters][-1] == "Function and Concept Index"
