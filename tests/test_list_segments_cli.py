@@ -116,3 +116,17 @@ def test_a_bad_footnote_choice_is_refused_by_the_parser(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main.main(["export", str(NOVEL), "--list-segments", "--footnotes", "sometimes"])
     assert exit_info.value.code == 2 and "--footnotes" in capsys.readouterr().err
+
+
+def test_a_bibles_verse_numbers_are_said_and_each_verse_starts_a_segment(capsys):
+    """The KJV as Debian's `bible` prints it ("  1 The vision of Obadiah. ..."): verse numbers are kept, since a
+    reader never drops a digit of the text and a listener follows a printed Bible by them (docs/reading.md); the
+    chapter finder's books are the chapters the segments are listed under."""
+    listed = segments(capsys, str(DOCUMENTS / "kjv-obadiah-jonah-micah.txt"), "--chapters", "4")
+    assert {s["title"] for s in listed} == {"Jonah 1"}
+    texts = [s["text"] for s in listed]
+    assert texts[0] == "Jonah 1"
+    assert texts[1].startswith("1 Now the word of the LORD came unto Jonah the son of Amittai, saying,")
+    # Jonah 1 has 17 verses, each said with its number, in order (a verse ending without a stop, "saying,", runs
+    # on into the next in one segment, as any sentence does)
+    assert [int(n) for n in re.findall(r"(?:^| )(\d{1,2}) [A-Z]", " ".join(texts[1:]))] == list(range(1, 18))

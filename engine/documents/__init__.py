@@ -95,7 +95,8 @@ def _read(path: Path, suffix: str, doc: Document) -> None:
 
         assemble(read_markdown(data, doc), doc)
     elif suffix in (".html", ".htm", ".xhtml"):
-        from engine.documents.html_reader import decode_markup, html_parsed
+        from engine.documents.html_markup import decode_markup
+        from engine.documents.html_reader import html_parsed
 
         text = decode_markup(data, doc.warnings)
         assemble(html_parsed(text, xml_first=suffix == ".xhtml" or text.lstrip().startswith("<?xml"),

@@ -16,13 +16,8 @@ import zlib
 from pathlib import Path
 from urllib.parse import unquote
 
-from engine.documents.html_reader import (
-    HtmlConverter,
-    decode_markup,
-    is_internal_link,
-    local_name,
-    parse_markup,
-)
+from engine.documents.html_markup import decode_markup, parse_markup
+from engine.documents.html_reader import HtmlConverter, is_internal_link, local_name
 from engine.documents.model import MAX_MARKUP_TAGS, MAX_UNPACKED_BYTES, Document, DocumentError, Parsed, TocEntry
 
 HTML_MEDIA_TYPES = ("application/xhtml+xml", "text/html", "application/xml", "text/xml")

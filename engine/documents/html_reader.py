@@ -1,7 +1,7 @@
 """HTML and XHTML to blocks: the visible words only, one block per paragraph, headings kept (Qt-free).
 
-Parsing is lxml's (libxml2): XHTML is tried as XML first (an HTML parser would swallow the rest of a
-page after a self-closed ``<title/>``), anything else through the forgiving HTML parser. Doctype, XML
+Parsing is lxml's (libxml2), in html_markup: XHTML is tried as XML first (an HTML parser would swallow the rest
+of a page after a self-closed ``<title/>``), anything else through the forgiving HTML parser. Doctype, XML
 declaration, comments and processing instructions never reach the text; scripts, styles, forms,
 images, navigation (``nav``, contents lists, "Prev | Next" bars, permalink signs) and footnote markers
 are skipped. A table row becomes one paragraph with its cells separated by commas, unless the table
@@ -10,19 +10,20 @@ only lays out blocks. The walk is iterative, so deep nesting costs no recursion 
 
 from __future__ import annotations
 
-import codecs
 import re
 from itertools import islice
 
+from engine.documents.html_markup import parse_markup
 from engine.documents.html_structure import (
     block_kind,
+    gather_texinfo_notes,
     note_reference,
     notes_by_id,
     one_line,
     raised_digits,
     table_rows,
 )
-from engine.documents.model import CODE, FOOTNOTE, FORMULA, MAX_MARKUP_TAGS, PROSE, Block, DocumentError, Parsed
+from engine.documents.model import CODE, FOOTNOTE, FORMULA, PROSE, Block, DocumentError, Parsed
 from engine.reading_policy import code_kind
 
 SKIPPED_TAGS = frozenset({
@@ -44,7 +45,7 @@ NAVIGATION_CLASSES = frozenset({
     "list-of-equations", "list-of-procedures", "sphinxsidebar", "sphinxsidebarwrapper", "related", "breadcrumb",
     "breadcrumbs", "headerlink", "nav-panel", "contents", "shortcontents", "short-toc",
     "mini-toc", "navigation", "skip-link", "mw-editsection", "printfooter", "catlinks", "footnote-reference",
-    "footnote-ref", "footnote-backref", "footnote-back", "noprint", "docnav", "footer", "header",
+    "footnote-ref", "footnote-backref", "footnote-back", "footnotes-heading", "noprint", "docnav", "footer", "header",
 })
 NAVIGATION_IDS = frozenset({"banner", "toc", "navigation", "sidebar", "breadcrumbs"})
 NAVIGATION_ROLES = frozenset({"navigation", "doc-toc", "doc-pagelist", "doc-noteref", "doc-backlink", "banner",
@@ -55,66 +56,12 @@ LIST_CONTAINERS = frozenset({"ul", "ol", "dl", "table", "menu", "dir"})
 LINK_PAGE_CONTAINERS = frozenset({"body", "div", "section", "article", "aside"})
 _TESTED_WITHOUT_ATTRIBUTES = LIST_CONTAINERS | LINK_PAGE_CONTAINERS | {"a", "sup"}
 _FOOTNOTE_MARK = re.compile(r"^[\[(]?(?:\d{1,3}|[*†‡§a-z])[\])]?$")
-_CHARSET = re.compile(rb"""<\?xml[^>]*?encoding\s*=\s*["']([\w.:-]+)|<meta[^>]+?charset\s*=\s*["']?([\w.:-]+)""",
-                      re.IGNORECASE)
-_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
-_NOT_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _EXTERNAL_LINK = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none")
 _LOCAL_NAMES: dict[str, str] = {}
 EPUB_NS = "{http://www.idpf.org/2007/ops}"
-
-
-# ---- decoding ---------------------------------------------------------------------------------------
-def decode_markup(data: bytes, warnings: list[str] | None = None, what: str = "The file") -> str:
-    """Text of an HTML/XHTML file: a BOM wins, then valid UTF-8 (the encoding real files carry even when they
-    declare Latin-1), then the declared charset, then Windows-1252 with a warning."""
-    for bom, codec in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-                       (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
-        if data.startswith(bom):
-            return data.decode(codec, errors="replace")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    m = _CHARSET.search(data[:4096])
-    declared = (m.group(1) or m.group(2)).decode("ascii", "replace") if m else None
-    if declared:
-        try:
-            return data.decode(codecs.lookup(declared).name)
-        except (LookupError, UnicodeDecodeError):
-            pass
-    if warnings is not None:
-        warnings.append(f"{what} is not in the encoding it declares; it was read as Windows-1252, "
-                        "some characters may be wrong.")
-    return data.decode("cp1252", errors="replace")
-
-
-def parse_markup(text: str, xml_first: bool = False, what: str = "The page"):
-    """The root element of an HTML or XHTML text, or ``None`` when it holds no element; ``DocumentError`` (naming
-    ``what``) for more than ``MAX_MARKUP_TAGS`` tags."""
-    from lxml import etree
-
-    tags = text.count("<")
-    if tags > MAX_MARKUP_TAGS:
-        raise DocumentError(f"{what} holds {tags:,} tags, more than the {MAX_MARKUP_TAGS:,} Orator reads.")
-    text = _NOT_XML_CHARS.sub("", _XML_DECLARATION.sub("", text, count=1))
-    if xml_first:
-        parser = etree.XMLParser(remove_comments=True, remove_pis=True, resolve_entities=False, no_network=True,
-                                 load_dtd=False, huge_tree=False)
-        try:
-            return etree.fromstring(text, parser)
-        except (etree.XMLSyntaxError, ValueError):
-            pass  # not well-formed (an HTML entity, an unclosed tag): the HTML parser takes what is there
-    # huge_tree lifts libxml2's 10 MB bound on one text node (a book in one <pre>) and its 256-deep nesting
-    # bound (2048 then); HTML has no entity expansion to guard against
-    parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, huge_tree=True)
-    try:
-        return etree.fromstring(text, parser)
-    except (etree.XMLSyntaxError, ValueError):
-        return None
 
 
 # ---- element tests ----------------------------------------------------------------------------------
@@ -201,6 +148,8 @@ def is_skipped(el, name: str, stats: dict) -> bool:
         share = linked / total if total else 0.0
         if name in LIST_CONTAINERS and count >= 3 and share >= 0.85 or count >= 5 and share >= 0.9:
             return True  # a list or a page of links within the document is its contents or a navigation bar
+        if name in LIST_CONTAINERS and count >= 5 and total - linked <= 12:
+            return True  # links under a short label: an index's "Jump to: A B C ..." letters
     return False
 
 
@@ -241,6 +190,7 @@ class HtmlConverter:
             self._anchors.append(prefix)
         self._read_metadata(root)
         body = next((el for el in root.iter() if local_name(el) == "body"), root)
+        gather_texinfo_notes(body)
         self._stats = link_stats(body)
         self._notes, self._pending_notes, self._placed_notes, self._prefix = notes_by_id(body), [], set(), prefix
         self._walk(body, prefix)

@@ -92,6 +92,32 @@ def notes_by_id(body) -> dict[str, object]:
     return notes
 
 
+_TEXINFO_MARK = re.compile(r"\(\d{1,4}\)")
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def gather_texinfo_notes(body) -> None:
+    """Texinfo writes a note as a heading holding its number, a link back to its mark ("<h5><a id="FOOT1"
+    href="#DOCF1">(1)</a></h5>"), then the note's paragraphs: each such run is put in one ``div.footnote`` with
+    the link's id, so the note is found, and read after its paragraph, as any other note is."""
+    from lxml import etree
+
+    for link in list(body.iter("a", "{http://www.w3.org/1999/xhtml}a")):
+        heading = link.getparent()
+        if heading is None or _local(heading) not in _HEADINGS or not link.get("id") \
+                or not (link.get("href") or "").startswith("#") \
+                or not _TEXINFO_MARK.fullmatch((link.text or "").strip()) or (heading.text or "").strip():
+            continue
+        note = etree.Element(heading.tag.replace(_local(heading), "div"), {"class": "footnote", "id": link.get("id")})
+        heading.addprevious(note)
+        sibling = note.getnext()
+        while sibling is not None and (sibling is heading or _local(sibling) not in _HEADINGS | {"hr"}):
+            after = sibling.getnext()
+            note.append(sibling)  # moves it, its tail with it
+            sibling = after
+        del link.attrib["id"]
+
+
 def note_reference(el, name: str, notes: dict[str, object]) -> str | None:
     """The id of the note that ``el`` (a link, or a superscript holding one) refers to on this page, or None."""
     if not notes or name not in ("a", "sup", "span"):

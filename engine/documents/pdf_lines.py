@@ -8,6 +8,12 @@ number in smaller type raised right after a number of one or two digits is a pow
 written "2²⁵⁶", said "2 to the power 256"); smaller digits that are not raised (another font's figures in "1770")
 or follow three digits or more (a year set with a raised last digit) stay digits of the number, and a number in
 smaller type after a word is left to pdf_footnotes (a mark, when its note is found).
+
+Characters set in a music font (LilyPond's Emmentaler, SMuFL's Bravura, MuseScore's Leland...) are notes, rests and
+clefs of a printed score, a picture drawn with glyphs: PDFium gives them as letters ("h h h ª"), so they are left
+out, as an image would be, and a line of nothing else is no line. A line whose every character is set in a
+monospaced font (Courier, Computer Modern's typewriter, Latin Modern Mono, DejaVu Sans Mono...) is marked ``mono``:
+pdf_reader takes such lines for code.
 """
 
 from __future__ import annotations
@@ -20,6 +26,16 @@ from engine.documents.pdf_footnotes import SMALL, SUPERSCRIPTS, small_digit_runs
 from engine.spoken_symbols import superscript
 
 _DIGITS = re.compile(r"\d+")
+# the music fonts of engraving programs (LilyPond, SMuFL, MuseScore, Finale, Sibelius), after a subset's "ABCDEF+"
+_MUSIC_FONT = re.compile(r"(?:^|\+)(?:emmentaler|feta|parmesan|gonville|lilyjazz|bravura|leland|petaluma|sebastian"
+                         r"|musejazz|mscore|finale ?(?:maestro|jazz|broadway|engraver)|maestro|petrucci|opus ?std"
+                         r"|opus(?:special|text|chords|figuredbass|metronome|percussion)|ekmelos|musisync)",
+                         re.IGNORECASE)
+# monospaced fonts by name (their descriptors' FixedPitch flag is often unset: TeX's are marked only Symbolic)
+_MONO_FONT = re.compile(r"mono|courier|cmtt|lmtt|typewriter|consolas|menlo|inconsolata|source ?code|sfmt|txtt"
+                        r"|nimbusmon|lucidaconsole|andale|fira ?code|liberationmono|cousine|letter ?gothic",
+                        re.IGNORECASE)
+_FIXED_PITCH = 1  # the FixedPitch bit of a font descriptor's flags
 
 
 @dataclass(eq=False)
@@ -34,6 +50,7 @@ class Line:
     starts_note: bool = False  # the first line of a footnote
     small_digits: list[tuple[int, int]] = field(default_factory=list)  # whole numbers in smaller type
     notes: list[Line] = field(default_factory=list)  # first lines of the notes whose marks it held (pdf_footnotes)
+    mono: bool = False  # every character in a monospaced font: a line of code
 
 
 @dataclass
@@ -92,10 +109,20 @@ def _new_line(before: tuple[float, float, float, float], after: tuple[float, flo
     return _apart(before, after) and after[0] < before[2] - 0.5
 
 
-def read_line(textpage, text: str, first: int, last: int) -> Line:
+def read_line(textpage, text: str, first: int, last: int) -> Line | None:
     """The printed line ``text[first:last + 1]`` with its box, type size and digits in smaller type; a number in
-    smaller raised type right after a digit is a power, written in superscript characters ("2²⁵⁶")."""
+    smaller raised type right after a digit is a power, written in superscript characters ("2²⁵⁶"). Characters in
+    a music font are left out; None for a line of nothing else."""
     import pypdfium2.raw as pdfium_c
+
+    music, mono = _fonts(textpage, text, first, last)
+    if music:
+        while first <= last and (first in music or text[first].isspace()):
+            first += 1
+        while last >= first and (last in music or text[last].isspace()):
+            last -= 1
+        if last < first:
+            return None
 
     left, bottom, _, top = textpage.get_charbox(first, loose=True)
     end = last  # a combining mark PDFium left at the line's end is boxed where its letter is, not at the end
@@ -117,7 +144,56 @@ def read_line(textpage, text: str, first: int, last: int) -> Line:
     for at, end in _raised_tails(plain, size_of, size):  # "2" then "256" raised: one run of digits in PDFium's text
         if _power_base(plain, at) and _raised(textpage, first + at, size):
             plain = plain[:at] + superscript(plain[at:end]) + plain[end:]
-    return Line(plain, left, right, bottom, top, round(size, 1), bottom_end, small_digits=kept)
+    if music:
+        plain, kept = _without(plain, {i - first for i in music}, kept)
+    return Line(plain, left, right, bottom, top, round(size, 1), bottom_end, small_digits=kept, mono=mono)
+
+
+def _without(text: str, gone: set[int], runs: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` without the characters at ``gone`` (the spaces they leave one space), and ``runs`` (spans of it)
+    moved to match; a run that loses a character goes."""
+    out: list[str] = []
+    where: list[int] = []  # the index in the result of each character of text
+    for i, ch in enumerate(text):
+        where.append(len(out))
+        if i in gone or ch == " " and (not out or out[-1] == " "):
+            continue
+        out.append(ch)
+    where.append(len(out))
+    kept = [(where[a], where[a] + b - a) for a, b in runs
+            if not any(i in gone for i in range(a, b)) and where[b] - where[a] == b - a]
+    return "".join(out).strip(), kept
+
+
+def _fonts(textpage, text: str, first: int, last: int) -> tuple[set[int], bool]:
+    """The indices of the characters of ``text[first:last + 1]`` set in a music font, and whether every other
+    one is set in a monospaced font."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    name = ctypes.create_string_buffer(128)
+    flags = ctypes.c_int()
+    music: set[int] = set()
+    fonts: dict[tuple[bytes, int], tuple[bool, bool]] = {}  # (name, flags) -> (music, monospaced)
+    mono, seen = True, False
+    for i in range(first, last + 1):
+        if text[i].isspace():
+            continue
+        if not pdfium_c.FPDFText_GetFontInfo(textpage.raw, i, name, len(name), ctypes.byref(flags)):
+            mono = False  # a character of no font: not known to be code
+            continue
+        key = (name.value, flags.value)
+        kinds = fonts.get(key)
+        if kinds is None:
+            font = name.value.decode("latin-1")
+            kinds = fonts[key] = (bool(_MUSIC_FONT.search(font)),
+                                  bool(flags.value & _FIXED_PITCH or _MONO_FONT.search(font)))
+        if kinds[0]:
+            music.add(i)
+        else:
+            mono, seen = mono and kinds[1], True
+    return music, mono and seen
 
 
 def _power_base(text: str, at: int) -> bool:

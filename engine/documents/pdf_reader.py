@@ -23,12 +23,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.documents.model import FOOTNOTE, MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
+from engine.documents.model import CODE, FOOTNOTE, MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
 from engine.documents.pdf_footnotes import (
     drop_footnote_marks,
     rejoin_printed_lines,
 )
 from engine.documents.pdf_lines import Line, Page, printed_lines, read_line
+from engine.reading_policy import code_kind
 
 # a running header or footer lies within EDGE_BAND of the page's height from its top or bottom (a journal's header
 # sits lower than a manual's); a page number, or a line known by its place alone, within NARROW_BAND
@@ -108,7 +109,8 @@ def _page(pdf, index: int, name: str) -> Page:
             result = Page(index, height)
             for m in _LINE.finditer(text):
                 for first, last in printed_lines(textpage, text, m.start(), m.end()):
-                    result.lines.append(read_line(textpage, text, first, last))
+                    if (line := read_line(textpage, text, first, last)) is not None:
+                        result.lines.append(line)
             result.lines = rejoin_printed_lines(result.lines)
             return result
         finally:
@@ -205,6 +207,8 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
     lefts = sorted(line.x0 for line in body_lines if line.size == body_size)
     default = (lefts[len(lefts) // 2], rights[int(0.9 * (len(rights) - 1))]) if rights else (0.0, 0.0)
     heading_sizes = sorted({s for s in sizes if s >= body_size * 1.15}, reverse=True)
+    # lines all in a monospaced font are code, unless most of the document is set so (a typewritten text)
+    code = 2 * sum(len(line.text) for line in body_lines if line.mono) < sum(sizes.values())
     level_of = {s: min(i + 1, 6) for i, s in enumerate(heading_sizes)}
 
     blocks: list[_Block] = []
@@ -214,12 +218,12 @@ def _paragraphs(pages: list[Page], bookmarks: list[tuple[str, int, int]]) -> lis
         current: list[Line] = []
         columns = _columns(page.lines, body_size) or [default]
         for line in page.lines:
-            if current and _breaks(current[-1], line, current[0], pitch, columns, body_size):
-                page_blocks.append(_block(current, body_size, level_of))
+            if current and _breaks(current[-1], line, current[0], pitch, columns, body_size, code):
+                page_blocks.append(_block(current, body_size, level_of, code))
                 current = []
             current.append(line)
         if current:
-            page_blocks.append(_block(current, body_size, level_of))
+            page_blocks.append(_block(current, body_size, level_of, code))
         # small type at the bottom of a page is footnotes: read after the paragraph they interrupt
         trailing: list[_Block] = []
         while page_blocks and page_blocks[-1].level == 0 and page_blocks[-1].small:
@@ -282,9 +286,10 @@ def _column_of(line: Line, columns: list[tuple[float, float]]) -> tuple[float, f
 
 
 def _breaks(prev: Line, line: Line, first: Line, pitch: float, columns: list[tuple[float, float]],
-            body_size: float) -> bool:
-    """True when ``line`` starts a new paragraph after ``prev`` (``first`` is the paragraph's first line)."""
-    if abs(prev.size - line.size) > 0.5 or line.starts_note:
+            body_size: float, code: bool = False) -> bool:
+    """True when ``line`` starts a new paragraph after ``prev`` (``first`` is the paragraph's first line); with
+    ``code``, lines of code (monospaced) go on to a wider gap, whatever their lengths and indents."""
+    if abs(prev.size - line.size) > 0.5 or line.starts_note or prev.mono != line.mono:
         return True
     gap = prev.y_end - line.y
     left, right = _column_of(prev, columns)
@@ -293,6 +298,8 @@ def _breaks(prev: Line, line: Line, first: Line, pitch: float, columns: list[tup
         return not (line.x0 >= right - 5 and line.size <= 1.05 * body_size and not _TERMINAL.search(prev.text))
     if gap > 1.4 * max(pitch * line.size / body_size, 1.0):
         return True  # a wider gap
+    if code and line.mono:
+        return False  # a listing's short and indented lines are one block
     if _BULLET.match(line.text):
         return True
     if line.size > 1.05 * body_size:
@@ -360,14 +367,18 @@ def _is_column_note(block: _Block, height: float) -> bool:
         and (block.note or bool(_NOTE_START.match(block.text)))
 
 
-def _block(lines: list[Line], body_size: float, level_of: dict[float, int]) -> _Block:
+def _block(lines: list[Line], body_size: float, level_of: dict[float, int], code: bool = False) -> _Block:
+    """A paragraph of ``lines``; with ``code``, lines all in a monospaced font are a CODE block, line by line."""
+    is_code = code and lines[0].mono and not lines[0].starts_note
     text = lines[0].text
     for line in lines[1:]:
-        text = _join(text, line.text)
+        text = f"{text}\n{line.text}" if is_code else _join(text, line.text)
     size = lines[0].size
-    level = level_of.get(size, 0) if len(text) <= 200 else 0
+    level = level_of.get(size, 0) if len(text) <= 200 and not is_code else 0
     block = _Block(text, level, size=size, note=lines[0].starts_note, y=lines[0].y, first=lines[0],
                    refs=[note for line in lines for note in line.notes])
+    if is_code:
+        block.kind = code_kind(text)
     if size < body_size * 0.9:
         block.small = True
     return block
@@ -381,7 +392,7 @@ def _join(a: str, b: str) -> str:
 
 def _continues(prev: _Block, nxt: _Block) -> bool:
     """A paragraph cut by a page break: body text on both sides and no sentence end before the break."""
-    if prev.level or nxt.level or prev.small or nxt.small:
+    if prev.level or nxt.level or prev.small or nxt.small or CODE in (prev.kind, nxt.kind):
         return False
     if _BULLET.match(nxt.text):
         return False

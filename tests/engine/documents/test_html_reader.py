@@ -5,8 +5,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.audio.export import passage_speech
+from engine.audio.sources import load_book
 from engine.documents import DocumentError, html_to_text, load_document
-from engine.documents.html_reader import decode_markup
+from engine.documents.html_markup import decode_markup
 
 
 def test_doctype_declaration_comments_and_instructions_are_not_read():
@@ -177,3 +179,33 @@ def test_a_texinfo_title_block_is_not_two_chapters(tmp_path):
     assert [(c.title, c.level) for c in doc.chapters] == [
         (title, level) for n in range(1, 4) for title, level in ((f"{n} Chapter {n}", 1), (f"{n}.1 A section", 2))]
     assert doc.text[doc.chapters[0].start:doc.chapters[0].end].endswith("1.1 A section\n\nMore 1.")
+
+
+def test_a_texinfo_note_is_read_after_its_paragraph_not_at_the_page_end():
+    """Nettle's manual (Texinfo): the note is "<h5><a id="FOOT1" href="#DOCF1">(1)</a></h5><p>..." under a
+    "Footnotes" heading at the end of the page; it is said once, with its lead, after the paragraph holding its
+    mark, and the "Footnotes" heading is not read."""
+    from engine.reading_policy import FOOTNOTES_SKIP, ReadingPolicy
+    from tests.engine.documents.helpers import DATA
+
+    path = DATA / "nettle-rsa-footnote.html"
+    doc = load_document(path)
+    said = [s for c in load_book(path).chapters for p in c.passages for _, s in passage_speech(p)]
+    note = [i for i, s in enumerate(said) if "Chinese remainder theorem" in s]
+    assert len(note) == 1 and said[note[0]].startswith("Footnote: Actually, the computation is not done like this")
+    assert said[note[0] - 1].startswith("The signature, s is a number of about the same size of n")
+    assert said[note[0] + 1].startswith("The verification operation is straight-forward")
+    assert "Footnotes" not in doc.text and "(1)" not in doc.text
+    skipped = [s for c in load_book(path).chapters for p in c.passages
+               for _, s in passage_speech(p, ReadingPolicy(footnotes=FOOTNOTES_SKIP))]
+    assert not any("Chinese remainder" in s for s in skipped) and len(skipped) == len(said) - 1
+
+
+def test_an_index_letter_bar_is_not_read():
+    """Nettle's manual (Texinfo): its index opens with "Jump to: 3 A B C ..." links to the index's letters, which
+    are navigation; the heading over them is read."""
+    from tests.engine.documents.helpers import DATA
+
+    doc = load_document(DATA / "nettle-rsa-footnote.html")
+    assert "Jump to" not in doc.text
+    assert [c.title for c in doc.chapters][-1] == "Function and Concept Index"
