@@ -19,20 +19,14 @@ from pathlib import Path
 
 from bench.common import DEFAULT_FRAMES, DEFAULT_RUNS, FIRST_CHUNK_SIZES, environment, format_table, read_jsonl
 
-RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator", "orator-compiled": "bench.run_orator",
-           "orator-int4": "bench.run_orator", "orator-pytorch-steps": "bench.run_orator",
-           "orator-16bit": "bench.run_orator", "orator-decode-inline": "bench.run_orator",
-           "orator-decode-apart": "bench.run_orator", "orator-regions": "bench.run_orator",
-           "faster": "bench.run_faster", "official": "bench.run_official"}
-# orator-compiled, orator-int4: the CPU's opt-in paths; orator-pytorch-steps: int8 frames without Numba;
-# orator-16bit: the Numba steps' products never through VNNI; orator-decode-inline / -apart: the CPU decoder
-# between frames / on a thread of its own, whatever the cores; orator-regions: the Numba steps without their team
-# (five parallel regions a layer)
+RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator",
+           "orator-pytorch-steps": "bench.run_orator", "orator-16bit": "bench.run_orator",
+           "orator-regions": "bench.run_orator", "faster": "bench.run_faster", "official": "bench.run_official"}
+# orator-pytorch-steps: int8 frames without Numba; orator-16bit: the Numba steps' products never through VNNI;
+# orator-regions: the Numba steps without their team (five parallel regions a layer)
 DEFAULT_SYSTEMS = ["orator", "orator-float32", "faster", "official"]
-RUNNER_ENV = {"orator-float32": {"ORATOR_CPU_INT8": "0"}, "orator-compiled": {"ORATOR_CPU_COMPILE": "1"},
-              "orator-int4": {"ORATOR_CPU_INT4": "1"}, "orator-pytorch-steps": {"ORATOR_CPU_NUMBA": "0"},
-              "orator-16bit": {"ORATOR_CPU_VNNI": "0"}, "orator-decode-inline": {"ORATOR_DECODER_THREADS": "0"},
-              "orator-decode-apart": {"ORATOR_DECODER_THREADS": "1"}, "orator-regions": {"ORATOR_CPU_TEAM": "0"}}
+RUNNER_ENV = {"orator-float32": {"ORATOR_CPU_INT8": "0"}, "orator-pytorch-steps": {"ORATOR_CPU_NUMBA": "0"},
+              "orator-16bit": {"ORATOR_CPU_VNNI": "0"}, "orator-regions": {"ORATOR_CPU_TEAM": "0"}}
 
 
 def main(argv=None) -> None:

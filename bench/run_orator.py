@@ -94,16 +94,13 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
         if eng.grows_chunks:
             raw["xrt_streamed"].append(streamed_xrt(eng, text, voice, frames, device))
             raw["xrt_streamed_4"].append(streamed_xrt(eng, text, voice, frames, device, largest_chunk_frames=4))
-    mode = "CUDA graphs" if eng.use_graphs else ("CPU int4" if eng.cpu_int4 else "CPU int8" if eng.cpu_int8 else
+    mode = "CUDA graphs" if eng.use_graphs else ("CPU int8" if eng.cpu_int8 else
                                                  f"eager {str(eng.dtype)[6:]}")
-    if eng.cpu_compile:
-        mode += ", compiled"
-    elif eng.cpu_int8 and not eng.use_graphs:
+    if eng.cpu_int8 and not eng.use_graphs:
         mode += (", Numba steps" + (" (one region a step)" if eng.cpu_team_steps else "")
                  if eng.cpu_numba_steps else ", PyTorch steps")
         vnni = [name for name, on in zip(("talker", "predictor"), eng.cpu_vnni_products, strict=True) if on]
         mode += f", VNNI products ({' and '.join(vnni)})" if vnni else ""
-        mode += ", decoder apart" if getattr(eng._single_streamer(), "apart", None) is not None else ""
     return [summarize(SYSTEM, model_dir, mode, frames, raw, chunk_sizes, device, warmup.seconds, load.seconds,
                       f"graph capture {capture:.1f} s")]
 

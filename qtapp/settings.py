@@ -34,8 +34,9 @@ KNOWN_CHECKPOINTS = {
 }
 DEVICES = ("auto", "cuda", "cpu")
 PRECISIONS = ("bfloat16", "float16", "float32")
-# on the processor: int8 projections (engine.model.int8), int4 ones (engine.model.int4), or exact float32
-CPU_PATHS = ("fast", "small", "exact")
+# on the processor: int8 projections (engine.model.int8) or exact float32; any other stored value ("small", the
+# int4 path that was removed) loads as "fast"
+CPU_PATHS = ("fast", "exact")
 MAX_THREADS = 256
 LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",
              "italian", "portuguese", "russian")
@@ -55,7 +56,7 @@ class ModelSpec:
     checkpoint: str  # hub id or local folder
     device: str  # "auto" | "cuda" | "cpu"
     precision: str  # "bfloat16" | "float16" | "float32": on a GPU
-    cpu_path: str = "fast"  # on the processor: "fast" (int8 projections), "small" (int4) or "exact" (float32)
+    cpu_path: str = "fast"  # on the processor: "fast" (int8 projections) or "exact" (float32)
     threads: int = 0  # the processor's threads for speech; 0: chosen by the engine
 
     def resolved_device(self) -> str:
@@ -80,7 +81,7 @@ class ModelSpec:
         if device == "cpu":  # the precision names a GPU's; the processor runs float32, fast or exact
             options.configure(threads=self.threads or None)
             return Engine.from_pretrained(self.checkpoint, device=device, dtype=torch.float32,
-                                          cpu_int8=self.cpu_path != "exact", cpu_int4=self.cpu_path == "small")
+                                          cpu_int8=self.cpu_path != "exact")
         return Engine.from_pretrained(self.checkpoint, device=device, dtype=self.torch_dtype())
 
 

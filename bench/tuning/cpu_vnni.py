@@ -21,8 +21,6 @@ import time
 
 import numpy as np
 
-NO_SUMS = np.empty(0, np.float32)  # the run sums int4 products take: int8 ones read none
-
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -86,7 +84,7 @@ def main(argv=None) -> None:
 
     def engine_way(ws):
         for q, s, _ in ws:
-            jit._product(q, s, NO_SUMS, xs[q.shape[1]], xq[q.shape[1]], ys[q.shape[0]])
+            jit._product(q, s, xs[q.shape[1]], xq[q.shape[1]], ys[q.shape[0]])
 
     def vnni_way(fn):
         def run(ws):
@@ -99,7 +97,7 @@ def main(argv=None) -> None:
     for q, s, w in weights(layer):  # the same outputs, bit for bit
         k, n = q.shape[1], q.shape[0]
         want = np.empty(n, np.float32)
-        jit._product(q, s, NO_SUMS, xs[k], xq[k], want)
+        jit._product(q, s, xs[k], xq[k], want)
         for name, fn in ways.items():
             fn(q, s, w, xs[k], xq[k], lo[k], hi[k], ys[n])
             if not np.array_equal(ys[n], want):

@@ -17,8 +17,6 @@ import torch
 
 import engine.model.one_position_numba as jit
 
-NO_SUMS = np.empty(0, np.float32)  # the run sums int4 products take: int8 ones read none
-
 
 def best(fn, repeats: int = 10, rounds: int = 5) -> float:
     fn()
@@ -57,7 +55,7 @@ def main(argv=None) -> None:
 
     def numba_products():
         for (q, s), i, o in zip(arrays, inputs, outputs, strict=True):
-            jit._product(q, s, NO_SUMS, i.numpy()[0], np.empty(q.shape[1], np.int16), o)
+            jit._product(q, s, i.numpy()[0], np.empty(q.shape[1], np.int16), o)
 
     def torch_products():
         for w, i in zip(weights, inputs, strict=True):

@@ -61,8 +61,7 @@ def voice_key(voice) -> dict:
 def model_key(engine) -> dict:
     """Which checkpoint an engine runs, and in what precision: the folder, each weight and config file's size and
     modification time (a replaced checkpoint makes new keys without its gigabytes being read), the dtype, and
-    whether its projections are int8 or int4 (the CPU fast paths: other numbers, so other audio; int8 keys stay
-    as they were before int4 existed)."""
+    whether its projections are int8 (the CPU fast path: other numbers, so other audio)."""
     folder = Path(engine.model_dir).resolve()
     files = []
     for path in sorted(folder.rglob("*")):
@@ -71,8 +70,6 @@ def model_key(engine) -> dict:
             files.append([str(path.relative_to(folder)), stat.st_size, stat.st_mtime_ns])
     key = {"dir": str(folder), "files": files, "dtype": str(getattr(engine, "dtype", "")),
            "int8": bool(getattr(engine, "cpu_int8", False))}
-    if getattr(engine, "cpu_int4", False):
-        key["int4"] = True
     return key
 
 

@@ -77,7 +77,7 @@ if jit.numba is not None:
             total[i] += row[i]
 
     @njit(**jit._JIT)
-    def _frame(first, x, inputs, rows, row, total, head_q, head_s, head_sums, head_xq, gumbel, greedy, temperature,
+    def _frame(first, x, inputs, rows, row, total, head_q, head_s, head_xq, gumbel, greedy, temperature,
                top_k, logits, scaled, hidden, codes, layers, scratch, team_args, team):
         """The predictor's 15 passes: ``first`` written at position 0, ``x`` (code 0's input) stepped at position
         1; pass j reads code j's input row from ``inputs[j - 1]``; codes [15] out; ``total`` (code 0's row in)
@@ -90,7 +90,7 @@ if jit.numba is not None:
                 _row_into(rows[j - 1], codes[j - 1], row)
                 _add_into(total, row)
             step(x, j + 1, layers, True, hidden, scratch, team_args, team)
-            jit._product(head_q[j], head_s[j], head_sums, hidden, head_xq, logits)
+            jit._product(head_q[j], head_s[j], hidden, head_xq, logits)
             codes[j] = _draw(logits, gumbel[j], greedy, temperature, top_k, scaled)
         last = codes.shape[0] - 1
         _row_into(rows[last], codes[last], row)
@@ -107,7 +107,7 @@ def _kernel_table(table: torch.Tensor) -> np.ndarray:
 class PredictorTables:
     """What the kernel reads of a talker besides its steps, made once per talker (``predictor_tables``): the 15
     codebook tables, the rows each pass reads (the same tables, or for a narrower predictor each table's rows
-    through the projection: [V, h] float32, 117 MB for the 1.7B), the heads' int8 or int4 values and scales, and the
+    through the projection: [V, h] float32, 117 MB for the 1.7B), the heads' int8 values and scales, and the
     zero Gumbel terms greedy draws are given."""
 
     def __init__(self, talker, heads: list[jit.NumbaHead]):
@@ -142,7 +142,7 @@ class NumbaPredictorFrame:
             raise ValueError("the predictor's cache has fewer slots than a frame's codes")
         self.talker, self.step, self.tables = talker, step, predictor_tables(talker, heads)
         vocab, width = self.tables.head_q[0].shape[0], heads[0].width
-        self.head_xq, self.head_sums = np.empty(width, np.int16), np.empty_like(heads[0].sums)
+        self.head_xq = np.empty(width, np.int16)
         self.logits, self.scaled = np.empty(vocab, np.float32), np.empty(vocab, np.float32)
         self.hidden, self.first = np.empty(width, np.float32), np.empty(width, np.float32)
         self.row = np.empty(self.tables.rows[0].shape[1], np.float32)
@@ -171,7 +171,7 @@ class NumbaPredictorFrame:
         codes = np.empty(draws, np.int64)
         with jit._lock:
             team = jit._follow_torch_threads()
-            _frame(self.first, x, t.inputs, t.rows, self.row, total, t.head_q, t.head_s, self.head_sums, self.head_xq,
+            _frame(self.first, x, t.inputs, t.rows, self.row, total, t.head_q, t.head_s, self.head_xq,
                    terms, greedy, np.float32(settings.temperature[0]), int(settings.top_k[0]), self.logits,
                    self.scaled, self.hidden, codes, self.step.layers, self.step.scratch, self.step.team, team)
         return torch.cat([code0, torch.from_numpy(codes)])[None], torch.from_numpy(total)[None]

@@ -12,8 +12,7 @@ in float32 except for the activations' rounding (at most 1/32766 of the largest,
 to bfloat16, up to 1/256 of itself) and the order of the sums; tests/engine/model/test_one_position_numba.py holds
 the two together. Where the processor has AVX512-VNNI the same integer sums can come from its 8-bit dot products
 (``engine.model.vnni``): each stack measures both ways at load and keeps the faster (``vnni_faster``), with the
-same outputs either way. int4 weights (``engine.model.int4``) take the same steps, their products the rows of
-``engine.model.int4_numba`` (a stack is all int8 or all int4: the kernels are compiled for one type).
+same outputs either way.
 
 Numba compiles these functions once per machine (minutes on 2 cores) and keeps them in its cache
 (``engine.numba_cache``); until they are there an engine speaks on the PyTorch steps while another process compiles
@@ -34,8 +33,7 @@ import numpy as np
 import torch
 
 from engine import options
-from engine.model import int4_numba, int8, vnni
-from engine.model.int4 import Int4Weight
+from engine.model import int8, vnni
 from engine.model.int8 import ACTIVATION_MAX, Int8Weight
 from engine.model.layers import DecoderStack, KVCache
 from engine.model.one_position import OnePosition
@@ -52,8 +50,7 @@ TINY = np.float32(int8.TINY)  # activations all below this are zeros (their scal
 
 try:
     import numba
-    from numba import njit, prange, types
-    from numba.extending import overload
+    from numba import njit, prange
 except Exception as _error:  # missing, or its LLVM library does not load here: the PyTorch steps run instead
     log.info("Numba is not usable here (%s); the CPU frames run through PyTorch", _error)
     numba = None
@@ -182,65 +179,18 @@ if numba is not None:
         vnni_range(q, scale, sums, lo, hi, sx, y, start, min(q.shape[0], start + ROW_BLOCK), add, parts[block],
                    accs[block])
 
-    def _plain_rows(wq, ws, wsum, xq, sx, y, block, add):
-        """y[n] (+)= row n of the product for the rows of ``block``: int8 weights (``_rows``) or int4 ones
-        (``engine.model.int4_numba``, whose run sums are ``wsum``), chosen by the weights' type as compiled."""
-
-    @overload(_plain_rows, inline="always", jit_options=_JIT)
-    def _plain_rows_typed(wq, ws, wsum, xq, sx, y, block, add):
-        if wq.dtype == types.uint8:
-            def int4(wq, ws, wsum, xq, sx, y, block, add):
-                start = block * ROW_BLOCK
-                int4_numba.rows(wq, ws, wsum, xq, sx, y, start, min(wq.shape[0], start + ROW_BLOCK), add)
-            return int4
-
-        def int8(wq, ws, wsum, xq, sx, y, block, add):
-            _rows(wq, ws, xq, sx, y, block, add)
-        return int8
-
-    def _vnni_rows(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs):
-        """``_rows_vnni`` for int8 weights; int4 ones have no VNNI form (their stacks never ask for it): their
-        plain rows."""
-
-    @overload(_vnni_rows, inline="always", jit_options=_JIT)
-    def _vnni_rows_typed(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs):
-        if wq.dtype == types.uint8:
-            def int4(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs):
-                _plain_rows(wq, ws, wsum, xq, sx, y, block, add)
-            return int4
-
-        def int8(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs):
-            _rows_vnni(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs)
-        return int8
-
-    def _prepare(wq, wsum, xq):
-        """What a product's rows share, made once before them: int4 weights' run sums into ``wsum``."""
-
-    @overload(_prepare, inline="always", jit_options=_JIT)
-    def _prepare_typed(wq, wsum, xq):
-        if wq.dtype == types.uint8:
-            def int4(wq, wsum, xq):
-                int4_numba.run_sums(xq, wsum)
-            return int4
-
-        def int8(wq, wsum, xq):
-            pass
-        return int8
-
     @njit(inline="always", **_JIT)
     def _product_into(wq, ws, wsum, xq, lo, hi, sx, y, add, vnni_on, parts, accs):
-        """y (+)= the product of weights ``wq`` (int8 with row scales ``ws``, or int4: ``engine.model.int4``) with
-        activations ``xq`` (scale ``sx``), split over the cores in blocks of rows: int8 through
-        ``engine.model.vnni`` (``lo``, ``hi`` filled here; ``wsum`` its weight sums) where ``vnni_on``, else in
-        16-bit pairs; for int4 ``wsum`` is scratch for its run sums."""
-        _prepare(wq, wsum, xq)
+        """y (+)= the product of int8 weights ``wq`` (row scales ``ws``) with activations ``xq`` (scale ``sx``),
+        split over the cores in blocks of rows: through ``engine.model.vnni`` (``lo``, ``hi`` filled here; ``wsum``
+        its weight sums) where ``vnni_on``, else in 16-bit pairs."""
         if vnni_on:  # the arguments are read once, here, not in every task: so are the lists' entries given
             vnni.split(xq, lo, hi)
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _vnni_rows(wq, ws, wsum, xq, lo, hi, sx, y, block, add, parts, accs)
+                _rows_vnni(wq, ws, wsum, lo, hi, sx, y, block, add, parts, accs)
         else:
             for block in prange((wq.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-                _plain_rows(wq, ws, wsum, xq, sx, y, block, add)
+                _rows(wq, ws, xq, sx, y, block, add)
 
     @njit(inline="always", **_JIT)
     def _rms(x, weight, eps, out):
@@ -308,14 +258,12 @@ if numba is not None:
             act[i] = gate / (np.float32(1.0) + np.exp(-gate)) * gu[inter + i]
 
     @njit(parallel=True, **_JIT)
-    def _product(q, scale, sums, x, xq, y):
-        """y = the product of int8 weights ``q`` (row scales ``scale``; ``sums`` unread) or int4 ones (``scale``
-        their scales and zeros, ``sums`` scratch [K/GROUP] float32) with one row x, split over the cores (xq:
+    def _product(q, scale, x, xq, y):
+        """y = the product of int8 weights ``q`` (row scales ``scale``) with one row x, split over the cores (xq:
         scratch)."""
         sx = _quantize(x, xq)
-        _prepare(q, sums, xq)
         for block in prange((q.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
-            _plain_rows(q, scale, sums, xq, sx, y, block, False)
+            _rows(q, scale, xq, sx, y, block, False)
 
     @njit(parallel=True, **_JIT)
     def _stack_step(x, pos, cos, signed_sin, keys, values, in_w, qkv_q, qkv_s, qkv_sum, qk_w, out_q, out_s, out_sum,
@@ -355,29 +303,21 @@ if numba is not None:
             _rms(x, norm_w, eps, out)
 
 
-def _listed(weights: list[Int8Weight | Int4Weight]) -> tuple[object, np.ndarray]:
-    """The layers' int8 or int4 values as a Numba list of arrays over the weights' own memory (a copy would stay
-    resident: the allocator keeps what the originals freed) and their scales as float32 [L, N] (int8) or
-    [L, N, K/GROUP, 2] (int4)."""
+def _listed(weights: list[Int8Weight]) -> tuple[object, np.ndarray]:
+    """The layers' int8 values as a Numba list of arrays over the weights' own memory (a copy would stay resident:
+    the allocator keeps what the originals freed) and their row scales as float32 [L, N]."""
     q = numba.typed.List()
     for w in weights:
         q.append(w.q.numpy())
-    scales = torch.stack([w.scale for w in weights]).float()
-    if isinstance(weights[0], Int4Weight):  # float32 already: each weight's becomes a view of the stack, not a twin
-        for w, scale in zip(weights, scales, strict=True):
-            w.scale = scale
-    return q, scales.numpy()
+    return q, torch.stack([w.scale for w in weights]).float().numpy()
 
 
-def _sums(weights: list[Int8Weight | Int4Weight], wanted: bool) -> object:
-    """For int8 the layers' weight sums for ``engine.model.vnni`` (a Numba list of int32 [N, runs]), empty unless
-    ``wanted`` (the 16-bit products read none); for int4 each layer's scratch for its activations' run sums."""
+def _sums(weights: list[Int8Weight], wanted: bool) -> object:
+    """The layers' weight sums for ``engine.model.vnni`` (a Numba list of int32 [N, runs]), empty unless ``wanted``
+    (the 16-bit products read none)."""
     out = numba.typed.List()
     for w in weights:
-        if isinstance(w, Int4Weight):
-            out.append(_run_sums_scratch(w))
-        else:
-            out.append(vnni.weight_sums(w.q.numpy(), SEGMENT) if wanted else np.zeros((1, 0), np.int32))
+        out.append(vnni.weight_sums(w.q.numpy(), SEGMENT) if wanted else np.zeros((1, 0), np.int32))
     return out
 
 
@@ -461,57 +401,30 @@ class NumbaBoundStep:
 
 
 class NumbaHead:
-    """A code-predictor head's ``Int8Weight`` or ``Int4Weight`` as ``row(x)`` -> float32 logits [1, N] through the
-    Numba product; ``sums``: an int4 product's scratch (empty for int8)."""
+    """A code-predictor head's ``Int8Weight`` as ``row(x)`` -> float32 logits [1, N] through the Numba product."""
 
-    def __init__(self, weight: Int8Weight | Int4Weight):
+    def __init__(self, weight: Int8Weight):
         self.q, self.scale, self.width = weight.q.numpy(), weight.scale.float().numpy(), weight.shape[1]
-        self.xq, self.sums = np.empty(self.width, np.int16), _run_sums_scratch(weight)
+        self.xq = np.empty(self.width, np.int16)
 
     def row(self, x: torch.Tensor) -> torch.Tensor:
-        return _row(self.q, self.scale, self.sums, self.xq, x)
-
-
-def _run_sums_scratch(weight: Int8Weight | Int4Weight) -> np.ndarray:
-    """An int4 product's scratch for its activations' run sums [K/GROUP] (int8 products read none: empty)."""
-    return np.empty(weight.shape[1] // int4_numba.GROUP if isinstance(weight, Int4Weight) else 0, np.float32)
-
-
-def _row(q: np.ndarray, scale: np.ndarray, sums: np.ndarray, xq: np.ndarray, x: torch.Tensor) -> torch.Tensor:
-    y = np.empty(q.shape[0], np.float32)
-    with _lock:
-        _follow_torch_threads()
-        _product(q, scale, sums, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), xq, y)
-    return torch.from_numpy(y)[None]
-
-
-def product_row(weight: Int4Weight, x: torch.Tensor) -> torch.Tensor:
-    """An ``Int4Weight``'s product with one float32 row x [1, K] -> [1, N] float32, through the Numba product."""
-    return _row(weight.q.numpy(), weight.scale.numpy(), _run_sums_scratch(weight),
-                np.empty(weight.shape[1], np.int16), x)
-
-
-def widened(weight: Int4Weight) -> torch.Tensor:
-    """An ``Int4Weight``'s weights [N, K] as float32 (``engine.model.int4_numba.widen``)."""
-    out = np.empty(tuple(weight.shape), np.float32)
-    with _lock:
-        _follow_torch_threads()
-        int4_numba.widen(weight.q.numpy(), weight.scale.numpy(), out)
-    return torch.from_numpy(out)
+        y = np.empty(self.q.shape[0], np.float32)
+        with _lock:
+            _follow_torch_threads()
+            _product(self.q, self.scale, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), self.xq, y)
+        return torch.from_numpy(y)[None]
 
 
 def runs_numba(stack: DecoderStack) -> bool:
-    """Whether Numba is here and ``stack``'s projections are all ``Int8Weight`` or all ``Int4Weight`` (a Numba list
-    holds one type; a mixed stack keeps the PyTorch steps)."""
+    """Whether Numba is here and ``stack``'s projections are all ``Int8Weight``."""
     if numba is None or _failed:
         return False
-    return _one_kind([w for layer in stack.layers for w in (layer.self_attn.qkv_weight, layer.self_attn.out_weight,
+    return _all_int8([w for layer in stack.layers for w in (layer.self_attn.qkv_weight, layer.self_attn.out_weight,
                                                              layer.mlp.gate_up_weight, layer.mlp.down_weight)])
 
 
-def _one_kind(weights: list) -> bool:
-    """Whether ``weights`` are all ``Int8Weight`` or all ``Int4Weight`` (a Numba list holds one type)."""
-    return any(all(isinstance(w, kind) for w in weights) for kind in (Int8Weight, Int4Weight))
+def _all_int8(weights: list) -> bool:
+    return all(isinstance(w, Int8Weight) for w in weights)
 
 
 def _follow_torch_threads() -> int:
@@ -526,7 +439,7 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
                                                                            list[NumbaHead]] | None:
     """The talker's and its code predictor's Numba steps and the predictor's heads, made and compiled once per
     talker; None where the ``cpu_numba`` option is off, Numba is missing, a stack's projections or the heads are
-    neither all int8 nor all int4, or a compile failed (the PyTorch steps then run), and while the cold-start bridge
+    not all int8, or a compile failed (the PyTorch steps then run), and while the cold-start bridge
     speaks on the PyTorch steps (``engine.numba_cache.cold_start``; not remembered)."""
     if not options.current().cpu_numba or not cold_start.numba_now():
         return None
@@ -536,7 +449,7 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
     steps = None
     cp = talker.code_predictor
     if (runs_numba(talker.model) and runs_numba(cp.model)
-            and _one_kind(cp.head_weights or [None])):
+            and _all_int8(cp.head_weights or [None])):
         wanted = options.current().cpu_vnni and vnni.available()
         built = NumbaPosition(stacks[0], wanted), NumbaPosition(stacks[1], wanted)
         heads = [NumbaHead(w) for w in cp.head_weights]
@@ -591,8 +504,8 @@ def compile_check(stacks: tuple[NumbaPosition, NumbaPosition], heads: list[Numba
                     s.team = False
                 stack.over(cache)(torch.ones(1, width), 0)
         q = np.zeros((ROW_BLOCK, 8), np.int8)
-        _product(q, np.ones(ROW_BLOCK, np.float32), np.empty(0, np.float32), np.zeros(8, np.float32),
-                 np.empty(8, np.int16), np.empty(ROW_BLOCK, np.float32))
+        _product(q, np.ones(ROW_BLOCK, np.float32), np.zeros(8, np.float32), np.empty(8, np.int16),
+                 np.empty(ROW_BLOCK, np.float32))
         for head in heads[:1]:
             head.row(torch.zeros(1, head.width))
         return True

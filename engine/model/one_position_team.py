@@ -9,7 +9,7 @@ per-region step's, each row, head and norm computed whole by one member (tests/e
 holds them within float32 rounding: fast-math may order or contract a sum differently in code compiled apart).
 Where the team cannot gather (``team_sync.join_team``) the call returns False before writing anything and ``step``
 runs the per-region step instead; after GIVE_UPS such calls in a row (a threading layer that runs members one
-after another) a bound step keeps the per-region steps. int4 stacks keep the per-region steps.
+after another) a bound step keeps the per-region steps.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ if numba is not None:
 
 
 def takes(stack) -> bool:
-    """Whether a team steps this ``NumbaPosition``: Numba here, int8 weights (int4 stacks keep the per-region
-    steps), and gate and up halves of whole VNNI row groups."""
+    """Whether a team steps this ``NumbaPosition``: Numba here, int8 weights, and gate and up halves
+    of whole VNNI row groups."""
     inter = stack.gate_up[0][0].shape[0] // 2
     return numba is not None and stack.gate_up[0][0].dtype == np.int8 and inter % vnni.ROWS == 0
 

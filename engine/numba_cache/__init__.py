@@ -32,7 +32,7 @@ ENGINE_ROOT = Path(__file__).resolve().parent.parent
 # every file whose code the Numba kernels compile or inline, or whose constants they read, from ENGINE_ROOT
 KERNEL_SOURCES = (
     "model/one_position_numba.py", "model/one_position_team.py", "model/team_sync.py", "model/vnni.py",
-    "model/int4_numba.py", "model/int8.py", "model/prompt_numba.py", "model/prompt_rows_numba.py",
+    "model/int8.py", "model/prompt_numba.py", "model/prompt_rows_numba.py",
     "frames/numba_predictor.py",
 )
 LOCK_NAME = "warmup.lock"  # held by the warm-up process that is compiling into the folder

@@ -60,12 +60,12 @@ _bridge: ColdStart | None = None
 _lock = threading.Lock()
 
 
-def at_load(int4: bool) -> ColdStart | None:
+def at_load() -> ColdStart | None:
     """An int8 CPU engine loads: the process's bridge where its kernels are not cached yet (``start``), else None."""
     from engine.model import one_position_numba as jit  # imported here: it imports this module
 
     current = options.current()
-    if int4 or not (current.cpu_numba and current.cpu_warmup) or jit.numba is None or not jit._cacheable():
+    if not (current.cpu_numba and current.cpu_warmup) or jit.numba is None or not jit._cacheable():
         return None
     folder = MARKER_FOLDER or numba_cache.cache_folder()
     return None if folder is None else start(folder, current.cpu_team)

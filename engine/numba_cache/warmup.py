@@ -63,7 +63,7 @@ def compile_plan(team: bool) -> None:
     from engine.synthetic.checkpoint import build_checkpoint
 
     # the kernels compile here, whatever the environment asks of the engine; one thread leaves the cores to the program
-    options.configure(cpu_int8=True, cpu_int4=False, cpu_numba=True, cpu_team=team, cpu_warmup=False,
+    options.configure(cpu_int8=True, cpu_numba=True, cpu_team=team, cpu_warmup=False,
                       cpu_compile=False, threads=1, decoder_threads=0)
     with tempfile.TemporaryDirectory(prefix="orator-warmup-") as tmp:
         for size in SIZES:

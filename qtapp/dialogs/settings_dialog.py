@@ -81,12 +81,9 @@ class SettingsDialog(QDialog):
         self.precision.setCurrentText(settings.precision)
         self.cpu_path = QComboBox()
         self.cpu_path.addItem("Fast (int8 weights)", "fast")
-        self.cpu_path.addItem("Small (int4 weights, less precise)", "small")
         self.cpu_path.addItem("Exact (float32)", "exact")
         self.cpu_path.setCurrentIndex(max(0, self.cpu_path.findData(settings.cpu_path)))
-        self.cpu_path.setToolTip("On the processor: int8 weights read a quarter of float32's bytes; int4 about an "
-                                 "eighth (less precise; faster only where reading memory, not arithmetic, is what "
-                                 "holds the processor back); float32 is exact")
+        self.cpu_path.setToolTip("On the processor: int8 weights read a quarter of float32's bytes; float32 is exact")
         self.threads = QSpinBox(minimum=0, maximum=MAX_THREADS, value=settings.threads)
         self.threads.setSpecialValueText("Automatic")  # 0: measured as it reads (engine.frames.threads)
         self.threads.setToolTip("Processor threads for speech; Automatic measures, as it reads, whether all the "

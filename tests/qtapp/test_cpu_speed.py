@@ -132,13 +132,13 @@ def test_the_dialog_grows_to_show_the_advice_whole(qtbot):
     dialog.done(0)
 
 
-def test_the_processor_path_offers_int4_and_choosing_it_reloads_the_model(qtbot):
+def test_the_processor_path_offers_fast_and_exact_and_choosing_one_reloads_the_model(qtbot):
     settings = Settings()
     dialog = SettingsDialog(settings, in_use="")
     qtbot.addWidget(dialog)
     paths = [dialog.cpu_path.itemData(i) for i in range(dialog.cpu_path.count())]
-    assert paths == ["fast", "small", "exact"]
-    dialog.cpu_path.setCurrentIndex(paths.index("small"))
-    assert dialog.apply() and settings.cpu_path == "small"
-    assert settings.model_spec("preset").cpu_path == "small"
+    assert paths == ["fast", "exact"]
+    dialog.cpu_path.setCurrentIndex(paths.index("exact"))
+    assert dialog.apply() and settings.cpu_path == "exact"
+    assert settings.model_spec("preset").cpu_path == "exact"
     assert not dialog.apply()  # nothing changed since

@@ -158,7 +158,7 @@ def test_main_dispatch_defaults_to_the_gui(monkeypatch):
 
 @pytest.mark.parametrize(("stored", "expected"), [
     ({"cpu_path": "exact", "threads": 3}, ("exact", 3)),
-    ({"cpu_path": "small", "threads": 0}, ("small", 0)),
+    ({"cpu_path": "small", "threads": 0}, ("fast", 0)),  # the int4 path, removed: the default now
     ({"cpu_path": "turbo", "threads": -2}, ("fast", 0)),
     ({"cpu_path": 7, "threads": 10**6}, ("fast", 0)),
     ({"threads": True}, ("fast", 0)),
@@ -171,12 +171,11 @@ def test_processor_settings_are_checked_on_load(isolated_data_dir, stored, expec
     assert (loaded.cpu_path, loaded.threads) == expected
 
 
-@pytest.mark.parametrize(("cpu_path", "threads", "int8", "int4", "option"),
-                         [("fast", 0, True, False, None), ("small", 0, True, True, None),
-                          ("exact", 2, False, False, 2)])
-def test_a_processor_model_loads_float32_on_the_chosen_path(monkeypatch, cpu_path, threads, int8, int4, option):
-    """On the processor the GPU precision does not apply: float32, int8 projections on the fast path, int4 on
-    the small one, and the thread count handed to the engine's options."""
+@pytest.mark.parametrize(("cpu_path", "threads", "int8", "option"),
+                         [("fast", 0, True, None), ("exact", 2, False, 2)])
+def test_a_processor_model_loads_float32_on_the_chosen_path(monkeypatch, cpu_path, threads, int8, option):
+    """On the processor the GPU precision does not apply: float32, int8 projections on the fast path, and the
+    thread count handed to the engine's options."""
     import torch
 
     from engine import Engine, options
@@ -191,4 +190,4 @@ def test_a_processor_model_loads_float32_on_the_chosen_path(monkeypatch, cpu_pat
     finally:
         options.configure(before)
     (checkpoint,), kwargs = calls[0]
-    assert kwargs == {"device": "cpu", "dtype": torch.float32, "cpu_int8": int8, "cpu_int4": int4}
+    assert kwargs == {"device": "cpu", "dtype": torch.float32, "cpu_int8": int8}

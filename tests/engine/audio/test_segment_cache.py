@@ -58,21 +58,21 @@ def test_the_cache_folder_can_be_chosen(monkeypatch, tmp_path):
     assert default_cache_dir() == tmp_path / "c"
 
 
-def test_int8_int4_and_exact_engines_make_different_model_keys(tmp_path):
+def test_int8_and_exact_engines_make_different_model_keys(tmp_path):
     """The CPU paths make other numbers, so other audio: each has its own key, and an int8 key is the one it was
-    before int4 existed (no cached segment is orphaned)."""
+    while an int4 path existed (no cached segment is orphaned)."""
     from types import SimpleNamespace
 
     from engine.audio.segment_cache import model_key
 
     (tmp_path / "config.json").write_text("{}")
 
-    def engine(int8, int4):
-        return SimpleNamespace(model_dir=tmp_path, dtype="torch.float32", cpu_int8=int8, cpu_int4=int4)
+    def engine(int8):
+        return SimpleNamespace(model_dir=tmp_path, dtype="torch.float32", cpu_int8=int8)
 
-    exact, int8, int4 = model_key(engine(False, False)), model_key(engine(True, False)), model_key(engine(True, True))
-    assert len({segment_key("Hi.", {}, k, {}, None) for k in (exact, int8, int4)}) == 3
-    assert set(int8) == {"dir", "files", "dtype", "int8"} and int8["int8"] and int4["int4"]
+    exact, int8 = model_key(engine(False)), model_key(engine(True))
+    assert len({segment_key("Hi.", {}, k, {}, None) for k in (exact, int8)}) == 2
+    assert set(int8) == {"dir", "files", "dtype", "int8"} and int8["int8"] and not exact["int8"]
 
 
 def test_the_cache_is_private_to_its_owner(tmp_path):
