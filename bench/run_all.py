@@ -21,12 +21,11 @@ from bench.common import DEFAULT_FRAMES, DEFAULT_RUNS, FIRST_CHUNK_SIZES, enviro
 
 RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator",
            "orator-pytorch-steps": "bench.run_orator", "orator-16bit": "bench.run_orator",
-           "orator-regions": "bench.run_orator", "faster": "bench.run_faster", "official": "bench.run_official"}
-# orator-pytorch-steps: int8 frames without Numba; orator-16bit: the Numba steps' products never through VNNI;
-# orator-regions: the Numba steps without their team (five parallel regions a layer)
+           "faster": "bench.run_faster", "official": "bench.run_official"}
+# orator-pytorch-steps: int8 frames without Numba; orator-16bit: the Numba steps' products never through VNNI
 DEFAULT_SYSTEMS = ["orator", "orator-float32", "faster", "official"]
 RUNNER_ENV = {"orator-float32": {"ORATOR_CPU_INT8": "0"}, "orator-pytorch-steps": {"ORATOR_CPU_NUMBA": "0"},
-              "orator-16bit": {"ORATOR_CPU_VNNI": "0"}, "orator-regions": {"ORATOR_CPU_TEAM": "0"}}
+              "orator-16bit": {"ORATOR_CPU_VNNI": "0"}}
 
 
 def main(argv=None) -> None:

@@ -97,8 +97,7 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
     mode = "CUDA graphs" if eng.use_graphs else ("CPU int8" if eng.cpu_int8 else
                                                  f"eager {str(eng.dtype)[6:]}")
     if eng.cpu_int8 and not eng.use_graphs:
-        mode += (", Numba steps" + (" (one region a step)" if eng.cpu_team_steps else "")
-                 if eng.cpu_numba_steps else ", PyTorch steps")
+        mode += ", Numba steps" if eng.cpu_numba_steps else ", PyTorch steps"
         vnni = [name for name, on in zip(("talker", "predictor"), eng.cpu_vnni_products, strict=True) if on]
         mode += f", VNNI products ({' and '.join(vnni)})" if vnni else ""
     return [summarize(SYSTEM, model_dir, mode, frames, raw, chunk_sizes, device, warmup.seconds, load.seconds,

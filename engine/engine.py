@@ -319,11 +319,6 @@ class Engine:
         stacks = self.model.talker._numba_stacks[1]
         return stacks[0].vnni, stacks[1].vnni
 
-    @property
-    def cpu_team_steps(self) -> bool:
-        """Whether this engine's Numba steps run as one parallel region a step (``engine.model.one_position_team``)."""
-        return self.cpu_numba_steps and all(s.teamed for s in self.model.talker._numba_stacks[1][:2])
-
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs; on a CPU: compile its predictor step, when it
         compiles); returns the seconds it took."""

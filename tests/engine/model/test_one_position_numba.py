@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import engine.model.numba_layer as kernels
 import engine.model.one_position_numba as jit
 from engine import Engine, Sampling, Voice
 from engine.frames.eager import FrameGenerator
-from engine.model import one_position_team
 from engine.model.one_position import one_position_stacks
 from engine.prompts import build_prompt
 
@@ -77,25 +77,25 @@ def product_bound(q: np.ndarray, scale: np.ndarray, x: np.ndarray) -> np.ndarray
     """How far the kernel's product may be from the exact one: each activation rounds by at most half its scale
     step (1/ACTIVATION_MAX of the largest), and the float32 sums of the runs and the final scaling add a few
     parts in a million of the absolute sum."""
-    step = np.abs(x).max() / jit.ACTIVATION_MAX
+    step = np.abs(x).max() / kernels.ACTIVATION_MAX
     absolute = np.abs(q.astype(np.float64)) @ np.abs(x.astype(np.float64))
     return scale * (0.5 * step * np.abs(q.astype(np.float64)).sum(1) + 1e-5 * absolute) + 1e-37
 
 
-activations = st.integers(1, 2 * jit.SEGMENT + 50).flatmap(lambda k: hnp.arrays(
+activations = st.integers(1, 2 * kernels.SEGMENT + 50).flatmap(lambda k: hnp.arrays(
     np.float32, k, elements=st.floats(-(2.0**100), 2.0**100, width=32) | st.sampled_from([0.0, 1e-38, -3e-20, 5e4])))
 
 
 @settings(max_examples=150, deadline=None)
-@given(x=activations, rows=st.integers(1, 2 * jit.ROW_BLOCK + 3), seed=st.integers(0, 2**16))
+@given(x=activations, rows=st.integers(1, 2 * kernels.ROW_BLOCK + 3), seed=st.integers(0, 2**16))
 def test_a_product_is_within_its_rounding_of_the_exact_product(x, rows, seed):
     rng = np.random.default_rng(seed)
     q = rng.integers(-127, 128, (rows, x.shape[0]), dtype=np.int8)
     scale = rng.uniform(1e-4, 1e-1, rows).astype(np.float32)
     y = np.empty(rows, np.float32)
-    jit._product(q, scale, x, np.empty(x.shape[0], np.int16), y)
+    kernels.product(q, scale, x, np.empty(x.shape[0], np.int16), y)
     exact = scale * (q.astype(np.float64) @ x.astype(np.float64))
-    if np.abs(x).max() < jit.TINY:
+    if np.abs(x).max() < kernels.TINY:
         assert np.all(y == 0)  # values that small count as zeros
         return
     assert np.all(np.isfinite(y))
@@ -104,12 +104,12 @@ def test_a_product_is_within_its_rounding_of_the_exact_product(x, rows, seed):
 
 def test_the_largest_sums_do_not_overflow():
     """Every weight and activation at its extreme: the int32 sums are at their largest, and stay exact."""
-    k = 3 * jit.SEGMENT + 5
+    k = 3 * kernels.SEGMENT + 5
     q = np.full((3, k), 127, np.int8)
     q[1] = -127
     x = np.full(k, 7.5, np.float32)
     y = np.empty(3, np.float32)
-    jit._product(q, np.ones(3, np.float32), x, np.empty(k, np.int16), y)
+    kernels.product(q, np.ones(3, np.float32), x, np.empty(k, np.int16), y)
     np.testing.assert_allclose(y, [127 * 7.5 * k, -127 * 7.5 * k, 127 * 7.5 * k], rtol=1e-6)
 
 
@@ -118,7 +118,7 @@ def test_a_nan_or_infinity_in_the_activations_makes_the_outputs_nan(bad):
     x = np.linspace(-1, 1, 300).astype(np.float32)
     x[123] = bad
     y = np.zeros(4, np.float32)
-    jit._product(np.ones((4, 300), np.int8), np.ones(4, np.float32), x, np.empty(300, np.int16), y)
+    kernels.product(np.ones((4, 300), np.int8), np.ones(4, np.float32), x, np.empty(300, np.int16), y)
     assert np.all(np.isnan(y))  # as a float product's would be: never a finite value made from garbage
 
 
@@ -155,7 +155,7 @@ def test_a_failed_compile_falls_back_to_the_pytorch_steps(tiny_model_dir, monkey
     def broken(*args):
         raise RuntimeError("no LLVM here")
 
-    monkeypatch.setattr(one_position_team, "step", broken)  # what a bound step calls
+    monkeypatch.setattr(kernels, "stack_step", broken)  # what a bound step calls
     monkeypatch.setattr(jit, "_failed", [])
     with caplog.at_level(logging.WARNING, logger=jit.__name__):
         assert jit.numba_stacks(talker, one_position_stacks(talker)) is None
@@ -220,5 +220,5 @@ def test_numbas_compiler_warnings_go_to_the_debug_log_and_others_still_show():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert "a pedantic internal check" not in done.stderr  # nothing on the user's terminal
-    assert f"DEBUG {jit.__name__}" in done.stdout and "a pedantic internal check" in done.stdout
+    assert f"DEBUG {kernels.__name__}" in done.stdout and "a pedantic internal check" in done.stdout
     assert "UserWarning: something a user should read" in done.stderr
