@@ -19,21 +19,14 @@ from pathlib import Path
 
 from bench.common import DEFAULT_FRAMES, DEFAULT_RUNS, FIRST_CHUNK_SIZES, environment, format_table, read_jsonl
 
-RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator", "orator-compiled": "bench.run_orator",
-           "orator-int4": "bench.run_orator", "orator-pytorch-steps": "bench.run_orator",
-           "orator-16bit": "bench.run_orator", "orator-decode-inline": "bench.run_orator",
-           "orator-decode-apart": "bench.run_orator", "orator-regions": "bench.run_orator",
+RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator",
+           "orator-pytorch-steps": "bench.run_orator", "orator-16bit": "bench.run_orator",
            "faster": "bench.run_faster", "official": "bench.run_official"}
-# orator-compiled, orator-int4: the CPU's opt-in paths; orator-pytorch-steps: int8 frames without Numba;
-# orator-16bit: the Numba steps' products never through VNNI; orator-decode-inline / -apart: the CPU decoder
-# between frames / on a thread of its own, whatever the cores; orator-regions: the Numba steps without their team
-# (five parallel regions a layer)
+# orator-pytorch-steps: int8 frames without Numba; orator-16bit: the Numba steps' products never through VNNI
 DEFAULT_SYSTEMS = ["orator", "orator-float32", "faster", "official"]
 # what each Orator system asks of the engine's plan (bench.run_orator: --precision, --option), recorded with its result
-RUNNER_ARGS = {"orator-float32": ["--precision", "exact"], "orator-compiled": ["--option", "cpu_compile=1"],
-               "orator-int4": ["--option", "cpu_int4=1"], "orator-pytorch-steps": ["--option", "cpu_numba=0"],
-               "orator-16bit": ["--option", "cpu_vnni=0"], "orator-decode-inline": ["--option", "decoder_threads=0"],
-               "orator-decode-apart": ["--option", "decoder_threads=1"], "orator-regions": ["--option", "cpu_team=0"]}
+RUNNER_ARGS = {"orator-float32": ["--precision", "exact"], "orator-pytorch-steps": ["--option", "cpu_numba=0"],
+               "orator-16bit": ["--option", "cpu_vnni=0"]}
 
 
 def main(argv=None) -> None:

@@ -112,7 +112,7 @@ def option_value(text: str) -> tuple[str, bool | int | str]:
         raise argparse.ArgumentTypeError(f"--option takes NAME=VALUE, not {text!r}")
     value = value.strip().lower()
     switch = {"0": False, "off": False, "false": False, "1": True, "on": True, "true": True}
-    if value in switch and name.strip() not in ("threads", "decoder_threads"):
+    if value in switch and name.strip() != "threads":
         return name.strip(), switch[value]
     return name.strip(), int(value) if value.isdigit() else value
 

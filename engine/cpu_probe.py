@@ -42,7 +42,7 @@ class CpuSpeed:
     frame_ms: float  # one frame generated (talker step and 15 predictor steps)
     decode_ms: float  # one frame's share of decoding a 4-frame chunk
     threads: int
-    plan: str = ""  # the plan measured: "fast: numba-int8-team", "fast: torch-int8 while the compiled ..."
+    plan: str = ""  # the plan measured: "fast: numba-int8", "fast: torch-int8 while the compiled ..."
 
     @property
     def realtime_factor(self) -> float:

@@ -31,17 +31,13 @@ from engine.config import DECODER_DTYPE_NAMES, ModelConfig
 from engine.context import VoiceContext
 from engine.errors import CheckpointError, VoiceError
 from engine.frames.capacity import fitted_budget
-from engine.frames.compile import cpu_compile_enabled
-from engine.frames.decode_apart import decoder_threads
 from engine.frames.eager import EagerStreamer
 from engine.frames.graphs.capture import graphs_enabled
 from engine.frames.guard import FrameGuard
 from engine.frames.threads import ThreadGovernor
 from engine.model import Qwen3TTS
-from engine.model.int4 import int4_available, quantize_int4
 from engine.model.int8 import Int8Weight, keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
 from engine.model.layers import fuse_projections
-from engine.model.one_position import one_position_stacks
 from engine.numba_cache import cold_start
 from engine.plan import Plan, draw_seed
 from engine.prompts import build_prompt, build_prompts, check_prompts, prompt_positions
@@ -70,8 +66,7 @@ DECODER_DTYPES = tuple(getattr(torch, name) for name in DECODER_DTYPE_NAMES)  # 
 
 class Engine:
     def __init__(self, model: Qwen3TTS, config: ModelConfig, tokenizer: TextTokenizer, decoder,
-                 model_dir: Path, defaults: Sampling, use_graphs: bool = False, cpu_int8: bool = False,
-                 cpu_compile: bool = False, cpu_int4: bool = False):
+                 model_dir: Path, defaults: Sampling, use_graphs: bool = False, cpu_int8: bool = False):
         self.model, self.config, self.tokenizer, self.decoder = model, config, tokenizer, decoder
         self.model_dir, self.defaults = model_dir, defaults
         self.device = model.talker.codec_head.weight.device
@@ -80,9 +75,6 @@ class Engine:
         self._single = None  # the single-stream streamer, built on first use
         self.use_graphs = use_graphs
         self.cpu_int8 = cpu_int8  # the decoder layers' projections are quantized: int8 (engine.model.int8)
-        self.cpu_int4 = cpu_int8 and cpu_int4  # ... or int4 (engine.model.int4)
-        # the eager loop's steps are compiled (engine.frames.compile, engine.frames.cpu_compiled; never for int4)
-        self.cpu_compile = cpu_compile
         self.precision = "fast" if cpu_int8 or self.dtype not in (torch.float32, torch.float64) else "exact"
         # what it runs, chosen once at load (engine.execution_plan); set by ``from_pretrained``
         self.execution_plan: execution_plan.ExecutionPlan | None = None
@@ -94,8 +86,7 @@ class Engine:
     @classmethod
     def from_pretrained(cls, model: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
                         graphs: bool | None = None, decoder_dtype: torch.dtype | None = None,
-                        cpu_int8: bool | None = None, cpu_int4: bool | None = None,
-                        precision: str | None = None) -> Engine:
+                        cpu_int8: bool | None = None, precision: str | None = None) -> Engine:
         """Load a local model directory or a Hugging Face id such as ``Qwen/Qwen3-TTS-12Hz-0.6B-Base``.
 
         ``graphs`` (default: on for CUDA while the ``graphs`` option is on, ``engine.options``) selects the
@@ -110,10 +101,7 @@ class Engine:
         decoder where the CPU multiplies bfloat16, and on a GPU the device's default dtype; ``exact`` keeps float32.
         On a CPU ``dtype`` is what stays float (float32; float64 only with ``exact``): it no longer chooses int8.
         ``cpu_int8`` is its old spelling (True: ``fast``, False: ``exact``). What the engine runs is chosen here,
-        once, and kept as ``execution_plan`` (logged once).
-        ``cpu_int4`` (default: the ``cpu_int4`` option, off) makes those projections int4 instead
-        (``engine.model.int4``: about 60% of int8's bytes, less precise; faster only where reading memory bounds
-        the processor) where its Numba loops run, else int8 with a warning."""
+        once, and kept as ``execution_plan`` (logged once)."""
         check_torch()
         device = torch.device(device)
         check_device(device)
@@ -122,10 +110,6 @@ class Engine:
         before = execution_plan.planned(device, precision, dtype)
         before = replace(before, fallbacks=(*fallbacks, *before.fallbacks))
         int8 = precision == "fast" and device.type == "cpu"
-        int4 = int8 and (options.current().cpu_int4 if cpu_int4 is None else cpu_int4)
-        if int4 and not int4_available():
-            log.warning("int4 weights need Numba's CPU loops (Numba not usable, or ORATOR_CPU_NUMBA=0): int8 instead")
-            int4 = False
         if decoder_dtype is None:
             decoder_dtype = (fast_cpu_decoder_dtype() if int8 else
                              torch.float64 if dtype == torch.float64 else torch.float32)
@@ -135,7 +119,7 @@ class Engine:
         model_dir = resolve_model_dir(model)
         config = ModelConfig.from_file(model_dir / "config.json")
         if int8:  # where the Numba steps are not compiled yet, a process compiles them while the model loads
-            cold_start.at_load(int4)
+            cold_start.at_load()
         with torch.device("meta"):
             net = Qwen3TTS(config)
         # the int8 path reads each bf16 tensor through a memory map of its own (its pages leave memory with it),
@@ -146,10 +130,7 @@ class Engine:
                      given=mapped_bf16_tensors(weights) if int8 else None)
         materialize_buffers(net, device)
         if int8:
-            if int4:
-                quantize_int4(net.talker)
-            else:
-                quantize_layers(net.talker, Int8Weight.stacked)
+            quantize_layers(net.talker, Int8Weight.stacked)
         fuse_projections(net)
         if int8:
             narrow = narrow_tables(net.talker)
@@ -168,7 +149,7 @@ class Engine:
             release_free_memory()
         use_graphs = graphs_enabled(device) if graphs is None else graphs
         engine = cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
-                     int8, not use_graphs and not int4 and cpu_compile_enabled(device), int4)
+                     int8)
         engine.precision = precision
         engine.execution_plan = execution_plan.of_engine(engine, before)
         log.info("execution plan: %s", engine.execution_plan.summary())
@@ -351,11 +332,6 @@ class Engine:
         stacks = self.model.talker._numba_stacks[1]
         return stacks[0].vnni, stacks[1].vnni
 
-    @property
-    def cpu_team_steps(self) -> bool:
-        """Whether this engine's Numba steps run as one parallel region a step (``engine.model.one_position_team``)."""
-        return self.cpu_numba_steps and all(s.teamed for s in self.model.talker._numba_stacks[1][:2])
-
     def warmup(self, chunk_sizes=(1, 4)) -> float:
         """Build the streamer now (on CUDA: capture the graphs; on a CPU: compile its predictor step, when it
         compiles); returns the seconds it took."""
@@ -403,20 +379,10 @@ class Engine:
 
                 self._single = GraphStreamer(self.model.talker, self.decoder, chunk_sizes)
             else:
-                from engine.frames.compile import CompiledPredictorStep
-                from engine.frames.cpu_compiled import CompiledPositions
-
-                talker = self.model.talker
-                stacks = one_position_stacks(talker) if self.cpu_int8 else None
-                # compiled: the fast CPU path's one-position steps, or the exact path's predictor step
-                compiled = CompiledPositions.for_talker(talker, stacks) if self.cpu_compile and stacks else None
-                step = CompiledPredictorStep() if self.cpu_compile and not stacks else None
-                # the fast CPU path decodes on a thread of its own where there are cores enough, and measures
-                # which thread count runs its frames faster now, on the cores left; the exact path's are fixed
-                apart = decoder_threads() if self.cpu_int8 and self.device.type == "cpu" else 0
+                # the fast CPU path measures which thread count runs its frames faster now; the exact path's are fixed
                 governed = self.cpu_int8 and options.current().threads is None
-                governor = ThreadGovernor.for_this_machine(reserved=apart) if governed else None
-                self._single = EagerStreamer(talker, self.decoder, step, governor, compiled, apart)
+                governor = ThreadGovernor.for_this_machine() if governed else None
+                self._single = EagerStreamer(self.model.talker, self.decoder, governor)
         return self._single
 
     @property

@@ -34,15 +34,13 @@ __all__ = ["PRECISIONS", "ExecutionPlan", "cpu_features", "kernels_ready", "mach
 class ExecutionPlan:
     device: str  # "cpu", "cuda:0"
     precision: str  # one of PRECISIONS
-    # the frame steps: "numba-int8-team" (one parallel region a step), "numba-int8", "torch-int8", "float32",
-    # "float32-compiled", "cuda-graphs" or "cuda-eager"
+    # the frame steps: "numba-int8" (the Numba loops), "torch-int8", "float32", "cuda-graphs" or "cuda-eager"
     path: str
-    weights: str  # the decoder layers' projections: "int8", "int4", "float32", "bfloat16", ...
+    weights: str  # the decoder layers' projections: "int8", "float32", "bfloat16", ...
     decoder: str  # the codec decoder's dtype
     kernels: tuple[str, ...] = ()  # the choices inside the path, each "what: how"
     threads: int = 1  # PyTorch's threads at load
     thread_counts: tuple[int, ...] = ()  # the counts measured against each other frame by frame; () none
-    decoder_threads: int = 0  # the CPU decoder's own threads (0: it decodes between frames)
     grow_chunks: bool = False  # a stream's chunks grow while ahead of real time (engine.chunk_sizes)
     cpu_features: tuple[str, ...] = ()  # the processor's features the plan relies on
     fallbacks: tuple[str, ...] = ()  # what was asked for and could not run here, and why
@@ -53,13 +51,11 @@ class ExecutionPlan:
         return asdict(self)
 
     def summary(self) -> str:
-        """One line: ``cpu fast numba-int8-team (int8 weights, bfloat16 decoder, 1 or 2 threads as measured; ...)``."""
+        """One line: ``cpu fast numba-int8 (int8 weights, bfloat16 decoder, 1 or 2 threads as measured; ...)``."""
         counts = self.thread_counts or (self.threads,)
         threads = (" or ".join(map(str, counts)) + " threads as measured" if len(counts) > 1 else
                    f"{counts[0]} thread{'' if counts[0] == 1 else 's'}")
         parts = [f"{self.weights} weights", f"{self.decoder} decoder", threads, *self.kernels]
-        if self.decoder_threads:
-            parts.append(f"decoder on {self.decoder_threads} thread(s) of its own")
         if self.cpu_features:
             parts.append("relies on " + ", ".join(self.cpu_features))
         parts += [f"bridge: {self.bridge}"] if self.bridge else []
@@ -155,21 +151,20 @@ def planned(device: str | torch.device | None = None, precision: str | None = No
     threads = cpu_threads(current.threads)
     counts = _governed(threads) if precision == "fast" and current.threads is None else ()
     if precision == "exact":
-        path = "float32-compiled" if _option(current, "cpu_compile") else "float32"
-        return ExecutionPlan("cpu", precision, path, _name(dtype), _name(torch.float64 if dtype == torch.float64
+        return ExecutionPlan("cpu", precision, "float32", _name(dtype), _name(torch.float64 if dtype == torch.float64
                                                                          else torch.float32),
                              threads=threads, thread_counts=counts, grow_chunks=current.grow_chunks,
                              fallbacks=fallbacks)
     path, more, bridge = _fast_path(current)
     decoder = fast_cpu_decoder_dtype()
-    return ExecutionPlan("cpu", precision, path, "int4" if _option(current, "cpu_int4") else "int8", _name(decoder),
+    return ExecutionPlan("cpu", precision, path, "int8", _name(decoder),
                          threads=threads, thread_counts=counts, grow_chunks=current.grow_chunks,
                          cpu_features=_relied_on(path, decoder, ()), fallbacks=(*fallbacks, *more), bridge=bridge)
 
 
 def of_engine(engine, before: ExecutionPlan) -> ExecutionPlan:
     """The plan of ``engine`` just loaded from ``before`` (``planned``'s): the steps it built and what they chose
-    (the Numba kernels compiled or fallen back, the team, the products measured at load), its threads. Builds the
+    (the Numba kernels compiled or fallen back, the products measured at load), its threads. Builds the
     CPU streamer now: the choices are made once, at load."""
     from engine.config import model_title
 
@@ -179,24 +174,17 @@ def of_engine(engine, before: ExecutionPlan) -> ExecutionPlan:
         path = "cuda-graphs" if engine.use_graphs else "cuda-eager"
         return replace(before, device=str(engine.device), path=path, decoder=decoder, model=model)
     counts = tuple(c for c in engine.cpu_thread_counts if len(engine.cpu_thread_counts) > 1)
-    streamer = engine._single_streamer()
-    apart = getattr(getattr(streamer, "apart", None), "threads", 0) or 0
+    engine._single_streamer()
     common = dict(model=model, decoder=decoder, threads=torch.get_num_threads(), thread_counts=counts,
-                  decoder_threads=apart, grow_chunks=engine.grows_chunks)
+                  grow_chunks=engine.grows_chunks)
     if not engine.cpu_int8:
-        path = "float32-compiled" if getattr(engine, "cpu_compile", False) else "float32"
-        return replace(before, path=path, weights=_name(engine.dtype), **common)
-    weights = "int4" if getattr(engine, "cpu_int4", False) else "int8"
+        return replace(before, path="float32", weights=_name(engine.dtype), **common)
     fallbacks, kernels, bridge = list(before.fallbacks), [], before.bridge
-    if getattr(engine, "cpu_compile", False):
-        path = "int8-compiled"
-    elif before.bridge is not None and not _numba_now():
+    if before.bridge is not None and not _numba_now():
         path = before.path  # the bridge speaks on torch-int8 until these compile (engine.numba_cache.cold_start)
     elif engine.cpu_numba_steps:
         bridge = None
-        path = "numba-int8-team" if getattr(engine, "cpu_team_steps", False) else "numba-int8"
-        if before.path == "numba-int8-team" and path != "numba-int8-team":
-            fallbacks.append("the team's code did not compile here: five parallel regions a layer")
+        path = "numba-int8"
         talker, predictor = engine.cpu_vnni_products
         kernels.append(f"products: {_products(talker, predictor)}")
     else:
@@ -208,7 +196,7 @@ def of_engine(engine, before: ExecutionPlan) -> ExecutionPlan:
 
     kernels.append(f"prompt rows: {prefill_form()}")
     decoder_dtype = next(engine.decoder.parameters()).dtype
-    return replace(before, path=path, weights=weights, kernels=tuple(kernels), bridge=bridge,
+    return replace(before, path=path, weights="int8", kernels=tuple(kernels), bridge=bridge,
                    fallbacks=tuple(dict.fromkeys(fallbacks)),
                    cpu_features=_relied_on(path, decoder_dtype, engine.cpu_vnni_products if path.startswith("numba")
                                            else ()), **common)
@@ -216,16 +204,13 @@ def of_engine(engine, before: ExecutionPlan) -> ExecutionPlan:
 
 def _fast_path(current: options.Options) -> tuple[str, list[str], str | None]:
     """(path, fallbacks, bridge) of the fast CPU plan the options choose here, before a compile is tried."""
-    if _option(current, "cpu_compile"):
-        return "int8-compiled", [], None
     if not current.cpu_numba:
         return "torch-int8", ["the cpu_numba option is off: PyTorch's int8 steps"], None
     from engine.model import one_position_numba as jit
 
     if jit.numba is None:
         return "torch-int8", ["Numba is not usable here: PyTorch's int8 steps"], None
-    path = "numba-int8-team" if _option(current, "cpu_team", True) else "numba-int8"
-    return path, [], _bridge_note(current)
+    return "numba-int8", [], _bridge_note(current)
 
 
 def _bridge_note(current: options.Options) -> str | None:
@@ -234,13 +219,13 @@ def _bridge_note(current: options.Options) -> str | None:
     from engine.model import one_position_numba as jit
     from engine.numba_cache import cold_start
 
-    if _option(current, "cpu_int4") or not current.cpu_warmup or not jit._cacheable():
+    if not current.cpu_warmup or not jit._cacheable():
         return None
     bridge = cold_start._bridge
     if bridge is not None and not bridge.numba_now:
         return BRIDGE
     folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()
-    if folder is None or numba_cache.is_warm(folder, numba_cache.compiled_key(_option(current, "cpu_team", True))):
+    if folder is None or numba_cache.is_warm(folder, numba_cache.compiled_key()):
         return None
     return BRIDGE
 
@@ -261,7 +246,7 @@ def kernels_ready() -> bool:
     if bridge is not None:
         return bridge.numba_now
     folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()
-    key = numba_cache.compiled_key(_option(options.current(), "cpu_team", True))
+    key = numba_cache.compiled_key()
     return folder is not None and numba_cache.is_warm(folder, key)
 
 
@@ -304,12 +289,6 @@ def _integer_rows() -> bool:
     from engine.model.int8 import prefill_form
 
     return prefill_form() == "integer"
-
-
-def _option(current: options.Options, name: str, gone: bool = False) -> bool:
-    """A path's switch (int4, compiled steps, the team), or ``gone`` where the options no longer have it: a path
-    deleted is off, the team kept is on."""
-    return bool(getattr(current, name, gone))
 
 
 def _name(dtype: torch.dtype) -> str:

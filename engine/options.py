@@ -6,22 +6,17 @@
 | `compile` | `ORATOR_COMPILE=0`  | on      | ``torch.compile`` of what the graphs run                       |
 | `triton`  | `ORATOR_TRITON=0`   | on      | the Triton kernels (their PyTorch references run instead)      |
 | `precision` | `ORATOR_PRECISION=exact` | fast | float32 weights, not int8 on a CPU (bf16 on a GPU): docs/cpu.md |
-| `cpu_int4`| `ORATOR_CPU_INT4=1` | off     | (turns on) int4 weights instead of int8 (``engine.model.int4``) |
-| `cpu_compile` | `ORATOR_CPU_COMPILE=1` | off | (turns on) ``torch.compile`` of the CPU frame steps        |
-| `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the CPU steps compiled by Numba (``one_position_numba``; int4 needs it) |
+| `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the CPU steps compiled by Numba (``one_position_numba``)      |
 | `cpu_vnni` | `ORATOR_CPU_VNNI=0` | on | those steps' products through AVX512-VNNI where the CPU has it (``vnni``) |
-| `cpu_team` | `ORATOR_CPU_TEAM=0` | on | an int8 step as one parallel region with barriers (``one_position_team``) |
 | `cpu_warmup` | `ORATOR_CPU_WARMUP=0` | on | PyTorch's steps while a process compiles Numba's (``cold_start``) |
 | `grow_chunks` | `ORATOR_GROW_CHUNKS=0` | on | a CPU stream's chunks growing while ahead (``engine.chunk_sizes``) |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.runtime.cpu_threads``)         |
-| `decoder_threads` | `ORATOR_DECODER_THREADS=N` | chosen | the CPU decoder's own threads, 0: none (``decode_apart``) |
 
 Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
-weights, threads and the frame steps' compilation on a CPU (off by default: its first compile takes minutes and
-its graphs 0.3 GB, for frames 14-17% faster, docs/benchmarks.md#cpu-compiled). Nothing else reads these variables,
-but for ``ORATOR_CPU_INT8=0``, the old spelling of ``ORATOR_PRECISION=exact``.
+weights, threads and the Numba steps on a CPU. Nothing else reads these variables, but for ``ORATOR_CPU_INT8=0``,
+the old spelling of ``ORATOR_PRECISION=exact``.
 ``current()`` is what the engine uses: the environment's values, read at its first call, then whatever ``configure``
-set. ``Engine.from_pretrained`` takes ``graphs``, ``precision`` and ``cpu_int4`` for one engine; ``compile`` and
+set. ``Engine.from_pretrained`` takes ``graphs`` and ``precision`` for one engine; ``compile`` and
 ``triton`` choose kernels inside shared modules and ``threads`` sets PyTorch's process-wide thread pool, so they are
 process-wide: ``configure`` them before loading an engine (a graph captured earlier keeps the kernels it was captured
 with).
@@ -47,33 +42,27 @@ class Options:
     compile: bool = True
     triton: bool = True
     precision: str = "fast"  # one of PRECISIONS
-    cpu_int4: bool = False
-    cpu_compile: bool = False
     cpu_numba: bool = True
     cpu_vnni: bool = True
-    cpu_team: bool = True
     cpu_warmup: bool = True
     grow_chunks: bool = True
     threads: int | None = None  # None: chosen from the cores this process may use
-    decoder_threads: int | None = None  # None: chosen from the cores (engine.frames.decode_apart)
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
-        for name, least in (("threads", 1), ("decoder_threads", 0)):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or not least <= value <= MAX_THREADS):
-                raise ValueError(f"{name} must be a whole number from {least} to {MAX_THREADS}, or None, not {value!r}")
+        value = self.threads
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 1 <= value <= MAX_THREADS):
+            raise ValueError(f"threads must be a whole number from 1 to {MAX_THREADS}, or None, not {value!r}")
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Options:
         """The options that ``ORATOR_EAGER``, ``ORATOR_COMPILE`` and ``ORATOR_TRITON`` ask for (unset: defaults)."""
         env = os.environ if environ is None else environ
-        threads, decoder = env.get("ORATOR_THREADS", "").strip(), env.get("ORATOR_DECODER_THREADS", "").strip()
-        for name, value in (("ORATOR_THREADS", threads), ("ORATOR_DECODER_THREADS", decoder)):
-            if value and not value.isdigit():
-                raise ValueError(f"{name} must be a whole number of threads, not {value!r}")
+        threads = env.get("ORATOR_THREADS", "").strip()
+        if threads and not threads.isdigit():
+            raise ValueError(f"ORATOR_THREADS must be a whole number of threads, not {threads!r}")
         precision = env.get("ORATOR_PRECISION", "").strip().lower()
         if not precision:  # the old switch: ORATOR_CPU_INT8=0 asked for the exact float32 path
             precision = "exact" if env.get("ORATOR_CPU_INT8", "").strip().lower() in _OFF else "fast"
@@ -83,14 +72,11 @@ class Options:
                    compile=env.get("ORATOR_COMPILE", "").strip().lower() not in _OFF,
                    triton=env.get("ORATOR_TRITON", "").strip().lower() not in _OFF,
                    precision=precision,
-                   cpu_int4=env.get("ORATOR_CPU_INT4", "").strip().lower() in _ON,
-                   cpu_compile=env.get("ORATOR_CPU_COMPILE", "").strip().lower() in _ON,
                    cpu_numba=env.get("ORATOR_CPU_NUMBA", "").strip().lower() not in _OFF,
                    cpu_vnni=env.get("ORATOR_CPU_VNNI", "").strip().lower() not in _OFF,
-                   cpu_team=env.get("ORATOR_CPU_TEAM", "").strip().lower() not in _OFF,
                    cpu_warmup=env.get("ORATOR_CPU_WARMUP", "").strip().lower() not in _OFF,
                    grow_chunks=env.get("ORATOR_GROW_CHUNKS", "").strip().lower() not in _OFF,
-                   threads=int(threads) if threads else None, decoder_threads=int(decoder) if decoder else None)
+                   threads=int(threads) if threads else None)
 
 
 _current: Options | None = None
@@ -118,7 +104,7 @@ def configure(options: Options | None = None, **changes: bool) -> Options:
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; the options are {', '.join(sorted(names))}")
     for name, value in changes.items():
-        if name not in ("threads", "decoder_threads", "precision") and not isinstance(value, bool):
+        if name not in ("threads", "precision") and not isinstance(value, bool):
             raise TypeError(f"option {name} must be True or False, not {value!r}")
     with _lock:
         _current = replace(options or _current or Options.from_environment(), **changes)

@@ -81,8 +81,7 @@ def describe_engine(engine: Engine) -> str:
     """The model and the path it runs on: "CustomVoice 0.6B on cpu (int8 weights, 7 or 8 threads as measured)"."""
     device = torch.device(engine.device)
     if device.type == "cpu":
-        path = ("int4 weights" if getattr(engine, "cpu_int4", False) else
-                "int8 weights" if getattr(engine, "cpu_int8", False) else "exact float32")
+        path = "int8 weights" if getattr(engine, "cpu_int8", False) else "exact float32"
         if getattr(engine, "cpu_numba_steps", False) is True:
             path += ", compiled steps"
             if any(getattr(engine, "cpu_vnni_products", ())):
@@ -311,8 +310,6 @@ class SpeechWorker(QObject):
         rather than on the first Read aloud; a failure leaves them to be prepared then, and says why."""
         if engine.use_graphs:
             self.model_status.emit("Preparing the GPU for fast speech (the first time takes up to a minute)…")
-        elif engine.cpu_compile:
-            self.model_status.emit("Preparing fast speech on the processor (the first time takes a few minutes)…")
         elif getattr(engine, "cpu_int8", False):  # display-only engines (tools/screenshots.py) have none
             self.model_status.emit("Preparing fast speech on the processor (the first time takes a few seconds)…")
         else:

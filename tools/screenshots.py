@@ -33,7 +33,7 @@ class _DisplayOnlyEngine:
     """Enough of an engine for the worker to report a loaded model; it never speaks."""
 
     model_type, model_size, device, dtype, sample_rate = "custom_voice", "1b7", "cuda", "bfloat16", 24000
-    use_graphs = cpu_compile = False  # nothing to capture or compile
+    use_graphs = False  # nothing to capture
     speakers = ["aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena"]
 
 

@@ -1,8 +1,8 @@
 """Where a CPU frame's time goes: the talker step, the 15 code-predictor steps and the codec decoder, timed apart
-on the engine's CPU path (int8 or float32; its steps compiled where the engine compiles them), with
+on the engine's CPU path (int8 or float32), with
 PyTorch's op counts of one predictor pass.
 
-    taskset -c 0-7 python -m bench.tuning.cpu_frame --model DIR [--threads 8] [--float32] [--no-compile] [--table N]
+    taskset -c 0-7 python -m bench.tuning.cpu_frame --model DIR [--threads 8] [--float32] [--table N]
 
 Prints one JSON line: milliseconds of each part and the ops a predictor pass launches; with ``--table N``, the N
 operations of a whole frame (talker step and predictor) with the most time of their own, each with its count.
@@ -17,7 +17,7 @@ import time
 import torch
 
 from bench.common import device_name
-from engine import Engine, Sampling, Voice, options
+from engine import Engine, Sampling, Voice
 from engine.frames.codes import sample_code0
 from engine.frames.eager import FrameGenerator
 from engine.prompts import build_prompt
@@ -38,11 +38,8 @@ def main(argv=None) -> None:
     ap.add_argument("--model", required=True)
     ap.add_argument("--threads", type=int)
     ap.add_argument("--float32", action="store_true", help="the exact float32 path instead of int8")
-    ap.add_argument("--no-compile", action="store_true", help="the predictor step uncompiled")
     ap.add_argument("--table", type=int, default=0, help="list the N costliest operations of a frame")
     args = ap.parse_args(argv)
-    if args.no_compile:
-        options.configure(compile=False)
     eng = Engine.from_pretrained(args.model, device="cpu", dtype=torch.float32, cpu_int8=not args.float32)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -51,11 +48,9 @@ def main(argv=None) -> None:
     prompt = build_prompt(talker, eng.config, eng.tokenizer, voice, TEXT)
     t0 = time.perf_counter()
     eng.warmup()
-    streamer = eng._single_streamer()  # a profiler of the engine's internals
-    step = streamer.predictor_step
-    gen = FrameGenerator(talker, prompt, sampling, 256, 1, step, compiled=streamer.compiled)
+    gen = FrameGenerator(talker, prompt, sampling, 256, 1)
     report = {"device": device_name("cpu"), "path": "int8" if eng.cpu_int8 else "float32",
-              "compiled": step is not None or streamer.compiled is not None, "warmup_s": time.perf_counter() - t0}
+              "numba": eng.cpu_numba_steps, "warmup_s": time.perf_counter() - t0}
     with torch.inference_mode():
         length = prompt.length
         report["prefill_ms"] = timed(lambda: talker.model(prompt.embeds, torch.arange(length)[None], gen.cache,
@@ -65,8 +60,6 @@ def main(argv=None) -> None:
 
         def talker_step():  # as the engine's frames step: one position at a time on the fast path
             step[0] += 1
-            if gen.compiled_talker is not None:
-                return gen.compiled_talker(hidden, length + step[0])
             if gen.talker_step is not None:
                 return gen.talker_step(hidden, length + step[0])
             pos = torch.full((1, 1), length + step[0])

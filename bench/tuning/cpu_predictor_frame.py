@@ -23,7 +23,7 @@ from engine.prompts import build_prompt
 
 
 def frames(talker, prompt, n: int, fused: bool) -> tuple[float, torch.Tensor]:
-    gen = FrameGenerator(talker, prompt, Sampling(min_frames=n + 1, seed=3), n, 1, None)
+    gen = FrameGenerator(talker, prompt, Sampling(min_frames=n + 1, seed=3), n, 1)
     if gen.fused is None:
         raise SystemExit("the frames do not run through the Numba steps here (int8 off, or Numba missing)")
     if not fused:

@@ -1,5 +1,5 @@
 """The Numba steps' int8 products with float32 activations against the engine's (int16 activations,
-``engine.model.one_position_numba._product``): one 6144 x 1024 matrix (resident in L2) and a code-predictor pass's
+``engine.model.numba_layer.product``): one 6144 x 1024 matrix (resident in L2) and a code-predictor pass's
 20 products of the 0.6B (5 layers, 75 MB, streamed from L3), random int8 weights.
 
     taskset -c 0-7 python -m bench.tuning.cpu_products [--threads 8 4 2] [--narrow-vectors]
@@ -16,8 +16,6 @@ import time
 
 import numpy as np
 
-NO_SUMS = np.empty(0, np.float32)  # the run sums int4 products take: int8 ones read none
-
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,12 +29,12 @@ def main(argv=None) -> None:
         numba.config.CPU_FEATURES = llvm.get_host_cpu_features().flatten()
     from numba import njit, prange
 
-    from engine.model import one_position_numba as jit
+    from engine.model import numba_layer as kernels
 
     @njit(parallel=True, fastmath=True, nogil=True, boundscheck=False)
     def float_product(q, scale, x, y):
-        for block in prange((q.shape[0] + jit.ROW_BLOCK - 1) // jit.ROW_BLOCK):
-            for n in range(block * jit.ROW_BLOCK, min(q.shape[0], block * jit.ROW_BLOCK + jit.ROW_BLOCK)):
+        for block in prange((q.shape[0] + kernels.ROW_BLOCK - 1) // kernels.ROW_BLOCK):
+            for n in range(block * kernels.ROW_BLOCK, min(q.shape[0], block * kernels.ROW_BLOCK + kernels.ROW_BLOCK)):
                 acc = np.float32(0.0)
                 for i in range(q.shape[1]):
                     acc += np.float32(q[n, i]) * x[i]
@@ -62,14 +60,14 @@ def main(argv=None) -> None:
 
     def engine_pass():
         for q, s in weights:
-            jit._product(q, s, NO_SUMS, xs[q.shape[1]], xq[q.shape[1]], ys[q.shape[0]])
+            kernels.product(q, s, xs[q.shape[1]], xq[q.shape[1]], ys[q.shape[0]])
 
     q, s = weights[2]
     report = {"vectors": "256-bit tuning" if args.narrow_vectors else "as the engine asks"}
     for threads in (t for t in args.threads if t <= numba.config.NUMBA_NUM_THREADS):
         numba.set_num_threads(threads)
         report[f"{threads}t_l2_float"] = timed(lambda: float_product(q, s, xs[1024], ys[6144]), 200)
-        report[f"{threads}t_l2_int16"] = timed(lambda: jit._product(q, s, NO_SUMS, xs[1024], xq[1024], ys[6144]), 200)
+        report[f"{threads}t_l2_int16"] = timed(lambda: kernels.product(q, s, xs[1024], xq[1024], ys[6144]), 200)
         report[f"{threads}t_pass_float"] = timed(float_pass, 30)
         report[f"{threads}t_pass_int16"] = timed(engine_pass, 30)
     print(json.dumps(report), flush=True)

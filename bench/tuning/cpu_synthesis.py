@@ -6,8 +6,7 @@ them, and waits).
     taskset -c 0-7 python -m bench.tuning.cpu_synthesis --model DIR [--frames 40] [--runs 3]
 
 Prints one JSON line a run: milliseconds of each part over the whole synthesis, the wall time and ×RT. Each part
-is timed by wrapping the function that does it, so a part on another thread (the decoder's, where
-``ORATOR_DECODER_THREADS`` puts it there) overlaps the rest and the parts then sum to more than the wall.
+is timed by wrapping the function that does it; every part runs on the synthesis's own thread.
 """
 
 from __future__ import annotations

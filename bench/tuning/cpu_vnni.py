@@ -21,8 +21,6 @@ import time
 
 import numpy as np
 
-NO_SUMS = np.empty(0, np.float32)  # the run sums int4 products take: int8 ones read none
-
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -35,7 +33,7 @@ def main(argv=None) -> None:
     import numba
     from numba import njit, prange
 
-    from engine.model import one_position_numba as jit
+    from engine.model import numba_layer as kernels
     from engine.model import vnni
 
     if not vnni.available():
@@ -45,20 +43,20 @@ def main(argv=None) -> None:
     def make(rows: int, prefetch: bool):
         dot = vnni.dot_rows(rows, prefetch)
 
-        @njit(parallel=True, fastmath=jit._FAST, nogil=True, boundscheck=False)
+        @njit(parallel=True, fastmath=kernels.FAST, nogil=True, boundscheck=False)
         def product(q, scale, wsum, x, xq, lo, hi, y):
-            sx = jit._quantize(x, xq)
+            sx = kernels.quantize(x, xq)
             vnni.split(xq, lo, hi)
             n_rows, k = q.shape
-            nseg = (k + jit.SEGMENT - 1) // jit.SEGMENT
-            for block in prange(n_rows // jit.ROW_BLOCK):
+            nseg = (k + kernels.SEGMENT - 1) // kernels.SEGMENT
+            for block in prange(n_rows // kernels.ROW_BLOCK):
                 parts = np.empty(2 * rows, np.int32)
                 acc = np.empty(rows, np.float32)
-                for r0 in range(block * jit.ROW_BLOCK, block * jit.ROW_BLOCK + jit.ROW_BLOCK, rows):
+                for r0 in range(block * kernels.ROW_BLOCK, block * kernels.ROW_BLOCK + kernels.ROW_BLOCK, rows):
                     acc[:] = 0
                     for seg in range(nseg):
-                        start = seg * jit.SEGMENT
-                        dot(q, r0, start, min(k, start + jit.SEGMENT), lo, hi, parts)
+                        start = seg * kernels.SEGMENT
+                        dot(q, r0, start, min(k, start + kernels.SEGMENT), lo, hi, parts)
                         for r in range(rows):
                             acc[r] += np.float32(vnni.joined(parts[2 * r], parts[2 * r + 1], wsum[r0 + r, seg]))
                     for r in range(rows):
@@ -73,7 +71,7 @@ def main(argv=None) -> None:
         out = []
         for s in shapes:
             q = rng.integers(-127, 128, s, dtype=np.int8)
-            out.append((q, rng.random(s[0], dtype=np.float32), vnni.weight_sums(q, jit.SEGMENT)))
+            out.append((q, rng.random(s[0], dtype=np.float32), vnni.weight_sums(q, kernels.SEGMENT)))
         return out
 
     shapes = {"l2": [(1024, 1024)], "layer": layer, "predictor": layer * 5, "talker": layer * 28}
@@ -86,7 +84,7 @@ def main(argv=None) -> None:
 
     def engine_way(ws):
         for q, s, _ in ws:
-            jit._product(q, s, NO_SUMS, xs[q.shape[1]], xq[q.shape[1]], ys[q.shape[0]])
+            kernels.product(q, s, xs[q.shape[1]], xq[q.shape[1]], ys[q.shape[0]])
 
     def vnni_way(fn):
         def run(ws):
@@ -99,7 +97,7 @@ def main(argv=None) -> None:
     for q, s, w in weights(layer):  # the same outputs, bit for bit
         k, n = q.shape[1], q.shape[0]
         want = np.empty(n, np.float32)
-        jit._product(q, s, NO_SUMS, xs[k], xq[k], want)
+        kernels.product(q, s, xs[k], xq[k], want)
         for name, fn in ways.items():
             fn(q, s, w, xs[k], xq[k], lo[k], hi[k], ys[n])
             if not np.array_equal(ys[n], want):
@@ -144,7 +142,7 @@ def steps(model: str, thread_counts, rounds: int) -> dict:
         made = jit.NumbaPosition(stack, vnni_sums=True)
         for way in (False, True) if made.vnni_able else (False,):  # a stack vnni.fits does not take: 16-bit only
             made.vnni = way
-            cache = KVCache(made.in_w.shape[0], 1, stack.kv_heads, length, stack.head_dim, torch.float32, "cpu")
+            cache = KVCache(made.weights.in_w.shape[0], 1, stack.kv_heads, length, stack.head_dim, torch.float32, "cpu")
             bound[name, way] = (made.over(cache), pos)
     xs = {name: torch.randn(1, step.x.shape[0], generator=torch.Generator().manual_seed(0))
           for (name, _), (step, _) in bound.items()}

@@ -15,9 +15,8 @@ import time
 import numpy as np
 import torch
 
+import engine.model.numba_layer as kernels
 import engine.model.one_position_numba as jit
-
-NO_SUMS = np.empty(0, np.float32)  # the run sums int4 products take: int8 ones read none
 
 
 def best(fn, repeats: int = 10, rounds: int = 5) -> float:
@@ -34,10 +33,10 @@ def best(fn, repeats: int = 10, rounds: int = 5) -> float:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
-    ap.add_argument("--block", type=int, default=jit.ROW_BLOCK)
+    ap.add_argument("--block", type=int, default=kernels.ROW_BLOCK)
     ap.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()])
     args = ap.parse_args(argv)
-    jit.ROW_BLOCK = args.block  # read when the kernels compile
+    kernels.ROW_BLOCK = args.block  # read when the kernels compile
     from engine import Engine
     from engine.model.one_position import one_position_stacks
 
@@ -57,7 +56,7 @@ def main(argv=None) -> None:
 
     def numba_products():
         for (q, s), i, o in zip(arrays, inputs, outputs, strict=True):
-            jit._product(q, s, NO_SUMS, i.numpy()[0], np.empty(q.shape[1], np.int16), o)
+            kernels.product(q, s, i.numpy()[0], np.empty(q.shape[1], np.int16), o)
 
     def torch_products():
         for w, i in zip(weights, inputs, strict=True):
@@ -66,7 +65,7 @@ def main(argv=None) -> None:
     for threads in args.threads:
         torch.set_num_threads(threads)
         with torch.inference_mode():
-            report = {"block": jit.ROW_BLOCK, "threads": threads,
+            report = {"block": kernels.ROW_BLOCK, "threads": threads,
                       "numba_pass": best(lambda: numba_pass(xp, 15)), "torch_pass": best(lambda: torch_pass(xp, 15)),
                       "numba_talker": best(lambda: numba_talker(x, 200)),
                       "torch_talker": best(lambda: torch_talker(x, 200)),

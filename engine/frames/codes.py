@@ -13,7 +13,6 @@ One frame, for a batch of B streams:
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -24,9 +23,6 @@ from engine.model.predictor import CodePredictor
 from engine.model.talker import Talker
 from engine.noise import uniform_noise
 from engine.sampling import StageSettings, sample
-
-if TYPE_CHECKING:
-    from engine.frames.cpu_compiled import CompiledPredictorPass
 
 CODEBOOK_SIZE = 2048
 NUM_DRAWS = 16  # random draws per frame: codebook 0 and the 15 predictor codebooks
@@ -124,27 +120,22 @@ def predictor_draws(seeds, frame, draws: int, vocab: int) -> tuple[torch.Tensor,
 
 
 def predict_codes_by_position(talker: Talker, step: BoundStep, hidden, code0, settings: StageSettings, seeds,
-                              frame, compiled: CompiledPredictorPass | None = None, heads=None) -> torch.Tensor:
+                              frame, heads=None) -> torch.Tensor:
     """``predict_codes`` for one stream on the fast CPU path: the predictor stepped one position at a time over its
     cache (``engine.model.one_position``; its first pass as positions 0 and 1), the noise of its 15 draws made at
-    once -> all 16 codes [1, 16]. ``compiled``: the same passes over the same cache, each with its draw, as
-    compiled graphs (``engine.frames.cpu_compiled``); ``step`` runs where they return None (a failed compile).
-    ``heads``: the 15 heads' products (``row(x)``) where they are not the predictor's own (the Numba steps')."""
+    once -> all 16 codes [1, 16]. ``heads``: the 15 heads' products (``row(x)``) where they are not the
+    predictor's own (the Numba steps')."""
     cp = talker.code_predictor
     draws = cp.config.num_code_groups - 1
     counters, noise = predictor_draws(seeds, frame, draws, cp.config.vocab_size)  # [15], [15, V]
     first = cp.project(hidden)
-    if compiled is None or not compiled.write(first, 0):
-        step(first, 0, final_norm=False)
+    step(first, 0, final_norm=False)
     x = cp.project(talker.embed_codec(code0))
     codes = [code0]
     for j in range(draws):
         if j:
             rows = F.embedding(codes[-1], cp.model.codec_embedding[j - 1].weight)  # a bfloat16 table, widened
             x = cp.project(rows.to(torch.float32))
-        code = None if compiled is None else compiled.code(x, j + 1, j, settings, noise[j : j + 1])
-        if code is None:
-            logits = (cp.head(j) if heads is None else heads[j]).row(step(x, j + 1)).float()
-            code = sample(logits, settings, seeds, counters[j : j + 1], noise[j : j + 1])
-        codes.append(code)
+        logits = (cp.head(j) if heads is None else heads[j]).row(step(x, j + 1)).float()
+        codes.append(sample(logits, settings, seeds, counters[j : j + 1], noise[j : j + 1]))
     return torch.stack(codes, dim=1)

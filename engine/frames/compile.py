@@ -12,11 +12,7 @@ prompts. The ``compile`` option turns it off (``engine.options``); a compile fai
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
-import os
-import shutil
-import sys
 from collections.abc import Callable, Iterator
 
 import torch
@@ -36,47 +32,6 @@ def compile_enabled(device: torch.device) -> bool:
     """On CUDA while the ``compile`` option is on (``engine.options``); Inductor's Triton code needs compute
     capability 7.0 (Volta) or newer."""
     return device.type == "cuda" and options.current().compile and torch.cuda.get_device_capability(device) >= (7, 0)
-
-
-def cpu_compile_enabled(device: torch.device) -> bool:
-    """On a CPU while the ``cpu_compile`` option is on (off by default, ``engine.options``) and a C++ compiler is
-    installed (Inductor writes the CPU's kernels in C++; without one the plain functions run), and not in a
-    frozen app (a PyInstaller bundle ships no Python headers for that build)."""
-    opts = options.current()
-    return (device.type == "cpu" and opts.cpu_compile and opts.compile and cpp_compiler() is not None
-            and not getattr(sys, "frozen", False))
-
-
-@functools.cache
-def cpp_compiler() -> str | None:
-    """The C++ compiler Inductor would use (``CXX``, else ``c++``, ``g++`` or ``clang++``), or None."""
-    named = os.environ.get("CXX")
-    for name in ([named] if named else []) + ["c++", "g++", "clang++"]:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-class CompiledPredictorStep:
-    """``predictor_step`` compiled for the eager frame loop of the exact CPU path (float32 weights, ``cpu_compile``
-    option; the fast int8 path compiles its one-position steps instead, ``engine.frames.cpu_compiled``): the step's
-    ~80 small operations a layer fused into a few loops. Callers pass ``whole_cache=True`` to ``predict_codes`` so
-    every step has one shape (one compile serves all 14). A compile that fails logs why and leaves the plain step for
-    good; both give the same codes."""
-
-    def __init__(self):
-        self.compiled = torch.compile(predictor_step, dynamic=False)
-        self.failed = False
-
-    def __call__(self, *args):
-        if not self.failed:
-            try:
-                return self.compiled(*args)
-            except Exception as e:  # inductor/dynamo raise many types; the plain step always works
-                self.failed = True
-                log.warning("compiling the code predictor's step failed; running it uncompiled: %s", str(e)[-2000:])
-        return predictor_step(*args)
 
 
 @contextlib.contextmanager

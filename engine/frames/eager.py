@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from engine.frames.codes import TalkerLogitsProcessor, predict_codes, predict_codes_by_position, sample_code0
-from engine.frames.decode_apart import DecodeApart
 from engine.frames.guard import FrameGuard
 from engine.frames.numba_predictor import NumbaPredictorFrame
 from engine.frames.threads import ThreadGovernor
@@ -30,7 +27,6 @@ from engine.prompts import Prompt
 from engine.sampling import Sampling, StageSettings
 
 if TYPE_CHECKING:
-    from engine.frames.cpu_compiled import CompiledPositions
     from engine.live import LiveTrack
 
 # (codes int64 [n, 16], audio float32 [n * 1920] or None, True if known to end the segment); n is 0 only on a
@@ -42,18 +38,14 @@ class FrameGenerator:
     """Generates frames for one prompt (batch 1) on the eager path."""
 
     def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0,
-                 predictor_step: Callable | None = None, live: LiveTrack | None = None,
-                 governor: ThreadGovernor | None = None, compiled: CompiledPositions | None = None):
-        """``predictor_step``: a compiled ``engine.frames.codes.predictor_step`` (its predictor then attends
-        over its whole 16-slot cache every step, masked, so every step has one shape). ``live``: the trailing
-        text of a segment still arriving (``engine.live``), waited for row by row; ``max_frames`` is then the
-        most its budget can be. ``governor``: chooses the CPU threads of each frame from the frame times it is
-        told (``engine.frames.threads``). On the fast CPU path (int8 layers, no compiled step) every step after the
-        prefill goes one position at a time through ``engine.model.one_position_numba`` (where Numba compiles it)
-        or ``engine.model.one_position``; ``compiled``: those steps compiled by Inductor
-        (``engine.frames.cpu_compiled``), the eager ones running where a compile failed."""
+                 live: LiveTrack | None = None, governor: ThreadGovernor | None = None):
+        """``live``: the trailing text of a segment still arriving (``engine.live``), waited for row by row;
+        ``max_frames`` is then the most its budget can be. ``governor``: chooses the CPU threads of each frame from
+        the frame times it is told (``engine.frames.threads``). On the fast CPU path (int8 layers) every step after
+        the prefill goes one position at a time through ``engine.model.one_position_numba`` (where Numba compiles
+        it) or ``engine.model.one_position``."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
-        self.predictor_step, self.live, self.governor = predictor_step, live, governor
+        self.live, self.governor = live, governor
         c = talker.config
         dev = talker.codec_head.weight.device
         self.device, self.dtype = dev, talker.codec_head.weight.dtype
@@ -70,21 +62,18 @@ class FrameGenerator:
         self.cache = talker.model.new_cache(1, prompt.length + max_frames, self.dtype, dev)
         pc = talker.code_predictor.config
         self.predictor_cache = talker.code_predictor.model.new_cache(1, pc.num_code_groups, self.dtype, dev)
-        stacks = one_position_stacks(talker) if predictor_step is None else None
-        self.talker_step = self.predictor_pass = self.compiled_talker = self.compiled_predictor = None
+        stacks = one_position_stacks(talker)
+        self.talker_step = self.predictor_pass = None
         self.heads = None  # the code predictor's heads where they are not ``cp.head(j)`` (the Numba steps')
         self.fused = None  # the Numba steps' whole predictor frame (engine.frames.numba_predictor)
         self.embedded = None  # the last frame's embedding sum where ``fused`` made it
-        jitted = numba_stacks(talker, stacks) if stacks is not None and compiled is None else None
+        jitted = numba_stacks(talker, stacks) if stacks is not None else None
         if jitted is not None:
             stacks, self.heads = jitted[:2], jitted[2]
         if stacks is not None:
             self.talker_step, self.predictor_pass = stacks[0].over(self.cache), stacks[1].over(self.predictor_cache)
             if jitted is not None:
                 self.fused = NumbaPredictorFrame(talker, self.predictor_pass, self.heads)
-            if compiled is not None:
-                self.compiled_talker = compiled.talker_over(self.cache)
-                self.compiled_predictor = compiled.predictor_over(self.predictor_cache)
 
     @torch.inference_mode()
     def frames(self) -> Iterator[torch.Tensor]:
@@ -111,10 +100,7 @@ class FrameGenerator:
                 return  # cancelled while the text was awaited
             resumed = time.perf_counter()  # the consumer's time (decoding a chunk) and the text's are not the frame's
             x = (t.embed_frame(codes) if self.embedded is None else self.embedded) + self.trailing(step)  # [1, H]
-            compiled = None if self.compiled_talker is None else self.compiled_talker(x, L + step)
-            if compiled is not None:
-                hidden = compiled
-            elif self.talker_step is not None:
+            if self.talker_step is not None:
                 hidden = self.talker_step(x, L + step)
             else:
                 pos = torch.full((1, 1), L + step, device=self.device)
@@ -134,12 +120,9 @@ class FrameGenerator:
             return codes
         if self.predictor_pass is not None:
             return predict_codes_by_position(self.talker, self.predictor_pass, hidden, code0, self.predictor_settings,
-                                             self.seeds, frame, self.compiled_predictor, self.heads)
-        if self.predictor_step is None:
-            return predict_codes(self.talker, hidden, code0, self.predictor_cache, self.predictor_settings,
-                                 self.seeds, frame)
+                                             self.seeds, frame, self.heads)
         return predict_codes(self.talker, hidden, code0, self.predictor_cache, self.predictor_settings, self.seeds,
-                             frame, whole_cache=True, step=self.predictor_step)
+                             frame)
 
     def trailing(self, step: int) -> torch.Tensor:
         tr = self.prompt.trailing if self.live is None else self.live.rows
@@ -147,38 +130,28 @@ class FrameGenerator:
 
 
 class EagerStreamer:
-    def __init__(self, talker: Talker, decoder, predictor_step: Callable | None = None,
-                 governor: ThreadGovernor | None = None, compiled: CompiledPositions | None = None,
-                 decoder_threads: int = 0):
-        """``predictor_step``: a compiled predictor step for every frame (``FrameGenerator``), or None.
-        ``governor``: the CPU threads of every frame of every call (``engine.frames.threads``), or None.
-        ``compiled``: the fast CPU path's compiled one-position steps (``FrameGenerator``), or None.
-        ``decoder_threads``: above 0, chunks after a segment's first decode on a thread of their own with that
-        many PyTorch threads while the next chunk's frames are made (``engine.frames.decode_apart``)."""
-        self.talker, self.decoder, self.predictor_step = talker, decoder, predictor_step
-        self.governor, self.compiled = governor, compiled
+    def __init__(self, talker: Talker, decoder, governor: ThreadGovernor | None = None):
+        """``governor``: the CPU threads of every frame of every call (``engine.frames.threads``), or None."""
+        self.talker, self.decoder, self.governor = talker, decoder, governor
         self.device = talker.codec_head.weight.device
         self.decoder_state = decoder.new_state(1, self.device)
-        self.apart = DecodeApart(decoder_threads) if decoder_threads else None
 
     @property
     def numba_steps(self) -> bool:
         """Whether the frames step through ``engine.model.one_position_numba`` (compiling it now if not yet)."""
-        stacks = one_position_stacks(self.talker) if self.predictor_step is None and self.compiled is None else None
+        stacks = one_position_stacks(self.talker)
         return stacks is not None and numba_stacks(self.talker, stacks) is not None
 
     @torch.inference_mode()
     def warm_up(self) -> None:
         """Run what is compiled once now (the Numba steps' compile and check, then two frames of a silent prompt,
-        which compile the predictor frame's Numba call or the compiled steps), so the first call does not wait for
-        the compiler."""
-        if self.predictor_step is None and self.compiled is None and not self.numba_steps:
+        which compile the predictor frame's Numba call), so the first call does not wait for the compiler."""
+        if not self.numba_steps:
             return  # the PyTorch steps: nothing to compile
         w = self.talker.codec_head.weight
         zeros = torch.zeros(1, 4, w.shape[1], dtype=w.dtype, device=self.device)
         prompt = Prompt(zeros, zeros[:, :0], zeros[:, :1])
-        for _ in FrameGenerator(self.talker, prompt, Sampling(greedy=True, min_frames=2), 2, 0,
-                                self.predictor_step, compiled=self.compiled).frames():
+        for _ in FrameGenerator(self.talker, prompt, Sampling(greedy=True, min_frames=2), 2).frames():
             pass
 
     @torch.inference_mode()
@@ -198,52 +171,30 @@ class EagerStreamer:
         (default: one of ``max_frames``) cuts a segment that loops or reaches its budget; ``ends`` is True on
         the chunk where it does; an utterance that stops on EOS is only known to have ended after its last
         chunk. ``live``: the segment's text is still arriving (``engine.live``): a chunk is cut short when the
-        next frame must wait for text, so what is made is heard at once. With a decoder thread of its own
-        (``decoder_threads``), a chunk decodes there while the next one's frames are made, except the segment's last
-        and, with ``first_at_once``, its first (a listener's first audio does not wait for another frame)."""
+        next frame must wait for text, so what is made is heard at once. Every chunk decodes as it is made, so
+        ``first_at_once`` (``GraphStreamer.segment``'s interface) changes nothing."""
         guard = guard or FrameGuard(max_frames)
         cold_start.at_segment_boundary()  # the one place the steps may change from PyTorch's to Numba's
-        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, self.predictor_step, live,
-                             self.governor, self.compiled)
-        # chunks decoding on the decoder's thread, each with its ``ends``, yielded in order once decoded; a full chunk
-        # waits in ``held`` until the next frame is made, so that a segment's last chunk decodes here, at once
-        apart = self.apart if decode and live is None else None
-        pending: deque[tuple[Future, bool]] = deque()
-        held: list[torch.Tensor] | None = None
+        gen = FrameGenerator(self.talker, prompt, sampling, max_frames, seed, live, self.governor)
         buf: list[torch.Tensor] = []
         size = chunk_size()
-        done = chunks = 0
-        try:
-            for frame in gen.frames():
-                if held is not None:
-                    pending.append((apart.submit(self._decode, held, decode), False))
-                    held = None
-                if cancel is not None and cancel.is_set():
-                    return
-                if live is not None:
-                    guard.shrink(gen.budget())
-                if guard.keep(frame[:1].cpu().numpy()):  # the frame's code 0, read back as EOS was
-                    buf.append(frame)
-                done += 1
-                starved = live is not None and not live.has_row(done - 1)
-                if len(buf) >= size or guard.cut or (starved and buf):
-                    if apart is not None and (chunks or not first_at_once) and not guard.cut:
-                        held = buf
-                    else:
-                        yield from _in_order(pending)
-                        yield (*self._decode(buf, decode), guard.cut)
-                    buf, size, chunks = [], chunk_size(), chunks + 1
-                while pending and pending[0][0].done():
-                    future, ends = pending.popleft()
-                    yield (*future.result(), ends)
-                if guard.cut:
-                    return
-            yield from _in_order(pending)
-            for frames in (held, buf):
-                if frames and not (cancel is not None and cancel.is_set()):
-                    yield (*self._decode(frames, decode), False)
-        finally:
-            DecodeApart.wait(future for future, _ in pending)  # the decoder state is free again
+        done = 0
+        for frame in gen.frames():
+            if cancel is not None and cancel.is_set():
+                return
+            if live is not None:
+                guard.shrink(gen.budget())
+            if guard.keep(frame[:1].cpu().numpy()):  # the frame's code 0, read back as EOS was
+                buf.append(frame)
+            done += 1
+            starved = live is not None and not live.has_row(done - 1)
+            if len(buf) >= size or guard.cut or (starved and buf):
+                yield (*self._decode(buf, decode), guard.cut)
+                buf, size = [], chunk_size()
+            if guard.cut:
+                return
+        if buf and not (cancel is not None and cancel.is_set()):
+            yield (*self._decode(buf, decode), False)
 
     def _decode(self, frames: list[torch.Tensor], decode: bool) -> tuple[np.ndarray, np.ndarray | None]:
         if not frames:
@@ -254,11 +205,3 @@ class EagerStreamer:
         audio = self.decoder.decode_chunk(codes, self.decoder_state)  # [1, n * 1920]
         return codes[0].cpu().numpy(), audio[0].float().cpu().numpy()
 
-
-def _in_order(pending: deque[tuple[Future, bool]]) -> CodedAudio:
-    """Each decoded chunk of ``pending`` with its ``ends``, in order, waiting for each (emptying ``pending``)."""
-    while pending:
-        future, ends = pending[0]
-        result = future.result()
-        pending.popleft()
-        yield (*result, ends)

@@ -4,7 +4,7 @@ with their heads and draws, and the sum of the frame's 16 code embeddings that f
 Through ``predict_codes_by_position`` each pass returns to Python for ~15 PyTorch operations (the next code's
 embedding row, the head's product, the draw): 6-20% of a frame once the products are split over several cores
 (docs/benchmarks.md#cpu-predictor-frame). Here the passes run back to back in compiled code: the same Numba steps
-and products (``engine.model.one_position_numba``), each draw as ``engine.sampling._sample_one_row`` makes it
+and products (``engine.model.numba_layer``), each draw as ``engine.sampling._sample_one_row`` makes it
 (greedy, or top-k without top-p; other settings take the per-pass path), from the same Gumbel terms made by PyTorch
 once a frame.
 The draws and the embedding sum are plain IEEE float32 (no fast-math), so the codes are the per-pass path's
@@ -14,20 +14,32 @@ predictor reads its rows from tables projected once at load, a product in anothe
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 import torch
 import torch.nn as nn
 
 from engine.frames.codes import NUM_DRAWS, predictor_draws
+from engine.model import numba_layer as kernels
 from engine.model import one_position_numba as jit
-from engine.model.one_position_team import step
 from engine.sampling import StageSettings, draws_without_sort, gumbel
 
-if jit.numba is not None:
+# what a frame reads of a talker besides its steps: the rows each pass reads (``inputs``: a Numba list of [V, h]),
+# the codebook tables whose rows the frame's sum adds (``rows``), the heads' int8 values (a Numba list of [V, h])
+# and row scales [15, V]
+Tables = namedtuple("Tables", "inputs rows head_q head_s")
+# a frame's buffers: the first position's input, the stepped input (the bound step's ``x``), a table row, the
+# embedding sum, a head's rounded input, logits and scaled logits [V], the stack's output [h], and the codes [15]
+FrameScratch = namedtuple("FrameScratch", "first x row total head_xq logits scaled hidden codes")
+# a frame's draws (``engine.sampling._sample_one_row``'s): Gumbel terms [15, V], greedy, temperature, top-k
+Draws = namedtuple("Draws", "gumbel greedy temperature top_k")
+
+if kernels.numba is not None:
     from numba import njit, types
     from numba.extending import overload
 
-    _EXACT = {"cache": jit._cacheable(), "nogil": True, "boundscheck": False}  # IEEE float32: PyTorch's values
+    _EXACT = {"cache": kernels.cacheable(), "nogil": True, "boundscheck": False}  # IEEE float32: PyTorch's values
 
     def _row_into(table, code, out):
         """out = table[code] as float32 (a bfloat16 table, stored as its uint16 bits, widened)."""
@@ -76,25 +88,25 @@ if jit.numba is not None:
         for i in range(total.shape[0]):
             total[i] += row[i]
 
-    @njit(**jit._JIT)
-    def _frame(first, x, inputs, rows, row, total, head_q, head_s, head_sums, head_xq, gumbel, greedy, temperature,
-               top_k, logits, scaled, hidden, codes, layers, scratch, team_args, team):
-        """The predictor's 15 passes: ``first`` written at position 0, ``x`` (code 0's input) stepped at position
-        1; pass j reads code j's input row from ``inputs[j - 1]``; codes [15] out; ``total`` (code 0's row in)
-        gains each code's row of ``rows`` (``row``: scratch of its width). Steps as ``one_position_team.step``
-        takes them (``team_args`` None: the per-region steps)."""
-        step(first, 0, layers, False, hidden, scratch, team_args, team)
+    @njit(**kernels.JIT)
+    def _frame(t, f, draws, w, kv, s):
+        """The predictor's 15 passes through ``numba_layer.stack_step`` (``w``, ``kv``, ``s``: the bound step's
+        records): ``f.first`` written at position 0, ``f.x`` (code 0's input) stepped at position 1; pass j reads
+        code j's input row from ``t.inputs[j - 1]``; codes into ``f.codes``; ``f.total`` (code 0's row in) gains
+        each code's row of ``t.rows``."""
+        kernels.stack_step(f.first, 0, w, kv, s, False, f.hidden)
+        codes = f.codes
         for j in range(codes.shape[0]):
             if j:
-                _row_into(inputs[j - 1], codes[j - 1], x)
-                _row_into(rows[j - 1], codes[j - 1], row)
-                _add_into(total, row)
-            step(x, j + 1, layers, True, hidden, scratch, team_args, team)
-            jit._product(head_q[j], head_s[j], head_sums, hidden, head_xq, logits)
-            codes[j] = _draw(logits, gumbel[j], greedy, temperature, top_k, scaled)
+                _row_into(t.inputs[j - 1], codes[j - 1], f.x)
+                _row_into(t.rows[j - 1], codes[j - 1], f.row)
+                _add_into(f.total, f.row)
+            kernels.stack_step(f.x, j + 1, w, kv, s, True, f.hidden)
+            kernels.product(t.head_q[j], t.head_s[j], f.hidden, f.head_xq, f.logits)
+            codes[j] = _draw(f.logits, draws.gumbel[j], draws.greedy, draws.temperature, draws.top_k, f.scaled)
         last = codes.shape[0] - 1
-        _row_into(rows[last], codes[last], row)
-        _add_into(total, row)
+        _row_into(t.rows[last], codes[last], f.row)
+        _add_into(f.total, f.row)
 
 
 def _kernel_table(table: torch.Tensor) -> np.ndarray:
@@ -105,22 +117,22 @@ def _kernel_table(table: torch.Tensor) -> np.ndarray:
 
 
 class PredictorTables:
-    """What the kernel reads of a talker besides its steps, made once per talker (``predictor_tables``): the 15
-    codebook tables, the rows each pass reads (the same tables, or for a narrower predictor each table's rows
-    through the projection: [V, h] float32, 117 MB for the 1.7B), the heads' int8 or int4 values and scales, and the
-    zero Gumbel terms greedy draws are given."""
+    """What the kernel reads of a talker besides its steps, made once per talker (``predictor_tables``): ``kernel``,
+    the 15 codebook tables, the rows each pass reads (the same tables, or for a narrower predictor each table's rows
+    through the projection: [V, h] float32, 117 MB for the 1.7B) and the heads' int8 values and scales; and the zero
+    Gumbel terms greedy draws are given."""
 
     def __init__(self, talker, heads: list[jit.NumbaHead]):
         cp = talker.code_predictor
         tables = [emb.weight.detach() for emb in cp.model.codec_embedding]
-        self.rows = jit.numba.typed.List([_kernel_table(t) for t in tables])
+        rows = kernels.numba.typed.List([_kernel_table(t) for t in tables])
         if isinstance(cp.small_to_mtp_projection, nn.Identity):
-            self.inputs = self.rows
+            inputs = rows
         else:
             with torch.inference_mode():
-                self.inputs = jit.numba.typed.List([cp.project(t.float()).contiguous().numpy() for t in tables[:-1]])
-        self.head_q = jit.numba.typed.List([h.q for h in heads])
-        self.head_s = np.stack([h.scale for h in heads])
+                inputs = kernels.numba.typed.List([cp.project(t.float()).contiguous().numpy() for t in tables[:-1]])
+        self.kernel = Tables(inputs, rows, kernels.numba.typed.List([h.q for h in heads]),
+                             np.stack([h.scale for h in heads]))
         self.no_gumbel = np.zeros((len(heads), heads[0].q.shape[0]), np.float32)
 
 
@@ -138,40 +150,38 @@ class NumbaPredictorFrame:
     settings'."""
 
     def __init__(self, talker, step: jit.NumbaBoundStep, heads: list[jit.NumbaHead]):
-        if step.keys.shape[2] < NUM_DRAWS:
+        if step.slots < NUM_DRAWS:
             raise ValueError("the predictor's cache has fewer slots than a frame's codes")
         self.talker, self.step, self.tables = talker, step, predictor_tables(talker, heads)
-        vocab, width = self.tables.head_q[0].shape[0], heads[0].width
-        self.head_xq, self.head_sums = np.empty(width, np.int16), np.empty_like(heads[0].sums)
-        self.logits, self.scaled = np.empty(vocab, np.float32), np.empty(vocab, np.float32)
-        self.hidden, self.first = np.empty(width, np.float32), np.empty(width, np.float32)
-        self.row = np.empty(self.tables.rows[0].shape[1], np.float32)
+        vocab, width = self.tables.no_gumbel.shape[1], heads[0].width
+        self.scratch = FrameScratch(
+            first=np.empty(width, np.float32), x=step.x, row=np.empty(self.tables.kernel.rows[0].shape[1], np.float32),
+            total=None, head_xq=np.empty(width, np.int16), logits=np.empty(vocab, np.float32),
+            scaled=np.empty(vocab, np.float32), hidden=np.empty(width, np.float32), codes=None)
 
     def takes(self, settings: StageSettings) -> bool:
         """Whether a draw with these settings (row 0) is one this kernel makes."""
-        return draws_without_sort(settings, self.logits.shape[0])
+        return draws_without_sort(settings, self.scratch.logits.shape[0])
 
     def __call__(self, hidden: torch.Tensor, code0: torch.Tensor, settings: StageSettings, seeds: torch.Tensor,
                  frame: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """All 16 codes [1, 16] of the frame from the talker hidden [1, H] and code 0 [1], and the sum of their
         16 embeddings [1, H]."""
-        cp, t = self.talker.code_predictor, self.tables
-        draws = t.head_s.shape[0]
+        cp, tables = self.talker.code_predictor, self.tables
+        n, vocab = tables.no_gumbel.shape
         greedy = bool(settings.greedy[0])
         if greedy:
-            terms = t.no_gumbel
+            terms = tables.no_gumbel
         else:
-            _, noise = predictor_draws(seeds, frame, draws, self.logits.shape[0])  # [15, V]
+            _, noise = predictor_draws(seeds, frame, n, vocab)  # [15, V]
             terms = gumbel(noise).numpy()
         embedded = self.talker.embed_codec(code0).float()  # [1, H]
-        self.first[:] = cp.project(hidden).reshape(-1).numpy()
-        x = self.step.x
-        x[:] = cp.project(embedded).reshape(-1).numpy()
-        total = embedded.reshape(-1).numpy().copy()
-        codes = np.empty(draws, np.int64)
+        f = self.scratch._replace(total=embedded.reshape(-1).numpy().copy(), codes=np.empty(n, np.int64))
+        f.first[:] = cp.project(hidden).reshape(-1).numpy()
+        f.x[:] = cp.project(embedded).reshape(-1).numpy()
+        draws = Draws(terms, greedy, np.float32(settings.temperature[0]), int(settings.top_k[0]))
+        step = self.step
         with jit._lock:
-            team = jit._follow_torch_threads()
-            _frame(self.first, x, t.inputs, t.rows, self.row, total, t.head_q, t.head_s, self.head_sums, self.head_xq,
-                   terms, greedy, np.float32(settings.temperature[0]), int(settings.top_k[0]), self.logits,
-                   self.scaled, self.hidden, codes, self.step.layers, self.step.scratch, self.step.team, team)
-        return torch.cat([code0, torch.from_numpy(codes)])[None], torch.from_numpy(total)[None]
+            jit._follow_torch_threads()
+            _frame(tables.kernel, f, draws, step.weights, step.kv, step.scratch)
+        return torch.cat([code0, torch.from_numpy(f.codes)])[None], torch.from_numpy(f.total)[None]

@@ -10,8 +10,8 @@ masked fused kernel, the int8 products called directly. The arithmetic is ``Deco
 operation, except the attention's (its scale, softmax and sums in another order); tests/engine/model/
 test_one_position.py holds the two together.
 
-Only for layers whose projections are ``engine.model.int8.Int8Weight`` or ``engine.model.int4.Int4Weight``
-(``engine.model.int8.quantize_layers``), float32 activations, batch 1.
+Only for layers whose projections are ``engine.model.int8.Int8Weight`` (``engine.model.int8.quantize_layers``),
+float32 activations, batch 1.
 """
 
 from __future__ import annotations
@@ -19,25 +19,24 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from engine.model.int4 import Int4Weight
 from engine.model.int8 import Int8Weight
 from engine.model.layers import DecoderStack, KVCache
 
 
 def runs_one_position(stack: DecoderStack) -> bool:
-    """Whether ``stack`` can step through ``OnePosition``: every projection int8 or int4, float32 norms, on the
+    """Whether ``stack`` can step through ``OnePosition``: every projection int8, float32 norms, on the
     CPU."""
     for layer in stack.layers:
         a, m = layer.self_attn, layer.mlp
         weights = (a.qkv_weight, a.out_weight, m.gate_up_weight, m.down_weight)
-        if not all(isinstance(w, Int8Weight | Int4Weight) for w in weights):
+        if not all(isinstance(w, Int8Weight) for w in weights):
             return False
     norm = stack.norm.weight
     return norm.device.type == "cpu" and norm.dtype == torch.float32
 
 
 class OnePosition:
-    """``DecoderStack.forward`` for one position of one stream, int8 or int4 projections. ``over(cache)`` binds a cache;
+    """``DecoderStack.forward`` for one position of one stream, int8 projections. ``over(cache)`` binds a cache;
     the result steps ``x`` [1, H] at ``pos`` (an int) -> the stack's normed output [1, H]."""
 
     def __init__(self, stack: DecoderStack):

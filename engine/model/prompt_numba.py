@@ -22,7 +22,8 @@ import torch.nn.functional as F
 
 from engine.model import int8, prompt_rows_numba
 from engine.model.int8 import Int8Weight
-from engine.model.one_position_numba import _cacheable, _follow_torch_threads, _lock, _rms, numba
+from engine.model.numba_layer import cacheable, normed_rotated, numba, rms, silu
+from engine.model.one_position_numba import _follow_torch_threads, _lock
 from engine.model.prompt_rows_numba import joined, rounded_row, split
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 if numba is not None:
     from numba import njit, prange
 
-    _JIT = {"cache": _cacheable(), "nogil": True, "boundscheck": False}
+    _JIT = {"cache": cacheable(), "nogil": True, "boundscheck": False}
 
     @njit(parallel=True, **_JIT)
     def norm_split(x, weight, eps, parts, sx):
@@ -38,7 +39,7 @@ if numba is not None:
         m, k = x.shape
         for i in prange(m):
             normed = np.empty(k, np.float32)
-            _rms(x[i], weight, eps, normed)
+            rms(x[i], weight, eps, normed)
             sx[i] = rounded_row(normed, parts[i], parts[m + i])
 
     @njit(parallel=True, **_JIT)
@@ -51,7 +52,7 @@ if numba is not None:
             for j in range(n):
                 row[j] = row[j] + joined(high, low, s, scale, j)
             normed = np.empty(n, np.float32)
-            _rms(row, weight, eps, normed)
+            rms(row, weight, eps, normed)
             sx_next[i] = rounded_row(normed, parts[i], parts[m + i])
 
     @njit(parallel=True, **_JIT)
@@ -72,17 +73,17 @@ if numba is not None:
             act = np.empty(inter, np.float32)
             for j in range(inter):
                 gate = joined(high, low, s, scale, j)
-                act[j] = gate / (np.float32(1.0) + np.exp(-gate)) * joined(high, low, s, scale, inter + j)
+                act[j] = silu(gate) * joined(high, low, s, scale, inter + j)
             sx_next[i] = rounded_row(act, parts[i], parts[m + i])
 
     @njit(parallel=True, **_JIT)
-    def heads_rotated(qkv, q_weight, k_weight, eps, cos, sin, slots, q, keys, values):
+    def heads_rotated(qkv, q_weight, k_weight, eps, cos, signed_sin, slots, q, keys, values):
         """From qkv [T, (H + 2 KV) d]: each q head normed (``q_weight``) and rotated into q [H, T, d], each k head
-        the same into keys [KV, S, d] at its row's slot, each v head into values; cos and sin [T, d]."""
+        the same into keys [KV, S, d] at its row's slot, each v head into values; cos and signed_sin [T, d]
+        (``OnePosition.tables``' form)."""
         t_len = qkv.shape[0]
         heads, d = q.shape[0], q.shape[2]
         kv = keys.shape[0]
-        half = d // 2
         for task in prange(t_len * (heads + 2 * kv)):
             t, r = task // (heads + 2 * kv), task % (heads + 2 * kv)
             row = qkv[t, r * d : (r + 1) * d]
@@ -91,12 +92,9 @@ if numba is not None:
                 for i in range(d):
                     target[i] = row[i]
                 continue
-            normed = np.empty(d, np.float32)
-            _rms(row, q_weight if r < heads else k_weight, eps, normed)
             target = q[r, t] if r < heads else keys[r - heads, slots[t]]
-            for i in range(d):
-                turned = -normed[i + half] if i < half else normed[i - half]
-                target[i] = normed[i] * cos[t, i] + turned * sin[t, i]
+            weight = q_weight if r < heads else k_weight
+            normed_rotated(row, weight, eps, cos[t], signed_sin[t], np.empty(d, np.float32), target)
 
 
 def takes(stack, x: torch.Tensor, positions: torch.Tensor, cache, kv_len: int) -> bool:
@@ -109,7 +107,7 @@ def takes(stack, x: torch.Tensor, positions: torch.Tensor, cache, kv_len: int) -
             and x.dtype == torch.float32 and cache.k.dtype == torch.float32 and cache.k.shape[1] == 1
             and isinstance(layer.self_attn.qkv_weight, Int8Weight) and int8.prefill_form() == "integer"
             and 0 < kv_len <= cache.max_len and int(positions.min()) >= 0 and int(positions.max()) < cache.max_len
-            and prompt_rows_numba.runs_here() and _cacheable() and _compiled())
+            and prompt_rows_numba.runs_here() and cacheable() and _compiled())
 
 
 @functools.cache
@@ -151,7 +149,8 @@ def forward(stack, x: torch.Tensor, positions: torch.Tensor, cache, kv_len: int)
     attn = stack.layers[0].self_attn
     heads, d = attn.heads, attn.head_dim
     cos, sin = stack.rotary(positions, torch.float32)
-    cos, sin = cos[0, 0].contiguous().numpy(), sin[0, 0].contiguous().numpy()
+    half = sin.shape[-1] // 2
+    cos, signed_sin = cos[0, 0].contiguous().numpy(), torch.cat([-sin[0, 0, :, :half], sin[0, 0, :, half:]], -1).numpy()
     slots = positions[0].to(torch.int64).contiguous().numpy()
     mask = (torch.arange(kv_len)[None, None, :] <= positions[:, :, None])[:, None]  # [1, 1, T, kv_len]
     h = x[0].float().contiguous().clone()  # the residual stream [T, H], changed in place
@@ -168,8 +167,8 @@ def forward(stack, x: torch.Tensor, positions: torch.Tensor, cache, kv_len: int)
         qkv = np.empty((t_len, sums.shape[1]), np.float32)
         _numba(prompt_rows_numba.join, sums.numpy(), sx, scale, qkv)
         _numba(heads_rotated, qkv, a.q_norm.weight.detach().float().numpy(),
-               a.k_norm.weight.detach().float().numpy(), a.q_norm.eps, cos, sin, slots, q[0].numpy(), keys.numpy(),
-               values.numpy())
+               a.k_norm.weight.detach().float().numpy(), a.q_norm.eps, cos, signed_sin, slots, q[0].numpy(),
+               keys.numpy(), values.numpy())
         out = F.scaled_dot_product_attention(q, keys[None, :, :kv_len], values[None, :, :kv_len], attn_mask=mask,
                                              enable_gqa=True)  # [1, heads, T, d]
         out = out[0].transpose(0, 1).reshape(t_len, heads * d).contiguous()

@@ -17,14 +17,15 @@ import numpy as np
 import torch
 
 from engine.model.int8 import ACTIVATION_MAX, TINY
-from engine.model.one_position_numba import _cacheable, _follow_torch_threads, _lock, numba
+from engine.model.numba_layer import cacheable, numba
+from engine.model.one_position_numba import _follow_torch_threads, _lock
 
 log = logging.getLogger(__name__)
 
 if numba is not None:
     from numba import njit, prange
 
-    _JIT = {"cache": _cacheable(), "nogil": True, "boundscheck": False}
+    _JIT = {"cache": cacheable(), "nogil": True, "boundscheck": False}
     _MAX = np.float32(ACTIVATION_MAX)
     _TINY = np.float32(TINY)
 

@@ -31,8 +31,7 @@ ENV = "NUMBA_CACHE_DIR"
 ENGINE_ROOT = Path(__file__).resolve().parent.parent
 # every file whose code the Numba kernels compile or inline, or whose constants they read, from ENGINE_ROOT
 KERNEL_SOURCES = (
-    "model/one_position_numba.py", "model/one_position_team.py", "model/team_sync.py", "model/vnni.py",
-    "model/int4_numba.py", "model/int8.py", "model/prompt_numba.py", "model/prompt_rows_numba.py",
+    "model/numba_layer.py", "model/vnni.py", "model/int8.py", "model/prompt_numba.py", "model/prompt_rows_numba.py",
     "frames/numba_predictor.py",
 )
 LOCK_NAME = "warmup.lock"  # held by the warm-up process that is compiling into the folder
@@ -97,23 +96,23 @@ def cache_folder() -> Path | None:
     return folder if _writable(folder) else None
 
 
-def compiled_key(team: bool) -> dict:
-    """What decides the compiled code of the int8 plan's kernels (``team``: a step as one parallel region,
-    ``engine.model.one_position_team``): a marker of another key says nothing about this one. Imports Numba."""
+def compiled_key() -> dict:
+    """What decides the compiled code of the int8 plan's kernels: a marker of another key says nothing about this
+    one. Imports Numba."""
     import llvmlite
     import llvmlite.binding as llvm
     import numpy
 
-    from engine.model import one_position_numba  # its import tunes the features Numba compiles for
+    from engine.model import numba_layer  # its import tunes the features Numba compiles for
 
-    config = one_position_numba.numba.config
+    config = numba_layer.numba.config
     return {
-        "sources": sources_digest(), "numba": one_position_numba.numba.__version__, "llvmlite": llvmlite.__version__,
+        "sources": sources_digest(), "numba": numba_layer.numba.__version__, "llvmlite": llvmlite.__version__,
         "numpy": numpy.__version__, "python": f"{sys.implementation.name} {sys.version.split()[0]}",
         "triple": llvm.get_process_triple(), "cpu": config.CPU_NAME or llvm.get_host_cpu_name(),
         "features": config.CPU_FEATURES or llvm.get_host_cpu_features().flatten(),
         "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NUMBA_") and k != ENV},
-        "plan": {"weights": "int8", "team": bool(team)},
+        "plan": {"weights": "int8"},
     }
 
 

@@ -60,25 +60,25 @@ _bridge: ColdStart | None = None
 _lock = threading.Lock()
 
 
-def at_load(int4: bool) -> ColdStart | None:
+def at_load() -> ColdStart | None:
     """An int8 CPU engine loads: the process's bridge where its kernels are not cached yet (``start``), else None."""
-    from engine.model import one_position_numba as jit  # imported here: it imports this module
+    from engine.model import numba_layer as kernels  # imported here: it loads Numba
 
     current = options.current()
-    if int4 or not (current.cpu_numba and current.cpu_warmup) or jit.numba is None or not jit._cacheable():
+    if not (current.cpu_numba and current.cpu_warmup) or kernels.numba is None or not kernels.cacheable():
         return None
     folder = MARKER_FOLDER or numba_cache.cache_folder()
-    return None if folder is None else start(folder, current.cpu_team)
+    return None if folder is None else start(folder)
 
 
-def start(folder: Path, team: bool) -> ColdStart | None:
-    """The process's bridge until the kernels of the int8 plan (``team``: ``compiled_key``) are in ``folder``'s
+def start(folder: Path) -> ColdStart | None:
+    """The process's bridge until the kernels of the int8 plan (``compiled_key``) are in ``folder``'s
     cache, with a warm-up process compiling them; None (and no bridge) where they are there already. A bridge
     for the same folder and key is kept, not started again."""
     global _bridge
     from engine.numba_cache import warmup
 
-    key = numba_cache.compiled_key(team)
+    key = numba_cache.compiled_key()
     with _lock:
         if _bridge is not None and _bridge.folder == Path(folder) and _bridge.key == key:
             return _bridge
@@ -86,7 +86,7 @@ def start(folder: Path, team: bool) -> ColdStart | None:
             _bridge = None
             return None
         try:
-            process = warmup.start(folder, team)
+            process = warmup.start(folder)
         except OSError as e:  # no process can be started here: the kernels compile in this one, as without a cache
             log.warning("could not start a process to compile the Numba CPU steps (%s): they compile at first use", e)
             return None

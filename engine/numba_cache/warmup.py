@@ -1,4 +1,4 @@
-"""``python -m engine.numba_cache.warmup FOLDER [--no-team]``: compile every Numba kernel of the engine's int8 CPU
+"""``python -m engine.numba_cache.warmup FOLDER``: compile every Numba kernel of the engine's int8 CPU
 plan into Numba's cache, in a process of its own, then write the plan's marker in FOLDER (``engine.numba_cache``).
 
 ``engine.numba_cache.cold_start`` starts it (``start``) where the marker is missing and speaks on the PyTorch steps
@@ -38,12 +38,12 @@ TEXT = ("The warm-up reads this sentence once, so that every loop of the prompt 
         "before a listener waits for it.")
 
 
-def start(folder: Path, team: bool) -> subprocess.Popen:
+def start(folder: Path) -> subprocess.Popen:
     """Start a warm-up process for ``folder`` (its output appended to the folder's ``LOG_NAME``), detached from this
     one: it goes on after this program exits, and a console's Ctrl-C does not reach it."""
     root = Path(numba_cache.ENGINE_ROOT).parent  # where ``engine`` imports from
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
-    args = [sys.executable, "-m", "engine.numba_cache.warmup", str(folder)] + ([] if team else ["--no-team"])
+    args = [sys.executable, "-m", "engine.numba_cache.warmup", str(folder)]
     if os.name == "nt":
         flags = dict(creationflags=subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.IDLE_PRIORITY_CLASS
                      | subprocess.CREATE_NO_WINDOW)
@@ -54,8 +54,8 @@ def start(folder: Path, team: bool) -> subprocess.Popen:
                                 env=env, **flags)
 
 
-def compile_plan(team: bool) -> None:
-    """Run every kernel of the int8 plan (``team``: its steps as one parallel region) once, through the engine."""
+def compile_plan() -> None:
+    """Run every kernel of the int8 plan once, through the engine."""
     import torch
 
     from engine import Engine, Voice, options
@@ -63,8 +63,7 @@ def compile_plan(team: bool) -> None:
     from engine.synthetic.checkpoint import build_checkpoint
 
     # the kernels compile here, whatever the environment asks of the engine; one thread leaves the cores to the program
-    options.configure(cpu_int8=True, cpu_int4=False, cpu_numba=True, cpu_team=team, cpu_warmup=False,
-                      cpu_compile=False, threads=1, decoder_threads=0)
+    options.configure(cpu_int8=True, cpu_numba=True, cpu_warmup=False, threads=1)
     with tempfile.TemporaryDirectory(prefix="orator-warmup-") as tmp:
         for size in SIZES:
             model = build_checkpoint(Path(tmp) / size, size, "custom_voice", seed=0)
@@ -89,7 +88,6 @@ def _lower_priority() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.numba_cache.warmup", description=__doc__.split("\n")[0])
     parser.add_argument("folder", type=Path, help="where the marker and the lock are (Numba's cache folder)")
-    parser.add_argument("--no-team", dest="team", action="store_false", help="the plan's steps without a team")
     args = parser.parse_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
     lock = FileLock(args.folder / numba_cache.LOCK_NAME)
@@ -103,11 +101,11 @@ def main(argv: list[str] | None = None) -> int:
             logfile.write_bytes(b"")
         _lower_priority()
         logging.basicConfig(level=logging.INFO, format="%(asctime)s warm-up %(process)d %(levelname)s %(message)s")
-        key = numba_cache.compiled_key(args.team)
+        key = numba_cache.compiled_key()
         if numba_cache.is_warm(args.folder, key):
             return 0
         log.info("compiling the Numba CPU steps into %s", os.environ.get(numba_cache.ENV, "Numba's own cache folder"))
-        compile_plan(args.team)
+        compile_plan()
         log.info("done: %s", numba_cache.write_marker(args.folder, key))
         return 0
     finally:

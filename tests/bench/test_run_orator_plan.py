@@ -28,7 +28,7 @@ def test_every_orator_system_asks_for_its_plan_in_arguments_the_engine_takes(sys
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("cpu_numba=0", ("cpu_numba", False)), ("cpu_vnni=on", ("cpu_vnni", True)), ("threads=4", ("threads", 4)),
-    ("decoder_threads=0", ("decoder_threads", 0)), ("precision=exact", ("precision", "exact")),
+    ("grow_chunks=0", ("grow_chunks", False)), ("precision=exact", ("precision", "exact")),
 ])
 def test_an_option_is_name_equals_value(text, expected):
     assert option_value(text) == expected
@@ -41,8 +41,8 @@ def test_an_option_without_a_name_and_value_is_refused(text):
 
 
 def test_a_result_keeps_its_plan_and_older_results_still_read():
-    plan = {"device": "cpu", "precision": "fast", "path": "numba-int8-team"}
-    result = Result(system="Orator", model_size="0.6B", mode="cpu fast: numba-int8-team", n_frames=40, plan=plan)
+    plan = {"device": "cpu", "precision": "fast", "path": "numba-int8"}
+    result = Result(system="Orator", model_size="0.6B", mode="cpu fast: numba-int8", n_frames=40, plan=plan)
     assert Result.from_json(result.to_json()).plan == plan
-    older = result.to_json().replace(', "plan": {"device": "cpu", "path": "numba-int8-team", "precision": "fast"}', "")
+    older = result.to_json().replace(', "plan": {"device": "cpu", "path": "numba-int8", "precision": "fast"}', "")
     assert "plan" not in older and Result.from_json(older).plan == {}

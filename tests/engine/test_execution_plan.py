@@ -29,7 +29,7 @@ def test_precision_is_a_named_parameter_and_decides_the_weights(tiny_model_dir, 
     if precision == "exact":
         assert (plan.path, plan.decoder, plan.kernels, plan.thread_counts) == ("float32", "float32", (), ())
     else:
-        assert plan.path in ("numba-int8-team", "numba-int8", "torch-int8")
+        assert plan.path in ("numba-int8", "torch-int8")
         assert plan.path.startswith("numba") == engine.cpu_numba_steps
         assert plan.decoder == str(next(engine.decoder.parameters()).dtype).removeprefix("torch.")
         assert any(k.startswith("prompt rows: ") for k in plan.kernels)

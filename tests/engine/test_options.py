@@ -19,8 +19,9 @@ from engine.options import Options
     ({"ORATOR_EAGER": " TRUE ", "ORATOR_COMPILE": "No", "ORATOR_TRITON": "off"}, Options(False, False, False)),
     ({"ORATOR_EAGER": "0", "ORATOR_COMPILE": "1", "ORATOR_TRITON": "yes"}, Options()),
     ({"ORATOR_EAGER": "", "ORATOR_COMPILE": "", "ORATOR_TRITON": ""}, Options()),
-    ({"ORATOR_CPU_COMPILE": "1"}, Options(cpu_compile=True)),
-    ({"ORATOR_CPU_COMPILE": "0"}, Options()),
+    # the switches of removed CPU paths (int4, Inductor's steps, the decoder's thread, the team) change nothing
+    ({"ORATOR_CPU_COMPILE": "1", "ORATOR_CPU_INT4": "1", "ORATOR_DECODER_THREADS": "2", "ORATOR_CPU_TEAM": "0"},
+     Options()),
 ])
 def test_environment_values(environ, expected):
     assert Options.from_environment(environ) == expected
@@ -70,9 +71,7 @@ def test_bad_changes_are_refused(engine_options, changes):
     ({"ORATOR_THREADS": "4"}, {"threads": 4}),
     ({"ORATOR_THREADS": " 12 "}, {"threads": 12}),
     ({"ORATOR_CPU_VNNI": "off"}, {"cpu_vnni": False}),
-    ({}, {"cpu_vnni": True, "decoder_threads": None}),
-    ({"ORATOR_DECODER_THREADS": "0"}, {"decoder_threads": 0}),
-    ({"ORATOR_DECODER_THREADS": " 2 "}, {"decoder_threads": 2}),
+    ({}, {"cpu_vnni": True, "threads": None}),
 ])
 def test_cpu_options_from_the_environment(environ, expected):
     got = Options.from_environment(environ)
@@ -85,23 +84,17 @@ def test_a_bad_thread_count_is_a_clear_error(threads):
         Options.from_environment({"ORATOR_THREADS": threads})
 
 
-@pytest.mark.parametrize("threads", ["abc", "-1", "1.5", "99999", "4 4"])
-def test_a_bad_decoder_thread_count_is_a_clear_error(threads):
-    with pytest.raises(ValueError, match="ORATOR_DECODER_THREADS|decoder_threads"):
-        Options.from_environment({"ORATOR_DECODER_THREADS": threads})
-
-
 @pytest.mark.parametrize("threads", [0, -3, True, 2.0, "8", 10**9])
 def test_bad_threads_in_code_are_refused(threads, engine_options):
     with pytest.raises((TypeError, ValueError)):
         options.configure(threads=threads)
 
 
-@pytest.mark.parametrize("threads", [-1, True, 2.0, "1", 10**9])
-def test_bad_decoder_threads_in_code_are_refused(threads, engine_options):
+@pytest.mark.parametrize("removed", ["cpu_int4", "cpu_compile", "decoder_threads", "cpu_team"])
+def test_the_removed_cpu_paths_options_are_refused_in_code(removed, engine_options):
     before = options.current()
-    with pytest.raises((TypeError, ValueError)):
-        options.configure(decoder_threads=threads)
+    with pytest.raises(TypeError, match="unknown option"):
+        options.configure(**{removed: 1})
     assert options.current() == before
 
 

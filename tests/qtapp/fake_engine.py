@@ -31,7 +31,6 @@ class FakeEngine:
     model_size = "0b6"
     device = "cpu"
     use_graphs = False
-    cpu_compile = False
     cpu_int8 = False
     dtype = "float32"
     speakers = ["aiden", "ryan", "vivian"]

@@ -14,7 +14,6 @@ def test_parts_of_a_synthesis_are_timed_and_the_functions_put_back(tiny_model_di
     from bench.tuning import cpu_synthesis
     from engine import Engine
 
-    monkeypatch.delenv("ORATOR_DECODER_THREADS", raising=False)  # decoding inline: the parts lie within the wall
     engines = []
     monkeypatch.setattr(Engine, "from_pretrained",
                         lambda *a, _load=Engine.from_pretrained, **k: engines.append(_load(*a, **k)) or engines[-1])

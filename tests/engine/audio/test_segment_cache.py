@@ -68,12 +68,12 @@ def test_each_plan_makes_its_own_model_key(tmp_path):
     from engine.execution_plan import ExecutionPlan
 
     (tmp_path / "config.json").write_text("{}")
-    fast = ExecutionPlan("cpu", "fast", "numba-int8-team", "int8", "bfloat16", threads=1, thread_counts=(1, 2))
+    fast = ExecutionPlan("cpu", "fast", "numba-int8", "int8", "bfloat16", threads=1, thread_counts=(1, 2))
     plans = [fast, replace(fast, path="torch-int8"), replace(fast, decoder="float32"),
              ExecutionPlan("cpu", "exact", "float32", "float32", "float32")]
     keys = [model_key(SimpleNamespace(model_dir=tmp_path, dtype="torch.float32", execution_plan=p)) for p in plans]
     assert len({segment_key("Hi.", {}, k, {}, None) for k in keys}) == len(plans)
-    assert keys[0]["plan"] == {"precision": "fast", "path": "numba-int8-team", "weights": "int8", "decoder": "bfloat16"}
+    assert keys[0]["plan"] == {"precision": "fast", "path": "numba-int8", "weights": "int8", "decoder": "bfloat16"}
     same = replace(fast, threads=2, thread_counts=(), grow_chunks=not fast.grow_chunks, kernels=("products: VNNI",))
     assert model_key(SimpleNamespace(model_dir=tmp_path, dtype="torch.float32", execution_plan=same)) == keys[0]
 

@@ -39,7 +39,7 @@ def frames(engine, sampling: Sampling, fused: bool, n: int = 24) -> tuple[torch.
     talker = engine.model.talker
     prompt = build_prompt(talker, engine.config, engine.tokenizer, Voice.preset("vivian", "english"),
                           "A fused frame of codes.")
-    gen = FrameGenerator(talker, prompt, sampling, n, 1, None)
+    gen = FrameGenerator(talker, prompt, sampling, n, 1)
     assert gen.fused is not None  # the Numba steps run here
     if not fused:
         gen.fused = None

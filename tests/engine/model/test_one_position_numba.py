@@ -20,15 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import engine.model.numba_layer as kernels
 import engine.model.one_position_numba as jit
 from engine import Engine, Sampling, Voice
 from engine.frames.eager import FrameGenerator
-from engine.model import one_position_team
 from engine.model.one_position import one_position_stacks
 from engine.prompts import build_prompt
 
 pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installed")
-NO_SUMS = np.empty(0, np.float32)  # int8 products read no run sums
 
 
 def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
@@ -78,25 +77,25 @@ def product_bound(q: np.ndarray, scale: np.ndarray, x: np.ndarray) -> np.ndarray
     """How far the kernel's product may be from the exact one: each activation rounds by at most half its scale
     step (1/ACTIVATION_MAX of the largest), and the float32 sums of the runs and the final scaling add a few
     parts in a million of the absolute sum."""
-    step = np.abs(x).max() / jit.ACTIVATION_MAX
+    step = np.abs(x).max() / kernels.ACTIVATION_MAX
     absolute = np.abs(q.astype(np.float64)) @ np.abs(x.astype(np.float64))
     return scale * (0.5 * step * np.abs(q.astype(np.float64)).sum(1) + 1e-5 * absolute) + 1e-37
 
 
-activations = st.integers(1, 2 * jit.SEGMENT + 50).flatmap(lambda k: hnp.arrays(
+activations = st.integers(1, 2 * kernels.SEGMENT + 50).flatmap(lambda k: hnp.arrays(
     np.float32, k, elements=st.floats(-(2.0**100), 2.0**100, width=32) | st.sampled_from([0.0, 1e-38, -3e-20, 5e4])))
 
 
 @settings(max_examples=150, deadline=None)
-@given(x=activations, rows=st.integers(1, 2 * jit.ROW_BLOCK + 3), seed=st.integers(0, 2**16))
+@given(x=activations, rows=st.integers(1, 2 * kernels.ROW_BLOCK + 3), seed=st.integers(0, 2**16))
 def test_a_product_is_within_its_rounding_of_the_exact_product(x, rows, seed):
     rng = np.random.default_rng(seed)
     q = rng.integers(-127, 128, (rows, x.shape[0]), dtype=np.int8)
     scale = rng.uniform(1e-4, 1e-1, rows).astype(np.float32)
     y = np.empty(rows, np.float32)
-    jit._product(q, scale, NO_SUMS, x, np.empty(x.shape[0], np.int16), y)
+    kernels.product(q, scale, x, np.empty(x.shape[0], np.int16), y)
     exact = scale * (q.astype(np.float64) @ x.astype(np.float64))
-    if np.abs(x).max() < jit.TINY:
+    if np.abs(x).max() < kernels.TINY:
         assert np.all(y == 0)  # values that small count as zeros
         return
     assert np.all(np.isfinite(y))
@@ -105,12 +104,12 @@ def test_a_product_is_within_its_rounding_of_the_exact_product(x, rows, seed):
 
 def test_the_largest_sums_do_not_overflow():
     """Every weight and activation at its extreme: the int32 sums are at their largest, and stay exact."""
-    k = 3 * jit.SEGMENT + 5
+    k = 3 * kernels.SEGMENT + 5
     q = np.full((3, k), 127, np.int8)
     q[1] = -127
     x = np.full(k, 7.5, np.float32)
     y = np.empty(3, np.float32)
-    jit._product(q, np.ones(3, np.float32), NO_SUMS, x, np.empty(k, np.int16), y)
+    kernels.product(q, np.ones(3, np.float32), x, np.empty(k, np.int16), y)
     np.testing.assert_allclose(y, [127 * 7.5 * k, -127 * 7.5 * k, 127 * 7.5 * k], rtol=1e-6)
 
 
@@ -119,7 +118,7 @@ def test_a_nan_or_infinity_in_the_activations_makes_the_outputs_nan(bad):
     x = np.linspace(-1, 1, 300).astype(np.float32)
     x[123] = bad
     y = np.zeros(4, np.float32)
-    jit._product(np.ones((4, 300), np.int8), np.ones(4, np.float32), NO_SUMS, x, np.empty(300, np.int16), y)
+    kernels.product(np.ones((4, 300), np.int8), np.ones(4, np.float32), x, np.empty(300, np.int16), y)
     assert np.all(np.isnan(y))  # as a float product's would be: never a finite value made from garbage
 
 
@@ -149,37 +148,6 @@ def test_frames_run_through_the_numba_steps_by_default(fast, steps, engine_optio
     assert plain.heads is None and not isinstance(plain.talker_step, jit.NumbaBoundStep)
 
 
-def test_int4_weights_step_through_numba_as_the_float_products_would(tiny_model_dir, monkeypatch):
-    """The tiny talker's int4 layers (its 48-wide code predictor stays int8) step through Numba, within 1% of the
-    PyTorch steps whose products are the widened weights' float32 products (``Int4Weight.row`` without Numba): the
-    int4 arithmetic of ``engine.model.int4_numba`` checked against plain float arithmetic, layer by layer."""
-    from engine.model.int4 import Int4Weight
-
-    small = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True, cpu_int4=True)
-    talker = small.model.talker
-    stacks = one_position_stacks(talker)
-    made = jit.numba_stacks(talker, stacks)
-    assert made is not None and isinstance(talker.model.layers[0].mlp.down_weight, Int4Weight)
-    assert made[0].qkv[0][0].dtype == np.uint8 and not made[0].vnni
-    # the steps' stacked scales are the weights' own: one copy of them in memory
-    assert np.shares_memory(made[0].qkv[1], talker.model.layers[1].self_attn.qkv_weight.scale.numpy())
-    stack, width, positions = talker.model, talker.model.norm.weight.shape[0], 14
-    x = torch.randn(positions, width, generator=torch.Generator().manual_seed(5))
-    cache, expected_cache = (stack.new_cache(1, 16, torch.float32, "cpu") for _ in range(2))
-    step, expected_step = made[0].over(cache), stacks[0].over(expected_cache)
-    with torch.inference_mode():
-        for pos in range(positions):
-            got = step(x[pos : pos + 1], pos)
-            with monkeypatch.context() as m:
-                m.setattr(jit, "numba", None)  # Int4Weight.row: F.linear of the weights widened by PyTorch
-                expected = expected_step(x[pos : pos + 1], pos)
-            assert relative_rms(got, expected) < 0.01, pos
-    assert relative_rms(cache.k, expected_cache.k) < 0.01 and relative_rms(cache.v, expected_cache.v) < 0.01
-    gen = FrameGenerator(talker, build_prompt(talker, small.config, small.tokenizer, Voice.preset("vivian", "english"),
-                                              "Hello there."), Sampling(seed=2, min_frames=4), 4)
-    assert isinstance(gen.talker_step, jit.NumbaBoundStep) and len(list(gen.frames())) == 4
-
-
 def test_a_failed_compile_falls_back_to_the_pytorch_steps(tiny_model_dir, monkeypatch, caplog):
     other = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
     talker = other.model.talker
@@ -187,7 +155,7 @@ def test_a_failed_compile_falls_back_to_the_pytorch_steps(tiny_model_dir, monkey
     def broken(*args):
         raise RuntimeError("no LLVM here")
 
-    monkeypatch.setattr(one_position_team, "step", broken)  # what a bound step calls
+    monkeypatch.setattr(kernels, "stack_step", broken)  # what a bound step calls
     monkeypatch.setattr(jit, "_failed", [])
     with caplog.at_level(logging.WARNING, logger=jit.__name__):
         assert jit.numba_stacks(talker, one_position_stacks(talker)) is None
@@ -252,5 +220,5 @@ def test_numbas_compiler_warnings_go_to_the_debug_log_and_others_still_show():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert "a pedantic internal check" not in done.stderr  # nothing on the user's terminal
-    assert f"DEBUG {jit.__name__}" in done.stdout and "a pedantic internal check" in done.stdout
+    assert f"DEBUG {kernels.__name__}" in done.stdout and "a pedantic internal check" in done.stdout
     assert "UserWarning: something a user should read" in done.stderr

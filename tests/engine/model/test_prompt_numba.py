@@ -105,7 +105,7 @@ def test_a_frozen_app_keeps_pytorchs_pass(fast, monkeypatch):
     x = torch.zeros(1, 20, stack.norm.weight.shape[0])
     cache = stack.new_cache(1, 40, torch.float32, "cpu")
     assert prompt_numba.takes(stack, x, torch.arange(20)[None], cache, 40)
-    monkeypatch.setattr(prompt_numba, "_cacheable", lambda: False)
+    monkeypatch.setattr(prompt_numba, "cacheable", lambda: False)
     assert not prompt_numba.takes(stack, x, torch.arange(20)[None], cache, 40)
 
 

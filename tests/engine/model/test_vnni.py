@@ -10,6 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import engine.model.numba_layer as kernels
 import engine.model.one_position_numba as jit
 from engine import Engine
 from engine.model import vnni
@@ -52,7 +53,7 @@ def test_four_rows_sums_are_the_exact_integer_sums(runs, start_run, rows, seed, 
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**16), k_runs=st.integers(1, 3 * jit.SEGMENT // vnni.BYTES),
+@given(seed=st.integers(0, 2**16), k_runs=st.integers(1, 3 * kernels.SEGMENT // vnni.BYTES),
        scale_exponent=st.integers(-30, 30))
 def test_split_and_joined_give_the_16_bit_sums(seed, k_runs, scale_exponent):
     """x . w from the activations' two bytes and the weight sums, for activations anywhere in their range."""
@@ -64,31 +65,35 @@ def test_split_and_joined_give_the_16_bit_sums(seed, k_runs, scale_exponent):
     scale = rng.uniform(1e-3, 1.0, 8).astype(np.float32)
     want, got = np.empty(8, np.float32), np.empty(8, np.float32)
     xq, lo, hi = np.empty(k, np.int16), np.empty(k, np.uint8), np.empty(k, np.uint8)
-    sx = jit._quantize(x, xq)
+    sx = _quantize(x, xq)
     _rows16(q, scale, xq, sx, want)
     vnni.split(xq, lo, hi)
     assert np.array_equal(lo.astype(np.int32) + 256 * (hi.astype(np.int32) - 128), xq.astype(np.int32))
-    sums = vnni.weight_sums(q, jit.SEGMENT)
-    parts, accs = np.empty((1, jit.SCRATCH_ROW), np.int32), np.empty((1, jit.SCRATCH_ROW), np.float32)
+    sums = vnni.weight_sums(q, kernels.SEGMENT)
+    parts, accs = np.empty((1, kernels.SCRATCH_ROW), np.int32), np.empty((1, kernels.SCRATCH_ROW), np.float32)
     _rows_vnni(q, scale, sums, lo, hi, sx, got, parts, accs)
     assert np.array_equal(got, want)
 
 
 if jit.numba is not None:
-    @njit(fastmath=jit._FAST)  # the engine's flags: inlined code takes its caller's
+    @njit(fastmath=kernels.FAST)  # the engine's flags: inlined code takes its caller's
     def _rows_vnni(q, scale, sums, lo, hi, sx, y, parts, accs):
-        jit._rows_vnni(q, scale, sums, lo, hi, sx, y, 0, False, parts, accs)
+        kernels.vnni_range(q, scale, sums, lo, hi, sx, y, 0, q.shape[0], False, parts[0], accs[0])
 
-    @njit(fastmath=jit._FAST)
+    @njit(fastmath=kernels.FAST)
     def _rows16(q, scale, xq, sx, y):
-        jit._rows(q, scale, xq, sx, y, 0, False)
+        kernels.row_range(q, scale, xq, sx, y, 0, q.shape[0], False)
+
+    @njit(fastmath=kernels.FAST)
+    def _quantize(x, xq):
+        return kernels.quantize(x, xq)
 
 
 def test_fits_takes_rows_in_fours_and_runs_in_whole_instructions():
-    assert vnni.fits(np.zeros((4096, 1024), np.int8), jit.SEGMENT)
-    assert vnni.fits(np.zeros((8, 64), np.int8), jit.SEGMENT)
-    assert not vnni.fits(np.zeros((6, 64), np.int8), jit.SEGMENT)
-    assert not vnni.fits(np.zeros((8, 48), np.int8), jit.SEGMENT)
+    assert vnni.fits(np.zeros((4096, 1024), np.int8), kernels.SEGMENT)
+    assert vnni.fits(np.zeros((8, 64), np.int8), kernels.SEGMENT)
+    assert not vnni.fits(np.zeros((6, 64), np.int8), kernels.SEGMENT)
+    assert not vnni.fits(np.zeros((8, 48), np.int8), kernels.SEGMENT)
     assert not vnni.fits(np.zeros((8, 64), np.int8), 1000)
     sums = vnni.weight_sums(np.array([[1, -2, 3], [127, 127, -127]], np.int8), 2)
     assert sums.tolist() == [[-1, 3], [254, -127]] and sums.dtype == np.int32
@@ -101,7 +106,7 @@ def test_a_talker_step_is_the_16_bit_step_bit_for_bit(fast):
     made = jit.NumbaPosition(stacks[0], vnni_sums=True)
     assert made.vnni and made.vnni_able
     assert not jit.NumbaPosition(stacks[1], vnni_sums=True).vnni_able
-    width, positions = made.in_w.shape[1], 12
+    width, positions = made.width, 12
     x = torch.randn(positions, width, generator=torch.Generator().manual_seed(5)) * 3
     caches = {way: talker.model.new_cache(1, 16, torch.float32, "cpu") for way in (False, True)}
     steps = {}
@@ -139,7 +144,7 @@ def test_a_stack_whose_products_do_not_fit_keeps_the_16_bit_form(fast):
     """The tiny predictor's 48-wide products: asking it for VNNI changes nothing (its steps would misread them)."""
     stack = one_position_stacks(fast.model.talker)[1]
     made = jit.NumbaPosition(stack, vnni_sums=True)
-    x = torch.randn(1, made.in_w.shape[1], generator=torch.Generator().manual_seed(6))
+    x = torch.randn(1, made.width, generator=torch.Generator().manual_seed(6))
     outs = []
     for way in (False, True):
         made.vnni = way

@@ -45,7 +45,7 @@ def test_speaks_before_the_warm_up_finished_and_switches_at_a_segment_boundary(b
     assert not engine.cpu_numba_steps  # nothing compiled while the bridge holds: warming up takes no time
     plan = engine.execution_plan  # the target kernels, and the bridge that speaks until they are compiled
     assert plan.path.startswith("numba-int8") and plan.bridge.startswith("torch-int8 until")
-    key = numba_cache.compiled_key(options.current().cpu_team)
+    key = numba_cache.compiled_key()
     calls: dict[int, dict[str, int]] = defaultdict(lambda: {"pytorch": 0, "numba": 0})
     seen = dict(step_calls)
 
@@ -78,7 +78,7 @@ def test_speaks_before_the_warm_up_finished_and_switches_at_a_segment_boundary(b
 
 
 def test_with_the_marker_there_the_engine_takes_the_numba_steps_at_once(bridge, step_calls, tiny_model_dir):
-    numba_cache.write_marker(bridge, numba_cache.compiled_key(options.current().cpu_team))
+    numba_cache.write_marker(bridge, numba_cache.compiled_key())
     engine = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", dtype=torch.float32)
     assert cold_start.numba_now() and engine.cpu_numba_steps
     assert not (bridge / numba_cache.LOG_NAME).exists()  # no warm-up was started
@@ -107,7 +107,7 @@ def test_no_bridge_where_the_options_ask_for_none(bridge, tiny_model_dir, change
 def test_a_failed_warm_up_is_said_once_and_the_pytorch_steps_go_on(tmp_path, caplog):
     process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     process.wait(timeout=60)
-    failed = cold_start.ColdStart(tmp_path, numba_cache.compiled_key(True), process)
+    failed = cold_start.ColdStart(tmp_path, numba_cache.compiled_key(), process)
     with caplog.at_level(logging.WARNING, logger=cold_start.__name__):
         assert not failed.at_segment_boundary()
         assert not failed.at_segment_boundary()

@@ -19,9 +19,9 @@ ROOT = Path(numba_cache.ENGINE_ROOT).parent
 
 
 def test_every_module_that_compiles_with_numba_is_a_kernel_source():
-    """A file that imports Numba or the steps' jitted helpers is one whose edit must start a fresh cache."""
-    uses = re.compile(r"^\s*(from numba\b|import numba\b|from engine\.model\.one_position_numba import .*_JIT)",
-                      re.MULTILINE)
+    """A file that compiles Numba code (a jitted function, an overload or an intrinsic, which may inline another
+    file's) is one whose edit must start a fresh cache: Numba checks only the file of the function it caches."""
+    uses = re.compile(r"^\s*@(njit|overload|intrinsic|numba\.njit)\b", re.MULTILINE)
     found = {str(p.relative_to(numba_cache.ENGINE_ROOT)) for p in Path(numba_cache.ENGINE_ROOT).rglob("*.py")
              if uses.search(p.read_text(encoding="utf-8"))}
     assert found, "no module of the engine imports Numba"
@@ -52,21 +52,21 @@ def test_no_digest_without_the_sources(tmp_path):
 
 
 def test_the_marker_follows_its_key(tmp_path):
-    key = numba_cache.compiled_key(team=True)
+    key = numba_cache.compiled_key()
     assert key["sources"] == numba_cache.sources_digest()
     assert not numba_cache.is_warm(tmp_path, key)
     path = numba_cache.write_marker(tmp_path, key)
     assert path.parent == tmp_path and numba_cache.is_warm(tmp_path, key)
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left beside it
     edited = dict(key, sources=numba_cache.sources_digest(_copy_sources(tmp_path / "edited")) + "0")
-    for other in (edited, numba_cache.compiled_key(team=False), dict(key, numba="0.0.1"),
+    for other in (edited, dict(key, plan={"weights": "float32"}), dict(key, numba="0.0.1"),
                   dict(key, features=key["features"] + ",+madeup")):
         assert numba_cache.marker_path(tmp_path, other) != path
         assert not numba_cache.is_warm(tmp_path, other)
 
 
 def test_a_torn_or_foreign_marker_is_not_one(tmp_path):
-    key = numba_cache.compiled_key(team=True)
+    key = numba_cache.compiled_key()
     path = numba_cache.marker_path(tmp_path, key)
     path.write_text(json.dumps(key)[:-7], encoding="utf-8")
     assert not numba_cache.is_warm(tmp_path, key)
