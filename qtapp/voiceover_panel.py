@@ -101,6 +101,8 @@ class VoiceoverPanel(QWidget):
         self.project = None
         self.subtitles_path: Path | None = None
         self.busy = False
+        self._pending_export: tuple | None = None  # (out, loudness, sample rate, failures then): after speaking
+        self._failures = 0  # failures reported by the runner so far
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
@@ -195,18 +197,26 @@ class VoiceoverPanel(QWidget):
         self.player.end_of_stream()
 
     def export(self, out: str | Path, loudness: str = "-16", sample_rate: int = SAMPLE_RATE) -> bool:
-        """Export the track from the kept takes (every cue needs one); False, with a message, when it cannot."""
+        """Export the track from the kept takes; the cues without one are spoken first, as their kept takes, and
+        the track follows once they are. False, with a message, when it cannot start."""
         from engine.audio.loudness import parse_target
         from engine.errors import OratorError
 
         if self.project is None or self.busy:
             return False
-        missing = [c.number for c in self.project.cues if self.project.state(c.number).kept is None]
-        if missing:
-            self.message.emit(f"Cues without a kept take: {', '.join(map(str, missing))}. Speak them first.")
-            return False
         try:
             target = None if loudness == "off" else parse_target(loudness)
+        except OratorError as e:
+            self.message.emit(str(e))
+            return False
+        missing = [c.number for c in self.project.cues if self.project.state(c.number).kept is None]
+        if missing:
+            self.message.emit(f"Speaking the cues without a kept take before the export: "
+                              f"{', '.join(map(str, missing))}")
+            self._pending_export = (Path(out), loudness, sample_rate, self._failures)
+            self._speak(missing)
+            return True
+        try:
             lines = [self.project.audio(c.number) for c in self.project.cues]
         except OratorError as e:
             self.message.emit(str(e))
@@ -257,11 +267,23 @@ class VoiceoverPanel(QWidget):
 
     @Slot(str)
     def _on_failed(self, text: str) -> None:
+        self._failures += 1
         self.message.emit(text)
 
     @Slot()
     def _on_idle(self) -> None:
         self._set_busy(False)
+        pending, self._pending_export = self._pending_export, None
+        if pending is None:
+            return
+        out, loudness, sample_rate, failures = pending
+        missing = [c.number for c in self.project.cues if self.project.state(c.number).kept is None]
+        # a line that failed or was cancelled is not spoken again here: the export would loop on it
+        if missing or self._failures != failures or self.runner.cancel.is_set():
+            self.message.emit(f"The track was not exported: cues {', '.join(map(str, missing))} have no kept take."
+                              if missing else "The track was not exported.")
+            return
+        self.export(out, loudness, sample_rate)
 
     def _set_busy(self, busy: bool) -> None:
         self.busy = busy

@@ -74,6 +74,46 @@ def test_lines_are_spoken_retaken_kept_and_still_there_after_a_restart(qtbot, ti
     again.shutdown()
 
 
+def test_an_export_keeps_the_kept_takes_and_speaks_only_the_cues_without_one(qtbot, tiny_engine, tmp_path):
+    source = tmp_path / "film.srt"
+    source.write_text(SRT, encoding="utf-8")
+    messages: list[str] = []
+    panel = make_panel(qtbot, tiny_engine, messages)
+    assert panel.open_subtitles(source)
+    panel.new_take(2)
+    qtbot.waitUntil(lambda: not panel.busy, timeout=WAIT_MS)
+    kept = panel.project.audio(2)
+
+    out = tmp_path / "voice.flac"
+    assert panel.export(out, loudness="broadcast", sample_rate=48000)
+    qtbot.waitUntil(lambda: out.exists() and not panel.busy, timeout=WAIT_MS)
+    # cues 1 and 3 were spoken once each, as their kept takes; cue 2 kept its one take, unchanged
+    assert [len(panel.project.state(n).takes) for n in (1, 2, 3)] == [1, 1, 1]
+    assert all(panel.project.state(n).kept == 1 for n in (1, 2, 3))
+    assert np.array_equal(panel.project.audio(2), kept)
+    track, rate = sf.read(out, dtype="float32")
+    assert rate == 48000
+    assert any(m.startswith(f"Wrote {out}") and "target -23 LUFS" in m for m in messages), messages
+    panel.shutdown()
+
+
+def test_an_export_whose_missing_line_cannot_be_spoken_writes_nothing(qtbot, tiny_engine, tmp_path):
+    source = tmp_path / "film.srt"
+    source.write_text(SRT, encoding="utf-8")
+    messages: list[str] = []
+    panel = VoiceoverPanel(lambda voice, cancel=None: tiny_engine(), lambda name: Voice.preset(name or "nobody"))
+    panel.message.connect(messages.append)
+    qtbot.addWidget(panel)
+    assert panel.open_subtitles(source)
+    out = tmp_path / "voice.wav"
+    assert panel.export(out)
+    qtbot.waitUntil(lambda: not panel.busy and messages[-1].startswith("The track was not exported"),
+                    timeout=WAIT_MS)
+    assert "nobody" in " ".join(messages)
+    assert not out.exists()
+    panel.shutdown()
+
+
 def test_a_file_that_cannot_be_voiced_is_refused_with_a_message(qtbot, tiny_engine, tmp_path):
     source = tmp_path / "broken.srt"
     source.write_bytes(bytes(range(256)) * 16)
