@@ -121,6 +121,9 @@ def test_an_srt_is_voiced_on_its_cues(tiny_model_dir, tmp_path, capsys):
     # the subtitles beside the track hold where each line is heard; on the track, each line starts there
     actual = read_subtitles(out.with_suffix(".srt")).cues
     assert len(actual) == 4
+    # under the numbers the report and the clips give them
+    timed = out.with_suffix(".srt").read_text(encoding="utf-8")
+    assert re.findall(r"^(\d+)\n\d\d:", timed, re.MULTILINE) == ["1", "2", "3", "5"]
     heard = onsets(track, rate)
     assert len(heard) == 4, heard
     for cue, onset in zip(actual, heard, strict=True):
