@@ -29,7 +29,9 @@ from PySide6.QtWidgets import (
 
 from engine.audio.chunks import SAMPLE_RATE
 from engine.audio.subtitles import srt_timestamp
+from engine.voiceover import SAMPLE_RATES
 from engine.voiceover.timeline import DEFAULT_MAX_TEMPO, lay_out
+from qtapp.dialogs.casting_section import loudness_box
 from qtapp.engine_errors import describe_error
 
 COLUMNS = ("Cue", "Time", "Voice", "Text", "Takes", "Fit")
@@ -118,15 +120,30 @@ class VoiceoverPanel(QWidget):
         self.keep_button = QPushButton("Keep this take")
         self.play_button = QPushButton("Play")
         self.export_button = QPushButton("Export track…")
+        # the track's loudness (the voiceover's default: web and podcast, -16 LUFS) and rate (48 kHz for video)
+        self.loudness = loudness_box()
+        self.loudness.setCurrentIndex(self.loudness.findData("podcast"))
+        self.sample_rate = QComboBox()
+        self.sample_rate.setAccessibleName("Sample rate of the track")
+        for rate in SAMPLE_RATES:
+            self.sample_rate.addItem(f"{rate / 1000:g} kHz" + {SAMPLE_RATE: " (the model's)", 48000: " (video)"}
+                                     .get(rate, ""), rate)
+        self.sample_rate.setCurrentIndex(self.sample_rate.findData(SAMPLE_RATE))
         buttons = QHBoxLayout()
         for widget in (self.speak_button, self.retake_button, self.takes, self.play_button, self.keep_button,
                        self.export_button):
             buttons.addWidget(widget)
         buttons.addStretch(1)
+        track = QHBoxLayout()
+        for label, widget in (("Loudness:", self.loudness), ("Rate:", self.sample_rate)):
+            track.addWidget(QLabel(label))
+            track.addWidget(widget)
+        track.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
+        layout.addLayout(track)
         self.speak_button.clicked.connect(self.speak_missing)
         self.retake_button.clicked.connect(lambda: self.new_take())
         self.keep_button.clicked.connect(self._keep_chosen)
@@ -308,7 +325,7 @@ class VoiceoverPanel(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Export the voiceover track", start,
                                               "Audio (*.wav *.flac *.mp3 *.m4a)")
         if path:
-            self.export(path)
+            self.export(path, self.loudness.currentData() or "off", self.sample_rate.currentData())
 
     def _fill_takes(self) -> None:
         self.takes.clear()

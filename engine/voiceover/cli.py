@@ -18,9 +18,9 @@ from pathlib import Path
 
 from engine.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OUTPUT, OutputError, check_writable, fail
 from engine.errors import OratorError, UnsupportedError
+from engine.voiceover import SAMPLE_RATES
 
 VOICEOVER_FORMATS = (".wav", ".flac", ".mp3", ".m4a")
-SAMPLE_RATES = (16000, 22050, 24000, 32000, 44100, 48000)
 
 
 def add_voiceover_arguments(parser: argparse.ArgumentParser) -> None:

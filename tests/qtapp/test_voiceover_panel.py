@@ -74,7 +74,10 @@ def test_lines_are_spoken_retaken_kept_and_still_there_after_a_restart(qtbot, ti
     again.shutdown()
 
 
-def test_an_export_keeps_the_kept_takes_and_speaks_only_the_cues_without_one(qtbot, tiny_engine, tmp_path):
+def test_an_export_keeps_the_kept_takes_and_speaks_only_the_cues_without_one(qtbot, tiny_engine, tmp_path,
+                                                                              monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
     source = tmp_path / "film.srt"
     source.write_text(SRT, encoding="utf-8")
     messages: list[str] = []
@@ -85,7 +88,12 @@ def test_an_export_keeps_the_kept_takes_and_speaks_only_the_cues_without_one(qtb
     kept = panel.project.audio(2)
 
     out = tmp_path / "voice.flac"
-    assert panel.export(out, loudness="broadcast", sample_rate=48000)
+    # the track's loudness and rate as the view offers them; the voiceover's default is web and podcast, 24 kHz
+    assert (panel.loudness.currentData(), panel.sample_rate.currentData()) == ("podcast", 24000)
+    panel.loudness.setCurrentIndex(panel.loudness.findData("broadcast"))
+    panel.sample_rate.setCurrentIndex(panel.sample_rate.findData(48000))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(out), ""))
+    panel.export_button.click()
     qtbot.waitUntil(lambda: out.exists() and not panel.busy, timeout=WAIT_MS)
     # cues 1 and 3 were spoken once each, as their kept takes; cue 2 kept its one take, unchanged
     assert [len(panel.project.state(n).takes) for n in (1, 2, 3)] == [1, 1, 1]
