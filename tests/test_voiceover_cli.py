@@ -181,6 +181,46 @@ def test_a_voice_no_library_or_model_has_is_refused_before_anything_is_written(t
     assert not out.parent.exists() or not any(out.parent.iterdir())
 
 
+def test_a_cast_maps_the_speakers_of_v_tags_to_voices(tiny_model_dir, tmp_path, capsys):
+    named = ("WEBVTT\n\n00:00.500 --> 00:02.000\n<v Roger Bingham>Good evening.</v>\n\n"
+             "00:02.500 --> 00:04.000\n<v Host>And welcome.</v>\n")
+    source = tmp_path / "talk.vtt"
+    source.write_text(named, encoding="utf-8")
+    # without a cast, a speaker is a voice's own name: neither the library nor the model has this one
+    code, _, err = run([str(source), "--out", str(tmp_path / "none.wav"), *model_args(tiny_model_dir, tmp_path)],
+                       capsys)
+    assert code == 2 and "neither a voice of the library" in err and not (tmp_path / "none.wav").exists()
+    # each speaker cast, "Roger Bingham" by one of its words
+    cast = tmp_path / "cast.txt"
+    cast.write_text("# who speaks\nBingham = ryan\nHost = vivian\n", encoding="utf-8")
+    out = tmp_path / "cast.wav"
+    code, _, err = run([str(source), "--out", str(out), "--cast", str(cast), "--loudness", "off",
+                        *model_args(tiny_model_dir, tmp_path)], capsys)
+    assert code == 0, err
+    # the same lines marked with the voices themselves give the same track, sample for sample
+    direct = tmp_path / "direct.vtt"
+    direct.write_text(named.replace("Roger Bingham", "ryan").replace("Host", "vivian"), encoding="utf-8")
+    code, _, err = run([str(direct), "--out", str(tmp_path / "direct.wav"), "--loudness", "off",
+                        *model_args(tiny_model_dir, tmp_path)], capsys)
+    assert code == 0, err
+    cast_track, _ = sf.read(out, dtype="float32")
+    direct_track, _ = sf.read(tmp_path / "direct.wav", dtype="float32")
+    assert np.array_equal(cast_track, direct_track)
+    # a cast naming a voice nobody has stops the run before anything is written
+    code, _, err = run([str(source), "--out", str(tmp_path / "bad.wav"), "--cast", "Bingham=Nobody, Host=vivian",
+                        *model_args(tiny_model_dir, tmp_path)], capsys)
+    assert code == 2 and "'Nobody'" in err and not (tmp_path / "bad.wav").exists()
+
+
+def test_a_cast_that_cannot_be_read_is_one_line_before_any_model_loads(tmp_path, capsys):
+    source = tmp_path / "a.vtt"
+    source.write_text("WEBVTT\n\n00:01.000 --> 00:02.000\n<v Ann>Hello.\n", encoding="utf-8")
+    code, _, err = run([str(source), "--out", str(tmp_path / "v.wav"), "--cast", "Ann=vivian, Bob",
+                        "--model", str(tmp_path / "no-model"), "--voice", "vivian"], capsys)
+    assert code == 2
+    assert err.strip().splitlines() == [err.strip()] and "CHARACTER=VOICE" in err and "model" not in err
+
+
 HOSTILE = {
     "binary.srt": bytes(range(256)) * 64,
     "order.srt": b"1\n00:00:05,000 --> 00:00:06,000\nB\n\n2\n00:00:01,000 --> 00:00:02,000\nA\n",
