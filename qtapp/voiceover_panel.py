@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from engine.audio.chunks import SAMPLE_RATE
 from engine.audio.subtitles import srt_timestamp
 from engine.voiceover import SAMPLE_RATES
-from engine.voiceover.timeline import DEFAULT_MAX_TEMPO, lay_out
+from engine.voiceover.timeline import DEFAULT_MAX_TEMPO, lay_out, seconds_text
 from qtapp.dialogs.casting_section import loudness_box
 from qtapp.engine_errors import describe_error
 
@@ -373,11 +373,11 @@ class VoiceoverPanel(QWidget):
         for p, length in zip(placed, lengths, strict=True):
             said = []
             if p.pushed_by is not None:
-                said.append(f"late {p.delay / SAMPLE_RATE:.2f} s")
+                said.append(f"late {seconds_text(p.delay, SAMPLE_RATE)}")
             if p.tempo != 1.0:
                 said.append(f"sped up {p.tempo:.2f}x")
             if p.overrun:
-                said.append(f"over {p.overrun / SAMPLE_RATE:.2f} s")
+                said.append(f"over {seconds_text(p.overrun, SAMPLE_RATE)}")
             out[p.number] = "—" if not length else ", ".join(said) or "fits"
         return out
 
