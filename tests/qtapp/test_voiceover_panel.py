@@ -8,6 +8,7 @@ import numpy as np
 import soundfile as sf
 
 from engine import Voice
+from qtapp.null_audio import NullSoundDevice
 from qtapp.voiceover_panel import COLUMNS, VoiceoverPanel, project_folder
 
 SRT = ("1\n00:00:00,500 --> 00:00:02,000\nHello there.\n\n"
@@ -120,6 +121,58 @@ def test_an_export_whose_missing_line_cannot_be_spoken_writes_nothing(qtbot, tin
     assert "nobody" in " ".join(messages)
     assert not out.exists()
     panel.shutdown()
+
+
+class RecordingDevice(NullSoundDevice):
+    """The null output, keeping what the player hands the device, as a listener would hear it."""
+
+    def __init__(self):
+        super().__init__()
+        self.heard: list[np.ndarray] = []
+
+    def OutputStream(self, **kwargs):  # noqa: N802 - sounddevice's name
+        callback = kwargs["callback"]
+
+        def recording(out, frames, time, status):
+            callback(out, frames, time, status)
+            self.heard.append(out[:, 0].copy())
+
+        return super().OutputStream(**{**kwargs, "callback": recording})
+
+    def take_heard(self) -> np.ndarray:
+        heard = np.trim_zeros(np.concatenate(self.heard)) if self.heard else np.zeros(0, np.float32)
+        self.heard.clear()
+        return heard
+
+
+def test_each_take_of_a_line_is_played_to_compare_them(qtbot, tiny_engine, tmp_path):
+    from qtapp.player import Player
+
+    source = tmp_path / "film.srt"
+    source.write_text(SRT, encoding="utf-8")
+    device = RecordingDevice()
+    player = Player(sd_module=device)
+    panel = VoiceoverPanel(lambda voice, cancel=None: tiny_engine(), lambda name: Voice.preset(name or "vivian"),
+                           player)
+    panel.runner.max_frames = 12
+    qtbot.addWidget(panel)
+    assert panel.open_subtitles(source)
+    for _ in range(2):
+        panel.new_take(1)
+        qtbot.waitUntil(lambda: not panel.busy, timeout=WAIT_MS)
+    takes = [panel.project.audio(1, take_id) for take_id in (1, 2)]
+    assert not np.array_equal(takes[0], takes[1])
+    panel.table.selectRow(0)
+    for index, take in enumerate(takes):
+        panel.takes.setCurrentIndex(index)  # the view's list of the cue's takes, then Play
+        with qtbot.waitSignal(player.finished, timeout=WAIT_MS):
+            panel.play_button.click()
+        assert np.array_equal(device.take_heard(), np.trim_zeros(take))
+    panel.takes.setCurrentIndex(1)
+    panel.keep_button.click()
+    assert panel.project.state(1).kept == 2
+    panel.shutdown()
+    player.close()
 
 
 def test_a_file_that_cannot_be_voiced_is_refused_with_a_message(qtbot, tiny_engine, tmp_path):
