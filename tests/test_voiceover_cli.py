@@ -227,6 +227,10 @@ HOSTILE = {
     "negative.srt": b"1\n-00:00:01,000 --> 00:00:02,000\nBefore the start.\n",
     "hours.vtt": b"WEBVTT\n\n100:00:00.000 --> 100:00:01.000\nA hundred hours in.\n",
     "huge.srt": b"1\n00:00:01,000 --> 00:00:02,000\n" + b"word " * (1 << 20),
+    # in order, each cue short enough, but far more text than two hours can speak
+    "talkative.srt": "".join(f"{i}\n{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d},000 --> "
+                             f"{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d},900\n{'Blah blah. ' * 150}\n\n"
+                             for i in range(1, 90)).encode(),
 }
 
 
