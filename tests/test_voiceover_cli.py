@@ -279,7 +279,9 @@ def test_a_project_keeps_takes_across_runs_and_a_retake_speaks_only_its_cue(tiny
     source = tmp_path / "film.srt"
     source.write_text(SRT, encoding="utf-8")
     project, out = tmp_path / "project", tmp_path / "voice.wav"
-    common = [str(source), "--out", str(out), "--project", str(project), *model_args(tiny_model_dir, tmp_path)]
+    # levels as spoken: a loudness gain and limiter over the whole track would move the untouched lines too
+    common = [str(source), "--out", str(out), "--project", str(project), "--loudness", "off",
+              *model_args(tiny_model_dir, tmp_path)]
     code, _, err = run(common, capsys)
     assert code == 0, err
     assert re.findall(r"cue (\d+): speaking", err) == ["1", "2", "3", "5"]
@@ -305,9 +307,7 @@ def test_a_project_keeps_takes_across_runs_and_a_retake_speaks_only_its_cue(tiny
     cue3 = slice(round(4.0 * rate), round(5.5 * rate))
     assert not np.array_equal(first[cue3], retaken[cue3])
     untouched = slice(0, round(3.9 * rate))
-    # cues 1 and 2 are unchanged: only the loudness gain of the whole track may differ
-    ratio = np.dot(retaken[untouched], first[untouched]) / np.dot(first[untouched], first[untouched])
-    assert np.allclose(retaken[untouched], first[untouched] * ratio, atol=2e-3)
+    assert np.array_equal(retaken[untouched], first[untouched])  # cues 1 and 2, as they were
 
 
 def test_retake_without_a_project_or_of_a_missing_cue_is_refused(tmp_path, capsys):
