@@ -4,10 +4,13 @@ exported from the kept takes; a file that cannot be voiced is refused with a mes
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import soundfile as sf
 
 from engine import Voice
+from engine.voiceover.cues import read_subtitles
 from qtapp.null_audio import NullSoundDevice
 from qtapp.voiceover_panel import COLUMNS, VoiceoverPanel, project_folder
 
@@ -102,6 +105,12 @@ def test_an_export_keeps_the_kept_takes_and_speaks_only_the_cues_without_one(qtb
     assert np.array_equal(panel.project.audio(2), kept)
     track, rate = sf.read(out, dtype="float32")
     assert rate == 48000
+    # the subtitles with the timings the speech has, beside the track, each cue under its own number
+    timed = read_subtitles(out.with_suffix(".srt")).cues
+    assert [c.text for c in timed] == [c.text for c in panel.project.cues]
+    assert re.findall(r"^(\d+)\n\d\d:", out.with_suffix(".srt").read_text(encoding="utf-8"), re.MULTILINE) == [
+        "1", "2", "3"]
+    assert abs(timed[0].start_s - 0.5) < 0.05 and timed[1].start_s >= 2.5 and timed[2].start_s >= 4.0
     assert any(m.startswith(f"Wrote {out}") and "target -23 LUFS" in m for m in messages), messages
     panel.shutdown()
 
