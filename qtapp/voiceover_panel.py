@@ -53,10 +53,12 @@ class VoiceoverRunner(QObject):
     _speak_requested = Signal(object)
     _export_requested = Signal(object)
 
-    def __init__(self, engine_for, max_frames: int | None = None):
+    def __init__(self, engine_for, max_frames: int | None = None, pronunciation=None):
         super().__init__()
         self.engine_for = engine_for  # (voice, cancel=event) -> engine or None
         self.max_frames = max_frames
+        # the studio's rules, as its reading and exports speak with them (an immutable Lexicon, swapped whole)
+        self.pronunciation = pronunciation
         self.cancel = threading.Event()
         self._speak_requested.connect(self.speak)
         self._export_requested.connect(self.export)
@@ -74,7 +76,8 @@ class VoiceoverRunner(QObject):
                     break
                 seed = draw_seed(None)
                 sampling = dataclasses.replace(engine.defaults, seed=seed)
-                self.take_ready.emit(number, speak_line(engine, text, voice, sampling, self.max_frames), seed)
+                samples = speak_line(engine, text, voice, sampling, self.max_frames, self.pronunciation)
+                self.take_ready.emit(number, samples, seed)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the view
             self.failed.emit(describe_error(exc))
         self.idle.emit()
@@ -96,7 +99,7 @@ class VoiceoverPanel(QWidget):
     message = Signal(str)
     changed = Signal()  # the project, its takes or the busy state changed
 
-    def __init__(self, engine_for, resolve_voice, player=None, parent: QWidget | None = None):
+    def __init__(self, engine_for, resolve_voice, player=None, parent: QWidget | None = None, pronunciation=None):
         super().__init__(parent)
         self.resolve_voice = resolve_voice  # voice name or None -> Voice
         self.player = player
@@ -153,7 +156,7 @@ class VoiceoverPanel(QWidget):
 
         self._thread = QThread()
         self._thread.setObjectName("voiceover")
-        self.runner = VoiceoverRunner(engine_for)
+        self.runner = VoiceoverRunner(engine_for, pronunciation=pronunciation)
         self.runner.moveToThread(self._thread)
         self.runner.take_ready.connect(self._on_take)
         self.runner.exported.connect(self._on_exported)

@@ -184,6 +184,36 @@ def test_each_take_of_a_line_is_played_to_compare_them(qtbot, tiny_engine, tmp_p
     player.close()
 
 
+def test_lines_are_spoken_with_the_studios_pronunciation_rules(qtbot, tiny_engine, tmp_path):
+    import dataclasses
+
+    from engine.pronunciation import Lexicon, Rule
+    from engine.voiceover.render import speak_line
+
+    source = tmp_path / "film.srt"
+    source.write_text(SRT, encoding="utf-8")
+    rules = Lexicon((Rule("Hello", "Goodbye"),))
+    panel = VoiceoverPanel(lambda voice, cancel=None: tiny_engine(), lambda name: Voice.preset(name or "vivian"),
+                           pronunciation=rules)
+    panel.runner.max_frames = 12
+    qtbot.addWidget(panel)
+    assert panel.open_subtitles(source)
+    panel.new_take(1)
+    qtbot.waitUntil(lambda: not panel.busy, timeout=WAIT_MS)
+    take = panel.project.state(1).takes[0]
+    engine = tiny_engine()
+    sampling = dataclasses.replace(engine.defaults, seed=take.seed)
+
+    def spoken(pronunciation) -> np.ndarray:
+        return speak_line(engine, "Hello there.", Voice.preset("vivian"), sampling, 12, pronunciation)
+
+    with_rules, as_written = spoken(rules), spoken(None)
+    kept = panel.project.audio(1)
+    assert kept.size == with_rules.size and np.allclose(kept, with_rules, atol=1e-6)  # 24-bit FLAC
+    assert kept.size != as_written.size or not np.allclose(kept, as_written, atol=1e-3)
+    panel.shutdown()
+
+
 def test_a_file_that_cannot_be_voiced_is_refused_with_a_message(qtbot, tiny_engine, tmp_path):
     source = tmp_path / "broken.srt"
     source.write_bytes(bytes(range(256)) * 16)
