@@ -185,7 +185,7 @@ class MainWindow(QMainWindow):
         if not self.exports.jobs:
             self.export_dock.hide()
         self.voiceover_panel = VoiceoverPanel(self.worker.engine_when_ready, self.resolve_voiceover_voice,
-                                              self.player)
+                                              self.player, pronunciation=self.pronunciation)
         self.voiceover_dock = QDockWidget("Voiceover", self)
         self.voiceover_dock.setObjectName("voiceover")
         self.voiceover_dock.setAccessibleName("Voiceover")
@@ -293,6 +293,7 @@ class MainWindow(QMainWindow):
             self.show_error(f"Could not save the pronunciation rules: {e.strerror or e}")
             return False
         self.pronunciation = self.worker.pronunciation = self.exports.runner.pronunciation = lexicon
+        self.voiceover_panel.runner.pronunciation = lexicon
         self.reader.restart_sentence()
         self.show_status(f"Pronunciation: {len(lexicon.rules)} rules saved.")
         return True

@@ -29,7 +29,9 @@ from PySide6.QtWidgets import (
 
 from engine.audio.chunks import SAMPLE_RATE
 from engine.audio.subtitles import srt_timestamp
-from engine.voiceover.timeline import DEFAULT_MAX_TEMPO, lay_out
+from engine.voiceover import SAMPLE_RATES
+from engine.voiceover.timeline import DEFAULT_MAX_TEMPO, lay_out, seconds_text
+from qtapp.dialogs.casting_section import loudness_box
 from qtapp.engine_errors import describe_error
 
 COLUMNS = ("Cue", "Time", "Voice", "Text", "Takes", "Fit")
@@ -51,10 +53,12 @@ class VoiceoverRunner(QObject):
     _speak_requested = Signal(object)
     _export_requested = Signal(object)
 
-    def __init__(self, engine_for, max_frames: int | None = None):
+    def __init__(self, engine_for, max_frames: int | None = None, pronunciation=None):
         super().__init__()
         self.engine_for = engine_for  # (voice, cancel=event) -> engine or None
         self.max_frames = max_frames
+        # the studio's rules, as its reading and exports speak with them (an immutable Lexicon, swapped whole)
+        self.pronunciation = pronunciation
         self.cancel = threading.Event()
         self._speak_requested.connect(self.speak)
         self._export_requested.connect(self.export)
@@ -72,7 +76,8 @@ class VoiceoverRunner(QObject):
                     break
                 seed = draw_seed(None)
                 sampling = dataclasses.replace(engine.defaults, seed=seed)
-                self.take_ready.emit(number, speak_line(engine, text, voice, sampling, self.max_frames), seed)
+                samples = speak_line(engine, text, voice, sampling, self.max_frames, self.pronunciation)
+                self.take_ready.emit(number, samples, seed)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the view
             self.failed.emit(describe_error(exc))
         self.idle.emit()
@@ -94,13 +99,15 @@ class VoiceoverPanel(QWidget):
     message = Signal(str)
     changed = Signal()  # the project, its takes or the busy state changed
 
-    def __init__(self, engine_for, resolve_voice, player=None, parent: QWidget | None = None):
+    def __init__(self, engine_for, resolve_voice, player=None, parent: QWidget | None = None, pronunciation=None):
         super().__init__(parent)
         self.resolve_voice = resolve_voice  # voice name or None -> Voice
         self.player = player
         self.project = None
         self.subtitles_path: Path | None = None
         self.busy = False
+        self._pending_export: tuple | None = None  # (out, loudness, sample rate, failures then): after speaking
+        self._failures = 0  # failures reported by the runner so far
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
@@ -116,15 +123,30 @@ class VoiceoverPanel(QWidget):
         self.keep_button = QPushButton("Keep this take")
         self.play_button = QPushButton("Play")
         self.export_button = QPushButton("Export track…")
+        # the track's loudness (the voiceover's default: web and podcast, -16 LUFS) and rate (48 kHz for video)
+        self.loudness = loudness_box()
+        self.loudness.setCurrentIndex(self.loudness.findData("podcast"))
+        self.sample_rate = QComboBox()
+        self.sample_rate.setAccessibleName("Sample rate of the track")
+        for rate in SAMPLE_RATES:
+            self.sample_rate.addItem(f"{rate / 1000:g} kHz" + {SAMPLE_RATE: " (the model's)", 48000: " (video)"}
+                                     .get(rate, ""), rate)
+        self.sample_rate.setCurrentIndex(self.sample_rate.findData(SAMPLE_RATE))
         buttons = QHBoxLayout()
         for widget in (self.speak_button, self.retake_button, self.takes, self.play_button, self.keep_button,
                        self.export_button):
             buttons.addWidget(widget)
         buttons.addStretch(1)
+        track = QHBoxLayout()
+        for label, widget in (("Loudness:", self.loudness), ("Rate:", self.sample_rate)):
+            track.addWidget(QLabel(label))
+            track.addWidget(widget)
+        track.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
+        layout.addLayout(track)
         self.speak_button.clicked.connect(self.speak_missing)
         self.retake_button.clicked.connect(lambda: self.new_take())
         self.keep_button.clicked.connect(self._keep_chosen)
@@ -134,7 +156,7 @@ class VoiceoverPanel(QWidget):
 
         self._thread = QThread()
         self._thread.setObjectName("voiceover")
-        self.runner = VoiceoverRunner(engine_for)
+        self.runner = VoiceoverRunner(engine_for, pronunciation=pronunciation)
         self.runner.moveToThread(self._thread)
         self.runner.take_ready.connect(self._on_take)
         self.runner.exported.connect(self._on_exported)
@@ -195,18 +217,26 @@ class VoiceoverPanel(QWidget):
         self.player.end_of_stream()
 
     def export(self, out: str | Path, loudness: str = "-16", sample_rate: int = SAMPLE_RATE) -> bool:
-        """Export the track from the kept takes (every cue needs one); False, with a message, when it cannot."""
+        """Export the track from the kept takes; the cues without one are spoken first, as their kept takes, and
+        the track follows once they are. False, with a message, when it cannot start."""
         from engine.audio.loudness import parse_target
         from engine.errors import OratorError
 
         if self.project is None or self.busy:
             return False
-        missing = [c.number for c in self.project.cues if self.project.state(c.number).kept is None]
-        if missing:
-            self.message.emit(f"Cues without a kept take: {', '.join(map(str, missing))}. Speak them first.")
-            return False
         try:
             target = None if loudness == "off" else parse_target(loudness)
+        except OratorError as e:
+            self.message.emit(str(e))
+            return False
+        missing = [c.number for c in self.project.cues if self.project.state(c.number).kept is None]
+        if missing:
+            self.message.emit(f"Speaking the cues without a kept take before the export: "
+                              f"{', '.join(map(str, missing))}")
+            self._pending_export = (Path(out), loudness, sample_rate, self._failures)
+            self._speak(missing)
+            return True
+        try:
             lines = [self.project.audio(c.number) for c in self.project.cues]
         except OratorError as e:
             self.message.emit(str(e))
@@ -257,11 +287,23 @@ class VoiceoverPanel(QWidget):
 
     @Slot(str)
     def _on_failed(self, text: str) -> None:
+        self._failures += 1
         self.message.emit(text)
 
     @Slot()
     def _on_idle(self) -> None:
         self._set_busy(False)
+        pending, self._pending_export = self._pending_export, None
+        if pending is None:
+            return
+        out, loudness, sample_rate, failures = pending
+        missing = [c.number for c in self.project.cues if self.project.state(c.number).kept is None]
+        # a line that failed or was cancelled is not spoken again here: the export would loop on it
+        if missing or self._failures != failures or self.runner.cancel.is_set():
+            self.message.emit(f"The track was not exported: cues {', '.join(map(str, missing))} have no kept take."
+                              if missing else "The track was not exported.")
+            return
+        self.export(out, loudness, sample_rate)
 
     def _set_busy(self, busy: bool) -> None:
         self.busy = busy
@@ -286,7 +328,7 @@ class VoiceoverPanel(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Export the voiceover track", start,
                                               "Audio (*.wav *.flac *.mp3 *.m4a)")
         if path:
-            self.export(path)
+            self.export(path, self.loudness.currentData() or "off", self.sample_rate.currentData())
 
     def _fill_takes(self) -> None:
         self.takes.clear()
@@ -334,11 +376,11 @@ class VoiceoverPanel(QWidget):
         for p, length in zip(placed, lengths, strict=True):
             said = []
             if p.pushed_by is not None:
-                said.append(f"late {p.delay / SAMPLE_RATE:.2f} s")
+                said.append(f"late {seconds_text(p.delay, SAMPLE_RATE)}")
             if p.tempo != 1.0:
                 said.append(f"sped up {p.tempo:.2f}x")
             if p.overrun:
-                said.append(f"over {p.overrun / SAMPLE_RATE:.2f} s")
+                said.append(f"over {seconds_text(p.overrun, SAMPLE_RATE)}")
             out[p.number] = "—" if not length else ", ".join(said) or "fits"
         return out
 

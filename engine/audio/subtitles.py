@@ -29,6 +29,9 @@ class Cue:
     start_s: float
     end_s: float
     text: str
+    # a cue of subtitles someone wrote (a voiceover's): written whole under this number, so it keeps the
+    # number its report and clip have; None: numbered in order and split where too long to read
+    number: int | None = None
 
 
 def _parts(seconds: float) -> tuple[int, int, int, int]:
@@ -97,7 +100,7 @@ class SubtitleWriter:
     def write(self, cue: Cue) -> None:
         if not cue.end_s >= cue.start_s:
             raise ValueError(f"cue ends before it starts: {cue}")
-        for piece in split_cue(cue):
+        for piece in split_cue(cue) if cue.number is None else [cue]:
             self.count += 1
             self._write(piece)
 
@@ -107,6 +110,9 @@ class SubtitleWriter:
     def _write(self, cue: Cue) -> None:
         raise NotImplementedError
 
+    def _number(self, cue: Cue) -> int:
+        return self.count if cue.number is None else cue.number
+
 
 class SrtWriter(SubtitleWriter):
     """SubRip: cues numbered from 1."""
@@ -115,7 +121,8 @@ class SrtWriter(SubtitleWriter):
 
     def _write(self, cue: Cue) -> None:
         text = wrap_cue_text(cue.text).replace("-->", "->")  # a text line with an arrow would read as a timing
-        self._file.write(f"{self.count}\n{srt_timestamp(cue.start_s)} --> {srt_timestamp(cue.end_s)}\n{text}\n\n")
+        self._file.write(f"{self._number(cue)}\n{srt_timestamp(cue.start_s)} --> {srt_timestamp(cue.end_s)}\n"
+                         f"{text}\n\n")
 
 
 class VttWriter(SubtitleWriter):
@@ -133,7 +140,8 @@ class VttWriter(SubtitleWriter):
 
     def _write(self, cue: Cue) -> None:
         text = vtt_escape(wrap_cue_text(cue.text))
-        self._file.write(f"{self.count}\n{vtt_timestamp(cue.start_s)} --> {vtt_timestamp(cue.end_s)}\n{text}\n\n")
+        self._file.write(f"{self._number(cue)}\n{vtt_timestamp(cue.start_s)} --> {vtt_timestamp(cue.end_s)}\n"
+                         f"{text}\n\n")
 
 
 def vtt_escape(text: str) -> str:

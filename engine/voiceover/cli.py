@@ -18,9 +18,9 @@ from pathlib import Path
 
 from engine.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OUTPUT, OutputError, check_writable, fail
 from engine.errors import OratorError, UnsupportedError
+from engine.voiceover import SAMPLE_RATES
 
 VOICEOVER_FORMATS = (".wav", ".flac", ".mp3", ".m4a")
-SAMPLE_RATES = (16000, 22050, 24000, 32000, 44100, 48000)
 
 
 def add_voiceover_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +37,10 @@ def add_voiceover_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="a model directory or a Hugging Face id")
     parser.add_argument("--voice", metavar="NAME", help="the voice of cues that name none: a voice of the library "
                                                         "or a preset speaker of the model")
+    parser.add_argument("--cast", metavar="SPEAKER=VOICE,...|FILE",
+                        help="the voice of each speaker a voice mark or <v> tag names, e.g. \"Roger Bingham=Ryan\" "
+                             "(a speaker matches by its words: \"Bingham\" matches \"Roger Bingham\"), or a file "
+                             "of such pairs, one a line; a speaker not cast is a voice's own name")
     parser.add_argument("--library", metavar="FOLDER", help="the voice library (default: the studio's)")
     parser.add_argument("--language", help="language of the text (default: the voice's, else auto)")
     parser.add_argument("--max-tempo", type=_tempo, default=1.25, metavar="X",
@@ -75,6 +79,7 @@ def _voiceover(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in VOICEOVER_FORMATS:
         raise UnsupportedError(f"cannot write {out.name!r}: the track is {', '.join(VOICEOVER_FORMATS)}")
     target = None if args.loudness.strip().lower() == "off" else parse_target(args.loudness)
+    cast = _cast(args.cast)
     clips = Path(args.clips) if args.clips else None
     check_writable(out.parent)
     if clips is not None:
@@ -92,12 +97,12 @@ def _voiceover(args: argparse.Namespace) -> int:
         nonlocal engine, voices, sampling, count
         if engine is None:  # loaded only when a line must be spoken: a project with every take kept needs none
             engine = _load(args.model, args.device, out=sys.stderr, precision=args.precision)
-            voices = _voices(args, engine, cues, project)
+            voices = _voices(args, engine, cues, project, cast)
             sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy)
         count += 1
         seed = args.seed if args.seed is not None and cue.number not in retake else draw_seed(None)
         print(f"cue {cue.number}: speaking ({count} spoken): {cue.text[:60]}", file=sys.stderr)
-        samples = speak_line(engine, cue.text, voices[voice_name], replace(sampling, seed=seed), args.max_frames,
+        samples = speak_line(engine, cue.text, voices[cast(voice_name)], replace(sampling, seed=seed), args.max_frames,
                              pronunciation, args.segment_chars)
         return samples, seed
 
@@ -156,11 +161,22 @@ def _retake(text: str | None, cues, project) -> set[int]:
     return wanted
 
 
-def _voices(args, engine, cues, project) -> dict:
+def _cast(text: str | None):
+    """``--cast`` read now (a bad one stops the run before the model loads): the voice a cue's speaker is spoken
+    with, the speaker's own name where the cast has none (None: the default voice)."""
+    if text is None:
+        return lambda name: name
+    from engine.casting import Cast, cast_argument
+
+    cast = Cast(None, cast_argument(text))
+    return lambda name: (cast.voice_of(name) or name) if name else None
+
+
+def _voices(args, engine, cues, project, cast) -> dict:
     """Each voice the cues are spoken with, by name (None: the default voice), checked against the model."""
     from engine.cli import resolve_voices
 
-    names = {project.voice_of(c.number) if project is not None else c.voice for c in cues}
+    names = {cast(project.voice_of(c.number) if project is not None else c.voice) for c in cues}
     need_default = None in names
     names.discard(None)
     return resolve_voices(args, engine, names, need_default=need_default, what="the cue's voice")

@@ -9,9 +9,10 @@ the bytes are not UTF-8, SubRip without cue numbers or with a period before the 
 that one cue, with a warning naming its line (``Subtitles.warnings``).
 
 What cannot be a voiceover is refused with ``SubtitleError`` before anything is spoken or written: a file over
-``MAX_FILE_BYTES``, binary data, no cues, more than ``MAX_CUES`` cues or ``MAX_CUE_CHARS`` characters in one, a
-time past ``MAX_TIME_S`` or negative, a cue that ends before it starts, or cues whose starts go backwards
-(subtitles out of order: their voiceover would be too). Overlapping cues are fine: the timeline pushes the later.
+``MAX_FILE_BYTES``, binary data, no cues, more than ``MAX_CUES`` cues, ``MAX_CUE_CHARS`` characters in one or
+``MAX_TOTAL_CHARS`` in all, a time past ``MAX_TIME_S`` or negative, a cue that ends before it starts, or cues whose
+starts go backwards (subtitles out of order: their voiceover would be too). Overlapping cues are fine: the
+timeline pushes the later.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from engine.voice_marks import parse_mark
 MAX_FILE_BYTES = 4 << 20  # a feature film's subtitles are about 100 KB
 MAX_CUES = 10_000
 MAX_CUE_CHARS = 2_000
+# all the cues' text together: speech runs about 15 characters a second, so this is about two hours and a quarter
+# of speech (a two-hour film's subtitles hold 60,000 to 100,000); the lines are held in memory until the track is
+# made, and more text than the time limit can place only runs past it
+MAX_TOTAL_CHARS = 120_000
 # a feature film; the track is held in memory as float32, about 0.7 GB for two hours at 24 kHz (twice at 48 kHz),
 # and loudness makes one copy
 MAX_TIME_S = 2 * 3600.0
@@ -89,7 +94,7 @@ def parse_subtitles(data: bytes | str, kind: str, name: str = "the subtitles") -
         if not re.match(r"WEBVTT(?:[ \t].*)?$", first):
             raise SubtitleError(f"{name}: a WebVTT file starts with the line WEBVTT")
     subtitles = Subtitles(kind, [], text=text)
-    skipped = timed = 0
+    skipped = timed = total = 0
     for line_number, block in _blocks(text):
         lines = block.split("\n")
         timing_at = next((i for i, line in enumerate(lines[:3]) if _ARROW.search(line)), None)
@@ -116,6 +121,10 @@ def parse_subtitles(data: bytes | str, kind: str, name: str = "the subtitles") -
         if len(spoken) > MAX_CUE_CHARS:
             raise SubtitleError(f"{where} has {len(spoken)} characters; a cue takes at most {MAX_CUE_CHARS}")
         if spoken:
+            total += len(spoken)
+            if total > MAX_TOTAL_CHARS:
+                raise SubtitleError(f"{where}: the cues up to here hold more than {MAX_TOTAL_CHARS:,} characters, "
+                                    f"more than a voiceover of {MAX_TIME_S / 3600:g} hours can speak")
             subtitles.cues.append(SubtitleCue(number, start, end, spoken, voice))
     if skipped > MAX_WARNINGS:
         subtitles.warnings.append(f"{skipped - MAX_WARNINGS} more cues with unreadable timings were left out")

@@ -118,13 +118,13 @@ def subtitles_path(out: Path, kind: str, source: Path | None = None) -> Path:
 
 
 def actual_cues(voiceover: Voiceover, cues: Sequence[SubtitleCue]) -> list[Cue]:
-    """The cues as the track has them: each from where its speech starts to where it ends, or to the cue's own
-    end where that is later and the next line has not begun."""
+    """The cues as the track has them, under their own numbers: each from where its speech starts to where it ends,
+    or to the cue's own end where that is later and the next line has not begun."""
     out = []
     starts = [p.start for p in voiceover.placements[1:]] + [math.inf]
     for placement, cue, following in zip(voiceover.placements, cues, starts, strict=True):
         end = max(placement.end, min(placement.cue_end, following))
-        out.append(Cue(placement.start / SAMPLE_RATE, end / SAMPLE_RATE, cue.text))
+        out.append(Cue(placement.start / SAMPLE_RATE, end / SAMPLE_RATE, cue.text, cue.number))
     return out
 
 

@@ -97,11 +97,17 @@ def describe(placements: Sequence[Placement], sample_rate: int) -> list[str]:
     for p in placements:
         said = []
         if p.pushed_by is not None:
-            said.append(f"starts {p.delay / sample_rate:.2f} s late: cue {p.pushed_by} was still speaking")
+            said.append(f"starts {seconds_text(p.delay, sample_rate)} late: cue {p.pushed_by} was still speaking")
         if p.tempo != 1.0:
             said.append(f"sped up {p.tempo:.2f}x")
         if p.overrun:
-            said.append(f"overruns its end by {p.overrun / sample_rate:.2f} s (kept whole)")
+            said.append(f"overruns its end by {seconds_text(p.overrun, sample_rate)} (kept whole)")
         if said:
             lines.append(f"cue {p.number}: " + "; ".join(said))
     return lines
+
+
+def seconds_text(samples: int, sample_rate: int) -> str:
+    """A delay or overrun in words: "0.42 s", or "4 ms" under a hundredth of a second, which would read 0.00 s."""
+    seconds = samples / sample_rate
+    return f"{seconds:.2f} s" if seconds >= 0.01 else f"{seconds * 1000:.0f} ms"

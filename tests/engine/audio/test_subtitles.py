@@ -57,6 +57,19 @@ def test_srt_cues_are_numbered_wrapped_and_parse_back():
     assert "-->" not in blocks[1][3] and "Chapter" not in out.getvalue()
 
 
+@pytest.mark.parametrize("kind", ["srt", "vtt"])
+def test_a_numbered_cue_keeps_its_number_and_stays_whole(kind):
+    out = io.StringIO()
+    writer = subtitle_writer(kind, out)
+    long = "A line of a voiceover far longer than two subtitle lines can hold, so an export would split it."
+    writer.write(Cue(0.5, 2.0, "First.", 1))
+    writer.write(Cue(4.0, 9.0, long, 5))
+    text = out.getvalue()
+    assert writer.count == 2
+    assert re.findall(r"^(\d+)\n\d\d:", text, re.MULTILINE) == ["1", "5"]
+    assert " ".join(text.split("\n5\n", 1)[1].split("\n")[1:]).split() == long.split()
+
+
 def test_vtt_has_its_header_escapes_markup_and_notes_chapters():
     out = io.StringIO()
     writer = subtitle_writer("vtt", out)

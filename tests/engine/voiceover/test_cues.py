@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from engine.voiceover.cues import (
     MAX_CUES,
     MAX_FILE_BYTES,
+    MAX_TOTAL_CHARS,
     SubtitleError,
     clean_text,
     parse_subtitles,
@@ -68,6 +69,19 @@ def test_a_voice_mark_wins_over_a_v_tag_and_neither_is_spoken():
 def test_files_that_cannot_be_voiced_are_refused_saying_why(data, said):
     with pytest.raises(SubtitleError, match=said):
         parse_subtitles(data, "srt")
+
+
+def test_the_text_of_all_cues_together_is_bounded():
+    per_cue = 1_000
+
+    def srt(count: int, extra: str = "") -> str:
+        return "".join(f"{i + 1}\n00:{i // 60:02d}:{i % 60:02d},000 --> 00:{i // 60:02d}:{i % 60:02d},500\n"
+                       f"{'x' * per_cue}{extra if i == count - 1 else ''}\n\n" for i in range(count))
+
+    count = MAX_TOTAL_CHARS // per_cue
+    assert sum(len(c.text) for c in parse_subtitles(srt(count), "srt").cues) == MAX_TOTAL_CHARS
+    with pytest.raises(SubtitleError, match=rf"line {4 * count - 2} \(cue {count}\).*more than 120,000 characters"):
+        parse_subtitles(srt(count, "y"), "srt")
 
 
 def test_a_vtt_without_its_header_is_refused():

@@ -44,6 +44,14 @@ def test_what_is_pushed_sped_up_or_overruns_is_described_by_cue():
     assert lines[2].startswith("cue 3: sped up 1.25x; overruns")
 
 
+def test_a_push_of_a_few_milliseconds_is_said_in_milliseconds_not_as_zero():
+    gap = round(GAP_S * RATE)
+    # cue 2 begins 4 ms before the gap after cue 1's speech has passed
+    placed = lay_out([(1, 0, RATE), (2, RATE // 2 + gap - RATE // 250, 2 * RATE)], [RATE // 2, RATE // 4], RATE)
+    assert placed[1].pushed_by == 1 and placed[1].delay == RATE // 250
+    assert describe(placed, RATE) == ["cue 2: starts 4 ms late: cue 1 was still speaking"]
+
+
 def test_speech_bounds_trim_the_silence_around_speech():
     audio = np.zeros(RATE * 2, dtype=np.float32)
     audio[RATE // 2:RATE] = np.random.default_rng(0).standard_normal(RATE // 2) * 0.1
