@@ -117,9 +117,10 @@ class SpeechWorker(QObject):
                  buffered_seconds: Callable[[], float] | None = None, max_ahead_s: float = 30.0,
                  chunk_frames: int = 4, first_chunk_frames: int = 1, sampling=None,
                  max_frames: int | None = None, speed: float = 1.0, pronunciation=None, any_kind: bool = False,
-                 downloader: Downloader | None = None):
+                 downloader: Downloader | None = None, clock: Callable[[], float] = time.perf_counter):
         super().__init__()
         self._engine_factory = engine_factory
+        self.clock = clock  # the seconds that speed and first audio are told in (a parameter, so they can be checked)
         self.any_kind = any_kind
         self.downloader = downloader or hub_download
         self._download_cancel = threading.Event()
@@ -325,7 +326,7 @@ class SpeechWorker(QObject):
             raise StudioError(self._missing_engine(voice.kind))
         self.model_in_use.emit(describe_engine(engine))
         voice = engine.prepare_voice(voice)
-        t0 = time.perf_counter()
+        t0 = self.clock()
         cap = {} if self.max_frames is None else {"max_frames": self.max_frames}
         stream = engine.stream(text, voice, chunk_frames=self.chunk_frames,
                                first_chunk_frames=self.first_chunk_frames, sampling=self.sampling,
@@ -335,14 +336,14 @@ class SpeechWorker(QObject):
         current = [None]  # segment of the latest emitted chunk
         try:
             while not self._cancel.is_set():
-                step_start = time.perf_counter()
+                step_start = self.clock()
                 chunk = next(stream, None)
                 if chunk is None:
                     self._emit_chunks(job_id, tempo.finish(), current)
                     break
-                generating_s += time.perf_counter() - step_start
+                generating_s += self.clock() - step_start
                 if first_audio_s is None:
-                    first_audio_s = time.perf_counter() - t0
+                    first_audio_s = self.clock() - t0
                 if chunk.warning is not None:
                     self.segment_cut.emit(job_id, chunk.segment, chunk.warning)
                 self._emit_chunks(job_id, tempo.feed(chunk), current)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from engine import Voice
+from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
 from engine.errors import CheckpointError
 from engine.text import Segment, split_segments
 from qtapp.worker import SpeechWorker, start_worker, stop_worker
@@ -130,12 +131,17 @@ def test_a_failed_job_is_reported_by_id_before_it_finishes(running_worker, qtbot
 
 
 def test_stats_report_speed_and_first_audio(running_worker, qtbot):
-    worker, rec = running_worker(FakeEngine(frame_delay_s=0.002))
+    """On a clock that moves 2 ms a generated frame, the figures are exact: first audio after the first chunk's
+    one frame, and 80 ms of audio per 2 ms of generation (40x real time)."""
+    frame_s = 0.002
+    engine = FakeEngine(frame_delay_s=0.0)
+    worker, rec = running_worker(engine, clock=lambda: engine.frames_generated * frame_s)
     worker.request_speak(1, TEXT, Voice.preset("vivian"))
     qtbot.waitUntil(lambda: rec.finished == [1], timeout=5000)
-    rtf, first_audio = rec.stats[-1]
-    assert 0 < first_audio < 1.0
-    assert rtf > 1.0  # 80 ms of audio per ~2 ms frame
+    assert len(rec.stats) > 1
+    for rtf, first_audio in rec.stats:
+        assert first_audio == pytest.approx(worker.first_chunk_frames * frame_s)
+        assert rtf == pytest.approx(SAMPLES_PER_FRAME / SAMPLE_RATE / frame_s)
 
 
 def test_cancel_stops_the_running_job_within_a_chunk(running_worker, qtbot):

@@ -81,6 +81,21 @@ def wait_for_state(url: str, request_id: str, states: set[str], timeout: float =
     raise AssertionError(f"request {request_id} never reached {states}: {status}")
 
 
+def wait_for_queue(url: str, running: int, waiting: int, timeout: float = 30) -> None:
+    """Return once the server's /health shows ``running`` and ``waiting`` requests; fail after ``timeout``."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queue = httpx.get(f"{url}/health").json()["queue"]
+        if (queue["running"], queue["waiting"]) == (running, waiting):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"queue never reached running={running} waiting={waiting}: {queue}")
+
+
 def assert_a_disconnect_cancels_the_stream_and_frees_its_slot(url: str) -> None:
     """A client that leaves after the first chunk of a long request: the request is cancelled early, and the next
     request is served."""

@@ -19,6 +19,7 @@ from tests.server.helpers import (
     pcm_close,
     speak_concurrently,
     sse_events,
+    wait_for_queue,
     wait_for_state,
 )
 
@@ -99,7 +100,7 @@ def test_a_waiting_client_that_disconnects_gives_up_its_place(gated_server):
         first = next(r.iter_lines())
         assert json.loads(first[5:]) == {"type": "speech.queue", "id": request_id, "position": 1}
     assert wait_for_state(live.url, request_id, {"cancelled"})["frames"] == 0
-    _wait_for_queue(live.url, running=1, waiting=0)
+    wait_for_queue(live.url, running=1, waiting=0)
     backend.release.set()
     running.join(30)
 
@@ -163,15 +164,7 @@ def _one_held_running(live, backend) -> threading.Thread:
     backend.release.clear()
     running = threading.Thread(target=lambda: httpx.post(f"{live.url}/v1/audio/speech", json=HOLD_ON, timeout=60))
     running.start()
-    _wait_for_queue(live.url, running=1, waiting=0)
+    wait_for_queue(live.url, running=1, waiting=0)
     return running
 
 
-def _wait_for_queue(url: str, running: int, waiting: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        queue = httpx.get(f"{url}/health").json()["queue"]
-        if (queue["running"], queue["waiting"]) == (running, waiting):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"queue never reached running={running} waiting={waiting}: {queue}")
