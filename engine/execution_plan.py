@@ -206,7 +206,7 @@ def _fast_path(current: options.Options) -> tuple[str, list[str], str | None]:
     """(path, fallbacks, bridge) of the fast CPU plan the options choose here, before a compile is tried."""
     if not current.cpu_numba:
         return "torch-int8", ["the cpu_numba option is off: PyTorch's int8 steps"], None
-    from engine.model import one_position_numba as jit
+    from engine.model import numba_layer as jit
 
     if jit.numba is None:
         return "torch-int8", ["Numba is not usable here: PyTorch's int8 steps"], None
@@ -216,10 +216,10 @@ def _fast_path(current: options.Options) -> tuple[str, list[str], str | None]:
 def _bridge_note(current: options.Options) -> str | None:
     """The bridge a load would start now: where the warm-up is on and the kernels' marker is not in the cache."""
     from engine import numba_cache
-    from engine.model import one_position_numba as jit
+    from engine.model import numba_layer as jit
     from engine.numba_cache import cold_start
 
-    if not current.cpu_warmup or not jit._cacheable():
+    if not current.cpu_warmup or not jit.cacheable():
         return None
     bridge = cold_start._bridge
     if bridge is not None and not bridge.numba_now:
@@ -237,7 +237,7 @@ def kernels_ready() -> bool:
     """Whether the fast plan's Numba kernels are compiled already: their marker in the cache folder
     (``engine.numba_cache``), or the bridge of this process switched to them."""
     from engine import numba_cache
-    from engine.model import one_position_numba as jit
+    from engine.model import numba_layer as jit
     from engine.numba_cache import cold_start
 
     if jit.numba is None:

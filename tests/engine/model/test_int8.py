@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice
 from engine.kernels.gemv import linear
-from engine.model import int8, one_position_numba
+from engine.model import int8, numba_layer, one_position_numba
 from engine.model.int8 import Int8Weight
 from engine.model.one_position import one_position_stacks
 from engine.prompts import build_prompt
@@ -132,8 +132,8 @@ def test_integer_rows_are_the_numba_steps_products_row_by_row(rows, k):
     got = int8.integer_rows(x, q.q, q.scale)
     for i, r in enumerate(rows):
         expected = np.empty(40, np.float32)
-        one_position_numba._product(q.q.numpy(), q.scale.float().numpy(), np.empty(0, np.float32),
-                                    x[i].numpy().copy(), np.empty(k, np.int16), expected)
+        numba_layer.product(q.q.numpy(), q.scale.float().numpy(), x[i].numpy().copy(), np.empty(k, np.int16),
+                            expected)
         if r in ("nan", "inf"):
             assert got[i].isnan().all() and np.isnan(expected).all()
         elif r in ("zero", "tiny"):

@@ -157,6 +157,7 @@ def test_a_failed_compile_falls_back_to_the_pytorch_steps(tiny_model_dir, monkey
 
     monkeypatch.setattr(kernels, "stack_step", broken)  # what a bound step calls
     monkeypatch.setattr(jit, "_failed", [])
+    talker._numba_stacks = None  # the engine built its steps at load: build them again, now failing
     with caplog.at_level(logging.WARNING, logger=jit.__name__):
         assert jit.numba_stacks(talker, one_position_stacks(talker)) is None
     assert "no LLVM here" in caplog.text

@@ -30,8 +30,8 @@ def _icl_voice(eng):
 
 @pytest.mark.parametrize("sampling", [Sampling(greedy=True), Sampling(seed=21)], ids=["greedy", "seeded"])
 @pytest.mark.parametrize("model_type", ["custom_voice", "base"])
-def test_static_step_equals_reference(tiny_engine, model_type, sampling):
-    eng = tiny_engine(model_type)
+def test_static_step_equals_reference(plan_engine, model_type, sampling):
+    eng = plan_engine("exact", model_type)  # two frame loops held equal sample for sample: the exact plan
     voice = Voice.preset("vivian", "english") if model_type == "custom_voice" else _icl_voice(eng)
     ref = _run(eng, EagerStreamer(eng.model.talker, eng.decoder), voice, sampling)
     fast = _run(eng, GraphStreamer(eng.model.talker, eng.decoder, (1, 4), enabled=False), voice, sampling)
@@ -47,7 +47,7 @@ def test_static_step_stops_at_eos_and_never_decodes_past_it(tiny_model_dir):
 
     from engine import Engine
 
-    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"))
+    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), precision="exact")  # decoded exactly
     voice, greedy = Voice.preset("ryan", "english"), Sampling(greedy=True)
     free = eng.generate_codes("Hi.", voice, greedy, max_frames=12)
     # make EOS outscore the code greedy decoding picks at frame 6, so the utterance ends early
