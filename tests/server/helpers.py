@@ -38,12 +38,13 @@ def sse_audio(events: list[dict]) -> bytes:
     return b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
 
 
-def engine_pcm(engine, text: str, speaker: str, seed: int, max_frames: int) -> bytes:
+def engine_pcm(engine, text: str, speaker: str, seed: int, max_frames: int, chunk_frames: int = 4) -> bytes:
     """The pcm bytes the engine gives alone for a speech request with these fields, streamed in the server's chunks
-    (a 1-frame chunk, then 4-frame ones: a bfloat16 decoder rounds by chunk)."""
+    (a 1-frame chunk, then ``chunk_frames`` ones, the request's ``chunk_frames``: a bfloat16 decoder rounds by
+    chunk)."""
     sampling = dataclasses.replace(engine.defaults, seed=seed)
-    chunks = engine.stream(text, Voice.preset(speaker), chunk_frames=4, first_chunk_frames=1, sampling=sampling,
-                           max_frames=max_frames, largest_chunk_frames=4)
+    chunks = engine.stream(text, Voice.preset(speaker), chunk_frames=chunk_frames, first_chunk_frames=1,
+                           sampling=sampling, max_frames=max_frames, largest_chunk_frames=chunk_frames)
     return to_pcm16(np.concatenate([c.samples for c in chunks]))
 
 

@@ -93,7 +93,8 @@ def test_health_reports_every_replica_loaded(ray_url):
 
 
 def test_openai_client_gets_the_engines_audio_plain_and_streamed(ray_url, tiny_engine):
-    expected = engine_pcm(tiny_engine("custom_voice"), "Hello there.", "vivian", seed=7, max_frames=FRAMES)
+    expected = engine_pcm(tiny_engine("custom_voice"), "Hello there.", "vivian", seed=7, max_frames=FRAMES,
+                          chunk_frames=1)  # the request's chunks below
     client = _client(ray_url)
     body = {"seed": 7, "max_frames": FRAMES, "chunk_frames": 1}
     plain = client.audio.speech.create(model="orator", voice="vivian", input="Hello there.", response_format="pcm",
