@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
-from engine import Engine, Sampling, Voice
 from engine.cpu_probe import FRAME_S, CpuSpeed, measure_cpu_speed
-from engine.frames.eager import FrameGenerator
 from engine.frames.threads import ThreadGovernor
-from engine.prompts import build_prompt
 from engine.runtime import cpu_threads
 
 
@@ -44,27 +39,3 @@ def test_a_measurement_runs_a_fixed_number_of_frames_on_a_plan_that_compiles_not
 def test_a_measurement_of_no_frames_is_refused(frames):
     with pytest.raises(ValueError, match="frames"):
         measure_cpu_speed("0.6b", frames=frames)
-
-
-@pytest.mark.slow
-def test_the_probe_predicts_the_real_models_frame_time(full_size_0_6b):
-    """The probe runs the engine's own frame loop on the same shapes and plan, so the real 0.6B model (synthetic
-    weights, a real prompt) on the plan the probe measured takes within a factor of 1.5 of its figure on the same
-    machine, measured back to back."""
-    from engine.cpu_probe import _pytorch_steps
-
-    probe = measure_cpu_speed("0.6b", frames=6, threads=torch.get_num_threads())
-    engine = Engine.from_pretrained(full_size_0_6b, device="cpu", precision="fast")
-    talker = engine.model.talker
-    if probe.plan.startswith("fast: torch-int8"):  # the steps a load speaks on before the Numba loops are compiled
-        _pytorch_steps(talker)
-    prompt = build_prompt(talker, engine.config, engine.tokenizer, Voice.preset("ryan"),
-                          "The quick brown fox jumps over the lazy dog near the river bank.")
-    with torch.inference_mode():
-        frames = FrameGenerator(talker, prompt, Sampling(seed=1, min_frames=64), 64).frames()
-        next(frames)
-        start = time.perf_counter()
-        for _ in zip(range(6), frames, strict=False):
-            pass
-        real_ms = (time.perf_counter() - start) / 6 * 1000
-    assert 1 / 1.5 < probe.frame_ms / real_ms < 1.5, (probe.frame_ms, real_ms)
