@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from engine.runtime import available_cores
+from engine.core.runtime import available_cores
 
 FRAMES_PER_SECOND = 12.5
 FIRST_CHUNK_SIZES = (1, 2, 4, 8)

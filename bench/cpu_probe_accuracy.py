@@ -1,6 +1,7 @@
 """How well the Welcome dialog's speed probe predicts the real model (``python -m bench.cpu_probe_accuracy``).
 
-The probe (``engine.cpu_probe.measure_cpu_speed``) runs the engine's own frame loop on the 0.6B's shapes and plan;
+The probe (``engine.core.cpu.speed_probe.measure_cpu_speed``) runs the engine's own frame loop on the 0.6B's shapes and
+plan;
 this measures the real 0.6B (``DIR``: a full-size checkpoint, e.g. ``python -m engine.synthetic DIR --size 0.6b``) on
 the plan the probe measured, back to back on the same machine, and prints both frame times and their ratio (the aim:
 within a factor of 1.5). It asserts nothing: a figure of speed belongs here, not in the CI suite.
@@ -15,9 +16,9 @@ import time
 import torch
 
 from engine import Engine, Sampling, Voice
-from engine.cpu_probe import _pytorch_steps, measure_cpu_speed
-from engine.frames.eager import FrameGenerator
-from engine.prompts import build_prompt
+from engine.core.cpu.speed_probe import _pytorch_steps, measure_cpu_speed
+from engine.core.frames.eager import FrameGenerator
+from engine.core.prompts import build_prompt
 
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank."
 

@@ -5,7 +5,7 @@ each system on each of them in its own process (so peak memory is its own), and 
 
 Writes DIR/results.jsonl (raw per-run values included) and DIR/table.md. On the CPU (``--device cpu``), ``--cores
 4 8`` runs every system pinned to the first N cores with ``taskset`` (the GPU hidden), each with N threads (Orator
-with its own choice, ``engine.runtime.cpu_threads``); ``orator-float32`` is Orator's exact float32 CPU path.
+with its own choice, ``engine.core.runtime.cpu_threads``); ``orator-float32`` is Orator's exact float32 CPU path.
 """
 
 from __future__ import annotations

@@ -41,9 +41,9 @@ import torch
 from bench.clients import ClientProcess, ClientProcesses, concurrently
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, audio_seconds, device_name
 from engine import Engine, Sampling, Voice
-from engine.engine import DECODER_DTYPE_NAMES
-from engine.frames.batched import LOOP_FRAMES
-from engine.runtime import settle_heap
+from engine.core.engine import DECODER_DTYPE_NAMES
+from engine.core.frames.batched import LOOP_FRAMES
+from engine.core.runtime import settle_heap
 
 IN_PROCESS = "in process"  # the engine rows: the callers are threads of the engine's process
 SEPARATE_PROCESS = "separate process"  # the HTTP rows: a client process of their own (bench.clients)

@@ -32,7 +32,7 @@ from bench.common import (
     run_cli,
     summarize,
 )
-from engine.audio.chunks import SAMPLES_PER_FRAME
+from engine.core.chunks import SAMPLES_PER_FRAME
 
 SYSTEM = "faster-qwen3-tts 0.5.4"
 WARMUP_FRAMES = 16

@@ -30,7 +30,7 @@ from bench.common import (
     run_cli,
     summarize,
 )
-from engine.audio.chunks import SAMPLES_PER_FRAME
+from engine.core.chunks import SAMPLES_PER_FRAME
 
 SYSTEM = "official qwen-tts-hf 0.1.1.post1"
 WARMUP_FRAMES = 16

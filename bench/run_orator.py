@@ -6,9 +6,9 @@ decoding; ×RT times a whole ``synthesize`` (25-frame chunks); TTFA times ``stre
 the host. On the CPU path the raw values also hold ×RT of a whole ``stream`` as the studio reads aloud (a 1-frame
 chunk, then 4-frame ones growing while ahead: ``xrt_streamed``) and with the chunks held at 4 (``xrt_streamed_4``).
 
-A result is keyed on the engine's execution plan (``engine.execution_plan``: its ``mode`` column is the plan's
+A result is keyed on the engine's execution plan (``engine.core.execution_plan``: its ``mode`` column is the plan's
 device, precision and path, its ``plan`` the whole plan), which ``--precision fast|exact`` and ``--option NAME=VALUE``
-(an ``engine.options`` field, e.g. ``cpu_numba=0``) choose, rather than environment switches.
+(an ``engine.core.options`` field, e.g. ``cpu_numba=0``) choose, rather than environment switches.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from bench.common import (
     run_cli,
     summarize,
 )
-from engine import Engine, Sampling, Voice, options
-from engine.options import PRECISIONS
+from engine import Engine, Sampling, Voice
+from engine.core import options
+from engine.core.options import PRECISIONS
 
 SYSTEM = "Orator"
 
@@ -105,7 +106,7 @@ def run(model_dir: str, frames: int, runs: int, text: str, device: str = "cuda",
 
 
 def option_value(text: str) -> tuple[str, bool | int | str]:
-    """``NAME=VALUE`` of ``--option`` as an ``engine.options`` change: 0/1 (or off/on) for a switch, a whole number
+    """``NAME=VALUE`` of ``--option`` as an ``engine.core.options`` change: 0/1 (or off/on) for a switch, a whole number
     for a count, else the text."""
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
@@ -122,7 +123,7 @@ def plan_arguments(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list
     ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("--precision", choices=PRECISIONS, help="the plan's precision (default: fast)")
     ap.add_argument("--option", type=option_value, action="append", default=[], metavar="NAME=VALUE",
-                    help="an engine option for this run (engine.options), e.g. cpu_numba=0")
+                    help="an engine option for this run (engine.core.options), e.g. cpu_numba=0")
     return ap.parse_known_args(argv)
 
 

@@ -1,8 +1,12 @@
 """Orator's Qwen3-TTS inference engine: ``Engine``, ``Voice`` and ``Sampling`` are the public API.
 
-The names are loaded on first use (PEP 562), so that a light submodule (``engine.errors``, ``engine.text``, the
+The names are loaded on first use (PEP 562), so that a light submodule (``engine.errors``, ``engine.core.text``, the
 document readers, the command line's argument parsers) can be imported without torch: ``python main.py --help``
 imports neither torch nor the server's web stack, and the PDF reader's worker process starts in a moment.
+
+The tree's layers: ``engine.core`` (inference: text to audio chunks), over the foundations beside this file
+(``errors``, ``atomic_files``, ``bounded_files``, ``json_limits``, ``user_cache``); the product services over the
+core (``documents``, ``voices``, ``pronunciation``, ``production``); ``engine.cli`` over them all.
 """
 
 from __future__ import annotations
@@ -11,13 +15,13 @@ import importlib
 from typing import TYPE_CHECKING
 
 _PUBLIC = {
-    "Audio": "engine.audio.chunks", "Chunk": "engine.audio.chunks",
-    "Engine": "engine.engine",
+    "Audio": "engine.core.chunks", "Chunk": "engine.core.chunks",
+    "Engine": "engine.core.engine",
     "CheckpointError": "engine.errors", "OratorError": "engine.errors", "SamplingError": "engine.errors",
     "TextError": "engine.errors", "UnsupportedError": "engine.errors", "VoiceError": "engine.errors",
-    "LiveText": "engine.live",
-    "Sampling": "engine.sampling",
-    "Voice": "engine.voices", "load_voice": "engine.voices", "save_voice": "engine.voices",
+    "LiveText": "engine.core.text.live_text",
+    "Sampling": "engine.core.sampling",
+    "Voice": "engine.core.voice", "load_voice": "engine.core.voice_file", "save_voice": "engine.core.voice_file",
 }
 __all__ = [
     "Audio", "CheckpointError", "Chunk", "Engine", "LiveText", "OratorError", "Sampling", "SamplingError", "TextError",
@@ -25,8 +29,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from engine.audio.chunks import Audio, Chunk
-    from engine.engine import Engine
+    from engine.core.chunks import Audio, Chunk
+    from engine.core.engine import Engine
+    from engine.core.sampling import Sampling
+    from engine.core.text.live_text import LiveText
+    from engine.core.voice import Voice
+    from engine.core.voice_file import load_voice, save_voice
     from engine.errors import (
         CheckpointError,
         OratorError,
@@ -35,9 +43,6 @@ if TYPE_CHECKING:
         UnsupportedError,
         VoiceError,
     )
-    from engine.live import LiveText
-    from engine.sampling import Sampling
-    from engine.voices import Voice, load_voice, save_voice
 
 
 def __getattr__(name: str):

@@ -2,7 +2,7 @@
 while changes keep coming, and put back into the editor at the next start.
 
 The GUI thread only copies the editor's list of lines (``qtapp.line_mirror``); a writer thread joins,
-encodes and writes them a batch at a time (atomically, ``engine.atomic``), so saving a 20 MB text
+encodes and writes them a batch at a time (atomically, ``engine.atomic_files``), so saving a 20 MB text
 never holds the GUI thread (or, through the interpreter lock, keeps it waiting) for more than a
 batch. Saves run one after another in the order they were asked for.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
-from engine.atomic import atomic_write
+from engine.atomic_files import atomic_write
 from qtapp.settings import Settings
 
 log = logging.getLogger("orator.studio")

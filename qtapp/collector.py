@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
-from engine.runtime import settle_heap
+from engine.core.runtime import settle_heap
 
 INTERVAL_MS = 500  # often enough that garbage never piles up between passes, so each young pass stays short
 

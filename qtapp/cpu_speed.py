@@ -1,6 +1,7 @@
 """What speed a user without a GPU can expect: this processor measured on each model size, in plain words.
 
-``SpeedProbe`` runs ``engine.cpu_probe.measure_cpu_speed`` for the 0.6B and then the 1.7B on a thread of its own
+``SpeedProbe`` runs ``engine.core.cpu.speed_probe.measure_cpu_speed`` for the 0.6B and then the 1.7B on a thread of its
+own
 (a fixed number of frames each, never a compile: seconds in all), emitting each result and the plan it measured;
 ``speed_advice`` turns the results into the sentence the first-run dialog shows, which names that plan, says
 whether reading aloud keeps up and suggests the 0.6B models where the 1.7B cannot, from the figures it shows. The
@@ -20,7 +21,7 @@ KEEPS_UP = 1.0  # seconds of audio per second: below it, reading aloud pauses wh
 
 def speed_advice(xrt: dict[str, float], plan: str = "") -> str:
     """The first-run dialog's sentence for the measured real-time factors (``{"0.6b": 0.8, "1.7b": 0.4}``) on
-    ``plan`` (``engine.cpu_probe.CpuSpeed.plan``, named where given)."""
+    ``plan`` (``engine.core.cpu.speed_probe.CpuSpeed.plan``, named where given)."""
     if not xrt:
         return ""
     figures = ", ".join(f"the {size.upper()} model {xrt[size]:.2f}× real time" for size in SIZES if size in xrt)
@@ -41,7 +42,8 @@ def speed_advice(xrt: dict[str, float], plan: str = "") -> str:
 
 class SpeedProbe(QObject):
     """Measures each size on a thread of its own; ``measured(size, xrt, plan)`` per size, then ``finished``, delivered
-    on the thread that made the probe. ``measure(size) -> engine.cpu_probe.CpuSpeed`` is injectable for tests.
+    on the thread that made the probe. ``measure(size) -> engine.core.cpu.speed_probe.CpuSpeed`` is injectable for
+    tests.
     A plain daemon thread, not a QThread: a dialog closed (or destroyed) while it measures needs nothing
     stopped; ``stop`` only asks it to end after the size it is on."""
 
@@ -52,7 +54,7 @@ class SpeedProbe(QObject):
     def __init__(self, measure: Callable | None = None, sizes=SIZES):
         super().__init__()
         if measure is None:
-            from engine.cpu_probe import measure_cpu_speed as measure
+            from engine.core.cpu.speed_probe import measure_cpu_speed as measure
         self._measure = measure
         self._sizes = tuple(sizes)
         self._stop = threading.Event()

@@ -1,7 +1,7 @@
 """The sample a designed voice is kept from ("Keep this voice"): spoken within the clone reference limit.
 
 A VoiceDesign model may ramble past the end of its text, and a reference longer than
-``engine.audio.files.MAX_REFERENCE_SECONDS`` cannot be cloned, while the user cannot trim a sample they
+``engine.core.audio_files.MAX_REFERENCE_SECONDS`` cannot be cloned, while the user cannot trim a sample they
 never saw. ``speak_sample`` therefore stops the generation at ``KEEP_MAX_SECONDS`` and keeps whole
 segments only, so the transcript stays true to the audio; when even the first segment overruns, its
 first ``KEEP_MAX_SECONDS`` are kept without a transcript (an x-vector clone needs none). Qt-free.
@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.audio.files import MAX_REFERENCE_SECONDS
-from engine.text import split_sentences
+from engine.core.audio_files import MAX_REFERENCE_SECONDS
+from engine.core.text.segments import split_sentences
 
 # 3-15 s of speech clones best; the sample text takes about 10 s, so this cap leaves it room and stays far
 # inside the reference limit

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.audio.queue import CANCELLED, DONE, FAILED, PAUSED, QUEUED, RUNNING, Job
-from engine.audio.time_left import format_time_left
+from engine.production.export_jobs import CANCELLED, DONE, FAILED, PAUSED, QUEUED, RUNNING, Job
+from engine.production.time_left import format_time_left
 
 COLUMNS = ("Export", "Format", "File", "State", "Progress")
 TITLE, FORMAT, FILE, STATE, PROGRESS = range(len(COLUMNS))

@@ -1,8 +1,10 @@
-"""The studio's export queue: the jobs of ``engine.audio.queue`` run one at a time on a thread of their own, while
+"""The studio's export queue: the jobs of ``engine.production.export_jobs`` run one at a time on a thread of their own,
+while
 the user reads and edits.
 
 ``ExportRunner`` lives on the export thread and does the slow work: it reads a job's book, then speaks it through
-``engine.audio.export.BookExporter`` (the exporter of ``orator export``), one engine call per sentence, with the
+``engine.production.book_export.BookExporter`` (the exporter of ``orator export``), one engine call per sentence, with
+the
 segment cache, so a paused, interrupted or crashed job resumes where it stopped. ``ExportQueueController`` lives
 on the GUI thread and owns the ``ExportQueue``: it adds, pauses, resumes, cancels, moves and removes jobs, resolves
 their voices by name when they start (``resolve_voice``, as reading does) and hears the runner's signals.
@@ -25,11 +27,22 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QDesktopServices
 
-from engine.audio.export import BookExporter, ExportCancelled, ExportOptions, remove_leftovers
-from engine.audio.loudness import parse_target, report
-from engine.audio.queue import CANCELLED, DONE, FAILED, PAUSED, QUEUED, RUNNING, ExportQueue, Job, Snapshot, job_cast
-from engine.audio.segment_cache import SegmentCache, default_cache_dir
-from engine.casting import cast_book
+from engine.production.book_export import BookExporter, ExportCancelled, ExportOptions, remove_leftovers
+from engine.production.casting import cast_book
+from engine.production.export_jobs import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    PAUSED,
+    QUEUED,
+    RUNNING,
+    ExportQueue,
+    Job,
+    Snapshot,
+    job_cast,
+)
+from engine.production.loudness import parse_target, report
+from engine.production.segment_cache import SegmentCache, default_cache_dir
 from qtapp.engine_errors import StudioError, describe_error
 
 SAVE_EVERY_S = 2.0  # progress is saved this often at most: a crash loses at most this much of the bar, no audio
@@ -44,7 +57,7 @@ class ExportRunner(QObject):
 
     book_ready = Signal(str, object)  # job id, Book
     planned = Signal(str, object)  # job id, [file paths the plan writes]
-    progress = Signal(str, object)  # job id, engine.audio.export.Progress
+    progress = Signal(str, object)  # job id, engine.production.book_export.Progress
     file_written = Signal(str, str)  # job id, a file finished (one per chapter, or the one file)
     ended = Signal(str, str, str)  # job id, DONE / PAUSED / CANCELLED / FAILED, the error in words
 
@@ -58,8 +71,9 @@ class ExportRunner(QObject):
         # the studio's rules (engine.pronunciation.Lexicon, or None); the window replaces it when rules are saved,
         # and each job reads it when it starts
         self.pronunciation = pronunciation
-        self.segment_chars = segment_chars  # the segments' target (engine.text); None: the default
-        self.reading_policy = None  # engine.reading_policy.ReadingPolicy; None: the default; read as a job starts
+        self.segment_chars = segment_chars  # the segments' target (engine.core.text.segments); None: the default
+        # engine.core.text.reading_policy.ReadingPolicy; None: the default; read as a job starts
+        self.reading_policy = None
         self.queue = queue  # only its read-only ``book`` is called from this thread
         self.engine_for = engine_for  # (voice, cancel=event) -> engine; may block while a model loads
         self.cache_folder = cache_folder

@@ -1,15 +1,15 @@
 """File ▸ Export audio…: from what the window shows to a queued job. The source is the open document's file
 when the whole, unchanged document is exported, else a snapshot of the editor's text (or selection) with the
 chapters the window knows, so editing on while the job waits changes nothing it says. The default output lies
-beside the document, else in the user's Music folder (``engine.audio.queue.default_output``)."""
+beside the document, else in the user's Music folder (``engine.production.export_jobs.default_output``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from engine.audio.book import Book
-from engine.audio.queue import Job, JobError, Snapshot, SnapshotChapter, default_output, snapshot_book
 from engine.errors import OratorError
+from engine.production.book_structure import Book
+from engine.production.export_jobs import Job, JobError, Snapshot, SnapshotChapter, default_output, snapshot_book
 from engine.voices.library import data_dir
 from qtapp.dialogs.export_dialog import ExportDialog
 
@@ -40,7 +40,7 @@ def source_book(source: str | None, snapshot: Snapshot | None) -> Book | None:
     """The book the job will speak, for its chapter list; None when it cannot be read (the job will say why)."""
     try:
         if source is not None:
-            from engine.audio.sources import load_book
+            from engine.production.book_sources import load_book
 
             return load_book(Path(source))
         return snapshot_book(snapshot)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.runtime import MIN_TORCH
+from engine.core.runtime import MIN_TORCH
 
 MIN_TORCH_TEXT = ".".join(map(str, MIN_TORCH))
 BLACKWELL_MIN_CUDA = (12, 8)  # RTX 50-series / B200 (compute capability 10.x and 12.x) need CUDA 12.8+

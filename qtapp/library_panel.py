@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 
 from engine.voices.library import VOICE_SUFFIX, LibraryError, VoiceLibrary
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
-from qtapp.library import VoiceFilterModel, VoiceListModel
 from qtapp.model_download import FALLBACK_SPEAKERS
+from qtapp.voice_list_models import VoiceFilterModel, VoiceListModel
 
 VOICE_FILTER = f"Orator voice (*{VOICE_SUFFIX});;All files (*)"
 

@@ -27,11 +27,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.voice import MODEL_TYPE_FOR_VOICE
 from engine.documents import Chapter, DocumentError, load_document
 from engine.documents.outline import chapter_outline
 from engine.pronunciation import save_lexicon
 from engine.voices.library import LibraryError, VoiceLibrary
-from engine.voices.voice import MODEL_TYPE_FOR_VOICE
 from qtapp.actions import build_actions
 from qtapp.autosave import Autosave, write_lines
 from qtapp.chapter_panel import ChapterDock

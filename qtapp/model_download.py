@@ -22,10 +22,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from engine.checkpoint import resolve_model_dir
-from engine.config import ModelConfig
+from engine.core.checkpoint import resolve_model_dir
+from engine.core.config import ModelConfig
+from engine.core.voice import VOICE_FOR_MODEL_TYPE
 from engine.errors import CheckpointError
-from engine.voices.voice import VOICE_FOR_MODEL_TYPE
 
 # The official CustomVoice checkpoints' speakers: offered only while no preset model is on this machine.
 FALLBACK_SPEAKERS = ("aiden", "sohee", "ono_anna", "eric", "dylan", "uncle_fu", "ryan", "vivian", "serena")

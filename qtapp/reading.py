@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from engine.audio.chunks import FRAME_RATE
+from engine.core.chunks import FRAME_RATE
 from qtapp.player import preroll_for
 from qtapp.reading_plan import JUMP_REACH, ReadingPlan, TextSource, voice_at
 
@@ -42,12 +42,12 @@ class ReadingController(QObject):
         self.resolve_voice = resolve_voice
         self.ensure_model = ensure_model
         self.plan: ReadingPlan | None = None
-        self.segment_chars: int | None = None  # the plans' segment target (engine.text); None: the default
-        self.reading_policy = None  # the plans' engine.reading_policy.ReadingPolicy; None: the default
+        self.segment_chars: int | None = None  # the plans' segment target (engine.core.text.segments); None: default
+        self.reading_policy = None  # the plans' engine.core.text.reading_policy.ReadingPolicy; None: the default
         # () -> the kind of the block at an offset (engine.documents.Document.kind_at), or None where the text is
         # not the document as imported (an edit moved its blocks): the policy then guesses by lines
         self.block_kinds = lambda: None
-        self.cast = None  # the plans' engine.casting.Cast (quotations in their voices); None: none
+        self.cast = None  # the plans' engine.production.casting.Cast (quotations in their voices); None: none
         self.state = IDLE
         self.current_sentence = -1
         self._next_job_id = 0

@@ -4,11 +4,12 @@ A text source (``StrText`` for a string, ``qtapp.editor.DocumentText`` for the e
 from a position as line pieces: ``(offset, text)``, contiguous, each ending at a line end ("\\n" included)
 or cut from a longer line. ``iter_sentences`` turns those pieces into ``Sentence``s: a line that starts
 with ``[voice: NAME]`` starts a passage in that voice that holds to the next blank line or the next mark
-(``engine.voice_marks``, the rule export follows too), every other run of lines is a passage in the default
-voice, and each passage is cut by ``engine.reading_policy.PolicySegmenter`` (``engine.text.Segmenter`` with
+(``engine.core.text.voice_marks``, the rule export follows too), every other run of lines is a passage in the default
+voice, and each passage is cut by ``engine.core.text.reading_policy.PolicySegmenter``
+(``engine.core.text.segments.Segmenter`` with
 the reading policy: what is said of URLs, code and decoration), so the sentences are exactly the segments the
 engine would cut from each passage and their spans are document offsets. A "sentence" here is one such
-segment: short sentences of a passage merged into one (``engine.text``).
+segment: short sentences of a passage merged into one (``engine.core.text.segments``).
 ``ReadingPlan`` keeps the sentences read so far and pulls more only when asked, so starting
 to read a 20 MB book costs what its first sentences cost.
 
@@ -23,11 +24,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.casting import Cast
-from engine.casting.stream import cast_stream
-from engine.reading_policy import PolicySegmenter, ReadingPolicy
-from engine.text import Segment
-from engine.voice_marks import ends_marks, parse_mark, voice_above
+from engine.core.text.reading_policy import PolicySegmenter, ReadingPolicy
+from engine.core.text.segments import Segment
+from engine.core.text.voice_marks import ends_marks, parse_mark, voice_above
+from engine.production.casting import Cast
+from engine.production.casting.stream import cast_stream
 
 # Characters per piece: a source cuts longer lines, so no one step reads a whole book; a voice mark is read
 # from its line's first piece, so one longer than this is text.
@@ -108,7 +109,8 @@ def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
                    kinds: Callable[[int], str] | None = None) -> Iterator[Sentence]:
     """The sentences of the text the line pieces hold, in order (see the module docstring); ``voice``: the mark in
     effect where the pieces start (``voice_at``); ``target_chars``: the segments' target length
-    (``engine.text.Segmenter``); ``policy``: the reading policy (None: the default one); ``kinds``: the kind of
+    (``engine.core.text.segments.Segmenter``); ``policy``: the reading policy (None: the default one); ``kinds``: the
+    kind of
     the block at an offset (``engine.documents.Document.kind_at``) while the text is the document as imported,
     else None (the policy guesses by lines)."""
     segmenter: PolicySegmenter | None = None
@@ -159,7 +161,8 @@ def _marks_whole(pieces: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]
 def cast_sentences(pieces: Iterable[tuple[int, str]], cast: Cast, voice: str | None = None,
                    target_chars: int | None = None, policy: ReadingPolicy | None = None,
                    kinds: Callable[[int], str] | None = None) -> Iterator[Sentence]:
-    """``iter_sentences`` cast (``engine.casting.stream``): each quotation in its voice, cut out of its line with
+    """``iter_sentences`` cast (``engine.production.casting.stream``): each quotation in its voice, cut out of its line
+    with
     its own document span, so the highlight follows the voices."""
     def plain(recorded):
         return ((s.segment, s.voice) for s in iter_sentences(recorded, voice, target_chars, policy, kinds))

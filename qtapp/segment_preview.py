@@ -1,5 +1,5 @@
 """File ▸ Preview segments…: what an export of the open text would speak, segment by segment, shown in the studio.
-The rows are the lines ``python main.py export INPUT --list-segments`` prints (``engine.audio.segment_list``): each
+The rows are the lines ``python main.py export INPUT --list-segments`` prints (``engine.production.segment_list``): each
 segment's chapter (numbered as the chapter panel and the export dialog number it), its voice, and its text as the
 reading policy of Settings hands it to speech, before the pronunciation rules.
 
@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.audio.segment_list import SegmentLine, book_segments
+from engine.production.segment_list import SegmentLine, book_segments
 
 BATCH = 200  # rows made at a time: a few screenfuls
 DEFAULT_VOICE = "default"  # shown where the JSON line says null: the export's default voice speaks

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import ClassVar
 
 from engine import json_limits
-from engine.atomic import atomic_write_text
-from engine.casting import MAX_NAME_CHARS, Cast, parse_cast
+from engine.atomic_files import atomic_write_text
+from engine.core.options import PRECISIONS as CPU_PRECISIONS
+from engine.core.text.reading_policy import FOOTNOTE_CHOICES, FOOTNOTES_AT_PARAGRAPH_END, ReadingPolicy
+from engine.core.text.segments import DEFAULT_TARGET_CHARS, check_target_chars
 from engine.errors import UnsupportedError
-from engine.options import PRECISIONS as CPU_PRECISIONS
+from engine.production.casting import MAX_NAME_CHARS, Cast, parse_cast
 from engine.pronunciation import Lexicon, LexiconFileError, default_lexicon, default_lexicon_path, load_lexicon
-from engine.reading_policy import FOOTNOTE_CHOICES, FOOTNOTES_AT_PARAGRAPH_END, ReadingPolicy
-from engine.text import DEFAULT_TARGET_CHARS, check_target_chars
 from engine.voices.library import data_dir, default_library_dir
 
 VOICE_KINDS = ("preset", "design", "clone")
@@ -37,7 +37,8 @@ KNOWN_CHECKPOINTS = {
 }
 DEVICES = ("auto", "cuda", "cpu")
 PRECISIONS = ("bfloat16", "float16", "float32")
-# on the processor, the engine's precision (engine.execution_plan): int8 weights, or exact float32; a path saved by an
+# on the processor, the engine's precision (engine.core.execution_plan): int8 weights, or exact float32; a path saved
+# by an
 # older studio ("small": int4 weights) loads as "fast"
 CPU_PATHS = CPU_PRECISIONS
 MAX_THREADS = 256
@@ -76,7 +77,8 @@ class ModelSpec:
 
     def load_engine(self):
         """Load the engine this spec names (call it on the worker thread: it is slow)."""
-        from engine import Engine, options
+        from engine import Engine
+        from engine.core import options
 
         device = self.resolved_device()
         if device == "cpu":  # the precision names a GPU's dtype; the processor's is fast or exact
@@ -102,13 +104,15 @@ class Settings:
     recent_files: list[str] = field(default_factory=list)
     resume_positions: dict[str, int] = field(default_factory=dict)  # document path -> where reading stopped
     chunk_frames: int = 4
-    # a line's short sentences are spoken together up to this many characters (engine.text); 0: one at a time
+    # a line's short sentences are spoken together up to this many characters (engine.core.text.segments); 0: one at a
+    # time
     segment_chars: int = DEFAULT_TARGET_CHARS
-    # the reading policy (engine.reading_policy): web addresses in full, code and diagrams read as written
+    # the reading policy (engine.core.text.reading_policy): web addresses in full, code and diagrams read as written
     read_urls: bool = False
     read_code: bool = False
-    footnotes: str = FOOTNOTES_AT_PARAGRAPH_END  # or "skip" (engine.reading_policy.FOOTNOTE_CHOICES)
-    # casting (engine.casting) for reading aloud and the Export dialog: quoted dialogue's voice, "Jane=Voice, ..."
+    footnotes: str = FOOTNOTES_AT_PARAGRAPH_END  # or "skip" (engine.core.text.reading_policy.FOOTNOTE_CHOICES)
+    # casting (engine.production.casting) for reading aloud and the Export dialog: quoted dialogue's voice,
+    # "Jane=Voice, ..."
     dialogue_voice: str = ""
     cast: str = ""
     autosave_interval_s: float = 5.0

@@ -1,11 +1,12 @@
 """The studio's Voiceover view: a subtitle file's cues (time, voice, text, takes, fit), each line spoken, played,
 spoken again as a new take, compared with its earlier takes and one kept; then the track exported.
 
-The cues, voices and takes are an ``engine.voiceover.project.VoiceoverProject`` in a folder beside the subtitles
+The cues, voices and takes are an ``engine.production.voiceover.project.VoiceoverProject`` in a folder beside the
+subtitles
 (``film.srt`` -> ``film.voiceover/``), so they survive a restart, as ``voiceover --project`` keeps them. The GUI
 thread owns the project; ``VoiceoverRunner`` speaks and exports on a thread of its own with the engines of the
 speech worker (``engine_for``, which may wait while a model loads), and hands each take back by signal. Fit is the
-timeline's (``engine.voiceover.timeline``): what a line kept now would need, sped up, pushed or overrunning.
+timeline's (``engine.production.voiceover.timeline``): what a line kept now would need, sped up, pushed or overrunning.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.audio.chunks import SAMPLE_RATE
-from engine.audio.subtitles import srt_timestamp
-from engine.voiceover import SAMPLE_RATES
-from engine.voiceover.timeline import DEFAULT_MAX_TEMPO, lay_out, seconds_text
+from engine.core.chunks import SAMPLE_RATE
+from engine.production.subtitles import srt_timestamp
+from engine.production.voiceover import SAMPLE_RATES
+from engine.production.voiceover.timeline import DEFAULT_MAX_TEMPO, lay_out, seconds_text
 from qtapp.dialogs.casting_section import loudness_box
 from qtapp.engine_errors import describe_error
 
@@ -66,8 +67,8 @@ class VoiceoverRunner(QObject):
     @Slot(object)
     def speak(self, lines: list) -> None:
         """``lines``: (cue number, text, Voice), each spoken with a new seed."""
-        from engine.plan import draw_seed
-        from engine.voiceover.render import speak_line
+        from engine.core.speech_plan import draw_seed
+        from engine.production.voiceover.render import speak_line
 
         try:
             for number, text, voice in lines:
@@ -84,7 +85,7 @@ class VoiceoverRunner(QObject):
 
     @Slot(object)
     def export(self, request: tuple) -> None:
-        from engine.voiceover.render import assemble, write_voiceover
+        from engine.production.voiceover.render import assemble, write_voiceover
 
         cues, lines, out, target, sample_rate, kind = request
         try:
@@ -170,8 +171,8 @@ class VoiceoverPanel(QWidget):
         """Open the project of ``path`` (made on first use; its subtitles brought up to date); False, with a
         message, for a file that cannot be voiced."""
         from engine.errors import OratorError
-        from engine.voiceover.cues import read_subtitles
-        from engine.voiceover.project import MANIFEST, VoiceoverProject
+        from engine.production.voiceover.cues import read_subtitles
+        from engine.production.voiceover.project import MANIFEST, VoiceoverProject
 
         path = Path(path)
         if self.busy:  # the takes being spoken belong to the project open now
@@ -219,8 +220,8 @@ class VoiceoverPanel(QWidget):
     def export(self, out: str | Path, loudness: str = "-16", sample_rate: int = SAMPLE_RATE) -> bool:
         """Export the track from the kept takes; the cues without one are spoken first, as their kept takes, and
         the track follows once they are. False, with a message, when it cannot start."""
-        from engine.audio.loudness import parse_target
         from engine.errors import OratorError
+        from engine.production.loudness import parse_target
 
         if self.project is None or self.busy:
             return False

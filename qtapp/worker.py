@@ -17,7 +17,7 @@ while the player holds more than ``max_ahead_s`` seconds (``buffered_seconds`` i
 thread-safe probe), so a 500-page book never sits in memory. ``cancel()`` is thread-safe too: it
 sets a ``threading.Event`` the engine checks every chunk, and drops every job requested so far.
 
-A job speaks a text, or a list of ``engine.text.Segment``s already planned (``qtapp.reading_plan``): the
+A job speaks a text, or a list of ``engine.core.text.segments.Segment``s already planned (``qtapp.reading_plan``): the
 engine speaks those as given and each chunk carries its segment's index in the list and its span (document
 offsets), so what is highlighted is what is heard.
 
@@ -25,7 +25,7 @@ offsets), so what is highlighted is what is heard.
 engine, which speaks each segment as its rules say while the chunks keep the written text's spans.
 
 ``speed`` (read when a job starts) changes the tempo of the emitted chunks without changing their
-pitch (``engine.audio.tempo.ChunkTempo``); at 1.0 chunks go out as the engine made them.
+pitch (``engine.production.tempo.ChunkTempo``); at 1.0 chunks go out as the engine made them.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ import torch
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from engine import Engine, Voice
-from engine.audio.tempo import ChunkTempo
-from engine.config import MODEL_NAMES, model_title
-from engine.text import Segment
-from engine.voices.voice import MODEL_TYPE_FOR_VOICE
+from engine.core.config import MODEL_NAMES, model_title
+from engine.core.text.segments import Segment
+from engine.core.voice import MODEL_TYPE_FOR_VOICE
+from engine.production.tempo import ChunkTempo
 from qtapp.collector import settle_heap_on_gui_thread
 from qtapp.design_sample import speak_sample
 from qtapp.engine_errors import StudioError, describe_error
@@ -101,7 +101,7 @@ class SpeechWorker(QObject):
     download_progress = Signal(str, int, int)  # hub id, bytes done, bytes total (0: not known yet)
     segment_started = Signal(int, int, int, int)  # job, segment, start, end (the segment's span)
     chunk_ready = Signal(int, object)  # job, engine.Chunk (segment and span refer to the job's text or segments)
-    segment_cut = Signal(int, int, str)  # job, segment, why the engine cut it short (engine.frames.guard)
+    segment_cut = Signal(int, int, str)  # job, segment, why the engine cut it short (engine.core.frames.guard)
     job_failed = Signal(int)  # the job stopped on an error (``error`` says which); job_finished follows
     job_finished = Signal(int)  # also after a cancel or an error
     error = Signal(str)
@@ -190,7 +190,7 @@ class SpeechWorker(QObject):
         return describe_engine(current) if current is not None else ""
 
     def plan_in_use(self) -> str:
-        """The latest loaded engine's execution plan in one line (``engine.execution_plan``), or "" while none is
+        """The latest loaded engine's execution plan in one line (``engine.core.execution_plan``), or "" while none is
         loaded (or a display-only engine has none)."""
         plan = getattr(self._current, "execution_plan", None)
         return plan.summary() if plan is not None else ""

@@ -27,15 +27,16 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from engine import Engine
-from engine.config import model_title
-from engine.runtime import settle_heap
-from server import live, speech, voices
+from engine.core.config import model_title
+from engine.core.runtime import settle_heap
+from server import speech, voices
+from server import speech_stream as live
 from server.auth import RequestGuard
 from server.errors import APIError, UnexpectedErrors, install_error_handlers
 from server.formats import supported_formats
-from server.library import VoiceStore
 from server.scheduler import EngineBackend, Scheduler, StreamBackend, StreamLimits, WarmupProgress
 from server.settings import ServerSettings
+from server.voice_library import VoiceStore
 
 log = logging.getLogger("orator.server")
 WEB_DIR = Path(__file__).parent / "web"

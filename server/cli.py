@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.bounded_files import FileReadError, read_text
-from engine.cli import add_precision_argument
-from engine.config import DECODER_DTYPE_NAMES
+from engine.cli.commands import add_precision_argument
+from engine.core.config import DECODER_DTYPE_NAMES
 from server.settings import ServerSettings, is_loopback
 
 log = logging.getLogger("orator.server")
@@ -217,8 +217,8 @@ def run_serve_command(args: argparse.Namespace) -> int:
 
     from server.app import create_app
     from server.connections import fit_open_file_limit, uvicorn_config
-    from server.library import default_library_dir
     from server.scheduler import backend_factory
+    from server.voice_library import default_library_dir
 
     connections = fit_open_file_limit(settings.max_connections)
     if connections < settings.max_connections:

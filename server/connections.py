@@ -54,7 +54,7 @@ class ConnectionLimits:
 
     def handle_websocket_upgrade(self, *args) -> None:
         """The head is complete and the connection is a WebSocket's from now on, timed by its session's own limits
-        (``server.live``): the head deadline must not close it."""
+        (``server.speech_stream``): the head deadline must not close it."""
         self._cancel_head_deadline()
         super().handle_websocket_upgrade(*args)
 

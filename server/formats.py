@@ -1,6 +1,6 @@
 """Audio encoding for responses: mp3, opus (Ogg), aac (ADTS), flac, wav and pcm, whole or as a live stream.
 
-Every format but pcm is encoded by the engine's encoders (``engine.audio.encode``, FFmpeg's through PyAV), the
+Every format but pcm is encoded by the engine's encoders (``engine.production.encode``, FFmpeg's through PyAV), the
 same ones the studio and ``orator export`` write files with. pcm is raw 16-bit little-endian mono at 24 kHz, as in
 the OpenAI API, converted here. A stream is written to a sink that cannot seek, so no muxer writes a header it
 would patch at the end: a streamed wav's header says "unknown" for its sizes (0xFFFFFFFF, the usual convention for
@@ -18,7 +18,7 @@ from functools import cache
 
 import numpy as np
 
-from engine.audio import encode
+from engine.production import encode
 from server.errors import APIError
 
 ALL_FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")

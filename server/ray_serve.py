@@ -70,7 +70,7 @@ class SpeechReplica:
         from server.cli import load_engine
 
         if config.threads is not None:  # before the engine exists: its thread pool is set when it loads
-            from engine.options import configure
+            from engine.core.options import configure
 
             configure(threads=config.threads)
         self.config = config
@@ -160,7 +160,7 @@ def undeploy() -> None:
 
 def run_ray_serve(args, settings: ServerSettings) -> int:
     """The ``serve`` command on Ray: start or join a cluster, deploy, serve until interrupted."""
-    from server.library import default_library_dir
+    from server.voice_library import default_library_dir
 
     joined = args.ray_address is not None
     problem = unreachable(args.ray_address) if joined else None

@@ -8,7 +8,7 @@ cancel)``, the same as an async iterator, run as a task on the event loop. ``Eng
 once from the engine's batched frame loop, on the event loop: a burst of requests then wakes no thread
 per request (see ``BatchedStreams.stream_async``). A job whose text is an ``engine.LiveText`` (a WebSocket session)
 is spoken as its text arrives: ``Engine.stream_live``, or whole segments through the batched loop
-(``engine.live_stream``).
+(``engine.core.live_speech``).
 
 ``Scheduler.submit`` (on the event loop) admits a job or raises ``QueueFull``; the returned
 ``Ticket`` yields, as an async iterator, ``Queued(position)`` updates while it waits and then the
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine import Chunk, Engine, LiveText, Sampling, Voice
-from engine.live_stream import stream_live_batched
-from engine.text import Segment
+from engine.core.live_speech import stream_live_batched
+from engine.core.text.segments import Segment
 
 log = logging.getLogger("orator.server")
 
@@ -42,7 +42,8 @@ log = logging.getLogger("orator.server")
 class SpeechJob:
     """One utterance to generate: what ``Engine.stream`` needs."""
 
-    # live text: a WebSocket session's (``server.live``), spoken as it arrives; segments: already cut, each with what
+    # live text: a WebSocket session's (``server.speech_stream``), spoken as it arrives; segments: already cut, each
+    # with what
     # the server's pronunciation rules make it say (``server.speech``)
     text: str | list[Segment] | LiveText
     voice: Voice
@@ -87,7 +88,8 @@ class BatchedBackend:
     """Many streams at once: ``slots`` requests advance together through the engine's batched frame loop."""
 
     def __init__(self, engine: Engine, slots: int, streams=None, progress: WarmupProgress | None = None):
-        """``streams``: an engine.frames.batched.BatchedStreams of ``slots`` slots to serve from (one is made, every
+        """``streams``: an engine.core.frames.batched.BatchedStreams of ``slots`` slots to serve from (one is made,
+        every
         batch size captured before serving and ``progress`` told how far that is, when not given)."""
 
         self.streams = (streams if streams is not None
@@ -100,7 +102,7 @@ class BatchedBackend:
         self.streams.close(timeout=0)
 
     def run_async(self, job: SpeechJob, cancel: threading.Event) -> AsyncIterator[Chunk]:
-        if isinstance(job.text, LiveText):  # whole segments, each a request of the loop (engine.live_stream)
+        if isinstance(job.text, LiveText):  # whole segments, each a request of the loop (engine.core.live_speech)
             return stream_live_batched(self.streams, job.text, job.voice, job.sampling or self.defaults,
                                        job.chunk_frames, job.first_chunk_frames, cancel, job.max_frames)
         return self.streams.stream_async(job.text, job.voice, chunk_frames=job.chunk_frames,

@@ -14,7 +14,8 @@ written). The rules run once per request, on a worker thread (a slow pattern mus
 
 SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
 ``speech.audio.delta`` ``{audio: base64}``, ``speech.warning`` ``{segment, message}`` when the engine cut a segment
-that did not end by its frame budget or looped (``engine.frames.guard``), ``speech.audio.done`` ``{usage, timing}``,
+that did not end by its frame budget or looped (``engine.core.frames.guard``), ``speech.audio.done`` ``{usage,
+timing}``,
 or ``error``. An audio response cannot say so once it has started: its cuts are logged and listed under
 ``warnings`` in the request's status.
 Audio responses carry ``X-Request-Id`` and ``X-Queue-Position``; ``GET /v1/audio/speech/{id}``
@@ -36,13 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from engine import LiveText, OratorError, SamplingError
-from engine.audio.chunks import SAMPLE_RATE, Chunk
-from engine.audio.tempo import MAX_SPEED, MIN_SPEED, ChunkTempo
-from engine.plan import MAX_FRAMES_CAP
-from engine.prompts import check_voice
+from engine.core.chunks import SAMPLE_RATE, Chunk
+from engine.core.prompts import check_voice
+from engine.core.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED, OPEN_BELOW
+from engine.core.speech_plan import MAX_FRAMES_CAP
+from engine.core.text.segments import Segment, segments_of
+from engine.production.tempo import MAX_SPEED, MIN_SPEED, ChunkTempo
 from engine.pronunciation import Lexicon, pronounce
-from engine.sampling import FLOAT_RANGES, INT_RANGES, MAX_SEED, OPEN_BELOW
-from engine.text import Segment, segments_of
 from server.errors import APIError, engine_error, error_body
 from server.formats import MEDIA_TYPES, StreamEncoder, check_format
 from server.scheduler import LimitReached, Queued, QueueFull, SpeechJob, Ticket
@@ -60,14 +61,14 @@ class VoiceId(BaseModel):
 
 
 def _range(name: str, **extra):
-    """A ``Field`` bounded by the engine's range for the sampling setting ``name`` (``engine.sampling``)."""
+    """A ``Field`` bounded by the engine's range for the sampling setting ``name`` (``engine.core.sampling``)."""
     low, high = {**FLOAT_RANGES, **INT_RANGES}[name]
     return Field(None, gt=low, le=high, **extra) if name in OPEN_BELOW else Field(None, ge=low, le=high, **extra)
 
 
 class SpeechSettings(BaseModel):
     """Every field of a speech request but its text: a ``SpeechRequest`` less ``input``, and what a live-text session
-    is configured with (``server.live``)."""
+    is configured with (``server.speech_stream``)."""
 
     # strict numbers: no inf or nan, and no strings or booleans standing in for them
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)

@@ -19,7 +19,7 @@ Every field but ``audio_sample`` is text: a JSON value of another type (``{"name
 or a JSON body that is not an object, too large or nested too deeply (``engine.json_limits``) is a 400 naming it.
 ``GET`` lists presets and library voices (a library file that cannot be read is listed with
 ``"readable": false`` and its ``error``), ``DELETE /v1/audio/voices/{name}`` removes one (an unreadable one
-too). Library file work runs in worker threads, off the event loop (``server.library``); error messages name
+too). Library file work runs in worker threads, off the event loop (``server.voice_library``); error messages name
 no temporary or absolute paths and never list the library.
 """
 
@@ -33,12 +33,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from engine import Engine, OratorError, UnsupportedError, Voice, VoiceError, json_limits
-from engine.prompts import check_voice
-from engine.voices.file import VoiceInfo
+from engine.core.prompts import check_voice
+from engine.core.voice import shown
+from engine.core.voice_file import VoiceInfo
 from engine.voices.library import VoiceEntry
-from engine.voices.voice import shown
 from server.errors import APIError, engine_error
-from server.library import VoiceStore, checked_name
+from server.voice_library import VoiceStore, checked_name
 
 router = APIRouter()
 _AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3")

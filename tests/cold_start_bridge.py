@@ -1,4 +1,4 @@
-"""Fixtures for tests of the cold-start bridge (engine.numba_cache.cold_start), a plugin of tests/conftest.py.
+"""Fixtures for tests of the cold-start bridge (engine.core.cpu.numba_cache.cold_start), a plugin of tests/conftest.py.
 
 ``bridge``: int8 engines with the bridge on, its markers and lock in a folder of the test's own where a warm-up is
 running (the test holds its lock, so the warm-up process an engine starts exits at once and the marker appears only
@@ -17,8 +17,9 @@ def bridge(tmp_path, monkeypatch):
     import torch
     from filelock import FileLock
 
-    from engine import numba_cache, options
-    from engine.numba_cache import cold_start
+    from engine.core import options
+    from engine.core.cpu import numba_cache
+    from engine.core.cpu.numba_cache import cold_start
 
     folder = tmp_path / "numba"
     folder.mkdir()
@@ -38,8 +39,8 @@ def bridge(tmp_path, monkeypatch):
 
 @pytest.fixture
 def step_calls(monkeypatch):
-    from engine.model.one_position import BoundStep
-    from engine.model.one_position_numba import NumbaBoundStep
+    from engine.core.cpu.one_position import BoundStep
+    from engine.core.cpu.one_position_numba import NumbaBoundStep
 
     calls = {"pytorch": 0, "numba": 0}
     for cls, name in ((BoundStep, "pytorch"), (NumbaBoundStep, "numba")):

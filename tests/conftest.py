@@ -13,7 +13,7 @@ import pytest
 import torch
 
 pytest_plugins = ["tests.cold_start_bridge"]  # the cold-start bridge's fixtures (engine and studio tests)
-# The tests' engines run the plan users get on this machine (engine.execution_plan: fast, int8 weights on a CPU);
+# The tests' engines run the plan users get on this machine (engine.core.execution_plan: fast, int8 weights on a CPU);
 # a test where exactness is the point asks for precision="exact" itself. Two choices that follow the machine's
 # momentary speed are pinned, and each plan says so (``ExecutionPlan.bridge``, ``grow_chunks``):
 # an int8 engine compiles its Numba steps in its own process, as where nothing is cached: which segments would step
@@ -27,7 +27,7 @@ if not torch.cuda.is_available():  # Triton kernels run in its interpreter on CP
     # nor do they compile on a CPU (each engine would spend seconds in the compiler) unless a test asks
     os.environ.setdefault("ORATOR_COMPILE", "0")
 else:  # GPU tests that multiply before loading an engine repeat run to run as the engine does
-    from engine.runtime import deterministic_cublas
+    from engine.core.runtime import deterministic_cublas
 
     deterministic_cublas()
 
@@ -36,12 +36,12 @@ def pytest_configure(config):
     """One Numba cache for the whole run, every process of it included (``main.py`` commands, warm-up processes):
     the pytest cache's ``numba/<kernel sources' digest>`` (a temporary folder without the cache plugin), set before
     anything imports Numba, so a run compiles the CPU kernels once and a CI cache of ``.pytest_cache`` keeps them.
-    The digest in the name keeps a kernel edited since from loading stale code (``engine.numba_cache``). A
+    The digest in the name keeps a kernel edited since from loading stale code (``engine.core.cpu.numba_cache``). A
     NUMBA_CACHE_DIR set already stands."""
     import tempfile
     from pathlib import Path
 
-    from engine import numba_cache
+    from engine.core.cpu import numba_cache
 
     if os.environ.get(numba_cache.ENV):
         return
@@ -62,8 +62,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def text_tokenizer(tmp_path_factory):
+    from engine.core.tokenizer import TextTokenizer
     from engine.synthetic.text_tokenizer import write_text_tokenizer
-    from engine.tokenizer import TextTokenizer
 
     path = tmp_path_factory.mktemp("text_tokenizer")
     write_text_tokenizer(path)
@@ -114,15 +114,15 @@ def plan_engine(tiny_model_dir):
 def tiny_engine(plan_engine):
     """A CPU engine per model type on the tiny checkpoints, loaded once, on this machine's default plan (the
     ``precision`` option's: fast unless ORATOR_PRECISION says otherwise)."""
-    from engine import options
+    from engine.core import options
 
     return lambda model_type="custom_voice": plan_engine(options.current().precision, model_type)
 
 
 @pytest.fixture
 def engine_options():
-    """``set(**changes)``: change the engine's process-wide options (``engine.options``) for this test only."""
-    from engine import options
+    """``set(**changes)``: change the engine's process-wide options (``engine.core.options``) for this test only."""
+    from engine.core import options
 
     before = options.current()
     yield lambda **changes: options.configure(**changes)

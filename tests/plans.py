@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.options import PRECISIONS
+from engine.core.options import PRECISIONS
 
 # A bfloat16 codec decoder (the fast plan's where the CPU multiplies bfloat16) rounds each chunk's convolutions to 8
 # significant bits, so the same codes decoded in other chunks give samples within this of each other, where a

@@ -18,10 +18,10 @@ import soundfile as sf
 
 import main
 from engine import Voice
-from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
+from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
-TEXT = "Good morning. Shall we go?"  # two sentences, one segment (engine.text)
+TEXT = "Good morning. Shall we go?"  # two sentences, one segment (engine.core.text.segments)
 PCM16_STEP = 1 / 32768
 
 
@@ -122,7 +122,7 @@ def test_a_voice_file_no_model_can_use_exits_2_with_one_line(tiny_model_dir, tin
                                                               message):
     from safetensors.numpy import save_file
 
-    from engine.voices.file import FORMAT_KEY, FORMAT_VERSION
+    from engine.core.voice_file import FORMAT_KEY, FORMAT_VERSION
 
     width = tiny_engine("base").config.talker_config.hidden_size
     save_file({"speaker_embedding": np.ones(width, dtype=np.float32), "ref_codes": codes}, str(tmp_path / "bad.voice"),

@@ -16,7 +16,7 @@ import mutagen
 import pytest
 
 import main
-from engine.atomic import TEMP_PREFIX
+from engine.atomic_files import TEMP_PREFIX
 
 MAIN = Path(__file__).resolve().parents[1] / "main.py"
 PARAGRAPH = ("The rain had stopped by the time they reached the harbour, and the boats lay still on the grey "
@@ -62,7 +62,7 @@ def test_a_text_book_to_m4b_with_subtitles(tiny_model_dir, tmp_path):
     assert [c.title for c in mutagen.File(tmp_path / "book.m4b").chapters] == ["Chapter 1", "Chapter 2"]
     vtt = (tmp_path / "book.vtt").read_text(encoding="utf-8")
     # a cue per heading; each paragraph is one segment (its three sentences merged), over three cues' worth of
-    # text (engine.audio.subtitles.split_cue), so three cues
+    # text (engine.production.subtitles.split_cue), so three cues
     assert vtt.startswith("WEBVTT") and vtt.count(" --> ") == 2 + 2 * 3
     assert (tmp_path / "book.chapters.vtt").exists() and leftovers(tmp_path) == []
 
@@ -209,7 +209,7 @@ def _epub(path: Path, chapters: list[tuple[str, str]], cover: bytes) -> Path:
 
 
 def test_an_epub_with_chapters_becomes_an_m4b_with_the_same_chapters(capsys, tiny_model_dir, tmp_path):
-    from engine.audio.sources import _structured_documents
+    from engine.production.book_sources import _structured_documents
     from tests.engine.audio.test_encode import png
 
     if not _structured_documents():

@@ -17,7 +17,7 @@ import soundfile as sf
 import soxr
 
 import main
-from engine.voiceover.cues import read_subtitles
+from engine.production.voiceover.cues import read_subtitles
 
 SRT = """\ufeff1
 00:00:00,500 --> 00:00:02,000

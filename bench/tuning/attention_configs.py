@@ -1,5 +1,6 @@
-"""Times the two attention blocks of a decode step (``engine.kernels.attention``: the talker's long cache;
-``engine.kernels.short_attention``: the code predictor's 16 slots) at the shapes of the many-streams loop, for a
+"""Times the two attention blocks of a decode step (``engine.core.gpu_kernels.attention``: the talker's long cache;
+``engine.core.gpu_kernels.short_attention``: the code predictor's 16 slots) at the shapes of the many-streams loop, for
+a
 grid of launch configurations, each replayed from a CUDA graph of one call per layer (as in the frame step).
 Picks ``attention.SPLITS``, ``BLOCK_S``, ``WARPS`` and ``MERGE_WARPS``, and ``short_attention.WARPS``.
 
@@ -21,7 +22,7 @@ import time
 import torch
 
 from bench.tuning.kernel_sweep import graph_us, report
-from engine.kernels import attention, short_attention
+from engine.core.gpu_kernels import attention, short_attention
 
 HEADS, KV_HEADS, DIM, EPS = 16, 8, 128, 1e-6  # both talkers' and both predictors' attention
 TALKER_SLOTS, PREDICTOR_SLOTS = 2048, 16

@@ -18,9 +18,9 @@ import torch
 
 from bench.common import device_name
 from engine import Engine, Sampling, Voice
-from engine.frames.codes import sample_code0
-from engine.frames.eager import FrameGenerator
-from engine.prompts import build_prompt
+from engine.core.frames.codes import sample_code0
+from engine.core.frames.eager import FrameGenerator
+from engine.core.prompts import build_prompt
 
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank."
 

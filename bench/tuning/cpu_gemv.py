@@ -7,7 +7,7 @@ fused projection shapes of a model, cycling through as many distinct weights as 
 
 - ``fp32``: ``F.linear`` on float32 weights (the exact path);
 - ``bf16``: ``F.linear`` on bfloat16 weights and activations (oneDNN where the CPU has AVX512-BF16/AMX);
-- ``int8pack``: ``aten._weight_int8pack_mm`` (weight-only int8, bf16 activations; ``engine.model.int8``);
+- ``int8pack``: ``aten._weight_int8pack_mm`` (weight-only int8, bf16 activations; ``engine.core.cpu.int8``);
 - ``int8dyn``: fbgemm's dynamically quantized linear (int8 weights and activations, VNNI);
 - ``int4pack``: ``aten._weight_int4pack_mm_for_cpu`` (weight-only int4, groups of 32; ``int4g64``, ``int4g128``:
   groups of 64 and 128);

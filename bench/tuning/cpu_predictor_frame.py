@@ -1,4 +1,4 @@
-"""The code predictor's frame as one Numba call (``engine.frames.numba_predictor``) against its 15 passes one call
+"""The code predictor's frame as one Numba call (``engine.core.cpu.numba_predictor``) against its 15 passes one call
 each (``predict_codes_by_position`` over the same Numba steps): the engine's frames, both ways in one process,
 alternating, default sampling, the same seed.
 
@@ -18,8 +18,8 @@ import torch
 
 from bench.common import DEFAULT_TEXT, device_name
 from engine import Engine, Sampling, Voice
-from engine.frames.eager import FrameGenerator
-from engine.prompts import build_prompt
+from engine.core.frames.eager import FrameGenerator
+from engine.core.prompts import build_prompt
 
 
 def frames(talker, prompt, n: int, fused: bool) -> tuple[float, torch.Tensor]:

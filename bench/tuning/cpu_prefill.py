@@ -1,7 +1,7 @@
-"""A prompt's prefill on the fast CPU path with each form of its many-row int8 products (``engine.model.int8``:
+"""A prompt's prefill on the fast CPU path with each form of its many-row int8 products (``engine.core.cpu.int8``:
 ``integer``, ``bf16``, ``kernel``; ``integer-layers-pytorch``, the integer form with the layers' other
-operations in PyTorch instead of ``engine.model.prompt_numba``'s loops, and ``integer-pytorch``, also its rounding
-and joining in PyTorch's operations instead of ``engine.model.prompt_rows_numba``'s), timed in alternating rounds
+operations in PyTorch instead of ``engine.core.cpu.prompt_numba``'s loops, and ``integer-pytorch``, also its rounding
+and joining in PyTorch's operations instead of ``engine.core.cpu.prompt_rows_numba``'s), timed in alternating rounds
 on one model, with the outputs' distance from the ``integer`` form's, and the form the engine takes here
 (``prefill_form``).
 
@@ -21,7 +21,7 @@ import torch
 
 from bench.common import device_name
 from engine import Engine
-from engine.model import int8, prompt_numba, prompt_rows_numba
+from engine.core.cpu import int8, prompt_numba, prompt_rows_numba
 
 
 def main(argv=None) -> None:

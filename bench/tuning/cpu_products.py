@@ -1,5 +1,5 @@
 """The Numba steps' int8 products with float32 activations against the engine's (int16 activations,
-``engine.model.numba_layer.product``): one 6144 x 1024 matrix (resident in L2) and a code-predictor pass's
+``engine.core.cpu.numba_layer.product``): one 6144 x 1024 matrix (resident in L2) and a code-predictor pass's
 20 products of the 0.6B (5 layers, 75 MB, streamed from L3), random int8 weights.
 
     taskset -c 0-7 python -m bench.tuning.cpu_products [--threads 8 4 2] [--narrow-vectors]
@@ -29,7 +29,7 @@ def main(argv=None) -> None:
         numba.config.CPU_FEATURES = llvm.get_host_cpu_features().flatten()
     from numba import njit, prange
 
-    from engine.model import numba_layer as kernels
+    from engine.core.cpu import numba_layer as kernels
 
     @njit(parallel=True, fastmath=True, nogil=True, boundscheck=False)
     def float_product(q, scale, x, y):

@@ -23,9 +23,9 @@ import torch
 
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT, device_name, real_time_factor
 from engine import Engine, Sampling, Voice
-from engine import engine as engine_module
-from engine.frames import eager, numba_predictor
-from engine.model import one_position_numba
+from engine.core import engine as engine_module
+from engine.core.cpu import numba_predictor, one_position_numba
+from engine.core.frames import eager
 
 spent: dict[str, float] = defaultdict(float)
 

@@ -33,8 +33,8 @@ def main(argv=None) -> None:
     import numba
     from numba import njit, prange
 
-    from engine.model import numba_layer as kernels
-    from engine.model import vnni
+    from engine.core.cpu import numba_layer as kernels
+    from engine.core.cpu import vnni
 
     if not vnni.available():
         print(json.dumps({"vnni": False}))
@@ -130,9 +130,9 @@ def steps(model: str, thread_counts, rounds: int) -> dict:
     import torch
 
     from engine import Engine
-    from engine.model import one_position_numba as jit
-    from engine.model.layers import KVCache
-    from engine.model.one_position import one_position_stacks
+    from engine.core.cpu import one_position_numba as jit
+    from engine.core.cpu.one_position import one_position_stacks
+    from engine.core.model.layers import KVCache
 
     eng = Engine.from_pretrained(model, device="cpu", dtype=torch.float32, cpu_int8=True)
     talker = eng.model.talker

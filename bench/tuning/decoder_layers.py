@@ -23,9 +23,9 @@ from pathlib import Path
 import torch
 
 from bench.common import device_name
-from engine.checkpoint import resolve_model_dir
-from engine.codec.conv import ConvNeXtBlock, StreamingLayer
-from engine.codec.decoder import SpeechDecoder
+from engine.core.checkpoint import resolve_model_dir
+from engine.core.codec.conv import ConvNeXtBlock, StreamingLayer
+from engine.core.codec.decoder import SpeechDecoder
 
 TIMED = (StreamingLayer, ConvNeXtBlock)  # the causal convolutions (and their activations), the ConvNeXt blocks
 

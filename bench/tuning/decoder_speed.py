@@ -20,10 +20,10 @@ from pathlib import Path
 import torch
 
 from bench.common import audio_seconds, device_name
-from engine.checkpoint import resolve_model_dir
-from engine.codec.decoder import SpeechDecoder
-from engine.frames.graphs.decode import DecodeGraph
-from engine.kernels import triton_available
+from engine.core.checkpoint import resolve_model_dir
+from engine.core.codec.decoder import SpeechDecoder
+from engine.core.frames.graphs.decode import DecodeGraph
+from engine.core.gpu_kernels import triton_available
 
 
 def time_decode(decoder: SpeechDecoder, rows: int, frames: int, device: torch.device, repeats: int = 20) -> float:

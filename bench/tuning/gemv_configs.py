@@ -1,6 +1,6 @@
 """Times the matrix-vector kernel against cuBLAS (``F.linear``) on every projection shape of the 0.6B and
 1.7B checkpoints, for a grid of block configurations, each replayed from a CUDA graph of 100 calls (as
-in the frame step). Picks ``engine.kernels.gemv.block_config``.
+in the frame step). Picks ``engine.core.gpu_kernels.gemv.block_config``.
 
 As in the frame, the weights come from HBM, not L2: the calls cycle through enough copies of the weight
 matrix (``COLD_BYTES`` in all, several times the H200's 60 MB L2) that none is still cached when it is
@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import triton
 
 from bench.tuning.kernel_sweep import COLD_BYTES, graph_us, report
-from engine.kernels import gemv
+from engine.core.gpu_kernels import gemv
 
 # (name, outputs N, inputs K): talker/predictor projections, heads
 SHAPES = [("0.6b qkv", 4096, 1024), ("0.6b o", 1024, 2048), ("0.6b gate_up", 6144, 1024), ("0.6b down", 1024, 3072),

@@ -35,7 +35,7 @@ import torch
 from bench.clients import concurrently
 from bench.common import audio_seconds, device_name
 from bench.run_batch import engine_requests, percentile, warm_streams
-from engine.engine import DECODER_DTYPE_NAMES
+from engine.core.engine import DECODER_DTYPE_NAMES
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # the chrome trace's device-side events
 CLOCK_MARK = "orator:clock"  # host annotations bracketed by perf_counter_ns() reads: the two clocks' offset

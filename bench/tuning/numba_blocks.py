@@ -15,8 +15,8 @@ import time
 import numpy as np
 import torch
 
-import engine.model.numba_layer as kernels
-import engine.model.one_position_numba as jit
+import engine.core.cpu.numba_layer as kernels
+import engine.core.cpu.one_position_numba as jit
 
 
 def best(fn, repeats: int = 10, rounds: int = 5) -> float:
@@ -38,7 +38,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     kernels.ROW_BLOCK = args.block  # read when the kernels compile
     from engine import Engine
-    from engine.model.one_position import one_position_stacks
+    from engine.core.cpu.one_position import one_position_stacks
 
     talker = Engine.from_pretrained(args.model, device="cpu").model.talker
     stacks = one_position_stacks(talker)

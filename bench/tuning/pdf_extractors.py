@@ -6,7 +6,7 @@ adjacent token pairs that are no words but join into one (split words: "manip- u
 of the HTML's 6-word shingles found in the PDF text (word spacing and reading order together), and the time per
 page. Needs pypdf and pdfminer.six installed besides the gui extra (only the chosen pypdfium2 is a dependency).
 The last row, "orator", is what the studio reads (pypdfium2 plus engine/documents/pdf_reader.py's rules); the
-"wordless segments" column counts what engine.text.split_segments makes of the text that holds no letter.
+"wordless segments" column counts what engine.core.text.segments.split_segments makes of the text that holds no letter.
 Usage: python -m bench.tuning.pdf_extractors PDF:HTML[,HTML...] ...
 """
 
@@ -72,7 +72,7 @@ def html_words(paths: list[str]) -> list[str]:
 
 def wordless_segments(text: str) -> int:
     """Segments the reader would speak that hold no letter (dot leaders, page and section numbers)."""
-    from engine.text import split_segments
+    from engine.core.text.segments import split_segments
 
     return sum(not re.search(r"[^\W\d_]", s.text) for s in split_segments(text))
 

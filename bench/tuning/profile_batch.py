@@ -61,8 +61,8 @@ from bench.run_batch import (
     serving,
     warm_streams,
 )
-from engine.engine import DECODER_DTYPE_NAMES
-from engine.frames.batched import LOOP_FRAMES
+from engine.core.engine import DECODER_DTYPE_NAMES
+from engine.core.frames.batched import LOOP_FRAMES
 
 PHASES = ("wait", "admit", "step", "build", "collect", "decode", "handout")
 TIMELINE_PHASES = 60  # phases listed from the first request on: where the first audio's time goes

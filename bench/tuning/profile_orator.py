@@ -14,8 +14,8 @@ import torch
 
 from bench.common import DEFAULT_LANGUAGE, DEFAULT_SPEAKER, DEFAULT_TEXT
 from engine import Engine, Sampling, Voice
-from engine.frames.step import frame_step
-from engine.prompts import build_prompt
+from engine.core.frames.step import frame_step
+from engine.core.prompts import build_prompt
 
 
 def timed(fn, repeat: int = 1) -> float:

@@ -1,4 +1,4 @@
-"""Times the sampling kernel (``engine.kernels.sampler``: temperature, top-k, top-p and the draw, one program a
+"""Times the sampling kernel (``engine.core.gpu_kernels.sampler``: temperature, top-k, top-p and the draw, one program a
 row) at the frame step's shapes for each number of warps a program, replayed from a CUDA graph of one frame's
 calls (a code-predictor row of 2,048 logits and the talker's 3,072). Picks ``sampler.WARPS``: the top-k and top-p
 bisections reduce the whole row dozens of times, and a reduction over several warps goes through shared memory
@@ -14,8 +14,8 @@ import argparse
 import torch
 
 from bench.tuning.kernel_sweep import graph_us, report
-from engine.kernels import sampler
-from engine.sampling import StageSettings
+from engine.core.gpu_kernels import sampler
+from engine.core.sampling import StageSettings
 
 # (name, logits a row, calls a frame): the code predictor's 15 codebooks, the talker's codebook 0
 VOCABS = [("predictor", 2048, 15), ("talker", 3072, 1)]

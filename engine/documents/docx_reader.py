@@ -22,6 +22,8 @@ import re
 import zipfile
 from pathlib import Path
 
+from engine.core.text.reading_policy import code_kind
+from engine.core.text.spoken_symbols import superscript
 from engine.documents import docx_notes
 from engine.documents.docx_notes import code_style, list_paragraph, read_notes, table_look_first_row
 from engine.documents.model import (
@@ -35,8 +37,6 @@ from engine.documents.model import (
     Parsed,
 )
 from engine.documents.tables import row_blocks
-from engine.reading_policy import code_kind
-from engine.spoken_symbols import superscript
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from itertools import islice
 
+from engine.core.text.reading_policy import code_kind
 from engine.documents.html_markup import parse_markup
 from engine.documents.html_structure import (
     block_kind,
@@ -24,7 +25,6 @@ from engine.documents.html_structure import (
     table_rows,
 )
 from engine.documents.model import CODE, FOOTNOTE, FORMULA, PROSE, Block, DocumentError, Parsed
-from engine.reading_policy import code_kind
 
 SKIPPED_TAGS = frozenset({
     "script", "style", "head", "noscript", "svg", "math", "template", "iframe", "object", "embed", "canvas",

@@ -9,9 +9,9 @@ import re
 from collections.abc import Callable
 from itertools import islice
 
+from engine.core.text.spoken_symbols import superscript
 from engine.documents.model import CODE, DEFINITION, FOOTNOTE, LIST_ITEM, Block
 from engine.documents.tables import row_blocks
-from engine.spoken_symbols import superscript
 
 CODE_TAGS = frozenset({"pre", "listing", "xmp", "plaintext"})
 # classes generators give a block of code or a terminal transcript (DocBook, Sphinx, Texinfo, sisu, Pandoc, Hugo)
@@ -160,7 +160,7 @@ _RAISED_DIGITS = re.compile(r"[-+−]?\d{1,6}")
 
 def raised_digits(el) -> str | None:
     """The text of a ``<sup>`` that holds a number alone ("256", "-3"), written as superscript characters, or
-    None: a power after a number, a mark after a word (engine.spoken_symbols says which)."""
+    None: a power after a number, a mark after a word (engine.core.text.spoken_symbols says which)."""
     if len(el) or not el.text or not _RAISED_DIGITS.fullmatch(el.text.strip()):
         return None
     return superscript(el.text.strip().replace("−", "-"))

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.block_kinds import (  # noqa: F401 (the kinds are the readers' vocabulary, imported from here)
+from engine.core.text.block_kinds import (  # noqa: F401 (the kinds are the readers' vocabulary, imported from here)
     CODE,
     DEFINITION,
     DIAGRAM,

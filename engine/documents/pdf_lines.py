@@ -22,8 +22,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from engine.core.text.spoken_symbols import superscript
 from engine.documents.pdf_footnotes import SMALL, SUPERSCRIPTS, small_digit_runs
-from engine.spoken_symbols import superscript
 
 _DIGITS = re.compile(r"\d+")
 # the music fonts of engraving programs (LilyPond, SMuFL, MuseScore, Finale, Sibelius), after a subset's "ABCDEF+"

@@ -23,13 +23,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.core.text.reading_policy import code_kind
 from engine.documents.model import CODE, FOOTNOTE, MAX_PDF_PAGES, Block, Document, DocumentError, Parsed, TocEntry
 from engine.documents.pdf_footnotes import (
     drop_footnote_marks,
     rejoin_printed_lines,
 )
 from engine.documents.pdf_lines import Line, Page, printed_lines, read_line
-from engine.reading_policy import code_kind
 
 # a running header or footer lies within EDGE_BAND of the page's height from its top or bottom (a journal's header
 # sits lower than a manual's); a page number, or a line known by its place alone, within NARROW_BAND

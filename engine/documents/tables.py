@@ -5,7 +5,7 @@ listener hears what each value is without holding the header row in mind; the he
 own (its words are in every row that has a value in that column). Stacked header rows add up ("Support read"); a
 merged cell labels and fills each column it spans. A table without headers is read row by row, its cells joined by
 ", " (or "; " when a cell holds a comma). An empty cell is not read; a cell of symbols only ("✓", "—") is kept as
-written, and the reading policy says a word for it (engine.spoken_symbols).
+written, and the reading policy says a word for it (engine.core.text.spoken_symbols).
 """
 
 from __future__ import annotations

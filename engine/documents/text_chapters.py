@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from engine.core.text.voice_marks import parse_mark
 from engine.documents.model import Chapter, Heading, chapter_spans
-from engine.voice_marks import parse_mark
 
 MAX_HEADING_CHARS = 120  # a longer paragraph is prose, whatever it starts with
 MAX_TITLE_LINE_CHARS = 80  # the title line that may follow a chapter label

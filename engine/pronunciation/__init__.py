@@ -1,12 +1,13 @@
-"""Pronunciation rules applied to what is spoken, never to the text a reader sees (``engine.pronunciation.lexicon``).
+"""Pronunciation rules applied to what is spoken, never to the text a reader sees
+(``engine.core.pronunciation.lexicon``).
 
 ``Rule`` (a whole word or a regular expression, case, voice), ``Lexicon`` (ordered rules; ``apply``), the shipped
 rules (``default_lexicon``) and the lexicon file (``load_lexicon`` / ``save_lexicon``, ``default_lexicon_path``).
 """
 
-from engine.pronunciation.defaults import default_lexicon
-from engine.pronunciation.lexicon import Explained, Lexicon, max_spoken_chars, pronounce
-from engine.pronunciation.rule import Rule
+from engine.core.pronunciation.defaults import default_lexicon
+from engine.core.pronunciation.lexicon import Explained, Lexicon, max_spoken_chars, pronounce
+from engine.core.pronunciation.rule import Rule
 from engine.pronunciation.store import (
     LexiconFileError,
     default_lexicon_path,

@@ -2,7 +2,7 @@
 command line and the server.
 
 ``{"format": "orator-pronunciation", "version": 1, "rules": [{"pattern", "replacement", "regex",
-"case_sensitive", "voice", "enabled"}, ...]}``; written atomically (``engine.atomic``), so a crash leaves the old
+"case_sensitive", "voice", "enabled"}, ...]}``; written atomically (``engine.atomic_files``), so a crash leaves the old
 file or the new one. Reading is strict: a file that is not such a document, is newer than this program, or holds
 an invalid rule raises ``LexiconFileError`` naming the file and the rule, and the caller decides what to do (the
 studio says so and goes on with the shipped rules; the command line and the server stop).
@@ -15,11 +15,11 @@ import os
 from pathlib import Path
 
 from engine import json_limits
-from engine.atomic import atomic_write_text
+from engine.atomic_files import atomic_write_text
 from engine.bounded_files import FileReadError, read_text
+from engine.core.pronunciation.defaults import default_lexicon
+from engine.core.pronunciation.lexicon import Lexicon
 from engine.errors import PronunciationError
-from engine.pronunciation.defaults import default_lexicon
-from engine.pronunciation.lexicon import Lexicon
 from engine.voices.library import data_dir
 
 FILE_NAME = "pronunciation.json"

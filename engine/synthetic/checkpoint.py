@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from engine.config import ModelConfig
-from engine.model import Qwen3TTS
+from engine.core.config import ModelConfig
+from engine.core.model import Qwen3TTS
 from engine.synthetic.init import randomize_
 from engine.synthetic.text_tokenizer import write_text_tokenizer
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from engine.codec.config import SpeechTokenizerConfig
-from engine.codec.decoder import SpeechDecoder
+from engine.core.codec.config import SpeechTokenizerConfig
+from engine.core.codec.decoder import SpeechDecoder
 from engine.synthetic.init import randomize_
 
 SIZES = ("tiny", "full")

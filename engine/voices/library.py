@@ -9,7 +9,7 @@ path separators, ``: * ? " < > |``, control characters (DEL and C1 included), in
 temporary files) or a trailing dot, nor be a Windows device name (``CON``, ``COM1``...). Two names that differ
 only in case, Unicode normal form or runs of spaces are the same voice (``name_key``): the second is refused.
 
-A listing (``entries``) reads each file's header only (``engine.voices.file.read_voice_metadata``), never its
+A listing (``entries``) reads each file's header only (``engine.core.voice_file.read_voice_metadata``), never its
 tensors, and keeps each entry while the file's (mtime, size, inode) stays the same. A file that cannot be read
 is listed as unreadable with its error, keeps its name taken, can be deleted, and raises ``UnreadableVoice``
 when loaded. The folder's name list is kept while the folder's modification time stays what it was and the list
@@ -20,7 +20,7 @@ is 2 s) as the listing is caught because such a fresh listing is not kept.
 Changes (save, add, rename, delete) are serialized across threads and, through an exclusive lock on the folder's
 ``.orator-library.lock`` file (POSIX ``flock``), across processes: the replicas of a server on Ray Serve and the
 studio may share one folder, and a name checked free must still be free when it is written.
-Writes are atomic and durable (``engine.atomic``); temporary files an interrupted write left behind
+Writes are atomic and durable (``engine.atomic_files``); temporary files an interrupted write left behind
 (``.orator-*.tmp``, and the ``.NAME.voice.*.tmp`` and ``.tmp*`` of earlier versions) are removed when a library
 is opened once they are ``STALE_TEMP_S`` old. A library holds at most ``max_voices`` voices (``LibraryFull``
 beyond).
@@ -42,15 +42,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.atomic import TEMP_PREFIX, TEMP_SUFFIX, atomic_write, sync_folder
+from engine.atomic_files import TEMP_PREFIX, TEMP_SUFFIX, atomic_write, sync_folder
+from engine.core.voice import Voice
+from engine.core.voice_file import VoiceInfo, load_voice, read_voice_metadata, save_voice
+from engine.core.voice_names import MAX_NAME_CHARS, name_key
 from engine.errors import OratorError, VoiceError
-from engine.voices.file import VoiceInfo, load_voice, read_voice_metadata, save_voice
-from engine.voices.voice import Voice
 
 log = logging.getLogger(__name__)
 VOICE_SUFFIX = ".voice"
 LOCK_FILE = ".orator-library.lock"  # hidden: never listed as a voice, never taken for a temporary file
-MAX_NAME_CHARS = 80
 MAX_NAME_BYTES = 200  # of UTF-8; with the suffix and margin within the 255 bytes a file name may have
 DEFAULT_MAX_VOICES = 1000
 STALE_TEMP_S = 15 * 60  # a temporary file this old belongs to no write still running
@@ -129,12 +129,6 @@ def checked_name(name) -> str:
         raise InvalidName(f"This voice name is too long for a file name: at most {MAX_NAME_BYTES} bytes of UTF-8 "
                           f"(about {MAX_NAME_BYTES // 3} Chinese or {MAX_NAME_BYTES // 4} emoji characters).")
     return name
-
-
-def name_key(name: str) -> str:
-    """What two names must share to be the same voice: case, Unicode form and runs of spaces aside."""
-    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFD", name).casefold())
-    return _SPACES.sub(" ", folded).strip()
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
 """The Export dialog's casting and loudness: the voice of quoted dialogue, the characters' voices
-(``engine.casting``: "Elizabeth=Vivian, Mr. Darcy=Ryan", as ``orator export --cast`` takes them) and the loudness
-target (``engine.audio.loudness`` presets, or the levels as spoken)."""
+(``engine.production.casting``: "Elizabeth=Vivian, Mr. Darcy=Ryan", as ``orator export --cast`` takes them) and the
+loudness
+target (``engine.production.loudness`` presets, or the levels as spoken)."""
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QWidget
 
-from engine.casting import parse_cast
 from engine.errors import UnsupportedError
+from engine.production.casting import parse_cast
 
 NARRATOR = "The narrator's voice"
 LOUDNESS_CHOICES = {

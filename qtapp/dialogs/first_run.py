@@ -2,7 +2,7 @@
 
 It explains which models exist (0.6B CustomVoice to read; 1.7B VoiceDesign and Base to design and
 clone voices), downloads the ticked ones one after another on a worker thread with a progress bar,
-or takes a model folder the user already has (checked with ``engine.checkpoint.resolve_model_dir``).
+or takes a model folder the user already has (checked with ``engine.core.checkpoint.resolve_model_dir``).
 It also shows what the installed PyTorch can do (``qtapp.gpu_check``) and, where speech will run on the
 processor, what speed to expect from each model size, measured on this machine in the background
 (``qtapp.cpu_speed``). Every choice is written to the settings at once. The downloader is injectable
@@ -83,7 +83,7 @@ class FirstRunDialog(QDialog):
 
     def __init__(self, settings: Settings, downloader: Downloader = hub_download,
                  advice: GpuAdvice | None = None, parent: QWidget | None = None, measure_speed=None):
-        """``measure_speed(size) -> engine.cpu_probe.CpuSpeed`` replaces the real measurement in tests."""
+        """``measure_speed(size) -> engine.core.cpu.speed_probe.CpuSpeed`` replaces the real measurement in tests."""
         super().__init__(parent)
         self.settings = settings
         self.downloader = downloader

@@ -21,13 +21,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.reading_policy import FOOTNOTES_AT_PARAGRAPH_END, FOOTNOTES_SKIP
-from engine.text import DEFAULT_MAX_CHARS
+from engine.core.text.reading_policy import FOOTNOTES_AT_PARAGRAPH_END, FOOTNOTES_SKIP
+from engine.core.text.segments import DEFAULT_MAX_CHARS
 from qtapp.dialogs.casting_section import CastingSection
 from qtapp.gpu_check import gpu_advice
 from qtapp.settings import DEVICES, KNOWN_CHECKPOINTS, MAX_THREADS, PRECISIONS, VOICE_KINDS, Settings
 
-MIN_SEGMENT_CHARS = 20  # the least target engine.text.check_target_chars takes
+MIN_SEGMENT_CHARS = 20  # the least target engine.core.text.segments.check_target_chars takes
 
 KIND_TITLES = {
     "preset": "Preset speakers (CustomVoice)",
@@ -51,7 +51,7 @@ class SettingsDialog(QDialog):
     def __init__(self, settings: Settings, parent: QWidget | None = None, in_use: str = "",
                  voices: list[str] | None = None, plan: str = ""):
         """``in_use``: the loaded model and the path it runs on (``qtapp.worker.describe_engine``); ``voices``: the
-        names the casting offers; ``plan``: its execution plan (``engine.execution_plan.ExecutionPlan.summary``),
+        names the casting offers; ``plan``: its execution plan (``engine.core.execution_plan.ExecutionPlan.summary``),
         shown as it is, read-only."""
         super().__init__(parent)
         self.settings = settings
@@ -92,7 +92,7 @@ class SettingsDialog(QDialog):
         self.cpu_path.setToolTip("On the processor: int8 weights read a quarter of float32's bytes and speak "
                                  "several times faster; float32 is exact")
         self.threads = QSpinBox(minimum=0, maximum=MAX_THREADS, value=settings.threads)
-        self.threads.setSpecialValueText("Automatic")  # 0: measured as it reads (engine.frames.threads)
+        self.threads.setSpecialValueText("Automatic")  # 0: measured as it reads (engine.core.cpu.threads)
         self.threads.setToolTip("Processor threads for speech; Automatic measures, as it reads, whether all the "
                                 "cores or one fewer is faster (one fewer when another program is busy)")
         self.chunk_frames = QSpinBox(minimum=1, maximum=32, value=settings.chunk_frames, suffix=" frames")

@@ -188,9 +188,9 @@ class CloneVoiceDialog(_VoiceDialog):
                 QMessageBox.warning(self, self.windowTitle(), f"Cannot read “{Path(path).name}”: {e}")
 
     def set_audio_file(self, path: Path) -> None:
-        """Use the recording at ``path`` (read mono at 24 kHz within ``engine.audio.files``' bounds: a file too
+        """Use the recording at ``path`` (read mono at 24 kHz within ``engine.core.audio_files``' bounds: a file too
         long, of an absurd rate or a decompression bomb is a ``VoiceError``, never gigabytes)."""
-        from engine.audio.files import SAMPLE_RATE, read_audio
+        from engine.core.audio_files import SAMPLE_RATE, read_audio
 
         samples, _ = read_audio(path)
         if len(samples) == 0:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.run_live import DEFAULT_TEXT, main, pieces
-from engine.text import split_segments
+from engine.core.text.segments import split_segments
 
 
 @given(st.text(max_size=200))

@@ -11,7 +11,7 @@ import pytest
 from bench.common import Result
 from bench.run_all import RUNNER_ARGS, RUNNERS
 from bench.run_orator import option_value, plan_arguments
-from engine import options
+from engine.core import options
 
 
 @pytest.mark.parametrize("system", sorted(RUNNER_ARGS))

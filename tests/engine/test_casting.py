@@ -1,4 +1,5 @@
-"""Casting (``engine.casting``): quotations found in curly, straight, nested and paragraph-spanning forms, with
+"""Casting (``engine.production.casting``): quotations found in curly, straight, nested and paragraph-spanning forms,
+with
 apostrophes left alone; speakers named beside them; spans that cover every paragraph exactly once, in time and
 memory linear in its length; and the dialogue of a real novel (Pride and Prejudice, chapters 1-12) given to the
 dialogue voice and its named speakers' voices."""
@@ -13,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.audio.book import Book, Chapter, Passage, Pauses
-from engine.audio.sources import load_book
-from engine.casting import Cast, cast_argument, cast_book, paragraph_spans, parse_cast
-from engine.casting import quotes as quotes_module
-from engine.casting.quotes import DOUBLE, SINGLE, find_quotes, quote_style, speaker
 from engine.errors import UnsupportedError
+from engine.production.book_sources import load_book
+from engine.production.book_structure import Book, Chapter, Passage, Pauses
+from engine.production.casting import Cast, cast_argument, cast_book, paragraph_spans, parse_cast
+from engine.production.casting import quotes as quotes_module
+from engine.production.casting.quotes import DOUBLE, SINGLE, find_quotes, quote_style, speaker
 
 NOVEL = Path(__file__).resolve().parents[1] / "data" / "documents" / "pride-and-prejudice-ch1-12.txt"
 DIALOGUE = Cast("Dialogue")
@@ -180,9 +181,10 @@ def test_a_cast_book_says_every_character_of_its_paragraphs_once(paragraphs):
 
 
 def traced_lines(function, *args) -> int:
-    """Lines of ``engine.casting`` run by ``function(*args)``: a count of the work done, whatever the machine."""
+    """Lines of ``engine.production.casting`` run by ``function(*args)``: a count of the work done, whatever the
+    machine."""
     count = 0
-    files = {quotes_module.__file__, sys.modules["engine.casting"].__file__}
+    files = {quotes_module.__file__, sys.modules["engine.production.casting"].__file__}
 
     def tracer(frame, event, arg):
         nonlocal count

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
 from engine import CheckpointError, Engine
-from engine.checkpoint import REQUIRED_FILES, mapped_bf16_tensors, mapped_tensors
+from engine.core.checkpoint import REQUIRED_FILES, mapped_bf16_tensors, mapped_tensors
 
 
 @pytest.fixture
@@ -177,7 +177,7 @@ def test_a_cast_tensor_is_a_copy_and_the_rest_are_as_safetensors_reads_them(tmp_
     import torch
     from torch import nn
 
-    from engine.checkpoint import load_weights
+    from engine.core.checkpoint import load_weights
 
     path = tmp_path / "w.safetensors"
     save_file({"a": torch.full((64, 64), 2.0), "b": torch.full((8,), 3.0, dtype=torch.bfloat16),
@@ -200,7 +200,7 @@ def test_a_cast_tensor_is_a_copy_and_the_rest_are_as_safetensors_reads_them(tmp_
 _PEAK = """
 import sys, torch
 from torch import nn
-from engine.checkpoint import load_weights
+from engine.core.checkpoint import load_weights
 def peak():
     return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM"))
 with torch.device("meta"):

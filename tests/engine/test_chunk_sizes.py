@@ -1,4 +1,5 @@
-"""A stream's chunk sizes (engine.chunk_sizes): the first, then the stream's own, growing on the CPU path only while
+"""A stream's chunk sizes (engine.core.chunk_sizes): the first, then the stream's own, growing on the CPU path only
+while
 the audio made is far enough ahead of its listener; and a real stream of the tiny engine in grown chunks."""
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Sampling, Voice
-from engine.audio.chunks import FRAME_RATE, SAMPLES_PER_FRAME
-from engine.chunk_sizes import GROWN_CHUNK_FRAMES, HEADROOM, ChunkSizes
+from engine.core.chunk_sizes import GROWN_CHUNK_FRAMES, HEADROOM, ChunkSizes
+from engine.core.chunks import FRAME_RATE, SAMPLES_PER_FRAME
 from tests.plans import BF16_DECODED_ATOL, PRECISIONS
 
 
@@ -91,10 +92,11 @@ def test_a_cpu_stream_grows_its_chunks_and_says_the_same(plan_engine, engine_opt
     """A stream far ahead of real time on the CPU: its chunks grow to GROWN_CHUNK_FRAMES, and the audio is the
     fixed-size stream's, sample for sample within the decoder's rounding. How far ahead follows the machine's
     momentary speed, so the streams' clock is pinned: each reading a millisecond after the last."""
-    import engine.engine
+    import engine.core.engine
 
     ticks = itertools.count()
-    monkeypatch.setattr(engine.engine, "ChunkSizes", functools.partial(ChunkSizes, clock=lambda: next(ticks) / 1000))
+    clock = functools.partial(ChunkSizes, clock=lambda: next(ticks) / 1000)
+    monkeypatch.setattr(engine.core.engine, "ChunkSizes", clock)
     engine_options(grow_chunks=True)  # the engine's default (the tests' is off: tests/conftest.py)
     eng = plan_engine(precision)
     assert eng.grows_chunks
@@ -118,7 +120,7 @@ def test_a_largest_size_below_the_streams_is_refused(tiny_engine):
 
 
 def test_the_option_keeps_a_cpu_streams_chunks_at_its_size(tiny_engine, engine_options):
-    from engine.options import Options
+    from engine.core.options import Options
 
     assert not Options.from_environment({"ORATOR_GROW_CHUNKS": "0"}).grow_chunks
     assert Options.from_environment({}).grow_chunks

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.config import ModelConfig, PredictorConfig, SpeakerEncoderConfig, TalkerConfig
+from engine.core.config import ModelConfig, PredictorConfig, SpeakerEncoderConfig, TalkerConfig
 from engine.errors import CheckpointError
 from engine.synthetic.checkpoint import DIALECTS, LANGUAGES, SPEAKERS, config_dict
 

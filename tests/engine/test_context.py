@@ -1,4 +1,4 @@
-"""One voice for a whole call (``engine.context``): a designed voice's later segments are prompted with its first
+"""One voice for a whole call (``engine.core.context``): a designed voice's later segments are prompted with its first
 clean segment's text and codes as in-context reference, on the single-stream and the batched path alike; presets
 carry nothing; a reference that is cut, too long or would crowd the prompt is not carried."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from engine import Engine, Sampling, Voice
-from engine.context import MAX_CONTEXT_FRAMES, VoiceContext
-from engine.frames.capacity import MAX_SEQ, MIN_ROOM_FRAMES
-from engine.prompts import build_prompt, prompt_positions
+from engine.core.context import MAX_CONTEXT_FRAMES, VoiceContext
+from engine.core.frames.capacity import MAX_SEQ, MIN_ROOM_FRAMES
+from engine.core.prompts import build_prompt, prompt_positions
 from engine.synthetic.checkpoint import build_checkpoint
 from tests.engine.concurrent_streams import assert_same_chunks
 

@@ -1,13 +1,13 @@
-"""engine.cpu_probe: the processor's speed on a model size's real shapes, before any model is downloaded."""
+"""engine.core.cpu.speed_probe: the processor's speed on a model size's real shapes, before any model is downloaded."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from engine.cpu_probe import FRAME_S, CpuSpeed, measure_cpu_speed
-from engine.frames.threads import ThreadGovernor
-from engine.runtime import cpu_threads
+from engine.core.cpu.speed_probe import FRAME_S, CpuSpeed, measure_cpu_speed
+from engine.core.cpu.threads import ThreadGovernor
+from engine.core.runtime import cpu_threads
 
 
 def test_the_realtime_factor_is_audio_over_the_time_to_make_and_decode_it():

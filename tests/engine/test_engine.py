@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from engine import Sampling, TextError, Voice, load_voice, save_voice
-from engine.audio.chunks import SAMPLES_PER_FRAME
-from engine.text import Segment, split_segments
+from engine.core.chunks import SAMPLES_PER_FRAME
+from engine.core.text.segments import Segment, split_segments
 from tests.plans import BF16_DECODED_ATOL, PRECISIONS
 
 # three paragraphs, so three segments (short sentences of one paragraph would be one)
@@ -76,7 +76,7 @@ def test_segments_cut_by_the_caller_are_spoken_as_given_and_keep_their_spans(tin
 @pytest.mark.parametrize(("segments", "message"), [
     ([], "no text"),
     ([Segment(0, 3, "   ")], "nothing in the segment 0"),
-    (["Hello."], "must be an engine.text.Segment"),
+    (["Hello."], "must be an engine.core.text.segments.Segment"),
     ([Segment(0, 6, "Hello."), Segment(9, 4, "Bye.")], "segment 1 has no valid span"),
     ([Segment(-1, 6, "Hello.")], "segment 0 has no valid span"),
     ([Segment(0, 2, "\ud800")], "surrogate"),

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Sampling, TextError, Voice
+from engine.core.text.segments import Segment
 from engine.pronunciation import Lexicon, Rule, default_lexicon
-from engine.text import Segment
 
 VOICE = Voice.preset("vivian", "english")
 WRITTEN = "Fruit, e.g. apples.\nNothing else."  # two lines: two segments

@@ -1,4 +1,4 @@
-"""The execution plan (engine.execution_plan): chosen once at load from the machine, the options and the model,
+"""The execution plan (engine.core.execution_plan): chosen once at load from the machine, the options and the model,
 frozen, logged once, named by ``precision``; a fallback is named with its reason; ``main.py info`` prints it."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from engine import Engine
-from engine.execution_plan import ExecutionPlan, planned, resolve_precision
-from engine.model import one_position_numba as jit
+from engine.core.cpu import one_position_numba as jit
+from engine.core.execution_plan import ExecutionPlan, planned, resolve_precision
 
 CPU = torch.device("cpu")
 
@@ -36,7 +36,7 @@ def test_precision_is_a_named_parameter_and_decides_the_weights(tiny_model_dir, 
 
 
 def test_the_plan_is_frozen_and_logged_once_in_one_line(tiny_model_dir, caplog):
-    with caplog.at_level(logging.INFO, logger="engine.engine"):
+    with caplog.at_level(logging.INFO, logger="engine.core.engine"):
         engine = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", precision="exact")
         engine.synthesize("Hello there.", engine_voice(engine), max_frames=3)
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("execution plan: ")]
@@ -90,7 +90,7 @@ def test_a_cpu_precision_resolves_to_its_float_part(precision, dtype, expected):
 
 
 def test_on_a_gpu_the_precision_picks_the_dtype_and_a_dtype_names_the_precision(monkeypatch):
-    from engine import runtime
+    from engine.core import runtime
 
     cuda = torch.device("cuda")
     monkeypatch.setattr(runtime, "default_dtype", lambda device: torch.bfloat16)

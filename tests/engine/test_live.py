@@ -1,4 +1,5 @@
-"""Live text (engine.live, engine.live_stream): speech that starts before the text is complete, follows it as it
+"""Live text (engine.core.text.live_text, engine.core.live_speech): speech that starts before the text is complete,
+follows it as it
 arrives, and equals ``Engine.stream`` of the same text when all of it is there at once."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import LiveText, Sampling, TextError, Voice
-from engine.text import settled_end, split_segments
+from engine.core.text.segments import settled_end, split_segments
 from tests.plans import BF16_DECODED_ATOL
 
 TEXT = "Hello there, my friend. How are you doing today? I am fine, thanks."
@@ -115,7 +116,8 @@ def test_stream_live_takes_a_handle_or_an_iterator_of_deltas(engine, bad):
 
 # ---- speaking ---------------------------------------------------------------------------------------
 def _stream(engine, sampling, non_streaming):
-    """``Engine.stream`` of TEXT as live text plans it: one sentence a segment (``engine.live``), in live text's
+    """``Engine.stream`` of TEXT as live text plans it: one sentence a segment (``engine.core.text.live_text``), in
+    live text's
     chunk sizes (they do not grow: live speech follows its text)."""
     return engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES, segment_chars=0,
                          non_streaming=non_streaming, largest_chunk_frames=4)
@@ -209,7 +211,7 @@ def test_the_batched_loop_speaks_live_text_segment_by_segment(plan_engine):
     the single stream's Numba steps and the batched loop's PyTorch products round otherwise)."""
     import asyncio
 
-    from engine.live_stream import stream_live_batched
+    from engine.core.live_speech import stream_live_batched
 
     engine = plan_engine("exact")
 
@@ -235,7 +237,7 @@ def test_the_batched_loop_speaks_live_text_segment_by_segment(plan_engine):
 def test_the_graph_runner_follows_live_text_as_the_eager_loop_does(plan_engine, tiny_model_dir):
     """Two frame loops agreeing sample for sample: on the exact plan (exactness is the point)."""
     from engine import Engine
-    from engine.frames.graphs.runner import GraphStreamer
+    from engine.core.frames.graphs.runner import GraphStreamer
 
     engine = plan_engine("exact")
     fast = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", precision="exact")
@@ -285,7 +287,7 @@ _WORDS = st.sampled_from(["Hello", "there", "Dr.", "Smith", "e.g.", "it's", "3.5
 @given(st.lists(_WORDS, min_size=1, max_size=30), st.lists(st.integers(0, 400), max_size=12), st.data())
 def test_the_words_taken_early_are_the_start_of_their_segment_however_the_text_is_split(text_tokenizer, words,
                                                                                           cuts, data):
-    from engine.live import LivePlanner
+    from engine.core.text.live_text import LivePlanner
 
     text = " ".join(words)
     bounds = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
@@ -316,7 +318,7 @@ def test_the_words_taken_early_are_the_start_of_their_segment_however_the_text_i
 
 
 def test_a_long_live_text_keeps_only_a_window_of_itself(text_tokenizer):
-    from engine.live import LivePlanner
+    from engine.core.text.live_text import LivePlanner
 
     text = " ".join(f"Sentence number {i} says something, Dr. Who said. Then {i}.5 more" for i in range(400)) + "."
     live = LiveText()

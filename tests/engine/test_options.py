@@ -1,4 +1,4 @@
-"""The engine's switches (engine.options): read from the environment once, changed in code, and read where the
+"""The engine's switches (engine.core.options): read from the environment once, changed in code, and read where the
 engine decides (graphs, compilation, Triton kernels) at the time it decides, not at import."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine import options
-from engine.frames.compile import compile_enabled
-from engine.frames.graphs.capture import graphs_enabled
-from engine.kernels import TRITON_INSTALLED, triton_available
-from engine.options import Options
+from engine.core import options
+from engine.core.frames.compile import compile_enabled
+from engine.core.frames.graphs.capture import graphs_enabled
+from engine.core.gpu_kernels import TRITON_INSTALLED, triton_available
+from engine.core.options import Options
 
 
 @pytest.mark.parametrize(("environ", "expected"), [
@@ -99,7 +99,7 @@ def test_the_removed_cpu_paths_options_are_refused_in_code(removed, engine_optio
 
 
 def test_threads_default_to_the_usable_cores_less_one(monkeypatch):
-    from engine import runtime
+    from engine.core import runtime
 
     for cores, expected in ((1, 1), (2, 1), (8, 7), (16, 15)):
         monkeypatch.setattr(runtime, "available_cores", lambda cores=cores: cores)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine import Engine, Sampling, Voice
-from engine.audio.files import with_icl_silence
+from engine.core.audio_files import with_icl_silence
 from tests.oracle import load_official, official_available
 
 pytestmark = [

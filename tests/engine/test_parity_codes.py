@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from engine.config import ModelConfig
-from engine.frames.eager import FrameGenerator
-from engine.model import Qwen3TTS
-from engine.prompts import build_prompt
-from engine.sampling import Sampling
+from engine.core.config import ModelConfig
+from engine.core.frames.eager import FrameGenerator
+from engine.core.model import Qwen3TTS
+from engine.core.prompts import build_prompt
+from engine.core.sampling import Sampling
+from engine.core.text.segments import split_segments
 from engine.synthetic.checkpoint import config_dict
 from engine.synthetic.init import randomize_
-from engine.text import split_segments
 from engine.voices import Voice
 from tests.oracle import official_available
 
@@ -74,24 +74,24 @@ def pairs():
 
 
 def _run_ours(pair: Pair, tok, voice: Voice, non_streaming: bool, text: str = TEXT):
-    import engine.frames.codes
+    import engine.core.frames.codes
 
     logits = []
-    head, plain = pair.ours.talker.codec_head.weight, engine.frames.codes.linear
+    head, plain = pair.ours.talker.codec_head.weight, engine.core.frames.codes.linear
 
-    def recording(x, weight, bias=None):  # the talker's codec head goes through engine.frames.codes.linear
+    def recording(x, weight, bias=None):  # the talker's codec head goes through engine.core.frames.codes.linear
         out = plain(x, weight, bias)
         if weight is head:
             logits.append(out.detach())  # [1, V]
         return out
 
-    engine.frames.codes.linear = recording
+    engine.core.frames.codes.linear = recording
     try:
         prompt = build_prompt(pair.ours.talker, pair.config, tok, voice, text, non_streaming)
         gen = FrameGenerator(pair.ours.talker, prompt, Sampling(greedy=True), FRAMES)
         codes = [f.numpy() for f in gen.frames()]
     finally:
-        engine.frames.codes.linear = plain
+        engine.core.frames.codes.linear = plain
     return np.stack(codes), torch.cat(logits)
 
 
@@ -164,7 +164,8 @@ MERGED = "Quick! Close the door! It is cold outside, and the wind is up."
 
 @pytest.mark.parametrize("case", ["preset", "design", "clone-icl"])
 def test_a_multi_sentence_text_is_one_generation_equal_to_officials(pairs, text_tokenizer, case):
-    """Short sentences of one line are one segment (engine.text), so the engine speaks them as one generation:
+    """Short sentences of one line are one segment (engine.core.text.segments), so the engine speaks them as one
+    generation:
     the official code's for the whole text, frame for frame."""
     [segment] = split_segments(MERGED)
     assert segment.text == MERGED and len(split_segments(MERGED, target_chars=0)) == 3

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine import Voice
-from engine.prompts import build_prompt
+from engine.core.prompts import build_prompt
 
 TEXT = "The quick brown fox jumps over the lazy dog."
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from engine import Voice
+from engine.core.prompts import build_prompt, build_prompts
 from engine.errors import TextError, VoiceError
-from engine.prompts import build_prompt, build_prompts
 from tests.engine.test_prompt_constants import projections, voices
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Hi.", "A third text, somewhat longer than the second one."]

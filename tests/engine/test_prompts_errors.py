@@ -149,7 +149,7 @@ def test_stream_after_an_error_is_whole(tiny_engine, speaks):
 def test_text_the_tokenizer_cannot_encode_is_refused_alone_in_a_batch_of_prompts(tiny_engine):
     """A lone surrogate would make the tokenizer's batch call fail: only that request is refused, and the others'
     prompts are those built alone; a text the tokenizer itself refuses fails alone too."""
-    from engine.prompts import _speech_ids, build_prompt, build_prompts
+    from engine.core.prompts import _speech_ids, build_prompt, build_prompts
 
     eng = tiny_engine("custom_voice")
     voice = Voice.preset("vivian", "english")
@@ -173,7 +173,7 @@ def test_text_the_tokenizer_cannot_encode_is_refused_alone_in_a_batch_of_prompts
 def test_a_prompt_that_cannot_fit_a_stream_is_refused_before_anything_is_built(tiny_engine, speaks, monkeypatch):
     """An instruction of tens of thousands of tokens would need a quadratic eager prefill (gigabytes): refused as
     too long by ``Engine.check`` and by the generation itself, before the text is embedded."""
-    import engine.model.talker as talker_module
+    import engine.core.model.talker as talker_module
 
     eng = tiny_engine("voice_design")
     voice = Voice.design("a calm low voice, " * 3000, "english")
@@ -196,7 +196,7 @@ def test_a_prompt_that_cannot_fit_a_stream_is_refused_before_anything_is_built(t
 def test_prompt_size_counts_what_build_prompts_lays_out(tiny_engine, text, kind, non_streaming, ref_frames):
     """``prompt_size``, which refuses an overlong prompt before anything is embedded, counts the positions and
     trailing tokens of the prompt that is then built, for every kind of voice and layout."""
-    from engine.prompts import _plan, build_prompt, prompt_size
+    from engine.core.prompts import _plan, build_prompt, prompt_size
 
     model_type = {"preset": "custom_voice", "preset-instruct": "custom_voice", "design": "voice_design"}.get(kind,
                                                                                                          "base")

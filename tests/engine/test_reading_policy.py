@@ -1,4 +1,5 @@
-"""The reading policy (``engine.reading_policy``): URLs said as their site, decoration skipped, code and sessions
+"""The reading policy (``engine.core.text.reading_policy``): URLs said as their site, decoration skipped, code and
+sessions
 announced or read, Markdown references said as their text; spans stay the document's; ordinary prose loses no
 word and is cut as without a policy; the same segments however the text arrives; bounded memory on long lines."""
 
@@ -11,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.pronunciation import Lexicon, Rule, pronounce
-from engine.reading_policy import (
+from engine.core.text.reading_policy import (
     CODE_ANNOUNCEMENT,
     DIAGRAM_ANNOUNCEMENT,
     LINE_DECIDE,
@@ -20,7 +20,8 @@ from engine.reading_policy import (
     ReadingPolicy,
     policy_segments,
 )
-from engine.text import split_segments
+from engine.core.text.segments import split_segments
+from engine.pronunciation import Lexicon, Rule, pronounce
 
 DOCUMENTS = Path(__file__).resolve().parents[1] / "data" / "documents"
 READ_ALL = ReadingPolicy(read_urls=True, read_code=True)
@@ -102,7 +103,7 @@ def test_prose_that_looks_a_little_like_a_prompt_is_read(line):
 def test_a_real_manual_keeps_its_prose_and_skips_its_commands():
     """Debian's live-manual EPUB, as export reads it: its "$ make build" and "# apt-get install" lines are
     announced, its URLs said as their sites, and every sentence of its prose is said."""
-    from engine.audio.sources import load_book
+    from engine.production.book_sources import load_book
 
     book = load_book(DOCUMENTS / "live-manual.en.epub")
     spoken = [seg.speech for c in book.chapters for p in c.passages for seg in policy_segments(p.text)]

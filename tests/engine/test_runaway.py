@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from engine import Engine, Sampling, Voice
-from engine.frames.guard import LOOP_WINDOW, describe_cuts
-from engine.plan import default_max_frames
+from engine.core.frames.guard import LOOP_WINDOW, describe_cuts
+from engine.core.speech_plan import default_max_frames
 from engine.synthetic.checkpoint import build_checkpoint
 from tests.engine.concurrent_streams import assert_same_chunks
 
@@ -129,7 +129,7 @@ def test_a_normal_model_is_not_cut_before_its_budget(tiny_engine):
 @pytest.mark.parametrize("head", ["never_ends", "stuck"])
 def test_the_static_step_path_cuts_the_same_frames_with_the_same_warnings(misbehaving, head):
     """The single-stream graphs path, run eagerly on a CPU, consults the same guard at its chunk read-backs."""
-    from engine.frames.graphs.runner import GraphStreamer
+    from engine.core.frames.graphs.runner import GraphStreamer
 
     eng = misbehaving(head, "exact")
     alone = list(eng.stream(TWO_LINES, voice(eng), chunk_frames=4, sampling=GREEDY, max_frames=70,

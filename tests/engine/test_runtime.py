@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine.errors import UnsupportedError
-from engine.frames.state import StaticState, cache_bytes
-from engine.runtime import (
+from engine.core.frames.state import StaticState, cache_bytes
+from engine.core.runtime import (
     YOUNG_COLLECTION_EVERY,
     autotuned_convolutions,
     check_memory,
@@ -20,6 +19,7 @@ from engine.runtime import (
     release_free_memory,
     settle_heap,
 )
+from engine.errors import UnsupportedError
 
 
 def test_cache_bytes_is_what_the_state_allocates(tiny_engine):

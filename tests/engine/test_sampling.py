@@ -17,9 +17,9 @@ from transformers import (
 )
 
 from engine import OratorError, SamplingError
-from engine.frames.codes import CODEBOOK_SIZE, TalkerLogitsProcessor
-from engine.noise import uniform_noise
-from engine.sampling import (
+from engine.core.frames.codes import CODEBOOK_SIZE, TalkerLogitsProcessor
+from engine.core.noise import uniform_noise
+from engine.core.sampling import (
     FLOAT_RANGES,
     INT_RANGES,
     MAX_SEED,
@@ -229,7 +229,7 @@ def test_control_ids_are_suppressed_except_eos():
 
 def test_top_k_keeps_every_token_tied_with_the_kth_and_draws_are_deterministic():
     """Low-precision logits tie often: the kept set must not depend on how a sort orders ties."""
-    from engine.sampling import StageSettings, filter_logits, sample
+    from engine.core.sampling import StageSettings, filter_logits, sample
 
     logits = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0, 0.5]])
     s = StageSettings.allocate(1, "cpu")
@@ -250,7 +250,7 @@ def test_one_row_on_the_host_draws_what_the_reference_draws(vocab, greedy, tempe
     """``sample`` of one CPU row reads its settings and skips the sort (``_sample_one_row``): it must pick the
     reference's token for any settings, with ties (logits rounded to a few levels), with or without the noise
     given."""
-    from engine.sampling import sample_reference
+    from engine.core.sampling import sample_reference
 
     g = torch.Generator().manual_seed(seed % 2**31)
     logits = torch.randn(1, vocab, generator=g) * 4

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.documents import load_document
-from engine.text import (
+from engine.core.text.segments import (
     DEFAULT_MAX_CHARS,
     DEFAULT_TARGET_CHARS,
     Segmenter,
@@ -19,6 +18,7 @@ from engine.text import (
     split_segments,
     split_sentences,
 )
+from engine.documents import load_document
 from tests.engine.documents.helpers import DATA
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.text import (
+from engine.core.text.segments import (
     DEFAULT_MAX_CHARS,
     Segmenter,
     _continues,
@@ -217,7 +217,8 @@ def test_long_punctuation_runs_take_linear_time(run):
 
 # ---- where a long sentence is cut -----------------------------------------------------------------------------
 DOCUMENTS = Path(__file__).resolve().parents[1] / "data" / "documents"
-# What ends a piece at a clause mark, or what starts the next at a conjunction (``engine.text._cut_point``'s rule,
+# What ends a piece at a clause mark, or what starts the next at a conjunction
+# (``engine.core.text.segments._cut_point``'s rule,
 # written out here from the punctuation a reader pauses at).
 _ENDS_AT_CLAUSE = re.compile(r"""(?:[,;:]|--|[—–…])["'”’)\]]*$""")
 _CONJUNCTIONS = {"and", "but", "or", "nor", "yet", "which", "that", "because", "although", "though", "while",
@@ -227,7 +228,7 @@ _CONJUNCTIONS = {"and", "but", "or", "nor", "yet", "which", "that", "because", "
 def _cuts(text: str) -> list[tuple[str, str]]:
     """(piece before, piece after) for every cut of a sentence too long for one segment in ``text``'s
     passages, as export reads them (``book_from_text``)."""
-    from engine.audio.book import book_from_text
+    from engine.production.book_structure import book_from_text
 
     cuts = []
     for chapter in book_from_text(text, "book").chapters:

@@ -8,14 +8,14 @@ import sys
 
 from transformers.utils import logging as hf_logging
 
-from engine.tokenizer import TextTokenizer
+from engine.core.tokenizer import TextTokenizer
 
 
 def test_loading_from_a_model_folder_prints_no_warning(tiny_model_dir):
     """In a fresh process (transformers warns once per process): config.json's qwen3_tts model type is
     not transformers' concern, and its warning about it must not reach the user."""
     folder = str(tiny_model_dir("custom_voice"))
-    code = f"from engine.tokenizer import TextTokenizer; print(TextTokenizer({folder!r}).encode('hi'))"
+    code = f"from engine.core.tokenizer import TextTokenizer; print(TextTokenizer({folder!r}).encode('hi'))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip().startswith("[")
     assert "model of type" not in done.stderr, done.stderr

@@ -10,11 +10,11 @@ import asyncio
 import numpy as np
 import pytest
 
+from engine.core.frames.capacity import MAX_SEQ
+from engine.core.live_speech import stream_live_batched
+from engine.core.sampling import Sampling
+from engine.core.text.live_text import LiveText
 from engine.errors import OratorError, TextError, VoiceError
-from engine.frames.capacity import MAX_SEQ
-from engine.live import LiveText
-from engine.live_stream import stream_live_batched
-from engine.sampling import Sampling
 from engine.voices import Voice
 
 

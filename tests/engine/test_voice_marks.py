@@ -1,10 +1,11 @@
-"""Voice marks (engine.voice_marks) read as before, and a mark that never closes costs time linear in its line."""
+"""Voice marks (engine.core.text.voice_marks) read as before, and a mark that never closes costs time linear in its
+line."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.voice_marks import mark_names, parse_mark
+from engine.core.text.voice_marks import mark_names, parse_mark
 
 
 @pytest.mark.parametrize(("line", "expected"), [

@@ -22,10 +22,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk  # noqa: E402
+from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk  # noqa: E402
+from engine.core.sampling import Sampling  # noqa: E402
+from engine.core.text.segments import segments_of  # noqa: E402
 from engine.pronunciation import pronounce  # noqa: E402
-from engine.sampling import Sampling  # noqa: E402
-from engine.text import segments_of  # noqa: E402
 
 FRAMES_PER_SENTENCE = 3
 
@@ -34,7 +34,7 @@ FRAMES_PER_SENTENCE = 3
 def quick_speed_probe(monkeypatch):
     """The first-run dialog measures the processor on full-size shapes (seconds, a GB or two); tests that are
     about something else get a fixed figure instead (tests/qtapp/test_cpu_speed.py uses the real one)."""
-    from engine import cpu_probe
+    from engine.core.cpu import speed_probe as cpu_probe
 
     monkeypatch.setattr(cpu_probe, "measure_cpu_speed",
                         lambda size, seconds=1.0, threads=None: cpu_probe.CpuSpeed(size, 100.0, 20.0, 1))

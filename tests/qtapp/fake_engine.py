@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk
+from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Audio, Chunk
+from engine.core.sampling import Sampling
+from engine.core.text.segments import segments_of, split_segments
 from engine.pronunciation import pronounce
-from engine.sampling import Sampling
-from engine.text import segments_of, split_segments
 
 
 def segment_tone(text: str, n_frames: int) -> np.ndarray:

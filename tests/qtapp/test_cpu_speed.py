@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine import cpu_probe
+from engine.core.cpu import speed_probe as cpu_probe
 from qtapp.cpu_speed import SpeedProbe, speed_advice
 from qtapp.dialogs.first_run import FirstRunDialog
 from qtapp.dialogs.settings_dialog import SettingsDialog, speed_summary
@@ -87,7 +87,7 @@ def test_closing_during_a_measurement_stops_its_thread_after_that_size(qtbot):
 
 
 def test_the_real_measurement_runs_on_its_thread(qtbot, monkeypatch):
-    """The studio's own probe (engine.cpu_probe, not the tests' fixed figure) on the 0.6B shapes only."""
+    """The studio's own probe (engine.core.cpu.speed_probe, not the tests' fixed figure) on the 0.6B shapes only."""
     monkeypatch.undo()
     got = []
     probe = SpeedProbe(lambda size: cpu_probe.measure_cpu_speed(size, frames=1), sizes=("0.6b",))

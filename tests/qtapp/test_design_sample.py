@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Voice
-from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk
-from engine.audio.files import MAX_REFERENCE_SECONDS
+from engine.core.audio_files import MAX_REFERENCE_SECONDS
+from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk
 from qtapp.design_sample import KEEP_MAX_SECONDS, speak_sample
 from qtapp.worker import start_worker, stop_worker
 from tests.qtapp.fake_engine import FakeEngine

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from engine import Voice
-from engine.audio.queue import DONE
+from engine.production.export_jobs import DONE
 from qtapp.export_panel import PROGRESS
 from qtapp.export_requests import open_export_dialog
 

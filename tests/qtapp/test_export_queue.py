@@ -12,8 +12,8 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
 from engine import Voice
-from engine.audio.queue import CANCELLED, DONE, PAUSED, QUEUE_FILE, QUEUED, RUNNING, Job, Snapshot
-from engine.audio.time_left import format_time_left
+from engine.production.export_jobs import CANCELLED, DONE, PAUSED, QUEUE_FILE, QUEUED, RUNNING, Job, Snapshot
+from engine.production.time_left import format_time_left
 from engine.voices.library import data_dir
 from qtapp.export_panel import FILE, FORMAT, PROGRESS, STATE, TITLE
 from qtapp.export_queue import ExportQueueController
@@ -358,9 +358,9 @@ def test_cancelling_a_job_a_kill_interrupted_removes_its_temporary_files(qtbot, 
     nothing else in the folder."""
     import json
 
-    from engine.audio.encode import create_temp_beside
-    from engine.audio.export import _pending_record
-    from engine.audio.segment_cache import SegmentCache
+    from engine.production.book_export import _pending_record
+    from engine.production.encode import create_temp_beside
+    from engine.production.segment_cache import SegmentCache
 
     out = tmp_path / "out"
     out.mkdir()

@@ -9,7 +9,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from engine import CheckpointError, Voice
-from engine.audio.chunks import SAMPLES_PER_FRAME
+from engine.core.chunks import SAMPLES_PER_FRAME
 from qtapp.actions import SHORTCUTS
 from qtapp.main_window import MainWindow
 from qtapp.reading import IDLE, PAUSED, PLAYING
@@ -394,7 +394,7 @@ def test_unsaved_text_survives_a_restart(qtbot, fake_sd, make_window):
 
 
 def test_export_writes_audio_and_subtitles_with_the_marked_voices(qtbot, fake_sd, make_window, tmp_path):
-    from engine.audio.queue import DONE, Job, Snapshot
+    from engine.production.export_jobs import DONE, Job, Snapshot
 
     window = make_window()
     wait_ready(qtbot, window)

@@ -9,7 +9,7 @@ import threading
 import huggingface_hub
 import pytest
 
-from engine.checkpoint import REQUIRED_FILES
+from engine.core.checkpoint import REQUIRED_FILES
 from engine.errors import CheckpointError
 from engine.synthetic.checkpoint import config_dict
 from qtapp.model_download import (

@@ -12,8 +12,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from engine.audio.book import chapter_selection
 from engine.documents.outline import with_descendants
+from engine.production.book_structure import chapter_selection
 from qtapp.chapter_panel import INDEX_ROLE
 from qtapp.export_requests import open_export_dialog
 

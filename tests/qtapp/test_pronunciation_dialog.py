@@ -11,7 +11,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from engine import Voice
-from engine.audio.queue import DONE, Job, Snapshot
+from engine.production.export_jobs import DONE, Job, Snapshot
 from engine.pronunciation import Lexicon, Rule, default_lexicon, load_lexicon, save_lexicon
 from qtapp.dialogs.pronunciation_dialog import ALL_VOICES, FIND, ON, REGEX, SAY, VOICE, PronunciationDialog
 from qtapp.reading import IDLE

@@ -1,4 +1,5 @@
-"""Reading aloud with a cast (``qtapp.reading_plan.cast_sentences`` over ``engine.casting.stream``): each quotation
+"""Reading aloud with a cast (``qtapp.reading_plan.cast_sentences`` over ``engine.production.casting.stream``): each
+quotation
 its own sentence in its voice, cut out of its line, its span the document's, so the highlight follows the voices;
 no character read twice or lost; and the studio's setting of it used by Play."""
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Voice
-from engine.casting import Cast
+from engine.production.casting import Cast
 from qtapp.reading import IDLE
 from qtapp.reading_plan import ReadingPlan, StrText, line_pieces
 from qtapp.settings import Settings

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.reading_policy import CODE_ANNOUNCEMENT, ReadingPolicy, policy_segments
-from engine.voice_marks import parse_mark
+from engine.core.text.reading_policy import CODE_ANNOUNCEMENT, ReadingPolicy, policy_segments
+from engine.core.text.voice_marks import parse_mark
 from qtapp import reading_plan
 from qtapp.reading_plan import ReadingPlan, StrText, iter_sentences
 

@@ -11,10 +11,10 @@ import pytest
 import soundfile as sf
 
 from engine import Engine, Voice
-from engine.audio.book import Pauses
-from engine.audio.chunks import SAMPLES_PER_FRAME
-from engine.audio.queue import DONE, Job, Snapshot
-from engine.text import split_segments
+from engine.core.chunks import SAMPLES_PER_FRAME
+from engine.core.text.segments import split_segments
+from engine.production.book_structure import Pauses
+from engine.production.export_jobs import DONE, Job, Snapshot
 from qtapp.export_queue import ExportQueueController
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.model import one_position_numba as jit
-from engine.numba_cache import cold_start
+from engine.core.cpu import one_position_numba as jit
+from engine.core.cpu.numba_cache import cold_start
 from qtapp.null_audio import NullSoundDevice
 from qtapp.self_test import MAX_FRAMES, speak_once
 

@@ -110,7 +110,7 @@ def test_settings_dialog_applies_choices(qtbot):
 
 @pytest.mark.parametrize(("shown", "kept"), [(0, 0), (7, 20), (120, 120), (300, 300)])
 def test_the_segment_target_is_a_setting_the_engine_takes(qtbot, shown, kept):
-    from engine.text import check_target_chars
+    from engine.core.text.segments import check_target_chars
     from qtapp.dialogs.settings_dialog import SettingsDialog
 
     settings = Settings()
@@ -123,7 +123,7 @@ def test_the_segment_target_is_a_setting_the_engine_takes(qtbot, shown, kept):
 
 
 def test_the_reading_policy_is_a_setting_kept_across_runs(qtbot, isolated_data_dir):
-    from engine.reading_policy import ReadingPolicy
+    from engine.core.text.reading_policy import ReadingPolicy
     from qtapp.dialogs.settings_dialog import SettingsDialog
 
     settings = Settings()
@@ -187,7 +187,8 @@ def test_a_processor_model_loads_at_the_chosen_precision(monkeypatch, isolated_d
                                                           precision, option):
     """On the processor the GPU's dtype does not apply: the engine loads at the precision chosen in the Settings,
     or for this run by ``main.py gui --precision`` (never saved), and the thread count goes to its options."""
-    from engine import Engine, options
+    from engine import Engine
+    from engine.core import options
 
     calls = []
     monkeypatch.setattr(Engine, "from_pretrained", classmethod(lambda cls, *a, **kw: calls.append((a, kw))))

@@ -28,7 +28,7 @@ def test_a_long_message_ends_before_the_word_count(qtbot, open_window):
 
 
 def test_model_names_are_words_shared_by_the_studio_and_the_server():
-    from engine.config import model_title
+    from engine.core.config import model_title
 
     assert model_title("voice_design", "0b6") == "VoiceDesign 0.6B"
     assert model_title("custom_voice", "1b7") == "CustomVoice 1.7B"

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import QObject, Slot
 
 from engine import Engine, Voice
-from engine.audio.chunks import FRAME_RATE, SAMPLE_RATE
+from engine.core.chunks import FRAME_RATE, SAMPLE_RATE
 from qtapp.player import Player, preroll_for
 from qtapp.worker import start_worker, stop_worker
 

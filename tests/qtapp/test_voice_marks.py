@@ -1,11 +1,11 @@
 """``[voice: NAME]`` marks: parsing, the names a text uses, the voices its sentences get when read aloud, and the
-same voices for the same words when it is exported (``engine.voice_marks``: one rule for both)."""
+same voices for the same words when it is exported (``engine.core.text.voice_marks``: one rule for both)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.audio.book import book_from_text
-from engine.voice_marks import mark_names, parse_mark, voice_above
+from engine.core.text.voice_marks import mark_names, parse_mark, voice_above
+from engine.production.book_structure import book_from_text
 from qtapp.reading_plan import StrText, iter_sentences, voice_at
 
 

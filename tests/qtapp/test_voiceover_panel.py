@@ -10,7 +10,7 @@ import numpy as np
 import soundfile as sf
 
 from engine import Voice
-from engine.voiceover.cues import read_subtitles
+from engine.production.voiceover.cues import read_subtitles
 from qtapp.null_audio import NullSoundDevice
 from qtapp.voiceover_panel import COLUMNS, VoiceoverPanel, project_folder
 
@@ -187,8 +187,8 @@ def test_each_take_of_a_line_is_played_to_compare_them(qtbot, tiny_engine, tmp_p
 def test_lines_are_spoken_with_the_studios_pronunciation_rules(qtbot, tiny_engine, tmp_path):
     import dataclasses
 
+    from engine.production.voiceover.render import speak_line
     from engine.pronunciation import Lexicon, Rule
-    from engine.voiceover.render import speak_line
 
     source = tmp_path / "film.srt"
     source.write_text(SRT, encoding="utf-8")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from engine import Voice
-from engine.audio.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
+from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
+from engine.core.text.segments import Segment, split_segments
 from engine.errors import CheckpointError
-from engine.text import Segment, split_segments
 from qtapp.worker import SpeechWorker, start_worker, stop_worker
 from tests.qtapp.fake_engine import FakeEngine, segment_tone
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from engine import Voice
-from engine.audio.chunks import SAMPLE_RATE
-from engine.text import split_segments
+from engine.core.chunks import SAMPLE_RATE
+from engine.core.text.segments import split_segments
 from qtapp.player import Player
 from qtapp.worker import start_worker, stop_worker
 from tests.qtapp.fake_engine import FakeEngine

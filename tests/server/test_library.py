@@ -1,4 +1,4 @@
-"""The server's voice library (server/library.py): the engine library's errors as API errors, with the statuses
+"""The server's voice library (server/voice_library.py): the engine library's errors as API errors, with the statuses
 and codes a client sees and no file paths; ``--max-voices`` reaching it. (The library itself, its listing and its
 name rules: tests/engine/test_library.py.)"""
 
@@ -8,7 +8,7 @@ import pytest
 
 from engine import Voice
 from server.errors import APIError
-from server.library import VoiceStore, checked_name
+from server.voice_library import VoiceStore, checked_name
 
 
 @pytest.fixture

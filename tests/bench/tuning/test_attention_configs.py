@@ -9,7 +9,7 @@ import torch
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
 from bench.tuning import attention_configs  # noqa: E402
-from engine.kernels import attention  # noqa: E402
+from engine.core.gpu_kernels import attention  # noqa: E402
 from tests.engine.kernels.attention_steps import check_block  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.tuning import cpu_predictor_frame
-from engine.model import one_position_numba
+from engine.core.cpu import one_position_numba
 
 
 @pytest.mark.skipif(one_position_numba.numba is None, reason="Numba is not installed")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.tuning import cpu_prefill
-from engine.model import int8
+from engine.core.cpu import int8
 
 
 def test_each_form_is_timed_and_close_and_the_choice_is_put_back(tiny_model_dir, capsys):

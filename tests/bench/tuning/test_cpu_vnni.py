@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine.model import vnni
+from engine.core.cpu import vnni
 
 pytest.importorskip("numba")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from bench.tuning import decoder_layers
-from engine.codec.decoder import SpeechDecoder
+from engine.core.codec.decoder import SpeechDecoder
 
 
 def test_names_every_layer_with_its_shapes_and_time(tiny_model_dir, capsys):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.tuning.profile_batch import PHASES, main
-from engine.frames.batched import LOOP_FRAMES
+from engine.core.frames.batched import LOOP_FRAMES
 
 STREAMS, FRAMES = 3, 8
 

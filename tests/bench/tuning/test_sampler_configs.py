@@ -8,7 +8,7 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.kernels import sampler  # noqa: E402
+from engine.core.gpu_kernels import sampler  # noqa: E402
 
 
 def test_warps_are_the_knob_or_the_default_by_row_width(monkeypatch):

@@ -13,7 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.audio.book import (
+from engine.core.text.segments import split_segments, split_sentences
+from engine.errors import TextError
+from engine.production.book_structure import (
     Passage,
     Pauses,
     book_from_document,
@@ -22,8 +24,6 @@ from engine.audio.book import (
     epub_cover,
     parse_chapter_selection,
 )
-from engine.errors import TextError
-from engine.text import split_segments, split_sentences
 
 PARAGRAPHS = [
     "It was a bright cold day in April, and the clocks were striking thirteen. Winston Smith, his chin nuzzled "

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from engine import Voice
-from engine.audio.book import Pauses, chapter_selection
-from engine.audio.export import BookExporter, ExportOptions
-from engine.audio.segment_list import book_segments
-from engine.audio.sources import load_book
 from engine.documents import load_document
 from engine.documents.outline import chapter_outline
+from engine.production.book_export import BookExporter, ExportOptions
+from engine.production.book_sources import load_book
+from engine.production.book_structure import Pauses, chapter_selection
+from engine.production.segment_list import book_segments
 
 
 def levels(book) -> list[int]:

@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.atomic import TEMP_PREFIX
-from engine.audio import encode
-from engine.audio.encode import (
+from engine.atomic_files import TEMP_PREFIX
+from engine.errors import UnsupportedError
+from engine.production import encode
+from engine.production.encode import (
     FORMATS,
     MAX_CHAPTER_TITLE_BYTES,
     MAX_TAG_CHARS,
@@ -32,7 +33,6 @@ from engine.audio.encode import (
     encode_bytes,
     normalized_chapters,
 )
-from engine.errors import UnsupportedError
 
 RATE = 24000
 # Samples a decoder may add: the last codec frame's padding (AAC 1024, MP3 1152, Opus 20 ms at 48 kHz), and for

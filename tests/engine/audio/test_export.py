@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from engine import Voice
-from engine.atomic import TEMP_PREFIX
-from engine.audio.book import Pauses, book_from_text
-from engine.audio.export import BookExporter, ExportCancelled, ExportOptions, chapter_file_name, segment_seed
-from engine.audio.segment_cache import SegmentCache
-from engine.text import split_segments
+from engine.atomic_files import TEMP_PREFIX
+from engine.core.text.segments import split_segments
+from engine.production.book_export import BookExporter, ExportCancelled, ExportOptions, chapter_file_name, segment_seed
+from engine.production.book_structure import Pauses, book_from_text
+from engine.production.segment_cache import SegmentCache
 from tests.engine.audio.test_encode import png
 from tests.plans import PRECISIONS
 
@@ -133,7 +133,7 @@ def test_a_hard_wrapped_text_exports_one_call_per_segment(engine, tmp_path):
     segments = [s.text for s in split_segments(paragraph)] * 2
     assert len(segments) == 2  # a paragraph's three sentences are one segment
     assert engine.calls == segments
-    # a segment longer than a cue holds is cut into several (engine.audio.subtitles.split_cue)
+    # a segment longer than a cue holds is cut into several (engine.production.subtitles.split_cue)
     assert " ".join(text for _, _, text in cues(path.with_suffix(".srt"))) == " ".join(segments)
 
 
@@ -280,8 +280,8 @@ def test_pronunciation_changes_what_is_said_not_the_subtitles_and_keys_the_cache
 
 
 def test_the_reading_policy_changes_what_is_said_not_the_subtitles_and_keys_the_cache(engine, tmp_path):
+    from engine.core.text.reading_policy import CODE_ANNOUNCEMENT, ReadingPolicy
     from engine.pronunciation import Lexicon, Rule
-    from engine.reading_policy import CODE_ANNOUNCEMENT, ReadingPolicy
 
     text = ("Chapter 1\n\nSee https://docs.python.org/3/library/re.html today.\n\n$ python3 -m venv env\n\n"
             "The night was cold.\n")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine.audio.files import (
+from engine.core.audio_files import (
     CLIPPED_PEAK_TARGET,
     ICL_SILENCE_SECONDS,
     SAMPLE_RATE,

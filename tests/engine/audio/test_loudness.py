@@ -1,4 +1,4 @@
-"""Loudness measured and normalized by engine.audio.loudness (FFmpeg's ebur128 and alimiter), checked by an
+"""Loudness measured and normalized by engine.production.loudness (FFmpeg's ebur128 and alimiter), checked by an
 independent meter: pyloudnorm for integrated loudness, and a true peak read from the signal resampled eightfold
 with soxr (the oversampling BS.1770 asks for, done by another library)."""
 
@@ -13,7 +13,8 @@ import soxr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.audio.loudness import (
+from engine.errors import UnsupportedError
+from engine.production.loudness import (
     PRESETS,
     VOICEOVER_DEFAULT,
     LoudnessMeter,
@@ -22,7 +23,6 @@ from engine.audio.loudness import (
     normalize,
     parse_target,
 )
-from engine.errors import UnsupportedError
 
 RATE = 24000
 
@@ -170,7 +170,7 @@ def independent_rms_db(samples: np.ndarray) -> float:
 
 
 def test_the_stream_limiter_is_aligned_with_its_input_and_as_long_in_any_pieces():
-    from engine.audio.loudness import StreamLimiter
+    from engine.production.loudness import StreamLimiter
 
     audio = speech_like(6, 0.05, seed=7)
     limiter = StreamLimiter(RATE, -3.0)  # far above the signal: what comes out is what went in

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.audio.queue import (
+from engine.production.export_jobs import (
     QUEUE_FILE,
     QUEUED,
     RUNNING,

@@ -16,7 +16,7 @@ import soundfile as sf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.audio.files import MAX_REFERENCE_SECONDS, MAX_SOURCE_SECONDS, SAMPLE_RATE, load_reference, read_audio
+from engine.core.audio_files import MAX_REFERENCE_SECONDS, MAX_SOURCE_SECONDS, SAMPLE_RATE, load_reference, read_audio
 from engine.errors import VoiceError
 
 MiB = 1 << 20

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from engine import Voice
-from engine.audio.segment_cache import SegmentCache, default_cache_dir, segment_key, voice_key
+from engine.production.segment_cache import SegmentCache, default_cache_dir, segment_key, voice_key
 
 
 def test_put_returns_what_get_gives_and_empty_segments_are_kept(tmp_path):
@@ -64,8 +64,8 @@ def test_each_plan_makes_its_own_model_key(tmp_path):
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from engine.audio.segment_cache import model_key
-    from engine.execution_plan import ExecutionPlan
+    from engine.core.execution_plan import ExecutionPlan
+    from engine.production.segment_cache import model_key
 
     (tmp_path / "config.json").write_text("{}")
     fast = ExecutionPlan("cpu", "fast", "numba-int8", "int8", "bfloat16", threads=1, thread_counts=(1, 2))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.audio.subtitles import (
+from engine.production.subtitles import (
     LINE_WIDTH,
     MAX_LINES,
     Cue,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.audio.chunks import SAMPLE_RATE, Chunk
-from engine.audio.tempo import ChunkTempo, TimeStretcher, stretch
+from engine.core.chunks import SAMPLE_RATE, Chunk
+from engine.production.tempo import ChunkTempo, TimeStretcher, stretch
 
 RATE = 24000
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from engine import Voice
-from engine.audio.book import Pauses, book_from_text
-from engine.audio.export import BookExporter, ExportOptions
-from engine.audio.segment_cache import SegmentCache
-from engine.audio.time_left import TimeLeft
+from engine.production.book_export import BookExporter, ExportOptions
+from engine.production.book_structure import Pauses, book_from_text
+from engine.production.segment_cache import SegmentCache
+from engine.production.time_left import TimeLeft
 from tests.qtapp.fake_engine import FakeEngine
 
 BOUND = 0.25  # the target: at most a quarter from one estimate to the next

@@ -1,4 +1,4 @@
-"""The decoder's causal blocks (engine/codec/conv.py) against plain compositions of their layers: where a block
+"""The decoder's causal blocks (engine/core/codec/conv.py) against plain compositions of their layers: where a block
 moves a convolution's bias into a later pass, it computes what adding the bias in place computes; where a CPU
 computes a transposed convolution as a product, the convolution's output."""
 
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.codec.conv import CausalConv1d, CausalConvTranspose1d, StreamingLayer, UpsampleBlock, lay_out_weight
+from engine.core.codec.conv import CausalConv1d, CausalConvTranspose1d, StreamingLayer, UpsampleBlock, lay_out_weight
 
 
 def test_the_upsampled_signal_gets_its_bias_inside_the_first_residual_unit():

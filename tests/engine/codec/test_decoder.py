@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from engine.codec.config import SpeechTokenizerConfig
-from engine.codec.conv import CausalConv1d
-from engine.codec.decoder import SpeechDecoder
+from engine.core.codec.config import SpeechTokenizerConfig
+from engine.core.codec.conv import CausalConv1d
+from engine.core.codec.decoder import SpeechDecoder
 from engine.synthetic.speech_tokenizer import random_decoder, speech_tokenizer_config, write_speech_tokenizer
 from tests.oracle import official_available
 
@@ -55,7 +55,7 @@ def test_decode_gives_1920_float32_samples_per_frame_within_unit_range(decoder):
 
 def test_every_convolution_runs_channels_last(decoder, monkeypatch):
     """The layers hand each other [B, T, C] memory and the loaded weights are laid out to match, so cuDNN gets
-    what its bf16 kernels work in and converts nothing (engine/codec/conv.py); the streaming tails too."""
+    what its bf16 kernels work in and converts nothing (engine/core/codec/conv.py); the streaming tails too."""
     seen = []
 
     def spying(real):
@@ -118,7 +118,7 @@ def snr_db(got: torch.Tensor, reference: torch.Tensor) -> float:
 
 @pytest.mark.parametrize("size", ["tiny", pytest.param("full", marks=pytest.mark.slow)])
 def test_a_bfloat16_decoder_stays_30_db_above_its_rounding(size, tokenizer_dir, decoder):
-    """The fast CPU path decodes in bfloat16 where the CPU has AMX (engine.runtime.fast_cpu_decoder_dtype), as the
+    """The fast CPU path decodes in bfloat16 where the CPU has AMX (engine.core.runtime.fast_cpu_decoder_dtype), as the
     official package does with a bf16 model. bf16 keeps 8 significant bits (a relative rounding of 2^-9, -54 dB
     an operation); through the decoder's ~40 convolutions and attention layers the errors add to ~34 dB below
     the signal on random weights, tiny and full size alike. Held to 30 dB: a noise floor that far below speech

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.codec.decoder import SpeechDecoder
-from engine.kernels import residual, snake
+from engine.core.codec.decoder import SpeechDecoder
+from engine.core.gpu_kernels import residual, snake
 from engine.synthetic.checkpoint import build_checkpoint
 
 pytestmark = pytest.mark.gpu

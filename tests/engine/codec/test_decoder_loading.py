@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.codec.config import CodecDecoderConfig, SpeechTokenizerConfig
-from engine.codec.decoder import SpeechDecoder
+from engine.core.codec.config import CodecDecoderConfig, SpeechTokenizerConfig
+from engine.core.codec.decoder import SpeechDecoder
 from engine.errors import CheckpointError
 from engine.synthetic.speech_tokenizer import speech_tokenizer_config, write_speech_tokenizer
 

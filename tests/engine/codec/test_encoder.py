@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.codec.encoder import SpeechEncoder
+from engine.core.codec.encoder import SpeechEncoder
 from engine.errors import CheckpointError, VoiceError
 from engine.synthetic.speech_tokenizer import write_speech_tokenizer
 from tests.oracle import load_official_tokenizer, official_available

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.codec.mel import (
+from engine.core.codec.mel import (
     HOP_LENGTH,
     MIN_SAMPLES,
     N_MELS,
@@ -17,9 +17,9 @@ from engine.codec.mel import (
     mel_filterbank,
     speaker_embedding,
 )
-from engine.config import SpeakerEncoderConfig
+from engine.core.config import SpeakerEncoderConfig
+from engine.core.model.speaker_encoder import SpeakerEncoder
 from engine.errors import VoiceError
-from engine.model.speaker_encoder import SpeakerEncoder
 from tests.oracle import official_available
 
 TINY = dict(enc_dim=48, enc_channels=[32, 32, 32, 32, 96], enc_attention_channels=16, enc_se_channels=16)

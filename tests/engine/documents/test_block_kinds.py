@@ -4,10 +4,10 @@ their paragraph or skipped, superscripts as powers or marks."""
 
 from __future__ import annotations
 
-from engine.audio.export import passage_speech
-from engine.audio.sources import load_book
+from engine.core.text.reading_policy import ReadingPolicy
 from engine.documents import load_document
-from engine.reading_policy import ReadingPolicy
+from engine.production.book_export import passage_speech
+from engine.production.book_sources import load_book
 from tests.engine.documents.helpers import write_docx, write_epub
 
 SKIP_NOTES = ReadingPolicy(footnotes="skip")

@@ -5,10 +5,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.audio.export import passage_speech
-from engine.audio.sources import load_book
 from engine.documents import DocumentError, html_to_text, load_document
 from engine.documents.html_markup import decode_markup
+from engine.production.book_export import passage_speech
+from engine.production.book_sources import load_book
 
 
 def test_doctype_declaration_comments_and_instructions_are_not_read():
@@ -185,7 +185,7 @@ def test_a_texinfo_note_is_read_after_its_paragraph_not_at_the_page_end():
     """Nettle's manual (Texinfo): the note is "<h5><a id="FOOT1" href="#DOCF1">(1)</a></h5><p>..." under a
     "Footnotes" heading at the end of the page; it is said once, with its lead, after the paragraph holding its
     mark, and the "Footnotes" heading is not read."""
-    from engine.reading_policy import FOOTNOTES_SKIP, ReadingPolicy
+    from engine.core.text.reading_policy import FOOTNOTES_SKIP, ReadingPolicy
     from tests.engine.documents.helpers import DATA
 
     path = DATA / "nettle-rsa-footnote.html"

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from engine.core.text.segments import split_segments
 from engine.documents.model import Block, Document, Parsed, TocEntry, assemble, clean_blocks
-from engine.text import split_segments
 
 
 def texts(blocks):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from engine.audio.export import passage_speech
-from engine.audio.sources import load_book
+from engine.core.text.reading_policy import ReadingPolicy
 from engine.documents import load_document
 from engine.documents.model import CODE
-from engine.reading_policy import ReadingPolicy
+from engine.production.book_export import passage_speech
+from engine.production.book_sources import load_book
 from tests.engine.documents.helpers import DATA
 
 LEARNING = DATA / "lilypond-learning-p23.pdf"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from engine.audio.export import passage_speech
-from engine.audio.sources import load_book
+from engine.core.text.reading_policy import ReadingPolicy
 from engine.documents import load_document
-from engine.reading_policy import ReadingPolicy
+from engine.production.book_export import passage_speech
+from engine.production.book_sources import load_book
 from tests.engine.documents.helpers import DATA, layout_pdf
 
 SIGCONF = DATA / "acmart-sample-sigconf-pages-2-3-5-6.pdf"

@@ -4,8 +4,8 @@ The pages are laid out here in Courier, so line widths follow their lengths exac
 import re
 import textwrap
 
+from engine.core.text.segments import split_segments
 from engine.documents import load_document
-from engine.text import split_segments
 from tests.engine.documents.helpers import layout_pdf
 
 BODY, TOP, LEFT, PITCH = 10, 760, 72, 13

@@ -6,8 +6,8 @@ from functools import cache
 
 import pytest
 
+from engine.core.text.segments import split_segments
 from engine.documents import load_document
-from engine.text import split_segments
 from tests.engine.documents.helpers import DATA
 
 FILES = sorted(p.name for p in DATA.iterdir()

@@ -18,7 +18,7 @@ def test_markdown_markup_is_not_read(tmp_path):
 
 def test_plain_text_chapters_are_the_ones_export_finds(tmp_path):
     """One finder (engine/documents/text_chapters.py) for the studio and ``orator export``."""
-    from engine.audio.sources import load_book
+    from engine.production.book_sources import load_book
 
     novel = tmp_path / "novel.txt"
     novel.write_text("The Title\n\nby Someone\n\n\nCHAPTER I.\nDown the Rabbit-Hole\n\nAlice was beginning to get\n"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.frames.guard import LOOP_PERIOD, LOOP_WINDOW, FrameGuard
+from engine.core.frames.guard import LOOP_PERIOD, LOOP_WINDOW, FrameGuard
 
 
 def reference_cut(codes: list[int], budget: int, period: int = LOOP_PERIOD, window: int = LOOP_WINDOW):

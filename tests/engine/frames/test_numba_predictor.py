@@ -1,6 +1,6 @@
-"""The code predictor's whole frame as one Numba call (engine.frames.numba_predictor) against the per-pass path it
-replaces (engine.frames.codes.predict_codes_by_position over the same Numba steps): the same codes, bit for bit,
-and the frame's embedding sum equal to ``Talker.embed_frame``; its draws against ``engine.sampling``'s for hostile
+"""The code predictor's whole frame as one Numba call (engine.core.cpu.numba_predictor) against the per-pass path it
+replaces (engine.core.frames.codes.predict_codes_by_position over the same Numba steps): the same codes, bit for bit,
+and the frame's embedding sum equal to ``Talker.embed_frame``; its draws against ``engine.core.sampling``'s for hostile
 logits."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import engine.model.one_position_numba as jit
+import engine.core.cpu.one_position_numba as jit
 from engine import Engine, Sampling, Voice
-from engine.frames.eager import FrameGenerator
-from engine.prompts import build_prompt
-from engine.sampling import StageSettings, _sample_one_row
+from engine.core.frames.eager import FrameGenerator
+from engine.core.prompts import build_prompt
+from engine.core.sampling import StageSettings, _sample_one_row
 
 pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installed")
 
@@ -87,7 +87,7 @@ def stage(greedy: bool, temperature: float, top_k: int) -> StageSettings:
                                             st.just(float("-inf")), st.just(float("inf")))),
        data=st.data(), greedy=st.booleans(), temperature=st.floats(0.0625, 3.0, width=32))
 def test_a_draw_is_the_samplers(logits, data, greedy, temperature):
-    from engine.frames.numba_predictor import _draw
+    from engine.core.cpu.numba_predictor import _draw
 
     vocab = logits.shape[0]
     top_k = data.draw(st.integers(1, vocab - 1))
@@ -101,7 +101,7 @@ def test_a_draw_is_the_samplers(logits, data, greedy, temperature):
 
 
 def test_a_nan_logit_is_drawn_as_torch_draws_it():
-    from engine.frames.numba_predictor import _draw
+    from engine.core.cpu.numba_predictor import _draw
 
     logits = np.array([1.0, np.nan, 3.0, np.nan], np.float32)
     assert _draw(logits.copy(), np.zeros(4, np.float32), True, np.float32(1), 2, np.empty(4, np.float32)) == \
@@ -111,7 +111,7 @@ def test_a_nan_logit_is_drawn_as_torch_draws_it():
 def test_warming_up_runs_the_predictor_frame(fast, monkeypatch):
     """The engine's warm-up makes a frame through the predictor frame's call: its compile (seconds, once a
     machine) comes at load, not before the first audio."""
-    from engine.frames import numba_predictor
+    from engine.core.cpu import numba_predictor
 
     calls = []
     real = numba_predictor._frame

@@ -1,4 +1,4 @@
-"""The CPU thread governor (engine/frames/threads.py): it measures each count it may use, runs the faster, leaves a
+"""The CPU thread governor (engine/core/cpu/threads.py): it measures each count it may use, runs the faster, leaves a
 count that has become slow at once, and comes back when that count is fast again; the fast CPU path uses it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice
-from engine.frames import threads
-from engine.frames.threads import EXPLORE_AT_MOST_EVERY, EXPLORE_EVERY, TRIAL_FRAMES, ThreadGovernor
+from engine.core.cpu import threads
+from engine.core.cpu.threads import EXPLORE_AT_MOST_EVERY, EXPLORE_EVERY, TRIAL_FRAMES, ThreadGovernor
 
 
 def drive(governor: ThreadGovernor, frame_ms, frames: int) -> list[int]:

@@ -1,13 +1,13 @@
-"""Helpers of the attention-block tests (engine/kernels/short_attention.py, attention.py): the PyTorch code of
-``engine.model.layers`` that a block replaces, the inputs of one decode step, and a small decoder stack with its
+"""Helpers of the attention-block tests (engine/core/gpu_kernels/short_attention.py, attention.py): the PyTorch code of
+``engine.core.model.layers`` that a block replaces, the inputs of one decode step, and a small decoder stack with its
 decode loop."""
 
 from __future__ import annotations
 
 import torch
 
-from engine.model import layers
-from engine.model.layers import DecoderStack, RMSNorm, RotaryEmbedding, fuse_projections, rotate_half
+from engine.core.model import layers
+from engine.core.model.layers import DecoderStack, RMSNorm, RotaryEmbedding, fuse_projections, rotate_half
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 EPS = 1e-6

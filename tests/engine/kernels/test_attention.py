@@ -1,5 +1,5 @@
 """The talker's attention step in two kernels (q/k norms, RoPE, cache write, attention over each row's filled
-slots of a long cache, in shares over several programs) against the PyTorch code of ``engine.model.layers`` it
+slots of a long cache, in shares over several programs) against the PyTorch code of ``engine.core.model.layers`` it
 replaces: rows whose new slot is the first, at either side of a share's boundary or at the end of the cache; 1,
 2 and 4 query heads per key/value head; the talker's 2,048 slots and a cache of an odd length; the cache written
 at each row's slot and nowhere else; a row's result the same bits whatever the other rows hold. On CPU in
@@ -13,7 +13,7 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.kernels.attention import BLOCK_S, SPLITS, filled_slots_attention_block  # noqa: E402
+from engine.core.gpu_kernels.attention import BLOCK_S, SPLITS, filled_slots_attention_block  # noqa: E402
 from tests.engine.kernels.attention_steps import (  # noqa: E402
     DEVICE,
     EPS,

@@ -1,5 +1,5 @@
 """Decoder layers running a one-position step's attention as one Triton block (``layers.attention_block``): the
-code predictor's short cache through engine/kernels/short_attention.py, the talker's long one through
+code predictor's short cache through engine/core/gpu_kernels/short_attention.py, the talker's long one through
 attention.py. Eager and compiled (the cache written in place) against the plain PyTorch code, on CPU in
 Triton's interpreter; on a GPU in bf16 against a float32 run."""
 
@@ -12,10 +12,10 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.kernels import triton_available  # noqa: E402
-from engine.kernels.attention import BLOCK_S, SPLITS, filled_slots_attention_block  # noqa: E402
-from engine.kernels.short_attention import short_attention_block  # noqa: E402
-from engine.model import layers  # noqa: E402
+from engine.core.gpu_kernels import triton_available  # noqa: E402
+from engine.core.gpu_kernels.attention import BLOCK_S, SPLITS, filled_slots_attention_block  # noqa: E402
+from engine.core.gpu_kernels.short_attention import short_attention_block  # noqa: E402
+from engine.core.model import layers  # noqa: E402
 from tests.engine.kernels.attention_steps import DEVICE, decode, decoder_stack  # noqa: E402
 
 # where the talker's shares grow from one slot block to two: decode steps across it
@@ -79,14 +79,14 @@ def test_compiled_it_writes_the_cache_in_place(monkeypatch, cache):
 
 @pytest.mark.parametrize("cache", list(CACHES))
 def test_compiled_with_a_symbolic_batch_over_the_first_rows_of_a_bigger_cache(monkeypatch, cache):
-    """As the batched engine compiles and calls it (engine/frames/compile.py: dynamic=None, so the first batch
+    """As the batched engine compiles and calls it (engine/core/frames/compile.py: dynamic=None, so the first batch
     size compiles static and the next one with a symbolic batch; the caches are the first rows of the whole
     batch's, ``state.CacheRows``): batches of 1, 2 and 3 rows give the plain code's hidden states and caches, no
     row past the batch is written, and the three take two compiles."""
     from torch._dynamo.utils import counters
     from torch._inductor.utils import run_and_get_code
 
-    from engine.frames.state import CacheRows
+    from engine.core.frames.state import CacheRows
 
     slots, n, first, block = CACHES[cache]
     n = min(n, first + 3)  # the batch sizes and the cache rows are the point here, not the slot blocks crossed

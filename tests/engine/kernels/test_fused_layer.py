@@ -1,7 +1,7 @@
 """A decoder stack decoding one position at a time gives the same hidden states with its projections,
 norms and residual adds in the matrix-vector kernel as with the plain PyTorch code.
 
-The one-row test of ``engine.kernels.gemv`` is widened to float32 for the fused run, so the wiring of
+The one-row test of ``engine.core.gpu_kernels.gemv`` is widened to float32 for the fused run, so the wiring of
 ``norm_linear``/``residual`` in the layers is checked end to end: on CPU in Triton's interpreter, on a
 GPU compiled.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.kernels import TRITON_INSTALLED, gemv
-from engine.model.layers import DecoderStack, fuse_projections
+from engine.core.gpu_kernels import TRITON_INSTALLED, gemv
+from engine.core.model.layers import DecoderStack, fuse_projections
 
 pytestmark = pytest.mark.skipif(not TRITON_INSTALLED, reason="Triton is not installed")
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.kernels import TRITON_INSTALLED, gemv
-from engine.model.layers import RMSNorm
+from engine.core.gpu_kernels import TRITON_INSTALLED, gemv
+from engine.core.model.layers import RMSNorm
 
 pytestmark = pytest.mark.skipif(not TRITON_INSTALLED, reason="Triton is not installed")
 

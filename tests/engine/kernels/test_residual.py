@@ -1,4 +1,4 @@
-"""The residual sum with a convolution's bias in one pass (engine/kernels/residual.py) against the two
+"""The residual sum with a convolution's bias in one pass (engine/core/gpu_kernels/residual.py) against the two
 PyTorch additions it replaces: bit for bit in float32 and bfloat16, for contiguous and channels-last tensors and
 for views. On CPU in Triton's interpreter; on a GPU for real."""
 
@@ -9,7 +9,7 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.kernels import residual  # noqa: E402
+from engine.core.gpu_kernels import residual  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

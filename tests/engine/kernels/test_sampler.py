@@ -1,4 +1,4 @@
-"""The Triton sampler (engine/kernels/sampler.py) draws exactly the ids of the PyTorch reference sampler.
+"""The Triton sampler (engine/core/gpu_kernels/sampler.py) draws exactly the ids of the PyTorch reference sampler.
 
 On a machine without CUDA the kernel runs under Triton's interpreter (tests/conftest.py sets
 TRITON_INTERPRET=1 before anything imports Triton); on a GPU it runs compiled, and also inside
@@ -14,9 +14,9 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.kernels.sampler import sample_rows, sample_triton  # noqa: E402
-from engine.noise import uniform_noise  # noqa: E402
-from engine.sampling import (  # noqa: E402
+from engine.core.gpu_kernels.sampler import sample_rows, sample_triton  # noqa: E402
+from engine.core.noise import uniform_noise  # noqa: E402
+from engine.core.sampling import (  # noqa: E402
     StageSettings,
     filter_logits,
     sample,

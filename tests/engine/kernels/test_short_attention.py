@@ -1,5 +1,5 @@
 """The code predictor's one-kernel attention step (q/k norms, RoPE, cache write, attention over <= 16 slots)
-against the PyTorch code of ``engine.model.layers`` it replaces: the output, and the cache written at each
+against the PyTorch code of ``engine.core.model.layers`` it replaces: the output, and the cache written at each
 row's slot and nowhere else. On CPU in Triton's interpreter, which rounds float32 -> bf16 by truncation
 where a GPU rounds to nearest: bf16 is checked to a few ulps as it comes, and to the bit (now and then
 one ulp off) with the interpreter made to round as a GPU does. The decoder layers calling it are tested in
@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.kernels.short_attention import short_attention_block  # noqa: E402
+from engine.core.gpu_kernels.short_attention import short_attention_block  # noqa: E402
 from tests.engine.kernels.attention_steps import check_block, check_later_slots_unread, check_rounding  # noqa: E402
 
 

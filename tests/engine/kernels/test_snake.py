@@ -1,4 +1,4 @@
-"""The codec decoder's SnakeBeta in one Triton pass (engine/kernels/snake.py) against the PyTorch code it
+"""The codec decoder's SnakeBeta in one Triton pass (engine/core/gpu_kernels/snake.py) against the PyTorch code it
 replaces: contiguous input, channels-last input (as the decoder keeps its activations), a view of a longer tensor
 (as a transposed convolution's trimmed output is),
 time lengths from one step to several blocks, channels with their own parameters; bfloat16 and float16
@@ -12,8 +12,11 @@ import torch
 
 pytest.importorskip("triton", reason="Triton is not installed (the test extra brings it)")
 
-from engine.codec.conv import SnakeBeta  # noqa: E402
-from engine.kernels import snake, triton_available  # noqa: E402
+from engine.core.codec.conv import SnakeBeta  # noqa: E402
+from engine.core.gpu_kernels import (
+    snake,  # noqa: E402
+    triton_available,  # noqa: E402
+)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -1,4 +1,4 @@
-"""The fast CPU path's int8 projections (engine.model.int8): each product, and what a frame accumulates.
+"""The fast CPU path's int8 projections (engine.core.cpu.int8): each product, and what a frame accumulates.
 
 Tolerances: a row rounded to 255 levels of its largest magnitude errs by at most half a level a weight, so a
 product's relative RMS error is about 0.5 / 127 / sqrt(3) of the weights' spread over their peak, ~0.4% for
@@ -24,11 +24,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice
-from engine.kernels.gemv import linear
-from engine.model import int8, numba_layer, one_position_numba
-from engine.model.int8 import Int8Weight
-from engine.model.one_position import one_position_stacks
-from engine.prompts import build_prompt
+from engine.core.cpu import int8, numba_layer, one_position_numba
+from engine.core.cpu.int8 import Int8Weight
+from engine.core.cpu.one_position import one_position_stacks
+from engine.core.gpu_kernels.gemv import linear
+from engine.core.prompts import build_prompt
 
 
 def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
@@ -95,7 +95,7 @@ def test_int_products_are_refused_where_they_saturate(monkeypatch):
 def test_without_vnni_onednn_saturates_and_a_prompt_takes_another_form():
     """oneDNN limited to AVX2 (as on a desktop without VNNI) sums byte pairs in saturating 16 bits: the probe
     refuses it there, and a prompt's product stays within rounding of the exact one."""
-    code = ("import torch; from engine.model import int8; from engine.model.int8 import Int8Weight\n"
+    code = ("import torch; from engine.core.cpu import int8; from engine.core.cpu.int8 import Int8Weight\n"
             "g = torch.Generator().manual_seed(1); w = torch.randn(256, 512, generator=g) * 0.02\n"
             "x = torch.randn(40, 512, generator=g) * 3; q = Int8Weight(w); y = q.matmul(x).double()\n"
             "exact = x.double() @ q.dequantized().double().t()\n"
@@ -214,7 +214,7 @@ def teacher_forced_logits(eng: Engine, text: str, voice: Voice, codes: np.ndarra
                           by_position: bool = False) -> tuple[torch.Tensor, ...]:
     """Per frame of ``codes`` [T, 16]: the talker's code-0 logits [T, V] and the predictor's logits for
     codebooks 1..15 [T, 15, V'], every step fed the given codes (not its own picks). ``by_position``: every step
-    after the prompt through ``engine.model.one_position``, as the fast path's frames run."""
+    after the prompt through ``engine.core.cpu.one_position``, as the fast path's frames run."""
     talker = eng.model.talker
     cp = talker.code_predictor
     prompt = build_prompt(talker, eng.config, eng.tokenizer, voice, text)
@@ -284,7 +284,7 @@ def test_teacher_forced_logits_stay_close_to_the_float_paths(size, tiny_model_di
 
 @pytest.mark.parametrize("amx", [True, False])
 def test_the_fast_path_decodes_in_bf16_only_where_the_cpu_multiplies_it(amx, tiny_model_dir, monkeypatch):
-    from engine import runtime
+    from engine.core import runtime
 
     monkeypatch.setattr(runtime, "cpu_bf16_units", lambda: amx)
     path = tiny_model_dir("custom_voice")

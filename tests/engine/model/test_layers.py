@@ -1,4 +1,4 @@
-"""Decoder building blocks of engine/model/layers.py."""
+"""Decoder building blocks of engine/core/model/layers.py."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.model.layers import KVCache, decode_attention, prefill_attention, short_attention, zeros_untouched
+from engine.core.model.layers import KVCache, decode_attention, prefill_attention, short_attention, zeros_untouched
 
 
 @pytest.mark.parametrize(("attend", "slots", "positions", "dim"), [

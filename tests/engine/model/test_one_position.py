@@ -1,4 +1,4 @@
-"""The fast CPU path's one-position steps (engine.model.one_position) against ``DecoderStack.forward``.
+"""The fast CPU path's one-position steps (engine.core.cpu.one_position) against ``DecoderStack.forward``.
 
 Tolerances: both compute the same operations on the same float32 values except the attention (its scale, softmax
 and sums in another order, a few float32 ulps apart). Those differences reach the next projection through its
@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import engine.frames.eager as eager
+import engine.core.frames.eager as eager
 from engine import Engine, Sampling, Voice
-from engine.model import prompt_numba
-from engine.model.one_position import OnePosition, one_position_stacks, runs_one_position
-from engine.prompts import build_prompt
+from engine.core.cpu import prompt_numba
+from engine.core.cpu.one_position import OnePosition, one_position_stacks, runs_one_position
+from engine.core.prompts import build_prompt
 
 
 def relative_rms(got: torch.Tensor, expected: torch.Tensor) -> float:
@@ -60,7 +60,7 @@ def test_only_the_fast_path_steps_one_position(fast, tiny_model_dir):
 
 def _frame_ops(talker, prompt, monkeypatch, stepped: bool) -> tuple[int, torch.Tensor]:
     """PyTorch operations of two frames after the first (views not counted), and the frames' codes. The prompt
-    goes through PyTorch's pass either way: its Numba pass (``engine.model.prompt_numba``) rounds some activations
+    goes through PyTorch's pass either way: its Numba pass (``engine.core.cpu.prompt_numba``) rounds some activations
     to a neighbouring step, enough to move a near tie of the tiny model's reference frames."""
     monkeypatch.setattr(prompt_numba, "takes", lambda *a: False)
     if not stepped:

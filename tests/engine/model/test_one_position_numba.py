@@ -1,5 +1,5 @@
-"""The fast CPU path's Numba steps (engine.model.one_position_numba) against the PyTorch ones
-(engine.model.one_position), which tests/engine/model/test_one_position.py holds to ``DecoderStack.forward``.
+"""The fast CPU path's Numba steps (engine.core.cpu.one_position_numba) against the PyTorch ones
+(engine.core.cpu.one_position), which tests/engine/model/test_one_position.py holds to ``DecoderStack.forward``.
 
 Tolerances: both multiply the same int8 values and row scales, but PyTorch's kernel rounds each product's
 activations to bfloat16 (up to 0.4% an element) where the Numba kernel keeps them float32, and the Numba loops sum
@@ -20,12 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import engine.model.numba_layer as kernels
-import engine.model.one_position_numba as jit
+import engine.core.cpu.numba_layer as kernels
+import engine.core.cpu.one_position_numba as jit
 from engine import Engine, Sampling, Voice
-from engine.frames.eager import FrameGenerator
-from engine.model.one_position import one_position_stacks
-from engine.prompts import build_prompt
+from engine.core.cpu.one_position import one_position_stacks
+from engine.core.frames.eager import FrameGenerator
+from engine.core.prompts import build_prompt
 
 pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installed")
 
@@ -206,7 +206,7 @@ def test_the_engine_says_whether_its_frames_step_through_numba(fast, engine_opti
 WARNINGS_PROBE = """
 import logging, sys, warnings
 import numba
-import engine.model.one_position_numba
+import engine.core.cpu.one_position_numba
 logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(levelname)s %(name)s %(message)s")
 warnings.warn("a pedantic internal check", numba.NumbaIRAssumptionWarning)
 warnings.warn("something a user should read", UserWarning)

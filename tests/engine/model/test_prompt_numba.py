@@ -1,5 +1,5 @@
 """A prompt's pass through an int8 stack in Numba's loops around the integer products
-(``engine.model.prompt_numba``): ``DecoderStack.forward``'s outputs and cache writes within float32 rounding, hostile
+(``engine.core.cpu.prompt_numba``): ``DecoderStack.forward``'s outputs and cache writes within float32 rounding, hostile
 rows kept to themselves, and the prompts it takes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine import Sampling, Voice
-from engine.model import int8, prompt_numba
+from engine.core.cpu import int8, prompt_numba
 
 pytestmark = pytest.mark.skipif(prompt_numba.numba is None or not int8.int_products(),
                                 reason="needs Numba and PyTorch's CPU int8 matrix product")

@@ -1,4 +1,4 @@
-"""A prompt's int8 products with their rounding and joining in Numba's loops (``engine.model.prompt_rows_numba``):
+"""A prompt's int8 products with their rounding and joining in Numba's loops (``engine.core.cpu.prompt_rows_numba``):
 the same values as PyTorch's operations, bit for bit, for any rows, hostile ones included."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from engine.model import int8, prompt_rows_numba
-from engine.model.int8 import Int8Weight
+from engine.core.cpu import int8, prompt_rows_numba
+from engine.core.cpu.int8 import Int8Weight
 
 pytestmark = pytest.mark.skipif(prompt_rows_numba.numba is None or not int8.int_products(),
                                 reason="needs Numba and PyTorch's CPU int8 matrix product")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.config import SpeakerEncoderConfig
+from engine.core.config import SpeakerEncoderConfig
+from engine.core.model.speaker_encoder import SpeakerEncoder
 from engine.errors import CheckpointError
-from engine.model.speaker_encoder import SpeakerEncoder
 from tests.oracle import official_available
 
 SHAPES_FILE = Path(__file__).resolve().parents[2] / "data" / "qwen3_tts_tensor_shapes.json"

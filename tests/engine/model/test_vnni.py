@@ -1,4 +1,4 @@
-"""The Numba steps' products through AVX512-VNNI (engine.model.vnni): the same integer sums as the 16-bit products,
+"""The Numba steps' products through AVX512-VNNI (engine.core.cpu.vnni): the same integer sums as the 16-bit products,
 so the same outputs bit for bit. Where the processor lacks VNNI, ``vnni.dot4`` compiles to plain loops with the
 same sums, so these tests check the arithmetic on any machine; ``test_the_instruction_*`` needs the instruction."""
 
@@ -10,11 +10,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.model.numba_layer as kernels
-import engine.model.one_position_numba as jit
+import engine.core.cpu.numba_layer as kernels
+import engine.core.cpu.one_position_numba as jit
 from engine import Engine
-from engine.model import vnni
-from engine.model.one_position import one_position_stacks
+from engine.core.cpu import vnni
+from engine.core.cpu.one_position import one_position_stacks
 
 pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installed")
 

@@ -1,4 +1,5 @@
-"""The cold-start bridge (engine.numba_cache.cold_start): an int8 engine whose Numba steps are not in the cache speaks
+"""The cold-start bridge (engine.core.cpu.numba_cache.cold_start): an int8 engine whose Numba steps are not in the
+cache speaks
 on the PyTorch steps while a warm-up process compiles them, and switches at the first segment boundary after the
 warm-up's marker appears, each segment wholly from one plan; with the marker there it takes the Numba steps at once.
 The warm-up is the test's (it holds the warm-up's lock): tests/engine/numba_cache/test_warmup.py runs the real one.
@@ -15,10 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from engine import Engine, Sampling, Voice, numba_cache, options
-from engine.chunk_sizes import ChunkSizes
-from engine.model import one_position_numba as jit
-from engine.numba_cache import cold_start, warmup
+from engine import Engine, Sampling, Voice
+from engine.core import options
+from engine.core.chunk_sizes import ChunkSizes
+from engine.core.cpu import numba_cache
+from engine.core.cpu import one_position_numba as jit
+from engine.core.cpu.numba_cache import cold_start, warmup
 
 pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installed")
 TEXT = "The first sentence is here. A second one follows it. And a third one ends the text."

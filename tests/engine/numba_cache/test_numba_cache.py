@@ -1,4 +1,5 @@
-"""Numba's cache folder and the warm-up's markers (engine.numba_cache): the folder keyed on every kernel source, a
+"""Numba's cache folder and the warm-up's markers (engine.core.cpu.numba_cache): the folder keyed on every kernel
+source, a
 user's NUMBA_CACHE_DIR kept, markers keyed on what decides the compiled code, written whole."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import numba_cache
+from engine.core.cpu import numba_cache
 
 ROOT = Path(numba_cache.ENGINE_ROOT).parent
 
@@ -76,7 +77,7 @@ def test_a_torn_or_foreign_marker_is_not_one(tmp_path):
 
 def _folder_in_fresh_process(env: dict) -> dict:
     """What a fresh interpreter's ``use_cache_folder`` returns and what Numba then caches into."""
-    code = ("import json, os; from engine.numba_cache import use_cache_folder; f = use_cache_folder(); "
+    code = ("import json, os; from engine.core.cpu.numba_cache import use_cache_folder; f = use_cache_folder(); "
             "import numba; print(json.dumps([str(f) if f else None, os.environ.get('NUMBA_CACHE_DIR'), "
             "numba.config.CACHE_DIR]))")
     env = {k: v for k, v in dict(os.environ, **env).items() if v is not None}

@@ -1,4 +1,5 @@
-"""The real warm-up process (engine.numba_cache.warmup) into an empty Numba cache, then a second process that loads
+"""The real warm-up process (engine.core.cpu.numba_cache.warmup) into an empty Numba cache, then a second process that
+loads
 a full-size 0.6B: it finds the marker, steps through the Numba kernels at once, and compiles nothing (no file of the
 cache is added or changed), so what the tiny models compiled serves a model of another size. Minutes on 2 cores."""
 
@@ -12,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from engine import numba_cache
-from engine.model import one_position_numba as jit
+from engine.core.cpu import numba_cache
+from engine.core.cpu import one_position_numba as jit
 
 ROOT = Path(numba_cache.ENGINE_ROOT).parent
 SPEAK = """
 import json, sys, torch
 from engine import Engine, Sampling, Voice
-from engine.numba_cache import cold_start
+from engine.core.cpu.numba_cache import cold_start
 engine = Engine.from_pretrained(sys.argv[1], device="cpu", dtype=torch.float32)
 at_load = cold_start.numba_now()
 text = ("A first sentence, long enough that its prompt takes the prompt loops of the fast path. "
@@ -43,8 +44,8 @@ def _files(folder: Path) -> dict[str, tuple[int, int]]:
 def test_the_warm_up_compiles_all_that_a_full_size_model_runs(tmp_path, full_size_0_6b):
     cache = tmp_path / "numba"
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), ORATOR_CPU_INT8="1", ORATOR_CPU_WARMUP="1")
-    subprocess.run([sys.executable, "-m", "engine.numba_cache.warmup", str(cache)], cwd=ROOT, env=env, check=True,
-                   timeout=3000)
+    subprocess.run([sys.executable, "-m", "engine.core.cpu.numba_cache.warmup", str(cache)], cwd=ROOT, env=env,
+                   check=True, timeout=3000)
     assert len(list(cache.glob("ready-*.json"))) == 1
     compiled = _files(cache)
     assert any(name.endswith(".nbc") for name in compiled)

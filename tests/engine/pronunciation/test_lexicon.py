@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.core.pronunciation.lexicon import APPLY_BUDGET_S, MAX_RULES, RULE_TIMEOUT_S
+from engine.core.text.segments import Segment, split_segments
 from engine.errors import PronunciationError
 from engine.pronunciation import Lexicon, Rule, default_lexicon, max_spoken_chars, pronounce
-from engine.pronunciation.lexicon import APPLY_BUDGET_S, MAX_RULES, RULE_TIMEOUT_S
-from engine.text import Segment, split_segments
 
 
 def test_rules_apply_in_order_each_to_what_the_previous_left():

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.core.pronunciation.rule import MAX_PATTERN_CHARS, MAX_REPLACEMENT_CHARS
 from engine.errors import OratorError, PronunciationError
 from engine.pronunciation import Lexicon, Rule
-from engine.pronunciation.rule import MAX_PATTERN_CHARS, MAX_REPLACEMENT_CHARS
 
 
 def said(rule: Rule, text: str, voice: str | None = None) -> str:

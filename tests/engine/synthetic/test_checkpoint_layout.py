@@ -13,8 +13,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from engine.config import ModelConfig
-from engine.model import Qwen3TTS
+from engine.core.config import ModelConfig
+from engine.core.model import Qwen3TTS
 from engine.synthetic.__main__ import main as synthetic_main
 from engine.synthetic.checkpoint import TYPES, build_checkpoint, config_dict
 
@@ -87,6 +87,6 @@ def test_command_line_build_is_deterministic_per_seed(tiny_model_dir, tmp_path, 
 @pytest.mark.parametrize(("size", "projected"), [("tiny", True), ("tiny-equal", False)])
 def test_the_tiny_sizes_have_both_predictor_layouts(size, projected):
     """``tiny`` projects the talker's width to its predictor's (as the 1.7B does), ``tiny-equal`` does not (the 0.6B):
-    the Numba warm-up compiles the predictor frame for both (engine.numba_cache.warmup)."""
+    the Numba warm-up compiles the predictor frame for both (engine.core.cpu.numba_cache.warmup)."""
     model = Qwen3TTS(ModelConfig.from_dict(config_dict(size, "custom_voice")))
     assert isinstance(model.talker.code_predictor.small_to_mtp_projection, torch.nn.Linear) == projected

@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from engine.codec.config import SpeechTokenizerConfig
-from engine.codec.decoder import SpeechDecoder
+from engine.core.codec.config import SpeechTokenizerConfig
+from engine.core.codec.decoder import SpeechDecoder
 from engine.synthetic.speech_tokenizer import build_state_dict, random_decoder, write_speech_tokenizer
 from tests.oracle import load_official_tokenizer, official_available
 

@@ -1,4 +1,5 @@
-"""Subtitle files read for a voiceover (engine.voiceover.cues): what real files hold is read, what cannot be voiced
+"""Subtitle files read for a voiceover (engine.production.voiceover.cues): what real files hold is read, what cannot be
+voiced
 is refused with a SubtitleError that says where, and no input makes the parser fail any other way."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.voiceover.cues import (
+from engine.production.voiceover.cues import (
     MAX_CUES,
     MAX_FILE_BYTES,
     MAX_TOTAL_CHARS,

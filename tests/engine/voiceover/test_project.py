@@ -1,4 +1,5 @@
-"""Voiceover projects (engine.voiceover.project): takes and their audio survive a reload, a retake adds a take with a
+"""Voiceover projects (engine.production.voiceover.project): takes and their audio survive a reload, a retake adds a
+take with a
 new seed, only cues without a kept take are spoken, and a damaged or hostile folder is refused clearly."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from engine.voiceover.project import MANIFEST, ProjectError, VoiceoverProject
+from engine.production.voiceover.project import MANIFEST, ProjectError, VoiceoverProject
 
 SRT = ("1\n00:00:01,000 --> 00:00:02,000\nFirst line.\n\n"
        "2\n00:00:03,000 --> 00:00:04,000\n[voice: Ryan] Second line.\n\n"

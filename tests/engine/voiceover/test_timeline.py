@@ -1,4 +1,5 @@
-"""Lines laid in time (engine.voiceover.timeline): never overlapping, never early, sped up only as far as allowed,
+"""Lines laid in time (engine.production.voiceover.timeline): never overlapping, never early, sped up only as far as
+allowed,
 and only what still does not fit overruns."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.voiceover.timeline import GAP_S, describe, lay_out, speech_bounds
+from engine.production.voiceover.timeline import GAP_S, describe, lay_out, speech_bounds
 
 RATE = 24000
 GAP = round(GAP_S * RATE)

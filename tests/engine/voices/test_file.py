@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
+from engine.core.voice_file import FORMAT_KEY, FORMAT_VERSION, load_voice, read_voice_metadata, save_voice
 from engine.errors import VoiceError
 from engine.voices import Voice
-from engine.voices.file import FORMAT_KEY, FORMAT_VERSION, load_voice, read_voice_metadata, save_voice
 
 RNG = np.random.default_rng(0)
 EMBEDDING = RNG.standard_normal(64).astype(np.float32)
@@ -203,7 +203,7 @@ def test_reading_the_header_reads_no_tensor_data(tmp_path, monkeypatch):
 def test_a_write_is_synced_before_and_after_its_rename(tmp_path, monkeypatch):
     """The temporary file's data reaches the disk before it replaces the old file, and the folder's new entry
     after: a power cut leaves the old voice or the new one, never an empty file under the voice's name."""
-    import engine.atomic as atomic
+    import engine.atomic_files as atomic
 
     events = []
     real_fsync, real_replace = os.fsync, os.replace

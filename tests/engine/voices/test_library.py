@@ -390,7 +390,7 @@ def test_a_library_whose_writer_is_killed_mid_save_is_whole_on_reopen(tmp_path):
 
 
 def test_disk_errors_are_library_errors_without_paths(lib, monkeypatch):
-    import engine.atomic as atomic
+    import engine.atomic_files as atomic
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device", str(lib.folder / ".orator-abc.tmp"))

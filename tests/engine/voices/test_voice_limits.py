@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from safetensors.numpy import save_file
 
+from engine.core.voice import CODEBOOK_SIZE, MAX_REF_FRAMES, check_voice_arrays, voice_arrays
+from engine.core.voice_file import FORMAT_KEY, FORMAT_VERSION, MAX_FILE_BYTES, load_voice, read_voice_metadata
 from engine.errors import VoiceError
 from engine.voices import Voice
-from engine.voices.file import FORMAT_KEY, FORMAT_VERSION, MAX_FILE_BYTES, load_voice, read_voice_metadata
 from engine.voices.library import InvalidName, UnreadableVoice, VoiceLibrary, checked_name
-from engine.voices.voice import CODEBOOK_SIZE, MAX_REF_FRAMES, check_voice_arrays, voice_arrays
 
 RNG = np.random.default_rng(0)
 EMBEDDING = RNG.standard_normal(64).astype(np.float32)

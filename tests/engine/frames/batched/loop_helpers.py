@@ -10,9 +10,9 @@ import numpy as np
 import torch
 
 from engine import Sampling, Voice
-from engine.frames.batched import BatchedFrames
-from engine.model.talker import Talker
-from engine.prompts import Prompt
+from engine.core.frames.batched import BatchedFrames
+from engine.core.model.talker import Talker
+from engine.core.prompts import Prompt
 
 REQUESTS = [
     ("Good morning to you.", Voice.preset("vivian", "english"), Sampling(greedy=True), 11),

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from engine import Sampling, Voice
-from engine.frames.batched import BatchedFrames
-from engine.prompts import build_prompt
+from engine.core.frames.batched import BatchedFrames
+from engine.core.prompts import build_prompt
 from tests.engine.frames.batched.loop_helpers import REQUESTS, generate_batch
 
 
@@ -29,9 +29,9 @@ def test_batched_codes_equal_each_stream_alone(engine64, slots):
 def test_prompts_prefilled_together_equal_each_prefilled_alone(engine64, monkeypatch, budget):
     """All five prompts (of different lengths) join at once: one padded talker pass, or several when the
     positions budget is small; each stream's codes equal the stream alone."""
-    import engine.frames.batched.frames
+    import engine.core.frames.batched.frames
 
-    monkeypatch.setattr(engine.frames.batched.frames, "PREFILL_TOKENS", budget)
+    monkeypatch.setattr(engine.core.frames.batched.frames, "PREFILL_TOKENS", budget)
     eng = engine64
     prompts = [(build_prompt(eng.model.talker, eng.config, eng.tokenizer, v, text), s, s.seed or 0, n)
                for text, v, s, n in REQUESTS]

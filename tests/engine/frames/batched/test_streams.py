@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine import Sampling, Voice
-from engine.frames.batched import LOOP_FRAMES
+from engine.core.frames.batched import LOOP_FRAMES
 from tests.engine.concurrent_streams import assert_same_chunks, stream_concurrently
 from tests.engine.frames.batched.loop_helpers import REQUESTS, late_caller, outstanding_steps, start_during_step
 

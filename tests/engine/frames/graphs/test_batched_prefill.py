@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from engine import Engine, Sampling, Voice
-from engine.frames.batched import BatchedFrames
-from engine.frames.batched.prefill import TOKENS, BatchedPrefill
-from engine.prompts import build_prompt
+from engine.core.frames.batched import BatchedFrames
+from engine.core.frames.batched.prefill import TOKENS, BatchedPrefill
+from engine.core.prompts import build_prompt
 
 TEXTS = ["Hi.", "A somewhat longer sentence to speak aloud.", "你好，世界。", "Short, but not the shortest one."]
 
@@ -95,7 +95,7 @@ def test_a_prompt_no_bucket_holds_is_prefilled_eagerly(engine64, monkeypatch):
 
 
 def test_a_bucket_whose_capture_fails_is_prefilled_eagerly(engine64, monkeypatch, caplog):
-    import engine.frames.compile as module  # where the prefill's graphs are captured (capture_compiled)
+    import engine.core.frames.compile as module  # where the prefill's graphs are captured (capture_compiled)
     from engine.errors import UnsupportedError
 
     def failing(*args, **kwargs):
@@ -115,7 +115,7 @@ def test_a_bucket_whose_capture_fails_is_prefilled_eagerly(engine64, monkeypatch
 
 def test_a_prefill_that_fails_to_compile_is_captured_without_compiling_and_never_compiled_again(engine64, monkeypatch,
                                                                                                  caplog):
-    import engine.frames.compile as module
+    import engine.core.frames.compile as module
 
     real, captures = module.Graphed, []
 

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from engine import Engine, Sampling, Voice
-from engine.frames.eager import EagerStreamer
-from engine.frames.graphs.runner import GraphStreamer
+from engine.core.frames.eager import EagerStreamer
+from engine.core.frames.graphs.runner import GraphStreamer
 from engine.synthetic.checkpoint import build_checkpoint
 
 pytestmark = pytest.mark.gpu
@@ -110,7 +110,7 @@ def test_seeded_sampling_reproducible_and_stream_equals_whole(gpu_engines, size)
 
 def test_batched_graphs_give_each_stream_its_solo_codes(gpu_engines):
     """Streams joining and leaving a graph-captured batch (buckets 1, 2, 4) get their solo codes."""
-    from engine.prompts import build_prompt
+    from engine.core.prompts import build_prompt
     from tests.engine.frames.batched.loop_helpers import generate_batch
 
     eng = gpu_engines("tiny", "custom_voice", torch.float64)
@@ -158,9 +158,9 @@ def test_triton_kernels_agree_with_pytorch_in_a_full_size_talker(gpu_engines, si
     with plain PyTorch agree to bf16 precision."""
     import torch.nn.functional as F
 
-    from engine.kernels.attention import filled_slots_attention_block
-    from engine.model import layers
-    from engine.prompts import build_prompt
+    from engine.core.gpu_kernels.attention import filled_slots_attention_block
+    from engine.core.model import layers
+    from engine.core.prompts import build_prompt
 
     eng = gpu_engines(size, "custom_voice")
     talker = eng.model.talker
@@ -193,7 +193,7 @@ def test_batched_decodes_overlapping_steps_give_the_audio_they_give_alone(gpu_en
     model, float32 decoder, every piece replayed from graphs). Decodes launched with eight streams' steps
     queued right behind them give, bit for bit, the audio of the same decodes run with nothing beside them:
     no decode reads rows, buffers or a cuBLAS workspace that a step is writing."""
-    from engine.prompts import build_prompt
+    from engine.core.prompts import build_prompt
 
     eng = gpu_engines("tiny", "custom_voice")
     streams = eng.batched(8)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from engine import Sampling, Voice
-from engine.frames.eager import EagerStreamer
-from engine.frames.graphs.runner import GraphStreamer
+from engine.core.frames.eager import EagerStreamer
+from engine.core.frames.graphs.runner import GraphStreamer
 
 TEXT = "One sentence here. And a second one, a little longer than the first!"
 
@@ -70,7 +70,7 @@ def test_a_separate_capture_stream_is_never_the_default_one(monkeypatch):
     the default one next."""
     import torch
 
-    from engine.frames.graphs.capture import separate_capture_stream
+    from engine.core.frames.graphs.capture import separate_capture_stream
 
     class PoolStream:  # torch.cuda.Stream on a CPU build cannot be made: a pool of three, handed out in turn
         handed = 0

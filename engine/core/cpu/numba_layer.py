@@ -1,0 +1,281 @@
+"""The fast CPU path's decoder layer as Numba code, written once: the one-position step of a stack, the code
+predictor's passes (``engine.core.cpu.numba_predictor``) and a prompt's rows (``engine.core.cpu.prompt_numba``) share
+its
+pieces: the RMS norm, the q and k heads' norm and rotation, the attention, the SiLU and the int8 products.
+
+A CPU frame of the 0.6B model is ~110 layer steps; through ``engine.core.cpu.one_position`` each is ~40 eager PyTorch
+operations around four int8 products, whose dispatch costs as much as the products. Here a whole stack's step is
+one call: the norms, RoPE, the cache writes and the attention as plain float32 loops, and each product as rows of
+int8 weights (the same ``Int8Weight`` values and row scales) times its activations rounded to 15-bit integers with
+one scale, summed in int32 (the processor's multiply-add of 16-bit pairs, or its 8-bit dot products through
+``engine.core.cpu.vnni``: the same sums), split over the cores in blocks of rows (docs/benchmarks.md#cpu-numba).
+The arithmetic is ``one_position``'s in float32 except for the activations' rounding (at most 1/32766 of the
+largest, where PyTorch's kernel rounds each to bfloat16) and the order of the sums.
+
+Kernels take records, not dozens of arrays: ``Weights`` (a stack's layers), ``Product`` (one projection of every
+layer), ``KV`` (a bound cache and its rotary tables), ``Rounded`` (a product's activations as integers) and
+``Scratch`` (a bound step's buffers); ``engine.core.cpu.one_position_numba`` makes them. Numba caches what it compiles
+against the sources' digest (``engine.core.cpu.numba_cache``), which covers every file inlined here.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections import namedtuple
+from pathlib import Path
+
+import numpy as np
+
+from engine.core.cpu import int8, vnni
+from engine.core.cpu.int8 import ACTIVATION_MAX
+
+log = logging.getLogger(__name__)
+
+ROW_BLOCK = 16  # rows of a product one task computes (docs/benchmarks.md#cpu-numba)
+# A product's activations as int16 within +-ACTIVATION_MAX (``engine.core.cpu.int8``), its sums in int32 over runs of
+# SEGMENT: the largest run's sum, SEGMENT * 127 * ACTIVATION_MAX, stays under 2**31, so no sum can overflow.
+SEGMENT = 1024
+SCRATCH_ROW = 32  # 4-byte values a block's row of the VNNI products' scratch spans: no two blocks share a cache line
+TINY = np.float32(int8.TINY)  # activations all below this are zeros (their scale would underflow)
+
+# one projection of every layer: int8 values (a Numba list of [N, K] arrays over the weights' own memory), row scales
+# float32 [L, N], and for VNNI each run's weight sums (a Numba list of int32 [N, runs]; [1, 0] arrays without)
+Product = namedtuple("Product", "q scale sums")
+# a stack: norms [L, H], the four products, the q and k heads' norm weights [L, heads + kv, d] (q's rows carry the
+# attention's 1/sqrt(d)), the final norm [H], the norms' epsilon, the query heads, and whether products take VNNI
+Weights = namedtuple("Weights", "in_w qkv qk_w out post_w gate_up down norm_w eps heads vnni")
+# a stream's cache [L, kv, S, d] and its rotary tables [S, d] (the sine's first half negated: ``OnePosition.tables``)
+KV = namedtuple("KV", "keys values cos signed_sin")
+# a product's activations: int16 values, and their low and high bytes for VNNI (``vnni.split``)
+Rounded = namedtuple("Rounded", "q lo hi")
+# a step's buffers: h [H], qkv, qk [d], attn [heads * d], scores [heads, S], gu [2I], act [I], the three products'
+# rounded inputs (width H, heads * d, I), and the VNNI products' per-block scratch [blocks, SCRATCH_ROW]
+Scratch = namedtuple("Scratch", "h qkv qk attn scores gu act h_in attn_in act_in parts accs")
+
+try:
+    import numba
+    from numba import njit, prange
+except Exception as _error:  # missing, or its LLVM library does not load here: the PyTorch steps run instead
+    log.info("Numba is not usable here (%s); the CPU frames run through PyTorch", _error)
+    numba = None
+
+
+def _prefer_wide_vectors() -> None:
+    """Let LLVM vectorize with 512-bit registers where the processor has AVX-512: its tuning for these chips
+    prefers 256-bit ones, with which the products run up to half as fast (docs/benchmarks.md#cpu-numba). Takes
+    effect where nothing in this process has been compiled by Numba yet; a user's NUMBA_CPU_FEATURES stands."""
+    import llvmlite.binding as llvm
+
+    if numba.config.CPU_FEATURES is None:
+        features = llvm.get_host_cpu_features().flatten()
+        if "+avx512bw" in features.split(","):
+            numba.config.CPU_FEATURES = features + ",-prefer-256-bit"
+
+
+def _compiler_warnings_to_debug_log() -> None:
+    """Numba's warnings (its pedantic IR checks ask whoever sees them to report them upstream) say nothing a user can
+    act on: they go to this module's debug log; every other warning is shown as before."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, numba.NumbaWarning):
+            log.debug("%s:%s: %s: %s", filename, lineno, category.__name__, message)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
+if numba is not None:
+    _compiler_warnings_to_debug_log()
+    try:
+        _prefer_wide_vectors()
+    except Exception as _error:  # an llvmlite without host features: its default tuning stays
+        log.info("Numba keeps its default vector width (%s)", _error)
+
+
+def cacheable() -> bool:
+    """Numba caches what it compiled against a module's source file (in the user's cache folder,
+    ``engine.core.cpu.numba_cache``); a frozen app has no source, so it compiles in each process there."""
+    return Path(__file__).is_file()
+
+
+if numba is not None:
+    # fast-math's reassociation lets the sums vectorize; without its no-NaN and no-inf flags, which would let the
+    # compiler drop the checks that keep a NaN in an input a NaN in the output
+    FAST = {"reassoc", "contract", "nsz", "arcp", "afn"}
+    JIT = {"fastmath": FAST, "cache": cacheable(), "nogil": True, "boundscheck": False}
+    INLINE = {"inline": "always", "nogil": True, "boundscheck": False}  # inlined code takes its caller's flags
+
+    @njit(**INLINE)
+    def quantize(x, xq):
+        """xq = x / sx rounded to integers within +-ACTIVATION_MAX; returns sx: NaN where x holds a NaN or an
+        infinity (the products' outputs are then NaN, as the float products' would be), 1 where every value is
+        under TINY (they count as zeros)."""
+        top = np.float32(0.0)
+        finite = True
+        for i in range(x.shape[0]):
+            a = abs(x[i])
+            finite &= a < np.float32(np.inf)  # False for a NaN too
+            top = max(top, a)
+        if not finite or top < TINY:
+            for i in range(x.shape[0]):
+                xq[i] = 0
+            return np.float32(np.nan) if not finite else np.float32(1.0)
+        sx = top / np.float32(ACTIVATION_MAX)
+        inv = np.float32(1.0) / sx
+        for i in range(x.shape[0]):
+            xq[i] = np.int16(np.rint(x[i] * inv))
+        return sx
+
+    @njit(**INLINE)
+    def row_range(q, scale, xq, sx, y, start, stop, add):
+        """y[n] (+)= scale[n] * sx * (q[n] . xq) for rows [start, stop): int8 times int16 summed in int32 over runs
+        of SEGMENT (the form x86's multiply-add of 16-bit pairs takes), each run's sum then in float32."""
+        k = q.shape[1]
+        for n in range(start, stop):
+            row = q[n]
+            acc = np.float32(0.0)
+            for first in range(0, k, SEGMENT):
+                qs, xs = row[first : first + SEGMENT], xq[first : first + SEGMENT]
+                part = np.int32(0)
+                for i in range(qs.shape[0]):
+                    part = np.int32(part + np.int16(qs[i]) * xs[i])  # int32: the form that vectorizes
+                acc += np.float32(part)
+            if add:
+                y[n] += acc * (scale[n] * sx)
+            else:
+                y[n] = acc * (scale[n] * sx)
+
+    @njit(**INLINE)
+    def vnni_range(q, scale, sums, lo, hi, sx, y, start, stop, add, part, acc):
+        """``row_range``'s rows with the same int32 sums, four rows a step (``start`` a multiple of 4), made by
+        ``engine.core.cpu.vnni`` from the activations' two bytes (``lo``, ``hi``) and ``sums`` (``vnni.weight_sums``);
+        ``part`` (int32) and ``acc`` (float32), [SCRATCH_ROW], are scratch. Rows in fours, runs in 64s."""
+        k = q.shape[1]
+        for n in range(start, stop, vnni.ROWS):
+            for r in range(vnni.ROWS):
+                acc[r] = np.float32(0.0)
+            for seg in range(sums.shape[1]):
+                first = seg * SEGMENT
+                vnni.dot4(q, n, first, min(k, first + SEGMENT), lo, hi, part)
+                for r in range(vnni.ROWS):
+                    acc[r] += np.float32(vnni.joined(part[2 * r], part[2 * r + 1], sums[n + r, seg]))
+            for r in range(vnni.ROWS):
+                if add:
+                    y[n + r] += acc[r] * (scale[n + r] * sx)
+                else:
+                    y[n + r] = acc[r] * (scale[n + r] * sx)
+
+    @njit(**INLINE)
+    def product_into(p, layer, rounded, sx, y, add, vnni_on, s):
+        """y (+)= layer ``layer`` of product ``p`` times the activations ``rounded`` (scale ``sx``), split over
+        the cores in blocks of ROW_BLOCK rows: through ``engine.core.cpu.vnni`` where ``vnni_on``, else in 16-bit
+        pairs."""
+        q, scale, sums = p.q[layer], p.scale[layer], p.sums[layer]  # read once here, not in every task
+        xq, lo, hi, parts, accs = rounded.q, rounded.lo, rounded.hi, s.parts, s.accs
+        blocks = (q.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK
+        if vnni_on:
+            vnni.split(xq, lo, hi)
+            for block in prange(blocks):
+                start = block * ROW_BLOCK
+                vnni_range(q, scale, sums, lo, hi, sx, y, start, min(q.shape[0], start + ROW_BLOCK), add,
+                           parts[block], accs[block])
+        else:
+            for block in prange(blocks):
+                start = block * ROW_BLOCK
+                row_range(q, scale, xq, sx, y, start, min(q.shape[0], start + ROW_BLOCK), add)
+
+    @njit(**INLINE)
+    def rms(x, weight, eps, out):
+        """out = weight * x / sqrt(mean(x^2) + eps)."""
+        s = np.float32(0.0)
+        for i in range(x.shape[0]):
+            s += x[i] * x[i]
+        r = np.float32(1.0) / np.sqrt(s / np.float32(x.shape[0]) + np.float32(eps))
+        for i in range(x.shape[0]):
+            out[i] = weight[i] * (x[i] * r)
+
+    @njit(**INLINE)
+    def normed_rotated(head, weight, eps, cos, signed_sin, normed, target):
+        """target = ``head`` [d] RMS-normed by ``weight`` and rotated: ``normed * cos + roll(normed, d/2) *
+        signed_sin``, ``rotate_half``'s form (``normed``: scratch [d])."""
+        d = normed.shape[0]
+        half = d // 2
+        rms(head, weight, eps, normed)
+        for i in range(d):
+            j = i + half if i < half else i - half
+            target[i] = normed[i] * cos[i] + normed[j] * signed_sin[i]
+
+    @njit(**INLINE)
+    def silu(gate):
+        return gate / (np.float32(1.0) + np.exp(-gate))
+
+    @njit(**INLINE)
+    def attended(q, keys, values, slots, scores):
+        """q [d] replaced by its attention over rows [0, slots) of keys and values [S, d] (scores: scratch)."""
+        d = q.shape[0]
+        top = np.float32(-np.inf)
+        for t in range(slots):
+            acc = np.float32(0.0)
+            kt = keys[t]
+            for i in range(d):
+                acc += q[i] * kt[i]
+            scores[t] = acc
+            top = max(top, acc)
+        total = np.float32(0.0)
+        for t in range(slots):
+            scores[t] = np.exp(scores[t] - top)
+            total += scores[t]
+        for i in range(d):
+            q[i] = np.float32(0.0)
+        for t in range(slots):
+            p = scores[t] / total
+            vt = values[t]
+            for i in range(d):
+                q[i] += p * vt[i]
+
+    @njit(**INLINE)
+    def layer_step(x, pos, layer, w, kv, s):
+        """Decoder layer ``layer`` for one stream at ``pos``: x [H], the residual stream, changed in place; the
+        position's key and value written into ``kv``."""
+        heads, groups, d = w.heads, kv.keys.shape[1], s.qk.shape[0]
+        h, qkv, attn, gu, act = s.h, s.qkv, s.attn, s.gu, s.act
+        keys, values, scores = kv.keys[layer], kv.values[layer], s.scores
+        cos, signed_sin = kv.cos[pos], kv.signed_sin[pos]
+        rms(x, w.in_w[layer], w.eps, h)
+        product_into(w.qkv, layer, s.h_in, quantize(h, s.h_in.q), qkv, False, w.vnni, s)
+        for r in range(heads + groups):  # q and k: each head normed, then rotated; k written at pos
+            target = attn[r * d : (r + 1) * d] if r < heads else keys[r - heads, pos]
+            normed_rotated(qkv[r * d : (r + 1) * d], w.qk_w[layer, r], w.eps, cos, signed_sin, s.qk, target)
+        for g in range(groups):
+            values[g, pos] = qkv[(heads + groups + g) * d : (heads + groups + g + 1) * d]
+        for head in prange(heads):  # each query head's output replaces it in attn
+            g = head // (heads // groups)
+            attended(attn[head * d : (head + 1) * d], keys[g], values[g], pos + 1, scores[head])
+        product_into(w.out, layer, s.attn_in, quantize(attn, s.attn_in.q), x, True, w.vnni, s)
+        rms(x, w.post_w[layer], w.eps, h)
+        product_into(w.gate_up, layer, s.h_in, quantize(h, s.h_in.q), gu, False, w.vnni, s)
+        inter = act.shape[0]
+        for i in range(inter):
+            act[i] = silu(gu[i]) * gu[inter + i]
+        product_into(w.down, layer, s.act_in, quantize(act, s.act_in.q), x, True, w.vnni, s)
+
+    @njit(parallel=True, **JIT)
+    def stack_step(x, pos, w, kv, s, final_norm, out):
+        """One position through every layer of a stack (``layer_step``); with ``final_norm`` the normed output
+        into ``out`` [H]."""
+        for layer in range(w.in_w.shape[0]):
+            layer_step(x, pos, layer, w, kv, s)
+        if final_norm:
+            rms(x, w.norm_w, w.eps, out)
+
+    @njit(parallel=True, **JIT)
+    def product(q, scale, x, xq, y):
+        """y = the product of int8 weights ``q`` (row scales ``scale``) with one row x (xq: scratch), over the
+        cores."""
+        sx = quantize(x, xq)
+        for block in prange((q.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK):
+            start = block * ROW_BLOCK
+            row_range(q, scale, xq, sx, y, start, min(q.shape[0], start + ROW_BLOCK), False)

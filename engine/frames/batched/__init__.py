@@ -1,9 +1,0 @@
-"""Many streams at once: ``frames`` (``BatchedFrames``, one batched frame loop whose streams join and leave
-between steps), ``prefill`` (the joiners' prompts prefilled together, from graphs bucketed by rows and positions)
-and ``streams`` (``BatchedStreams``, ``Engine.stream`` for concurrent callers through one loop thread that steps
-and decodes for all of them)."""
-
-from engine.frames.batched.frames import BatchedFrames
-from engine.frames.batched.streams import LOOP_FRAMES, BatchedStreams
-
-__all__ = ["LOOP_FRAMES", "BatchedFrames", "BatchedStreams"]
