@@ -1,10 +1,12 @@
 """Write docs/benchmarks.md from the raw records in docs/benchmarks/*.jsonl and the hand-kept page around them.
 
-The page's prose, and the tables no raw record backs yet, are kept by hand in docs/benchmarks/page.md; each line
+The page's prose, and the figures no raw record backs, are kept by hand in docs/benchmarks/page.md; each line
 ``<!-- table: NAME -->`` there is replaced by the table of the scenario NAME (``SCENARIOS``, bench/scenarios.py),
 made from its raw records: for every row, the latest run of that row (the records of one date, machine, commit
 and run label; several records of that run show as a range), never the history before it. A table's caption
-names its machine, raw files, and the date and commit of its rows; the command that measured it comes first.
+names its machine, raw files, and the date and commit of its rows; the command that measured it comes first (the
+records' own ``command`` where they carry one). A scenario whose files are ``optional`` says "not measured yet"
+until one of them holds a record.
 
 ``python -m bench.report`` rewrites the page; ``--check`` exits 1 when the committed page differs from what the
 records give (tests/bench/test_report.py runs the same comparison).
@@ -52,6 +54,7 @@ class Scenario:
     show: Callable[[tuple], bool] = lambda row: True  # rows that only lend figures to others are not shown
     per_machine: bool = False  # a table for each machine, its rows sorted by the row key
     notes: tuple[str, ...] = field(default=())
+    optional: bool = False  # its files may not exist yet: without a record the page says it is not measured yet
 
 
 def read_records(names: Iterable[str], raw: Path = RAW) -> list[Record]:
@@ -115,16 +118,25 @@ def figure(name: Callable[[Record], float | None] | str) -> Callable[[list[Recor
         pick(r) is not None for r in found) else "–"
 
 
-def command_block(command: str, width: int = 100) -> list[str]:
-    """The command as a shell block, broken before an option where a line would pass the width."""
-    lines, line = [], ""
-    for word in command.split(" "):
-        if line and word.startswith("--") and len(line) + len(word) + 3 > width:
-            lines.append(line + " \\")
-            line = "    " + word
-        else:
-            line = f"{line} {word}" if line else word
-    return ["```", *lines, line, "```"]
+def command_block(*commands: str, width: int = 100) -> list[str]:
+    """The commands as a shell block, each broken before an option where a line would pass the width."""
+    lines = []
+    for command in commands:
+        line = ""
+        for word in command.split(" "):
+            if line and word.startswith("--") and len(line) + len(word) + 3 > width:
+                lines.append(line + " \\")
+                line = "    " + word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    return ["```", *lines, "```"]
+
+
+def commands(rows: Rows, scenario: Scenario) -> list[str]:
+    """The commands the shown records name, in order; the scenario's own where none does."""
+    named = [record["command"] for found in rows.values() for record in found if record.get("command")]
+    return list(dict.fromkeys(named)) or [scenario.command]
 
 
 def one_table(rows: Rows, scenario: Scenario) -> list[str]:
@@ -149,10 +161,13 @@ def one_table(rows: Rows, scenario: Scenario) -> list[str]:
 
 def table(name: str, scenario: Scenario, raw: Path = RAW) -> str:
     """The scenario's command and table, one table a machine where its machines' runs do not compare."""
-    rows = latest_rows(read_records(scenario.files, raw), scenario)
+    present = [file for file in scenario.files if (raw / file).exists()] if scenario.optional else scenario.files
+    rows = latest_rows(read_records(present, raw), scenario)
+    if not rows and scenario.optional:
+        return "*Not measured yet*: no record in " + ", ".join(f"`{file}`" for file in scenario.files) + "."
     if not rows:
         raise ValueError(f"{name}: no raw record in {', '.join(scenario.files)}")
-    lines = command_block(scenario.command) + [""]
+    lines = command_block(*commands(rows, scenario)) + [""]
     if not scenario.per_machine:
         return "\n".join(lines + one_table(rows, scenario) + list(scenario.notes))
     machines: dict[str, Rows] = {}

@@ -1,7 +1,10 @@
 """The tables of docs/benchmarks.md that raw records back: for each, its files, rows and columns (bench/report.py).
 
 A table is named by its anchor on the page (``<!-- table: NAME -->`` in docs/benchmarks/page.md), and code cites
-it as ``docs/benchmarks.md#NAME``.
+it as ``docs/benchmarks.md#NAME``. A record is a ``bench.common.Result`` with ``date``, ``machine`` and ``commit``
+(and ``cores``, ``variant``, ``command`` where it has them); the side-by-side CPU tables (``SIDE_BY_SIDE``) take
+a row for each system and ``variant``, leave out records marked ``"counted": false`` (a process that compiled
+its kernels), and say "not measured yet" until their file exists.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ def size_of_model(record: Record) -> str:
 
 
 def cores(record: Record) -> int:
+    """The cores the record ran on: its ``cores``, else what its ``device`` says."""
+    if record.get("cores"):
+        return int(record["cores"])
     found = re.search(r"on (\d+) cores", record.get("device", ""))
     return int(found.group(1)) if found else 0
 
@@ -39,20 +45,19 @@ def threads(record: Record) -> int:
 
 def plan(record: Record) -> str:
     """The path a whole-synthesis record ran, in the page's words."""
-    mode = record.get("mode", "")
     if record.get("system", "").startswith("official"):
         return "official (float32, eager)"
-    if "int4" in mode:
-        return "int4, PyTorch's kernel" if "PyTorch" in mode else "int4"
-    if "compiled" in mode:
-        return "int8, compiled steps"
-    if "PyTorch steps" in mode:
-        return "int8, PyTorch steps"
-    return "int8 (default)"
+    return "int8, PyTorch steps" if "PyTorch steps" in record.get("mode", "") else "int8 (default)"
 
 
 def cores_and_threads(found: list[Record], _: Rows) -> str:
     return f"{cores(found[0])} ({'/'.join(sorted({str(threads(r)) for r in found}))})"
+
+
+def first_chunk_ms(record: Record) -> float | None:
+    """Milliseconds to the smallest first chunk measured (the whole utterance where a system cannot stream)."""
+    chunks = record.get("ttfa_ms") or {}
+    return chunks[min(chunks, key=int)] if chunks else None
 
 
 def first_audio(found: list[Record], _: Rows) -> str:
@@ -68,12 +73,14 @@ def gigabytes(found: list[Record], _: Rows) -> str:
 
 
 def against_official(found: list[Record], rows: Rows) -> str:
-    """Orator's ×RT over the official code's, same size and cores, same run."""
-    if found[0].get("system", "").startswith("official"):
+    """Orator's ×RT over the official code's on the same machine, size and cores; of the same ``variant`` where
+    the official code was measured in it."""
+    mine = found[0]
+    if mine.get("system", "").startswith("official"):
         return ""
     peers = [r for group in rows.values() for r in group if r.get("system", "").startswith("official")
-             and size(r) == size(found[0]) and cores(r) == cores(found[0]) and r.get("machine") == found[0].get(
-                 "machine")]
+             and size(r) == size(mine) and cores(r) == cores(mine) and r.get("machine") == mine.get("machine")]
+    peers = [r for r in peers if r.get("variant") == mine.get("variant")] or peers
     if not peers:
         return "–"
     official = sum(r["xrt"] for r in peers) / len(peers)
@@ -112,6 +119,25 @@ CPU_SYNTHESIS = (
     Column("peak resident, GB", gigabytes),
 )
 
+SIDE_BY_SIDE = (
+    Column("system", lambda found, _: found[0]["system"]),
+    Column("variant", lambda found, _: found[0].get("variant") or "–"),
+    Column("size", lambda found, _: size(found[0])),
+    Column("cores", lambda found, _: str(cores(found[0]))),
+    Column("ms/frame", figure("ms_per_frame")),
+    Column("×RT", figure("xrt")),
+    Column("first audio, ms", lambda found, rows: figure(first_chunk_ms)(found, rows) + (
+        " (whole)" if found[0].get("system", "").startswith("official") else "")),
+    Column("peak resident, GB", figure("peak_mem_gb")),
+    Column("÷ official ×RT", against_official),
+)
+
+
+def counted(record: Record) -> bool:
+    """False for a record marked ``"counted": false``: a process that compiled its kernels while timed."""
+    return record.get("counted", True) is not False
+
+
 CPU_ROW = lambda record: (record.get("machine", ""), size(record), -cores(record), system_rank(record), plan(record))  # noqa: E731
 
 SCENARIOS: dict[str, Scenario] = {
@@ -136,6 +162,7 @@ SCENARIOS: dict[str, Scenario] = {
                    lambda found, rows: f"{figure('ttfa_p50_ms')(found, rows)} / {figure('ttfa_p95_ms')(found, rows)}"),
             many_streams_http("audio"),
             many_streams_http("ttfa"),
+            Column("process warm-up, s", figure("warmup_s")),
         ),
     ),
     "live-text": Scenario(
@@ -155,7 +182,7 @@ SCENARIOS: dict[str, Scenario] = {
         ),
     ),
     "cpu": Scenario(
-        files=("cpu-hours.jsonl", "cpu-runs.jsonl"),
+        files=("cpu-runs.jsonl",),
         command="CUDA_VISIBLE_DEVICES= python -m bench.run_all --sizes SIZE --systems orator official --frames 40 "
                 "--runs 2 --chunks 1 --device cpu --cores N",
         run_group=lambda record: (),
@@ -163,32 +190,46 @@ SCENARIOS: dict[str, Scenario] = {
         columns=CPU_SYNTHESIS + (Column("÷ official ×RT", against_official),),
     ),
     "cpu-2-cores": Scenario(
-        files=("cpu-2-cores.jsonl", "cpu-2-cores-3acfef9.jsonl", "cpu-2-cores-xeon.jsonl",
-               "cpu-2-cores-zen4.jsonl", "cpu-2-cores-xeon-host.jsonl"),
+        files=("cpu-2-cores-zen4.jsonl", "cpu-2-cores-xeon-host.jsonl"),
         command="python -m bench.run_all --sizes 0.6b --systems orator official --frames 40 --runs 2 --chunks 1 "
                 "--device cpu --cores 2",
         run_group=lambda record: (record.get("machine"),),
-        keep=lambda record: plan(record) != "int8, PyTorch steps",
         row=CPU_ROW,
         per_machine=True,
         columns=CPU_SYNTHESIS[:1] + CPU_SYNTHESIS[3:] + (Column("÷ official ×RT", against_official),),
     ),
-    "cpu-int4": Scenario(
-        files=("cpu-int4.jsonl",),
-        command="python -m bench.run_all --sizes SIZE --systems orator-int4 orator official --frames 40 --runs 2 "
-                "--chunks 1 --device cpu --cores N",
-        run_group=lambda record: (record.get("machine"),),
-        row=CPU_ROW,
-        per_machine=True,
-        columns=CPU_SYNTHESIS,
+    "cpu-one-engine": Scenario(
+        files=("cpu-one-engine-xeon8.jsonl",),
+        command="CUDA_VISIBLE_DEVICES= python -m bench.run_all --sizes 0.6b --systems orator official --frames 40 "
+                "--runs 3 --chunks 1 --device cpu --cores 8",
+        keep=counted,
+        row=lambda record: (size(record), -cores(record), system_rank(record), record.get("variant") or ""),
+        columns=SIDE_BY_SIDE,
+        optional=True,
     ),
-    "cpu-compiled": Scenario(
-        files=("cpu-compiled.jsonl",),
-        command="CUDA_VISIBLE_DEVICES= python -m bench.run_all --sizes 0.6b --systems orator-compiled orator "
-                "--frames 40 --runs 2 --chunks 1 --device cpu --cores N",
-        run_group=lambda record: (record.get("machine"),),
-        row=CPU_ROW,
-        columns=CPU_SYNTHESIS + (Column("warm-up (compile), s", figure("warmup_s")),),
+    "cpu-avx2": Scenario(
+        files=("cpu-2-cores-xeon-avx2.jsonl",),
+        command="CUDA_VISIBLE_DEVICES= python -m bench.run_all --sizes 0.6b --systems orator official --frames 40 "
+                "--runs 3 --chunks 1 --device cpu --cores 2",
+        keep=counted,
+        row=lambda record: (size(record), -cores(record), record.get("variant") or "", system_rank(record)),
+        columns=SIDE_BY_SIDE,
+        optional=True,
+    ),
+    "cpu-cold-start": Scenario(
+        files=("cpu-cold-start.jsonl",),
+        command="CUDA_VISIBLE_DEVICES= python -m bench.run_orator --frames 40 --runs 1 --chunks 1 --device cpu",
+        row=lambda record: (size(record), -cores(record), system_rank(record), record.get("variant") or ""),
+        columns=(
+            Column("variant", lambda found, _: found[0].get("variant") or "–"),
+            Column("size", lambda found, _: size(found[0])),
+            Column("cores", lambda found, _: str(cores(found[0]))),
+            Column("load, s", figure("load_s")),
+            Column("warm-up, s", figure("warmup_s")),
+            Column("first audio, ms", figure(first_chunk_ms)),
+            Column("Welcome measurement, s", figure("welcome_s")),  # the Welcome dialog's speed measurement
+        ),
+        optional=True,
     ),
     "soak": Scenario(
         files=("soak.jsonl",),

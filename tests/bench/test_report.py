@@ -88,6 +88,64 @@ def test_a_table_without_records_or_a_place_without_a_table_is_an_error(tmp_path
 
 
 def test_a_long_command_breaks_before_an_option():
-    block = report.command_block("python -m bench.run_all " + " ".join(f"--option{i} value" for i in range(12)), 60)
+    command = "python -m bench.run_all " + " ".join(f"--option{i} value" for i in range(12))
+    block = report.command_block(command, width=60)
     assert block[0] == block[-1] == "```"
     assert all(len(line) <= 62 for line in block) and block[2].startswith("    --option")
+
+
+def test_every_raw_file_backs_a_row_the_page_shows_and_prose_lines_stay_short():
+    page = report.PAGE.read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(benchmarks/([^)#]+)\)", page))
+    raw = {path.name for path in report.RAW.iterdir() if path.name != report.TEMPLATE.name}
+    assert raw == linked, (sorted(raw - linked), sorted(linked - raw))
+    assert [line for line in page.splitlines() if len(line) > 200 and not line.startswith("|")] == []
+
+
+def side_by_side(variant: str, system: str, xrt: float, **extra) -> dict:
+    return {"date": "2026-12-07", "machine": "xeon host, 2 cores", "commit": "ccc", "cores": 2, "system": system,
+            "model_size": "0.6B", "variant": variant, "ms_per_frame": 80.0 / xrt, "xrt": xrt,
+            "ttfa_ms": {"1": 400.0, "4": 700.0}, "peak_mem_gb": 2.0, **extra}
+
+
+def test_a_side_by_side_scenario_shows_a_row_per_system_and_variant(tmp_path):
+    write(tmp_path / "cpu-2-cores-xeon-avx2.jsonl", [
+        side_by_side("AVX-512", "Orator", 0.8), side_by_side("AVX-512", "official qwen-tts-hf 0.1.1", 0.2),
+        side_by_side("AVX2", "Orator", 0.5), side_by_side("AVX2", "official qwen-tts-hf 0.1.1", 0.25),
+        side_by_side("AVX2", "Orator", 0.1, counted=False),  # a process that compiled its kernels
+    ])
+    text = report.table("cpu-avx2", SCENARIOS["cpu-avx2"], tmp_path)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| Orator", "AVX-512"], ["| official qwen-tts-hf 0.1.1", "AVX-512"],
+        ["| Orator", "AVX2"], ["| official qwen-tts-hf 0.1.1", "AVX2"]]
+    assert "| 0.50 | 400.0 | 2.00 | 2.00× |" in rows[2]  # against the official code of its own variant
+    assert "0.10" not in text and "*Measured* 2026-12-07 at ccc." in text
+
+
+def test_a_side_by_side_scenario_dates_each_row_where_its_commits_differ(tmp_path):
+    write(tmp_path / "cpu-one-engine-xeon8.jsonl", [
+        side_by_side("main 3f43688", "Orator", 2.0, cores=8, commit="3f43688"),
+        side_by_side("main 89f88a5", "Orator", 2.5, cores=8, commit="89f88a5"),
+        side_by_side("", "official qwen-tts-hf 0.1.1", 0.5, cores=8, commit="89f88a5")])
+    text = report.table("cpu-one-engine", SCENARIOS["cpu-one-engine"], tmp_path)
+    assert "| Orator | main 3f43688 | 0.6B | 8 |" in text and "4.00× | 2026-12-07 · 3f43688 |" in text
+    assert "| Orator | main 89f88a5 | 0.6B | 8 |" in text and "5.00× | 2026-12-07 · 89f88a5 |" in text
+    assert "| official qwen-tts-hf 0.1.1 | – | 0.6B | 8 | 160.0 | 0.50 | 400.0 (whole) | 2.00 |  |" in text
+
+
+def test_a_cold_start_row_per_cache_state_and_the_records_own_command(tmp_path):
+    command = "python -m bench.run_orator --frames 40 --device cpu"
+    write(tmp_path / "cpu-cold-start.jsonl", [
+        {**side_by_side("empty cache", "Orator", 0.3), "warmup_s": 95.0, "welcome_s": 12.5, "command": command},
+        {**side_by_side("warm cache", "Orator", 0.7), "warmup_s": 4.0, "welcome_s": 3.25, "command": command}])
+    text = report.table("cpu-cold-start", SCENARIOS["cpu-cold-start"], tmp_path)
+    assert text.splitlines()[:3] == ["```", command, "```"]
+    assert "| empty cache | 0.6B | 2 | – | 95.0 | 400.0 | 12.5 |" in text
+    assert "| warm cache | 0.6B | 2 | – | 4.00 | 400.0 | 3.25 |" in text
+
+
+def test_an_optional_scenario_without_its_file_is_not_measured_yet(tmp_path):
+    for name in ("cpu-one-engine", "cpu-avx2", "cpu-cold-start"):
+        text = report.table(name, SCENARIOS[name], tmp_path)
+        assert text.startswith("*Not measured yet*") and "](" not in text  # no link to a file that is not there
