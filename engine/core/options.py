@@ -9,9 +9,8 @@
 | `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the CPU steps compiled by Numba (``one_position_numba``)      |
 | `cpu_vnni` | `ORATOR_CPU_VNNI=0` | on | those steps' products through AVX512-VNNI where the CPU has it (``vnni``) |
 | `cpu_warmup` | `ORATOR_CPU_WARMUP=0` | on | PyTorch's steps while a process compiles Numba's (``cold_start``) |
-| `grow_chunks` | `ORATOR_GROW_CHUNKS=0` | on | a CPU stream's chunks growing while ahead (``engine.core.chunk_sizes``)
-|
-| `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``engine.core.runtime.cpu_threads``)         |
+| `grow_chunks` | `ORATOR_GROW_CHUNKS=0` | on | a CPU stream's chunks growing while ahead (``core.chunk_sizes``) |
+| `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``core.runtime.cpu_threads``)          |
 
 Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
 weights, threads and the Numba steps on a CPU. Nothing else reads these variables, but for ``ORATOR_CPU_INT8=0``,
