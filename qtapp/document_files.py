@@ -173,9 +173,8 @@ class DocumentFiles(QObject):
         """Ask for a path and write the text there as UTF-8 plain text; an imported document is never the
         target, since writing text over it would destroy the book."""
         window = self.window
-        opened = window.document_path
-        if opened is not None:
-            start = str(opened.with_suffix(".txt"))
+        if window.document_path is not None:
+            start = str(window.document_path.with_suffix(".txt"))
         else:
             start = str(window.settings.start_folder() / "Untitled.txt")
         name, _ = QFileDialog.getSaveFileName(window, "Save the text as", start, SAVE_FILTER)
@@ -184,6 +183,7 @@ class DocumentFiles(QObject):
         path = Path(name)
         if not path.suffix:
             path = path.with_suffix(".txt")
+        opened = window.document_path
         imported = opened is not None and opened.suffix.lower() not in SAVE_IN_PLACE_SUFFIXES
         if imported and path.resolve() == opened.resolve():
             window.show_error(f"“{path.name}” is the imported document; save the text under another name.")
