@@ -116,14 +116,14 @@ def build_actions(window) -> WindowActions:
 
     # ---- File --------------------------------------------------------------------------------------
     file_menu = menu_bar.addMenu("&File")
-    file_menu.addAction(action("&New", window.new_document, QKeySequence.StandardKey.New, "SP_FileIcon"))
+    file_menu.addAction(action("&New", window.documents.new_document, QKeySequence.StandardKey.New, "SP_FileIcon"))
     file_menu.addAction(action("&Open…", lambda: _open_dialog(window), QKeySequence.StandardKey.Open,
                                "SP_DialogOpenButton"))
     recent_menu = file_menu.addMenu("Open &Recent")
     file_menu.addSeparator()
-    file_menu.addAction(action("&Save", window.save, QKeySequence.StandardKey.Save, "SP_DialogSaveButton",
+    file_menu.addAction(action("&Save", window.documents.save, QKeySequence.StandardKey.Save, "SP_DialogSaveButton",
                                "Save the text as plain text"))
-    file_menu.addAction(action("Save &As…", window.save_as, "Ctrl+Shift+S"))
+    file_menu.addAction(action("Save &As…", window.documents.save_as, "Ctrl+Shift+S"))
     file_menu.addSeparator()
     file_menu.addAction(action("&Export audio…", lambda: open_export_dialog(window), "Ctrl+E",
                                "SP_DialogSaveButton", "Queue the text for export to an audio file; it is made "
@@ -174,7 +174,7 @@ def build_actions(window) -> WindowActions:
 
     # ---- Read --------------------------------------------------------------------------------------
     read_menu = menu_bar.addMenu("&Read")
-    play = action("Play", window.play, SHORTCUTS["play"], "SP_MediaPlay",
+    play = action("Play", window.read_aloud.play, SHORTCUTS["play"], "SP_MediaPlay",
                   "Read aloud from the cursor or the selection")
     pause = action("Pause", reader.pause, SHORTCUTS["pause"], "SP_MediaPause")
     stop = action("Stop", reader.stop, SHORTCUTS["stop"], "SP_MediaStop")
@@ -195,8 +195,8 @@ def build_actions(window) -> WindowActions:
 
     # ---- Chapters: the list is a panel (qtapp.chapter_panel); a book's hundreds of chapters overflow a menu --
     chapters_menu = menu_bar.addMenu("&Chapters")
-    chapter_steps = [action("Next chapter", window.next_chapter, SHORTCUTS["next_chapter"], "SP_ArrowDown"),
-                     action("Previous chapter", window.previous_chapter, SHORTCUTS["previous_chapter"],
+    chapter_steps = [action("Next chapter", window.chapters.next_chapter, SHORTCUTS["next_chapter"], "SP_ArrowDown"),
+                     action("Previous chapter", window.chapters.previous_chapter, SHORTCUTS["previous_chapter"],
                             "SP_ArrowUp")]
     chapters_menu.addActions(chapter_steps)
     chapters_menu.addSeparator()
@@ -359,7 +359,7 @@ def _settings_dialog(window) -> None:
         window.reader.reading_policy = window.exports.runner.reading_policy = window.settings.reading_policy()
         window.reader.cast = window.settings.reading_cast()
         if changed:
-            window.reload_models()
+            window.voices.reload_models()
 
 
 def _welcome_dialog(window) -> None:
@@ -367,4 +367,4 @@ def _welcome_dialog(window) -> None:
     before = dict(window.settings.checkpoints)
     FirstRunDialog(window.settings, parent=window).exec()
     if window.settings.checkpoints != before:
-        window.reload_models()
+        window.voices.reload_models()

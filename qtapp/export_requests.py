@@ -31,7 +31,7 @@ def whole_text_source(window) -> tuple[str | None, Snapshot | None]:
     text = window.editor.toPlainText()
     title = window.windowTitle().removesuffix(" — Orator") if path is not None else "Untitled"
     chapters = [SnapshotChapter(c.title, start, getattr(c, "level", 1))
-                for c, start in zip(window.document_chapters, window.chapter_starts(), strict=False)]
+                for c, start in zip(window.document_chapters, window.chapters.starts(), strict=False)]
     author = window.document_author if path is not None else ""
     return None, Snapshot(text, title or "Untitled", author, chapters=chapters)
 
@@ -62,7 +62,7 @@ class ExportRequest:
         chapters = self.book.chapters if self.book is not None else []
         speakers = window.preset_speakers()
         voices = list(dict.fromkeys([*window.library.names(), *speakers]))
-        voice = window.settings.default_voice or window.default_speaker()
+        voice = window.settings.default_voice or window.voices.default_speaker()
         self.dialog = ExportDialog(title, chapters, voices, voice, self.suggest, self.selection is not None, window)
         self.dialog.casting.set_cast(window.settings.dialogue_voice, window.settings.cast)  # as reading casts
         self.dialog.accepted.connect(self.queue)

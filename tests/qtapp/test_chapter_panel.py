@@ -80,12 +80,12 @@ def test_the_chapter_holding_the_cursor_is_marked(qtbot, book):
     cursor = book.editor.textCursor()
     cursor.setPosition(chapter.start + 10)
     book.editor.setTextCursor(cursor)
-    assert panel.current == 417 == book.current_chapter()
+    assert panel.current == 417 == book.chapters.current()
     item = panel.items[417]
     assert item.font().bold() and item.data(Qt.ItemDataRole.AccessibleDescriptionRole) == CURRENT_NOTE
     assert not panel.items[0].font().bold()
     assert panel.tree.currentIndex().data(INDEX_ROLE) == 417  # the list follows while it does not have the keys
-    book.next_chapter()
+    book.chapters.next_chapter()
     assert panel.current == 418 and not item.font().bold()
 
 
@@ -104,7 +104,7 @@ def test_closing_the_panel_keeps_it_closed_until_asked_for(qtbot, book, tmp_path
     qtbot.waitUntil(dock.panel.search.hasFocus, timeout=2000)
     action.trigger()  # again, from inside the panel: it closes and the text has the keys
     assert dock.isHidden()
-    book.new_document()
+    book.documents.new_document()
     qtbot.waitUntil(lambda: dock.panel.items == [], timeout=2000)
     assert dock.panel.count_label.text() == "No chapters in this text"
     assert not any(a.isEnabled() for a in book.window_actions.chapter_steps)

@@ -89,23 +89,23 @@ def test_keyboard_steps_through_chapters(qtbot, window):
 
 def test_chapter_starts_follow_edits_before_them(qtbot, window):
     open_book(qtbot, window)
-    before = window.chapter_starts()
+    before = window.chapters.starts()
     cursor = window.editor.textCursor()
     cursor.setPosition(0)
     cursor.insertText("Note. ")
-    assert window.chapter_starts()[1:] == [s + len("Note. ") for s in before[1:]]
-    window.go_to_chapter(3)
+    assert window.chapters.starts()[1:] == [s + len("Note. ") for s in before[1:]]
+    window.chapters.go_to(3)
     heading = window.editor.toPlainText()[cursor_at(window):].split("\n", 1)[0]
     assert window.document_chapters[3].title in heading
 
 
 def test_choosing_a_chapter_while_reading_reads_from_there(qtbot, fake_sd, window):
     open_book(qtbot, window)
-    window.play()
+    window.read_aloud.play()
     assert window.reader.state == PLAYING
     qtbot.waitUntil(lambda: window.editor.highlighted_span is not None, timeout=5000)
     target = window.document_chapters[5]
-    window.go_to_chapter(5)
+    window.chapters.go_to(5)
     assert window.reader.state == PLAYING
 
     def heard_target():
@@ -115,7 +115,7 @@ def test_choosing_a_chapter_while_reading_reads_from_there(qtbot, fake_sd, windo
     qtbot.waitUntil(heard_target, timeout=5000)
     span = window.editor.highlighted_span
     assert target.start <= span[0] < target.end
-    window.next_chapter()  # from the sentence being read, not from a stale cursor
+    window.chapters.next_chapter()  # from the sentence being read, not from a stale cursor
     qtbot.waitUntil(heard_target, timeout=5000)
     assert window.editor.highlighted_span[0] >= window.document_chapters[6].start
     window.reader.stop()

@@ -105,7 +105,7 @@ def test_keep_shows_its_progress_and_saves_the_voice(qtbot, fake_sd, fake_engine
         window.library_panel.add_voice(Voice.design("a bright robot voice"), "Robot")
         shown = []
         monkeypatch.setattr(window, "show_status", shown.append)
-        window.keep_design("Robot")
+        window.voices.keep_design("Robot")
         qtbot.waitUntil(lambda: "Robot (kept)" in window.library.names(), timeout=5000)
         assert shown[0] == "Generating a sample of “Robot” to keep as a clone…"
         assert any(s.startswith("Generating a sample of “Robot”: ") and s.endswith(" s…") for s in shown[1:])

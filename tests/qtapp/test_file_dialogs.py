@@ -57,7 +57,7 @@ def test_open_starts_in_documents_then_in_the_folder_last_used(qtbot, open_windo
     assert window.open_path(books / "tale.txt")
     open_item.trigger()
     assert asked[-1] == books.resolve()
-    window.new_document()
+    window.documents.new_document()
     menu_item(window, "&File", "Save &As…").trigger()
     assert asked[-1] == books.resolve()  # an untitled text is offered where the last document was
     assert all(Path(os.getcwd()) != folder for folder in asked)

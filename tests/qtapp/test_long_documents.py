@@ -74,7 +74,7 @@ class Work:
 def reading_work(qtbot, window, work: Work, length: int) -> dict[str, tuple[int, int]]:
     """(characters read, peak bytes) of Play at the middle, the next sentence, and a jump to three quarters."""
     place_cursor(window, length // 2)
-    got = {"play": work.of(qtbot, window.play),
+    got = {"play": work.of(qtbot, window.read_aloud.play),
            "skip": work.of(qtbot, window.window_actions.next.trigger),
            "jump": work.of(qtbot, lambda: window.editor.position_activated.emit(3 * length // 4))}
     window.reader.stop()

@@ -58,7 +58,7 @@ def test_play_highlights_each_sentence_as_it_becomes_audible(qtbot, fake_sd, mak
     window = make_window()
     wait_ready(qtbot, window)
     window.editor.setPlainText(TEXT)
-    window.play()
+    window.read_aloud.play()
     assert window.reader.state == PLAYING
     heard = []
 
@@ -82,7 +82,7 @@ def test_voice_marks_use_library_voices(qtbot, fake_sd, make_window):
     window.library_panel.add_voice(Voice.preset("ryan", instruct="gruff"), "Bob")
     assert window.settings.default_voice == "Narrator"
     window.editor.setPlainText(TEXT)
-    window.play()
+    window.read_aloud.play()
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     speakers = [voice.speaker for _, voice in engine_of(window).spoken]
     assert speakers == ["aiden", "ryan", "aiden"]
@@ -98,7 +98,7 @@ def test_play_below_a_mark_reads_in_the_marked_voice_to_the_blank_line(qtbot, fa
     cursor = window.editor.textCursor()
     cursor.setPosition(text.index("goes"))  # a line below the mark, in its paragraph
     window.editor.setTextCursor(cursor)
-    window.play()
+    window.read_aloud.play()
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     assert [(said, voice.speaker) for said, voice in engine_of(window).spoken] == [("He goes on.", "ryan"),
                                                                                  ("The narrator ends.", "aiden")]
@@ -112,7 +112,7 @@ def test_presets_come_from_the_loaded_model(qtbot, fake_sd, make_window, fake_en
     wait_ready(qtbot, window)
     assert window.preset_speakers() == ["zed", "ann"]
     window.editor.setPlainText("Nobody is the default voice.")
-    window.play()  # no library voice is the default: the model's first speaker reads (it has no "vivian")
+    window.read_aloud.play()  # no library voice is the default: the model's first speaker reads (it has no "vivian")
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     assert [voice.speaker for _, voice in engine_of(window).spoken] == ["zed"]
 
@@ -121,7 +121,7 @@ def test_a_lines_short_sentences_are_read_and_highlighted_together(qtbot, fake_s
     window = make_window(settings=Settings.load())  # the default: segments of up to 200 characters
     wait_ready(qtbot, window)
     window.editor.setPlainText(TEXT)
-    window.play()
+    window.read_aloud.play()
     heard = []
 
     def record():
@@ -140,7 +140,7 @@ def test_play_from_cursor_and_selection(qtbot, fake_sd, make_window):
     cursor = window.editor.textCursor()
     cursor.setPosition(TEXT.index("second"))
     window.editor.setTextCursor(cursor)
-    window.play()
+    window.read_aloud.play()
     assert highlighted(window) == "The second one!"
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     engine = engine_of(window)
@@ -149,7 +149,7 @@ def test_play_from_cursor_and_selection(qtbot, fake_sd, make_window):
     cursor.setPosition(TEXT.index("A third"))
     cursor.setPosition(TEXT.index("Bob speaks") + len("Bob speaks here."), QTextCursor.MoveMode.KeepAnchor)
     window.editor.setTextCursor(cursor)
-    window.play()
+    window.read_aloud.play()
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     assert [t.strip() for t, _ in engine.spoken] == ["A third?", "Bob speaks here."]
 
@@ -158,12 +158,12 @@ def test_pause_resume_stop_and_skips(qtbot, fake_sd, make_window):
     window = make_window()
     wait_ready(qtbot, window)
     window.editor.setPlainText(TEXT)
-    window.play()
+    window.read_aloud.play()
     play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "The first sentence.")
     window.window_actions.pause.trigger()
     assert window.reader.state == PAUSED and window.player.paused
     assert window.window_actions.play.text() == "Resume"
-    window.play()  # Play resumes
+    window.read_aloud.play()  # Play resumes
     assert window.reader.state == PLAYING and not window.player.paused
     window.window_actions.next.trigger()
     assert highlighted(window) == "The second one!"
@@ -198,14 +198,14 @@ def test_after_a_double_click_jump_stop_then_play_reads_on_from_there(qtbot, fak
     wait_ready(qtbot, window)
     window.editor.setPlainText(TEXT)
     window.show()
-    window.play()
+    window.read_aloud.play()
     click_at(window, TEXT.index("again") + 2, double=True)
     qtbot.waitUntil(lambda: highlighted(window) == "Bob again.", timeout=5000)
     # The jump's job records itself once the worker starts it; clearing before then would count it below.
     qtbot.waitUntil(lambda: any(text == "Bob again." for text, _ in engine_of(window).spoken), timeout=5000)
     window.reader.stop()
     engine_of(window).spoken.clear()
-    window.play()
+    window.read_aloud.play()
     assert highlighted(window) == "Bob again."
     play_until(qtbot, window, fake_sd, lambda: window.reader.state == IDLE)
     assert [text for text, _ in engine_of(window).spoken] == ["Bob again.", "The end."]
@@ -228,7 +228,7 @@ def test_a_double_or_triple_click_starts_no_reading(qtbot, fake_sd, make_window)
     assert window.editor.textCursor().selectedText().startswith("[voice: Bob] Bob speaks here.")
 
     window.editor.setTextCursor(QTextCursor(window.editor.document()))
-    window.play()
+    window.read_aloud.play()
     click_at(window, TEXT.index("The end") + 2, double=True)
     click_at(window, TEXT.index("The end") + 2)
     qtbot.wait(2 * interval)
@@ -245,7 +245,7 @@ def test_a_speed_change_while_reading_is_heard_from_the_next_chunk(qtbot, fake_s
     window.player.write = lambda samples, sentence: (written.append((len(samples), sentence)),
                                                       write(samples, sentence))
     window.editor.setPlainText(TEXT)
-    window.play()
+    window.read_aloud.play()
     play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "The second one!")
     written.clear()
     window.window_actions.speed.setValue(2.0)  # the player held this sentence and more at speed 1
@@ -265,14 +265,14 @@ def test_reopening_a_document_resumes_where_reading_stopped(qtbot, fake_sd, make
     wait_ready(qtbot, window)
     with qtbot.waitSignal(window.editor.loading_finished, timeout=5000):
         window.open_path(book)
-    window.play()
+    window.read_aloud.play()
     play_until(qtbot, window, fake_sd, lambda: highlighted(window) == "Second part.")
     window.window_actions.stop.trigger()
     for path in (other, book):
         with qtbot.waitSignal(window.editor.loading_finished, timeout=5000):
             window.open_path(path)
     assert window.editor.textCursor().position() == book.read_text().index("Second")
-    window.play()
+    window.read_aloud.play()
     assert highlighted(window) == "Second part."
     window.reader.stop()
     later = make_window(settings=Settings.load())  # remembered across sessions too
@@ -295,7 +295,7 @@ def test_an_imported_document_is_read_by_its_blocks_kinds_until_it_is_edited(qtb
 
     def planned() -> list[str]:
         window.editor.moveCursor(QTextCursor.MoveOperation.Start)
-        window.play()
+        window.read_aloud.play()
         plan = window.reader.plan
         said = [plan.get(i).segment.speech for i in range(4)]
         window.reader.stop()
@@ -326,7 +326,7 @@ def test_editing_while_reading_stops(qtbot, fake_sd, make_window):
     window = make_window()
     wait_ready(qtbot, window)
     window.editor.setPlainText(TEXT)
-    window.play()
+    window.read_aloud.play()
     window.editor.insertPlainText("x")
     assert window.reader.state == IDLE
 
@@ -339,7 +339,7 @@ def test_worker_error_shows_a_banner_and_the_app_keeps_working(qtbot, fake_sd, m
     qtbot.waitUntil(window.banner.isVisible, timeout=5000)
     assert "Model not found" in window.banner.label.text()
     window.editor.setPlainText("Still works.")
-    window.play()
+    window.read_aloud.play()
     qtbot.waitUntil(lambda: window.reader.state == IDLE, timeout=5000)  # "no model is loaded yet"
     assert "no model" in window.banner.label.text()
 
@@ -434,7 +434,7 @@ def test_settings_change_reloads_the_model(qtbot, fake_sd, make_window, monkeypa
     requests = []
     monkeypatch.setattr(window.worker, "request_load_model", requests.append)
     window.settings.chunk_frames = 8
-    window.reload_models()
+    window.voices.reload_models()
     assert requests and window.worker.chunk_frames == 8
 
 
@@ -461,7 +461,7 @@ def test_gauges_count_underruns_since_play_and_rest_while_idle(qtbot, fake_sd, m
     window.player.underrun.emit(5)  # the player's lifetime total from earlier readings
     assert not gauges.reading
     window.editor.setPlainText(TEXT)
-    window.play()
+    window.read_aloud.play()
     assert gauges.reading and gauges.underrun_card.value_text == "0"
     window.player.underrun.emit(6)
     window.reader.pause()

@@ -87,7 +87,7 @@ def test_a_failed_load_is_shown_and_loading_is_not_left_on_screen(qtbot, window_
     for raw in ("Traceback", "LocalEntryNotFoundError", "HF_HUB_OFFLINE"):
         assert raw not in message
     window.editor.setPlainText("Nothing can read this.")
-    window.play()
+    window.read_aloud.play()
     qtbot.waitUntil(lambda: "No CustomVoice model for preset voices is loaded" in window.banner.label.text(),
                     timeout=5000)
 
@@ -111,7 +111,7 @@ def test_a_failed_load_beside_a_loaded_model_says_which_one_reads(qtbot, window_
     window = window_on("/preset")
     qtbot.waitUntil(lambda: window.model_label.text().startswith("Model:"), timeout=5000)
     window.settings.checkpoints["clone"] = "/clone"
-    window.ensure_model(SimpleNamespace(kind="clone"))
+    window.voices.ensure_model(SimpleNamespace(kind="clone"))
     assert window.model_label.text() == "Loading the model for clone voices (/clone)…"
     qtbot.waitUntil(lambda: "the load failed" in window.model_label.text(), timeout=5000)
     loaded = describe_engine(spec_engines["/preset"])  # "CustomVoice 0.6B on cpu (exact float32, N threads)"
@@ -280,9 +280,9 @@ def test_a_preset_voice_is_never_sent_to_a_base_model(qtbot, spec_engines):
 def test_changing_the_settings_stops_reading_and_says_which_model_loads(qtbot, open_window):
     window = open_window(loaded=True)
     window.editor.setPlainText("One. Two. Three. Four. Five. Six.")
-    window.play()
+    window.read_aloud.play()
     assert window.reader.state != "idle"
-    window.reload_models()
+    window.voices.reload_models()
     assert window.reader.state == "idle"
     assert window.statusBar().currentMessage() == "Reading stopped: the settings name another model."
     qtbot.waitUntil(lambda: window.model_label.text().startswith("Model:"), timeout=5000)
@@ -319,7 +319,7 @@ def test_the_download_banner_says_its_sentence_once_and_goes_when_a_local_folder
     window = window_on(HUB_ID)
     qtbot.waitUntil(lambda: "the load failed" in window.model_label.text(), timeout=10_000)
     window.editor.setPlainText("Nothing can read this yet.")
-    window.play()
+    window.read_aloud.play()
     qtbot.waitUntil(lambda: "No CustomVoice model for preset voices" in window.banner.label.text(), timeout=5000)
     said = window.banner.label.text()
     assert said.count("cannot reach Hugging Face") == 1, said

@@ -121,7 +121,7 @@ def test_saved_rules_are_used_by_the_worker_and_by_exports(open_window, qtbot, f
     assert window.worker.pronunciation is lexicon
     engine = window.worker.engine_for(Voice.preset("ryan"))
     window.editor.setPlainText("Two apples. Three apples.")
-    window.play()
+    window.read_aloud.play()
 
     def heard():
         fake_sd.pump(0.05)

@@ -92,7 +92,7 @@ def test_play_reads_each_quotation_in_its_voice_and_highlights_its_span(qtbot, f
     window.library_panel.add_voice(Voice.preset("aiden"), "Dialogue")
     window.library_panel.add_voice(Voice.preset("ryan"), "Jane")
     window.editor.setPlainText('"You came," said Jane, "at last." The fire was low.\n\n"Sit," said Tom.\n')
-    window.play()
+    window.read_aloud.play()
     heard = []
 
     def record():

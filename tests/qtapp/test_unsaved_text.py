@@ -106,7 +106,7 @@ def test_save_cancelled_in_the_dialog_keeps_the_text(qtbot, window, book, save_d
 def test_save_writes_an_opened_text_in_place(qtbot, window, book, save_dialog):
     assert window.open_path(book)
     type_text(window, "Né ")
-    assert window.save()
+    assert window.documents.save()
     assert book.read_text(encoding="utf-8") == "Né A book on disk."
     assert save_dialog.calls == 0 and not window.is_modified
     assert not list(book.parent.glob(".orator-*"))  # the atomic write left no temporary file
@@ -119,14 +119,14 @@ def test_save_never_overwrites_an_imported_document(qtbot, window, tmp_path, sav
     assert window.open_path(page)
     type_text(window, "x")
     save_dialog.path = page  # the user picks the imported file itself: refused
-    assert not window.save()
+    assert not window.documents.save()
     assert page.read_bytes() == original and window.is_modified
     save_dialog.path = tmp_path / "page.txt"
-    assert window.save()
+    assert window.documents.save()
     assert (tmp_path / "page.txt").read_text(encoding="utf-8") == "xAn imported page."
     assert page.read_bytes() == original
     type_text(window, "y")
-    assert window.save() and save_dialog.calls == 2  # from now on Save writes the .txt in place
+    assert window.documents.save() and save_dialog.calls == 2  # from now on Save writes the .txt in place
     assert (tmp_path / "page.txt").read_text(encoding="utf-8") == "xyAn imported page."
 
 
@@ -136,14 +136,14 @@ def test_markdown_is_not_overwritten_with_its_rendered_text(qtbot, window, tmp_p
     assert window.open_path(story)
     type_text(window, "x")
     save_dialog.path = None
-    assert not window.save() and save_dialog.calls == 1
+    assert not window.documents.save() and save_dialog.calls == 1
     assert story.read_text(encoding="utf-8") == "# Title\n\nOnce."
 
 
 def test_save_as_writes_the_file(qtbot, window, tmp_path, save_dialog):
     type_text(window, "First line")
     save_dialog.path = tmp_path / "out.txt"
-    assert window.save_as()
+    assert window.documents.save_as()
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "First line"
     assert window.save_path == tmp_path / "out.txt" and window.windowTitle().startswith("out")
 
@@ -151,7 +151,7 @@ def test_save_as_writes_the_file(qtbot, window, tmp_path, save_dialog):
 def test_new_asks_then_empties_the_editor(qtbot, window, message_box):
     type_text(window, "Draft.")
     message_box.answer = Cancel
-    assert not window.new_document()
+    assert not window.documents.new_document()
     assert window.editor.toPlainText() == "Draft."
     message_box.answer = Discard
     new = next(a for a in window.actions() if a.text() == "&New")
