@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from bench.report import Column, Record, Rows, Scenario, figure, number, spread
+from bench.tables import Column, Record, Rows, Scenario, figure, number, spread
 
 SYSTEM_ORDER = ("Orator", "faster-qwen3-tts", "official")
 

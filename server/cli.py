@@ -13,6 +13,7 @@ from pathlib import Path
 from engine.bounded_files import FileReadError, read_text
 from engine.cli.commands import add_precision_argument
 from engine.core.config import DECODER_DTYPE_NAMES
+from server.engine_loading import load_engine
 from server.settings import ServerSettings, is_loopback
 
 log = logging.getLogger("orator.server")
@@ -235,16 +236,3 @@ def run_serve_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0 if server.started else 3  # 3: uvicorn could not start (its log says why: a port in use, say)
-
-
-def load_engine(model: str, device: str, dtype: str | None, decoder_dtype: str | None = None,
-                precision: str | None = None):
-    import torch
-
-    from engine import Engine
-
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return Engine.from_pretrained(model, device=device, dtype=getattr(torch, dtype) if dtype else None,
-                                  decoder_dtype=getattr(torch, decoder_dtype) if decoder_dtype else None,
-                                  precision=precision)

@@ -1,7 +1,7 @@
 """``python main.py serve --ray-replicas N``: the same FastAPI app and engine as Ray Serve replicas behind Ray
 Serve's HTTP proxy.
 
-Each replica is one ``SpeechReplica``: its own engine (``server.cli.load_engine``) and scheduler
+Each replica is one ``SpeechReplica``: its own engine (``server.engine_loading.load_engine``) and scheduler
 (``server.scheduler.backend_factory``) inside the app ``server.app.create_app`` builds, so the OpenAI API, the
 voices API, the live-text WebSocket, the web page, the API key and the limits are the single-process server's.
 - Readiness: the replica's constructor loads and warms up the model, and its app's startup waits for the rest
@@ -36,6 +36,7 @@ import ray
 from ray import serve
 
 from server.app import create_app
+from server.engine_loading import load_engine
 from server.ray_replicas import ReplicaHeader, ReplicaReporter, remove_registry
 from server.scheduler import backend_factory
 from server.settings import ServerSettings
@@ -67,8 +68,6 @@ class SpeechReplica:
     """One replica: the server's app over its own engine."""
 
     async def __init__(self, config: ReplicaConfig):
-        from server.cli import load_engine
-
         if config.threads is not None:  # before the engine exists: its thread pool is set when it loads
             from engine.core.options import configure
 

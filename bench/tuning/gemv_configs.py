@@ -31,8 +31,8 @@ CONFIGS = list(itertools.product((1, 2, 4, 8, 16), (256, 512, 1024, 2048), (2, 4
 
 def launch(x, w, y, silu, bn, bk, warps):
     n, k = w.shape
-    gemv._gemv_kernel[(triton.cdiv(n, bn),)](x, w, w, w, w, y, n, k, HAS_BIAS=False, SILU_MUL=silu, NORM=False,
-                                             RESIDUAL=False, BLOCK_N=bn, BLOCK_K=bk, eps=0.0, num_warps=warps)
+    gemv.gemv_kernel[(triton.cdiv(n, bn),)](x, w, w, w, w, y, n, k, HAS_BIAS=False, SILU_MUL=silu, NORM=False,
+                                            RESIDUAL=False, BLOCK_N=bn, BLOCK_K=bk, eps=0.0, num_warps=warps)
 
 
 def measure(name: str, n: int, k: int, warm: bool = False) -> dict:

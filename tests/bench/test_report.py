@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench import report
-from bench.report import Column, Scenario, figure
 from bench.scenarios import SCENARIOS
+from bench.tables import Column, Scenario, figure
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -101,7 +101,7 @@ def test_serve_decoder_dtype_and_precision_default_to_the_plan_and_reach_the_eng
 
     from engine import Engine
     from main import build_parser
-    from server.cli import load_engine
+    from server.engine_loading import load_engine
 
     parser = build_parser()
     assert parser.parse_args(["serve", "--model", "m"]).decoder_dtype is None

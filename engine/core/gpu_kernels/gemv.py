@@ -30,10 +30,10 @@ if TRITON_INSTALLED:
     import triton.language as tl
 
     @triton.jit
-    def _gemv_kernel(x_ptr, w_ptr, b_ptr, g_ptr, r_ptr, y_ptr, N, K, HAS_BIAS: tl.constexpr,
-                     SILU_MUL: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr,
-                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     eps: tl.constexpr):  # a constant: Inductor would pass a float argument as fp64
+    def gemv_kernel(x_ptr, w_ptr, b_ptr, g_ptr, r_ptr, y_ptr, N, K, HAS_BIAS: tl.constexpr,
+                    SILU_MUL: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr,
+                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                    eps: tl.constexpr):  # a constant: Inductor would pass a float argument as fp64
         dt = y_ptr.dtype.element_ty
         rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok = rows < N
@@ -72,7 +72,7 @@ if TRITON_INSTALLED:
         n, k = weight.shape
         y = torch.empty(n, dtype=x.dtype, device=x.device)
         block_n, block_k, warps = block_config(n, silu_mul)
-        torch.library.wrap_triton(_gemv_kernel)[(triton.cdiv(n, block_n),)](
+        torch.library.wrap_triton(gemv_kernel)[(triton.cdiv(n, block_n),)](
             x, weight, weight if bias is None else bias, weight if norm_weight is None else norm_weight,
             weight if residual is None else residual, y, n, k, eps=eps, HAS_BIAS=bias is not None,
             SILU_MUL=silu_mul, NORM=norm_weight is not None, RESIDUAL=residual is not None,
