@@ -10,7 +10,8 @@ from __future__ import annotations
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QApplication, QStyle
 
-from engine.voices.library import VoiceEntry, VoiceLibrary
+from engine.voices.library import VoiceLibrary
+from engine.voices.library_entry import VoiceEntry
 
 KIND_ICONS = {
     "preset": QStyle.StandardPixmap.SP_ComputerIcon,

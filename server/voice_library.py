@@ -17,7 +17,9 @@ import os
 
 from engine import Voice
 from engine.voices import library as lib
-from engine.voices.library import DEFAULT_MAX_VOICES, LibraryError, VoiceEntry, VoiceLibrary, default_library_dir
+from engine.voices.library import DEFAULT_MAX_VOICES, VoiceLibrary, default_library_dir
+from engine.voices.library_entry import VoiceEntry
+from engine.voices.library_errors import LibraryError
 from server.errors import APIError
 
 __all__ = ["VoiceStore", "api_error", "checked_name", "default_library_dir"]

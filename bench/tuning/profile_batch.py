@@ -272,7 +272,7 @@ def graph_kernels(streams, rows: int, top: int) -> dict:
     from bench.tuning.profile_orator import replay_kernels
 
     bucket = next(b for b in streams.frames.buckets if b >= rows)
-    decode = streams._decoder(bucket, LOOP_FRAMES)
+    decode = streams.decoding.graph(bucket, LOOP_FRAMES)
     codes = torch.zeros(bucket, LOOP_FRAMES, streams.decoder.cfg.num_quantizers, dtype=torch.int64,
                         device=streams.device)
     with torch.inference_mode():

@@ -1,13 +1,9 @@
 """The voice library: a folder of voice files (``NAME.voice``), shared by the desktop studio and the server.
 
-The file name is the voice's library name, so names follow rules that keep every name a valid, distinct file
-name on every system: ``checked_name`` turns a wanted name into its stored form (Unicode NFC, surrounding
-whitespace stripped) or raises ``InvalidName``. Names are at most ``MAX_NAME_CHARS`` characters and
-``MAX_NAME_BYTES`` bytes of UTF-8 (file names hold 255 bytes; 80 CJK characters are 240); they may not contain
-path separators, ``: * ? " < > |``, control characters (DEL and C1 included), invisible format characters
-(bidi overrides, zero-width joiners...: category Cf), line or paragraph separators, a leading dot (hidden and
-temporary files) or a trailing dot, nor be a Windows device name (``CON``, ``COM1``...). Two names that differ
-only in case, Unicode normal form or runs of spaces are the same voice (``name_key``): the second is refused.
+The file name is the voice's library name: ``engine.voices.library_names.checked_name`` holds the rules a name
+follows; two names that differ only in case, Unicode normal form or runs of spaces are the same voice
+(``name_key``): the second is refused. The folder's files (voices, temporary files, the lock) are told apart by
+``engine.voices.library_folder``.
 
 A listing (``entries``) reads each file's header only (``engine.core.voice_file.read_voice_metadata``), never its
 tensors, and keeps each entry while the file's (mtime, size, inode) stays the same. A file that cannot be read
@@ -25,69 +21,44 @@ Writes are atomic and durable (``engine.atomic_files``); temporary files an inte
 is opened once they are ``STALE_TEMP_S`` old. A library holds at most ``max_voices`` voices (``LibraryFull``
 beyond).
 
-Errors are ``LibraryError`` (an ``OratorError``) subclasses whose messages are fit to show a user: they name
-voices, never a file's folder, and never list the library.
+Errors are ``LibraryError`` (an ``OratorError``) subclasses (``engine.voices.library_errors``) whose messages are
+fit to show a user: they name voices, never a file's folder, and never list the library.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 import unicodedata
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-from engine.atomic_files import TEMP_PREFIX, TEMP_SUFFIX, atomic_write, sync_folder
+from engine.atomic_files import atomic_write, sync_folder
 from engine.core.voice import Voice
-from engine.core.voice_file import VoiceInfo, load_voice, read_voice_metadata, save_voice
+from engine.core.voice_file import load_voice, read_voice_metadata, save_voice
 from engine.core.voice_names import MAX_NAME_CHARS, name_key
-from engine.errors import OratorError, VoiceError
+from engine.errors import VoiceError
+from engine.voices.library_entry import VoiceEntry
+from engine.voices.library_errors import (
+    InvalidName,
+    LibraryError,
+    LibraryFull,
+    UnreadableVoice,
+    VoiceExists,
+    VoiceNotFound,
+)
+from engine.voices.library_folder import VOICE_SUFFIX, file_stamp, folder_lock, is_temp_name, scan_voice_files
+from engine.voices.library_names import checked_name
 
 log = logging.getLogger(__name__)
-VOICE_SUFFIX = ".voice"
-LOCK_FILE = ".orator-library.lock"  # hidden: never listed as a voice, never taken for a temporary file
-MAX_NAME_BYTES = 200  # of UTF-8; with the suffix and margin within the 255 bytes a file name may have
 DEFAULT_MAX_VOICES = 1000
 STALE_TEMP_S = 15 * 60  # a temporary file this old belongs to no write still running
 SETTLED_NS = 2_000_000_000  # a folder modified less than this before a listing may change again unseen
 VOICE_CACHE_BYTES = 256 * 1024 * 1024  # loaded voices kept for reuse, by the size of their arrays
 DATA_DIR_ENV = "ORATOR_DATA_DIR"
-
-_FORBIDDEN_CHARS = frozenset('\\/:*?"<>|')
-_FORBIDDEN_CATEGORIES = {"Cc": "a control character", "Cf": "an invisible formatting character",
-                         "Cs": "a lone surrogate", "Zl": "a line separator", "Zp": "a paragraph separator"}
-_WINDOWS_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
-                              *(f"LPT{i}" for i in range(1, 10))})
-_SPACES = re.compile(r"\s+")
-
-
-class LibraryError(OratorError):
-    """A library operation cannot be done; the message is fit to show the user."""
-
-
-class InvalidName(LibraryError):
-    """The name cannot be a voice's library name."""
-
-
-class VoiceNotFound(LibraryError):
-    """No voice of the library has that name."""
-
-
-class VoiceExists(LibraryError):
-    """A voice of that name (or one differing only in case or Unicode form) is already stored."""
-
-
-class LibraryFull(LibraryError):
-    """The library holds ``max_voices`` voices already."""
-
-
-class UnreadableVoice(LibraryError):
-    """The voice's file is there but cannot be read (truncated, corrupted, foreign or newer)."""
 
 
 def data_dir() -> Path:
@@ -104,73 +75,6 @@ def data_dir() -> Path:
 
 def default_library_dir() -> Path:
     return data_dir() / "voices"
-
-
-def checked_name(name) -> str:
-    """The stored form of a wanted voice name (NFC, stripped), or ``InvalidName`` saying what is wrong."""
-    if name is not None and not isinstance(name, str):
-        raise InvalidName(f"A voice name must be text, not {type(name).__name__}.")
-    if not name or not (name := unicodedata.normalize("NFC", name).strip()):
-        raise InvalidName("A voice needs a name.")
-    if len(name) > MAX_NAME_CHARS:  # first: the messages below quote the name
-        raise InvalidName(f"A voice name can have at most {MAX_NAME_CHARS} characters.")
-    for char in name:
-        category = unicodedata.category(char)
-        if category in _FORBIDDEN_CATEGORIES:
-            raise InvalidName(f"A voice name cannot contain {_FORBIDDEN_CATEGORIES[category]} "
-                              f"(U+{ord(char):04X}).")
-        if char in _FORBIDDEN_CHARS:
-            raise InvalidName(f"A voice name cannot contain “{char}” (avoid / \\ : * ? \" < > |).")
-    if name.startswith(".") or name.endswith("."):
-        raise InvalidName("A voice name cannot start or end with a dot.")
-    if name.split(".")[0].rstrip().upper() in _WINDOWS_DEVICES:
-        raise InvalidName(f"“{name}” is reserved by Windows and cannot be a voice name.")
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-        raise InvalidName(f"This voice name is too long for a file name: at most {MAX_NAME_BYTES} bytes of UTF-8 "
-                          f"(about {MAX_NAME_BYTES // 3} Chinese or {MAX_NAME_BYTES // 4} emoji characters).")
-    return name
-
-
-@dataclass(frozen=True)
-class VoiceEntry:
-    """One file of the library: its name, and its header's content or why it cannot be read."""
-
-    name: str
-    path: Path
-    info: VoiceInfo | None  # None when the file cannot be read
-    error: str | None = None
-
-    @property
-    def readable(self) -> bool:
-        return self.info is not None
-
-    @property
-    def kind(self) -> str | None:
-        return self.info.kind if self.info else None
-
-    @property
-    def language(self) -> str | None:
-        return self.info.language if self.info else None
-
-    @property
-    def created(self) -> str | None:
-        return self.info.created if self.info else None
-
-    @property
-    def encoded(self) -> bool:
-        return bool(self.info and self.info.is_encoded)
-
-    @property
-    def summary(self) -> str:
-        """The speaker, description or transcript, for tooltips; the error of an unreadable file."""
-        info = self.info
-        if info is None:
-            return self.error or ""
-        if info.kind == "preset":
-            return (info.speaker or "") + (f" — {info.instruct}" if info.instruct else "")
-        if info.kind == "design":
-            return info.instruct or ""
-        return f"transcript: {info.ref_text}" if info.ref_text else "recording only (no transcript)"
 
 
 class VoiceLibrary:
@@ -202,7 +106,7 @@ class VoiceLibrary:
         if listing is not None and modified is not None and listing[0] == modified:
             return list(listing[1])
         listed_at = time.time_ns()
-        names = sorted(_scan(self.folder), key=lambda n: (name_key(n), n))
+        names = sorted(scan_voice_files(self.folder), key=lambda n: (name_key(n), n))
         settled = modified is not None and listed_at - modified > SETTLED_NS
         self._listing = (modified, names) if settled else None
         return list(names)
@@ -231,7 +135,7 @@ class VoiceLibrary:
         for name in self.names():
             path = self._path(name)
             try:
-                stamp = _stamp(path)
+                stamp = file_stamp(path)
             except FileNotFoundError:  # removed since the folder was listed
                 continue
             except OSError as e:
@@ -262,7 +166,7 @@ class VoiceLibrary:
         stored = self._stored(name)
         path = self._path(stored)
         try:
-            stamp = _stamp(path)
+            stamp = file_stamp(path)
         except FileNotFoundError:
             self._not_found(name)
         except OSError as e:
@@ -371,7 +275,7 @@ class VoiceLibrary:
         """Remove the temporary files of interrupted writes older than ``older_than_s``; their names."""
         removed, cutoff = [], time.time() - older_than_s
         try:
-            candidates = [e for e in os.scandir(self.folder) if _is_temp_name(e.name)]
+            candidates = [e for e in os.scandir(self.folder) if is_temp_name(e.name)]
         except OSError:
             return removed
         for entry in candidates:
@@ -393,7 +297,7 @@ class VoiceLibrary:
                 if self._depth > 1:
                     yield
                     return
-                with _folder_lock(self.folder):
+                with folder_lock(self.folder):
                     yield
             finally:
                 self._depth -= 1
@@ -450,49 +354,3 @@ class VoiceLibrary:
             total = sum(item[2] for item in self._voices.values())
             while total > VOICE_CACHE_BYTES:
                 total -= self._voices.popitem(last=False)[1][2]
-
-
-@contextmanager
-def _folder_lock(folder: Path):
-    """An exclusive lock on ``folder`` shared with other processes; none where there is no ``flock`` (Windows) or
-    the lock file cannot be opened (a read-only folder, where no change succeeds anyway)."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    try:
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _scan(folder: Path) -> list[str]:
-    """The names of the folder's voice files (temporary and hidden files aside)."""
-    try:
-        with os.scandir(folder) as it:
-            return [e.name[: -len(VOICE_SUFFIX)] for e in it
-                    if e.name.endswith(VOICE_SUFFIX) and not e.name.startswith(".") and len(e.name) > len(VOICE_SUFFIX)
-                    and e.is_file()]
-    except FileNotFoundError:
-        return []
-
-
-def _stamp(path: Path) -> tuple[int, int, int]:
-    """What changes whenever a file's content may have: a replaced file is a new inode."""
-    st = path.stat()
-    return st.st_mtime_ns, st.st_size, st.st_ino
-
-
-def _is_temp_name(file_name: str) -> bool:
-    if file_name.startswith(TEMP_PREFIX) and file_name.endswith(TEMP_SUFFIX):
-        return True
-    # earlier versions': .NAME.voice.*.tmp[.voice], and .tmp* of the tempfile crate safetensors wrote through
-    return file_name.startswith(".") and (file_name.endswith((".tmp", ".tmp" + VOICE_SUFFIX))
-                                          or file_name.startswith(".tmp"))

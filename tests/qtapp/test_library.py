@@ -9,7 +9,10 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
 from engine import Voice
-from engine.voices.library import LOCK_FILE, LibraryError, VoiceLibrary, checked_name
+from engine.voices.library import VoiceLibrary
+from engine.voices.library_errors import LibraryError
+from engine.voices.library_folder import LOCK_FILE
+from engine.voices.library_names import checked_name
 from qtapp.dialogs.voice_dialogs import CloneVoiceDialog, DesignVoiceDialog, PresetVoiceDialog
 from qtapp.library_panel import LibraryPanel
 from qtapp.settings import Settings

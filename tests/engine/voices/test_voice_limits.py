@@ -17,7 +17,9 @@ from engine.core.voice import CODEBOOK_SIZE, MAX_REF_FRAMES, check_voice_arrays,
 from engine.core.voice_file import FORMAT_KEY, FORMAT_VERSION, MAX_FILE_BYTES, load_voice, read_voice_metadata
 from engine.errors import VoiceError
 from engine.voices import Voice
-from engine.voices.library import InvalidName, UnreadableVoice, VoiceLibrary, checked_name
+from engine.voices.library import VoiceLibrary
+from engine.voices.library_errors import InvalidName, UnreadableVoice
+from engine.voices.library_names import checked_name
 
 RNG = np.random.default_rng(0)
 EMBEDDING = RNG.standard_normal(64).astype(np.float32)

@@ -1,15 +1,49 @@
-"""A ``BatchedStreams`` caller's side: ``Chunker`` regroups what the loop thread hands out into the caller's chunk
-sizes; ``LoopOutbox`` carries those handouts to a coroutine on an asyncio event loop (a thread's caller uses a plain
-``queue.Queue``)."""
+"""A ``BatchedStreams`` caller's side: ``Call`` is a caller's stream and ``Request`` one of its segments, as sent to
+the loop thread; ``Chunker`` regroups what the loop thread hands out into the caller's chunk sizes; ``LoopOutbox``
+carries those handouts to a coroutine on an asyncio event loop (a thread's caller uses a plain ``queue.Queue``)."""
 
 from __future__ import annotations
 
 import asyncio
+import queue
+import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME, Chunk, closing_chunk
+from engine.core.codec.decoder import DecoderState
+from engine.core.sampling import Sampling
+from engine.core.speech_plan import Plan
+from engine.core.voice import Voice
+
+
+@dataclass(slots=True)
+class Call:
+    """One caller's stream: its plan, and the 1-row decoder state its audio runs on from, when it needs one."""
+
+    plan: Plan
+    decoder_state: DecoderState | None
+    cancel: threading.Event
+
+
+@dataclass(slots=True)
+class Request:
+    """One segment of one ``BatchedStreams.stream`` caller, for the loop thread."""
+
+    voice: Voice  # the prompt is built by the loop thread, at admission (see BatchedStreams)
+    text: str
+    sampling: Sampling
+    seed: int
+    max_frames: int
+    # the caller's 1-row state, copied into the slot's row when the segment starts; None: the row starts from
+    # silence (a stream of one segment without reference audio: its caller allocates no state of its own)
+    decoder_state: DecoderState | None
+    keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
+    outbox: queue.Queue | LoopOutbox  # (codes int64 [k, 16], audio float32 [k * 1920], ended, warning) per
+    # iteration, or an error
+    cancel: threading.Event
 
 
 class Chunker:

@@ -10,93 +10,28 @@ their chunk sizes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from engine.core.chunks import SAMPLES_PER_FRAME, Chunk
-from engine.core.codec.decoder import DecoderState, SpeechDecoder
+from engine.core.chunks import Chunk
+from engine.core.codec.decoder import SpeechDecoder
 from engine.core.context import VoiceContext
-from engine.core.frames.batched.callers import Chunker, LoopOutbox
+from engine.core.frames.batched.callers import Call, Chunker, LoopOutbox, Request
 from engine.core.frames.batched.frames import BatchedFrames
-from engine.core.frames.graphs.capture import separate_capture_stream
-from engine.core.frames.graphs.decode import DecodeGraph
+from engine.core.frames.batched.loop_decoder import LoopDecoder
+from engine.core.frames.batched.loop_state import LOOP_FRAMES, LoopState
 from engine.core.model.talker import Talker
 from engine.core.prompts import Prompt
-from engine.core.runtime import on_device
 from engine.core.sampling import Sampling
 from engine.core.speech_plan import Plan
 from engine.core.voice import Voice
 
-# frames per loop iteration once every stream has begun (1 before): fewer decodes and read-backs per frame, against
-# a longer wait for a request arriving mid-iteration (docs/benchmarks.md, "Tuned constants": LOOP_FRAMES)
-LOOP_FRAMES = 8
 _CLOSE = object()  # put on the request queue by ``close``: wakes an idle loop to end
-
-
-@dataclass(slots=True)
-class _Request:
-    """One segment of one ``BatchedStreams.stream`` caller, for the loop thread."""
-
-    voice: Voice  # the prompt is built by the loop thread, at admission (see BatchedStreams)
-    text: str
-    sampling: Sampling
-    seed: int
-    max_frames: int
-    # the caller's 1-row state, copied into the slot's row when the segment starts; None: the row starts from
-    # silence (a stream of one segment without reference audio: its caller allocates no state of its own)
-    decoder_state: DecoderState | None
-    keep: bool  # another segment follows: copy the row back into decoder_state when this one ends
-    outbox: queue.Queue | LoopOutbox  # (codes int64 [k, 16], audio float32 [k * 1920], ended, warning) per
-    # iteration, or an error
-    cancel: threading.Event
-
-
-@dataclass(slots=True)
-class _Decoded:
-    """One iteration's decode, launched (on a GPU, on the decode stream) and not yet handed out."""
-
-    pieces: list[torch.Tensor]  # audio float32 [bucket, k * 1920] per cut, in host memory once ``done`` is
-    done: torch.cuda.Event | None  # recorded after the copies to the host (None: already there, on a CPU)
-    # (slot, request, new codes [k, 16], ended, why the segment was cut or None)
-    handouts: list[tuple[int, _Request, np.ndarray, bool, str | None]]
-
-
-@dataclass(slots=True)
-class _LoopState:
-    """What the loop thread holds between iterations."""
-
-    waiting: list[_Request] = field(default_factory=list)  # taken from the queue, prompt not built yet
-    ready: list[tuple[_Request, Prompt]] = field(default_factory=list)  # prompt built and checked, for a slot
-    running: dict[int, _Request] = field(default_factory=dict)  # by slot
-    fresh: set[int] = field(default_factory=set)  # running slots with no frame collected yet
-    decoded: _Decoded | None = None  # the previous iteration's decode, not yet handed out
-    ahead: bool = False  # this iteration's step was queued by the last one, before its read-back
-
-    @property
-    def idle(self) -> bool:
-        """Nothing to step, admit or hand out: the loop may block until a request comes."""
-        return not self.running and not self.waiting and not self.ready and self.decoded is None
-
-    @property
-    def frames_per_step(self) -> int:
-        """Single frames until every running stream has begun (its first audio soon), then ``LOOP_FRAMES``."""
-        return 1 if self.fresh else LOOP_FRAMES
-
-
-@dataclass(slots=True)
-class _Call:
-    """One caller's stream: its plan, and the 1-row decoder state its audio runs on from, when it needs one."""
-
-    plan: Plan
-    decoder_state: DecoderState | None
-    cancel: threading.Event
 
 
 def _first_or_error(build: Callable[[list], list], requests: list):
@@ -112,12 +47,12 @@ class BatchedStreams:
     threads and ``stream_async`` from coroutines on any event loop (beyond ``slots`` callers, they wait).
 
     A caller sends one request per segment of its plan and regroups what it receives into its chunk sizes
-    (``Chunker``). One loop thread (``_run_loop``) runs a ``BatchedFrames`` for every caller and decodes too: its
-    ``DecoderState`` has a row per slot; each iteration (``_iterate``) steps every running slot the same number of
-    frames and decodes their new frames in one ``decode_chunk`` over the step's bucket of rows (a CUDA graph per
-    (bucket, frames) on a GPU). Rows of free slots and frames after a stream's end decode zeros, which reach no
-    caller and no other row. On a GPU the decode runs on a CUDA stream of its own, beside the next iteration's
-    step (the decode's convolutions fill the GPU where the step's many small kernels leave it idle).
+    (``Chunker``). One loop thread (``_run_loop``) runs a ``BatchedFrames`` for every caller and decodes too
+    (``LoopDecoder``, a ``DecoderState`` row per slot): each iteration (``_iterate``) steps every running slot the
+    same number of frames and decodes their new frames in one ``decode_chunk`` over the step's bucket of rows (a
+    CUDA graph per (bucket, frames) on a GPU). Rows of free slots and frames after a stream's end decode zeros,
+    which reach no caller and no other row. On a GPU the decode runs on a CUDA stream of its own, beside the next
+    iteration's step (the decode's convolutions fill the GPU where the step's many small kernels leave it idle).
 
     A caller whose audio runs on from earlier codes (several segments, or a reference's codes) keeps its decoder
     state in a 1-row holder, copied into its slot's row when a segment starts and back when it ends, so its audio
@@ -136,20 +71,13 @@ class BatchedStreams:
         ``warmup`` (default: with graphs): capture every batch size before serving, minutes for a large model the
         first time; ``warmup_progress(done, total, what)`` hears of each piece as it starts. ``prompt_positions(plan)``:
         how a call's later segments measure their prompts, to carry its voice as the engine does
-        (``engine.core.context``;
-        None: they carry none)."""
+        (``engine.core.context``; None: they carry none)."""
         self.slots, self.decoder, self._plan, self._build_prompts = slots, decoder, plan, build_prompts
         self._prompt_positions = prompt_positions
         self.device = talker.codec_head.weight.device
         self.frames = BatchedFrames(talker, slots, graphs=graphs)
-        self.decoder_state = decoder.new_state(slots, self.device)
-        self._decoders: dict[tuple[int, int], DecodeGraph] = {}
-        self._pool = None  # one memory pool for every decoder graph
-        cuda = self.device.type == "cuda"
-        self._decode_stream = torch.cuda.Stream(self.device) if cuda else None
-        self._rows_written: torch.cuda.Event | None = None  # see _note_rows_written
-        # the decode graphs replay while a step's graph runs: captured apart, so their cuBLAS workspace is their own
-        self._capture_stream = separate_capture_stream(self.device) if cuda and self.frames.use_graphs else None
+        self.decoding = LoopDecoder(decoder, slots, self.device, self.frames.use_graphs)
+        self.decoder_state = self.decoding.state  # a row per slot
         # captured up front by default: a capture while streams run stalls them (and steps their rows)
         self.warmup_seconds = (self._warmup(warmup_progress) if (self.frames.use_graphs if warmup is None else warmup)
                                else 0.0)
@@ -213,7 +141,7 @@ class BatchedStreams:
             stop.set()
 
     def _begin(self, text: str, voice, sampling: Sampling | None, cancel: threading.Event,
-               max_frames: int | None, pronunciation=None) -> _Call:
+               max_frames: int | None, pronunciation=None) -> Call:
         """A caller's stream planned (checked, cut into segments, the pronunciation rules applied, its seed
         drawn), with the 1-row decoder state its audio runs on from when it needs one (several segments, or a
         reference's codes, decoded into it now)."""
@@ -227,9 +155,9 @@ class BatchedStreams:
             with torch.inference_mode():
                 self.decoder.decode_chunk(torch.as_tensor(plan.voice.ref_codes, device=self.device)[None],
                                           decoder_state)
-        return _Call(plan, decoder_state, cancel)
+        return Call(plan, decoder_state, cancel)
 
-    def _segments(self, call: _Call, chunker: Chunker, new_outbox: Callable[[], queue.Queue | LoopOutbox]
+    def _segments(self, call: Call, chunker: Chunker, new_outbox: Callable[[], queue.Queue | LoopOutbox]
                   ) -> Iterator[queue.Queue | LoopOutbox]:
         """Each segment of ``call`` sent to the loop thread in turn, with ``chunker`` started on it: yields the
         outbox (``new_outbox()``) the loop thread answers that segment into, for the caller to read until
@@ -240,7 +168,7 @@ class BatchedStreams:
             outbox = new_outbox()
             last = index == len(plan.segments) - 1
             voice = context.voice_for(segment.speech, plan.frame_budget(segment))
-            self._requests.put(_Request(voice, segment.speech, plan.sampling, plan.segment_seed(index),
+            self._requests.put(Request(voice, segment.speech, plan.sampling, plan.segment_seed(index),
                                         plan.frame_budget(segment), call.decoder_state, not last, outbox,
                                         call.cancel))
             chunker.start(index, segment, last=last)
@@ -253,7 +181,7 @@ class BatchedStreams:
     def _run_loop(self) -> None:
         """One iteration after another (``_iterate``), for as long as the process runs; a failure goes to the
         callers it concerns (``_fail``), never ends the loop."""
-        state = _LoopState()
+        state = LoopState()
         while True:
             self._phase("wait")
             if state.idle:
@@ -270,7 +198,7 @@ class BatchedStreams:
                 except Exception as e:  # a device failure: every caller still waiting hears of it
                     self._fail(state, e)
 
-    def _iterate(self, s: _LoopState) -> None:
+    def _iterate(self, s: LoopState) -> None:
         """Admit waiting requests into free slots, step, build the prompts of the requests that came meanwhile
         (while the step runs on the GPU), queue the next step at once when nobody could join it, hand out the
         previous iteration's audio (before the admission when there is one), collect, launch this iteration's
@@ -295,7 +223,7 @@ class BatchedStreams:
         if s.running:
             self._collect_and_decode(s, n)
 
-    def _step_ahead(self, s: _LoopState) -> bool:
+    def _step_ahead(self, s: LoopState) -> bool:
         """Queue the next iteration's step now, before this one is read back, when ``_may_step_ahead``; whether
         it was."""
         if not s.running or s.fresh:
@@ -307,14 +235,14 @@ class BatchedStreams:
         self.frames.step(LOOP_FRAMES)
         return True
 
-    def _hand_out_previous(self, s: _LoopState) -> None:
+    def _hand_out_previous(self, s: LoopState) -> None:
         """The previous iteration's decoded audio to its callers, if any is owed."""
         if s.decoded is not None:
             self._phase("handout")
-            self._hand_out(s.decoded)
+            self.decoding.hand_out(s.decoded)
             s.decoded = None
 
-    def _collect_and_decode(self, s: _LoopState, n: int) -> None:
+    def _collect_and_decode(self, s: LoopState, n: int) -> None:
         """Read back this iteration's step (of ``n`` frames), launch the decode of the new frames, and free the
         slots of the streams that ended or whose callers left (their last audio is in the launched decode)."""
         self._phase("collect")
@@ -327,7 +255,7 @@ class BatchedStreams:
             if len(new):
                 s.fresh.discard(slot)
         self._phase("decode")
-        s.decoded = self._decode(codes, {slot: (len(collected[slot][0]), s.running[slot].decoder_state)
+        s.decoded = self.decoding.launch(codes, {slot: (len(collected[slot][0]), s.running[slot].decoder_state)
                                          for slot, end in ends.items() if end and s.running[slot].keep})
         s.decoded.handouts = [(slot, s.running[slot], new, ends[slot], self.frames.warning(slot))
                               for slot, (new, _) in collected.items()]
@@ -337,12 +265,10 @@ class BatchedStreams:
                 del s.running[slot]
                 s.fresh.discard(slot)
 
-    def _fail(self, s: _LoopState, error: Exception) -> None:
+    def _fail(self, s: LoopState, error: Exception) -> None:
         """Give ``error`` to every caller with a stream running or audio owed, and start afresh with every slot
         free."""
-        if self._decode_stream is not None:  # saves into callers' holders may still be queued
-            with contextlib.suppress(Exception):
-                self._decode_stream.synchronize()
+        self.decoding.synchronize()  # saves into callers' holders may still be queued
         owed = {id(r): r for r in s.running.values()}
         owed.update((id(r), r) for _, r, *_ in (s.decoded.handouts if s.decoded else []))
         for request in owed.values():
@@ -354,7 +280,7 @@ class BatchedStreams:
         s.decoded = None
         s.ahead = False
 
-    def _may_step_ahead(self, going_on: int, waiting: list[_Request], ready: list[tuple[_Request, Prompt]]) -> bool:
+    def _may_step_ahead(self, going_on: int, waiting: list[Request], ready: list[tuple[Request, Prompt]]) -> bool:
         """Whether to queue the next iteration's step before this one's codes are read back and the host work
         that follows (handouts, collecting them, the decode's launch, releases): the GPU then goes on stepping
         instead of waiting for that work. Only when ``going_on`` streams have frames left to step (not cancelled,
@@ -366,15 +292,9 @@ class BatchedStreams:
         return not (self._take(waiting) or ready) or going_on == self.slots
 
     @staticmethod
-    def _cancelled(running: dict[int, _Request]) -> set[int]:
+    def _cancelled(running: dict[int, Request]) -> set[int]:
         """The running slots whose callers have left."""
         return {slot for slot, request in running.items() if request.cancel.is_set()}
-
-    def _note_rows_written(self) -> None:
-        """Make the next decodes wait for the writes to the decoder state's rows queued on the loop's stream so
-        far (admissions), and for nothing queued after (the steps, which decodes run beside)."""
-        if self._decode_stream is not None:
-            self._rows_written = torch.cuda.current_stream(self.device).record_event()
 
     def _phase(self, name: str) -> None:
         if self.phase_timer is not None:
@@ -385,10 +305,7 @@ class BatchedStreams:
         cuts an iteration's decode), captured before the loop starts, with ``progress(done, total, what)``
         told before each piece and once at the end; returns the seconds taken."""
         t0 = time.perf_counter()
-        tasks = self.frames.warmup_tasks() + [
-            (f"the {bucket}-stream decodes", lambda bucket=bucket: [self._decoder(bucket, n)
-                                                                     for n in range(1, LOOP_FRAMES + 1)])
-            for bucket in self.frames.buckets]
+        tasks = self.frames.warmup_tasks() + self.decoding.warmup_tasks(self.frames.buckets, LOOP_FRAMES)
         with torch.inference_mode():
             for done, (what, capture) in enumerate(tasks):
                 if progress is not None:
@@ -398,7 +315,7 @@ class BatchedStreams:
             progress(len(tasks), len(tasks), "done")
         return time.perf_counter() - t0
 
-    def _take(self, waiting: list[_Request]) -> bool:
+    def _take(self, waiting: list[Request]) -> bool:
         """Move the requests sent so far into ``waiting``, without blocking; whether any is waiting."""
         while True:
             try:
@@ -406,7 +323,7 @@ class BatchedStreams:
             except queue.Empty:
                 return bool(waiting)
 
-    def _build(self, waiting: list[_Request], ready: list[tuple[_Request, Prompt]], room: int) -> None:
+    def _build(self, waiting: list[Request], ready: list[tuple[Request, Prompt]], room: int) -> None:
         """Build the prompts of waiting requests, in order, until ``room`` are ready, all in one pass
         (``build_prompts``: a few device operations whatever their number); a request that cannot run (its text
         or voice is refused, its prompt does not fit the slots) hears why and is dropped. Prompts are built here
@@ -432,7 +349,7 @@ class BatchedStreams:
                 continue
             ready.append((request, prompt))
 
-    def _admit(self, waiting: list[_Request], ready: list[tuple[_Request, Prompt]], running: dict[int, _Request],
+    def _admit(self, waiting: list[Request], ready: list[tuple[Request, Prompt]], running: dict[int, Request],
                fresh: set[int]) -> None:
         """Move ready requests (their prompts built now if they are not yet) into free slots, prefilled
         together; a failed prefill reaches the callers it was for. Into an idle batch, requests that come while
@@ -457,24 +374,14 @@ class BatchedStreams:
             running[slot] = request
             fresh.add(slot)
 
-    def _join(self, joining: list[_Request], prompts: list[Prompt]) -> dict[int, _Request] | None:
+    def _join(self, joining: list[Request], prompts: list[Prompt]) -> dict[int, Request] | None:
         """Prefill ``joining`` into free slots together and set their decoder rows: the requests by slot, or None
         when that failed (every slot taken released again; a lone request hears why)."""
         slots: list[int] = []
         try:
             slots = self.frames.add_many([(prompt, r.sampling, r.seed, r.max_frames)
                                           for prompt, r in zip(prompts, joining, strict=True)])
-            if self._decode_stream is not None:  # a decode may still read and write these rows
-                torch.cuda.current_stream(self.device).wait_stream(self._decode_stream)
-            states = [request.decoder_state for request in joining]
-            silent = [slot for slot, state in zip(slots, states, strict=True) if state is None]
-            held = [(slot, state) for slot, state in zip(slots, states, strict=True) if state is not None]
-            if silent:
-                self.decoder_state.clear_rows(on_device(silent, self.device))
-            if held:
-                self.decoder_state.put_rows(on_device([slot for slot, _ in held], self.device),
-                                            [state for _, state in held])
-            self._note_rows_written()
+            self.decoding.start_rows(slots, [request.decoder_state for request in joining])
         except Exception as e:  # a failure during prefill or the rows' writes
             for slot in slots:
                 self.frames.release(slot)
@@ -482,52 +389,3 @@ class BatchedStreams:
                 joining[0].outbox.put(e)
             return None
         return dict(zip(slots, joining, strict=True))
-
-    def _decode(self, codes: np.ndarray, saves: dict[int, tuple[int, DecoderState]]) -> _Decoded:
-        """Launch the decode of ``codes`` int64 [bucket, n, 16] through the decoder state's rows [0, bucket),
-        on the decode stream after the admissions' writes to these rows (``_note_rows_written``; not after the
-        steps queued since); the audio (float32 [bucket, n * 1920], in
-        pieces) lands in host memory when the returned record's event completes. ``saves[row] = (k,
-        holder)``: the stream of that row ended after k of these frames and continues later, so its row goes
-        into ``holder`` right after frame k; the decode is cut there, so no frame past its end reaches the
-        saved state."""
-        bucket, n = codes.shape[:2]
-        stream, cuda = self._decode_stream, self._decode_stream is not None
-        if self._rows_written is not None:
-            stream.wait_event(self._rows_written)
-        cuts = sorted({0, n, *(k for k, _ in saves.values())})
-        pieces = []
-        with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
-            codes = on_device(codes, self.device)
-            for start, stop in zip(cuts, cuts[1:] + [n], strict=True):
-                for row, (k, holder) in saves.items():
-                    if k == start:
-                        holder.copy_(self.decoder_state.rows(row, row + 1))
-                if stop > start:
-                    audio = self._decoder(bucket, stop - start)(codes[:, start:stop])  # rewritten by its next replay
-                    host = torch.empty(audio.shape, dtype=audio.dtype, pin_memory=cuda)
-                    pieces.append(host.copy_(audio, non_blocking=cuda))  # queued before any next replay
-            done = stream.record_event() if cuda else None
-        return _Decoded(pieces, done, [])
-
-    @staticmethod
-    def _hand_out(decoded: _Decoded) -> None:
-        """Each stream's frames and audio of a finished decode to its caller's outbox."""
-        if decoded.done is not None:
-            decoded.done.synchronize()
-        audio = np.concatenate([piece.numpy() for piece in decoded.pieces], axis=1)
-        for slot, request, new, ended, warning in decoded.handouts:
-            request.outbox.put((new, audio[slot, :len(new) * SAMPLES_PER_FRAME], ended, warning))
-
-    def _decoder(self, bucket: int, n: int) -> DecodeGraph:
-        """The decode of n frames over rows [0, bucket), captured on first use."""
-        if (bucket, n) not in self._decoders:
-            decoder, device = self.decoder, self.device
-            rows = self.decoder_state.rows(0, bucket)
-            held = decoder.new_state(bucket, device)
-            held.copy_(rows)  # capturing decodes on these rows: keep what their streams hold
-            graph = DecodeGraph(decoder, rows, n, device, self.frames.use_graphs, self._pool, self._capture_stream)
-            rows.copy_(held)
-            self._pool = self._pool or graph.graph.pool
-            self._decoders[bucket, n] = graph
-        return self._decoders[bucket, n]

@@ -45,11 +45,11 @@ def test_concurrent_callers_get_what_each_would_get_alone(engine64, warmup):
                              warmup_progress=lambda *told: progress.append(told))
     if warmup:
         assert set(streams.frames._steps) == {1, 2}
-        assert set(streams._decoders) == {(b, n) for b in (1, 2) for n in range(1, LOOP_FRAMES + 1)}
+        assert set(streams.decoding.graphs) == {(b, n) for b in (1, 2) for n in range(1, LOOP_FRAMES + 1)}
         assert progress == [(0, 4, "the 1-stream frame step"), (1, 4, "the 2-stream frame step"),
                             (2, 4, "the 1-stream decodes"), (3, 4, "the 2-stream decodes"), (4, 4, "done")]
     else:
-        assert progress == [] and not streams.frames._steps and not streams._decoders
+        assert progress == [] and not streams.frames._steps and not streams.decoding.graphs
     requests = REQUESTS[:3]
     results = stream_concurrently(streams, requests, chunk_frames=3)
     for i, (text, voice, sampling, frames) in enumerate(requests):

@@ -139,7 +139,7 @@ def test_batched_streams_decode_in_graphs_and_give_each_caller_its_solo_audio(gp
                 for i in range(6)]
     streams = eng.batched(4)
     results = stream_concurrently(streams, [(text, *r) for r in requests], chunk_frames=4)
-    assert streams._decoders and all(d.graph.graph is not None for d in streams._decoders.values())
+    assert streams.decoding.graphs and all(d.graph.graph is not None for d in streams.decoding.graphs.values())
     eng._single = EagerStreamer(eng.model.talker, eng.decoder)
     try:
         for i, (voice, sampling, frames) in enumerate(requests):
@@ -208,8 +208,8 @@ def test_batched_decodes_overlapping_steps_give_the_audio_they_give_alone(gpu_en
         streams.decoder_state.copy_(start)
         audio = []
         for codes in chunks:
-            streams._note_rows_written()  # the copy of the start rows above
-            decoded = streams._decode(codes, {})
+            streams.decoding.note_rows_written()  # the copy of the start rows above
+            decoded = streams.decoding.launch(codes, {})
             if overlap:
                 streams.frames.step(4)  # queued behind the decode on the default stream: they run together
                 streams.frames.collect()
