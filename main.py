@@ -16,14 +16,10 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--pdf-worker"]:
 
     sys.exit(worker_main(sys.argv[2:4]))
 
-from engine.cli.commands import (  # noqa: E402
-    add_export_arguments,
-    add_precision_argument,
-    add_say_arguments,
-    run_export_command,
-    run_say_command,
-)
+from engine.cli.export import add_export_arguments, run_export_command  # noqa: E402
 from engine.cli.info import add_info_arguments, run_info_command  # noqa: E402
+from engine.cli.options import add_precision_argument  # noqa: E402
+from engine.cli.say import add_say_arguments, run_say_command  # noqa: E402
 from engine.cli.voiceover import add_voiceover_arguments, run_voiceover_command  # noqa: E402
 from server.cli import add_serve_arguments, run_serve_command  # noqa: E402
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.bounded_files import FileReadError, read_text
-from engine.cli.commands import add_precision_argument
+from engine.cli.options import add_precision_argument
 from engine.core.config import DECODER_DTYPE_NAMES
 from server.engine_loading import load_engine
 from server.settings import ServerSettings, is_loopback

@@ -15,14 +15,12 @@ import argparse
 import json
 import sys
 
+from engine.cli.exits import EXIT_ERROR
+from engine.cli.options import add_precision_argument
 from engine.errors import OratorError
-
-EXIT_ERROR = 2
 
 
 def add_info_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.cli.commands import add_precision_argument
-
     parser.add_argument("--model", help="a model directory or a Hugging Face id: load it and print its plan")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available")
     add_precision_argument(parser)
@@ -47,7 +45,7 @@ def info(model: str | None, device: str | None, precision: str | None) -> dict:
         raise ValueError("--device cuda: this PyTorch installation sees no CUDA GPU; use --device cpu")
     if model is None:
         return {"machine": machine(), "plan": planned(device, precision).as_dict()}
-    from engine.cli.commands import _load
+    from engine.cli.loading import load_engine
 
-    engine = _load(model, device, out=sys.stderr, precision=precision)
+    engine = load_engine(model, device, out=sys.stderr, precision=precision)
     return {"machine": machine(), "plan": engine.execution_plan.as_dict()}

@@ -16,7 +16,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from engine.cli.commands import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OUTPUT, OutputError, check_writable, fail
+from engine.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OUTPUT, OutputError, check_writable, fail
+from engine.cli.loading import load_engine
+from engine.cli.options import add_generation_arguments, pronunciation_of
+from engine.cli.voices import resolve_voices
 from engine.errors import OratorError, UnsupportedError
 from engine.production.voiceover import SAMPLE_RATES
 
@@ -24,8 +27,6 @@ VOICEOVER_FORMATS = (".wav", ".flac", ".mp3", ".m4a")
 
 
 def add_voiceover_arguments(parser: argparse.ArgumentParser) -> None:
-    from engine.cli.commands import add_generation_arguments
-
     parser.add_argument("input", metavar="INPUT", help="the subtitles to voice: an .srt or .vtt file")
     parser.add_argument("--out", "-o", required=True, metavar="TRACK",
                         help="the track to write: .wav .flac .mp3 or .m4a (subtitles with the actual timings "
@@ -68,7 +69,6 @@ def run_voiceover_command(args: argparse.Namespace) -> int:
 
 
 def _voiceover(args: argparse.Namespace) -> int:
-    from engine.cli.commands import _load, pronunciation_of
     from engine.core.speech_plan import draw_seed
     from engine.production.loudness import parse_target
     from engine.production.voiceover.cues import read_subtitles
@@ -96,7 +96,7 @@ def _voiceover(args: argparse.Namespace) -> int:
     def speak(cue, voice_name):
         nonlocal engine, voices, sampling, count
         if engine is None:  # loaded only when a line must be spoken: a project with every take kept needs none
-            engine = _load(args.model, args.device, out=sys.stderr, precision=args.precision)
+            engine = load_engine(args.model, args.device, out=sys.stderr, precision=args.precision)
             voices = _voices(args, engine, cues, project, cast)
             sampling = replace(engine.defaults, greedy=args.greedy or engine.defaults.greedy)
         count += 1
@@ -174,8 +174,6 @@ def _cast(text: str | None):
 
 def _voices(args, engine, cues, project, cast) -> dict:
     """Each voice the cues are spoken with, by name (None: the default voice), checked against the model."""
-    from engine.cli.commands import resolve_voices
-
     names = {cast(project.voice_of(c.number) if project is not None else c.voice) for c in cues}
     need_default = None in names
     names.discard(None)

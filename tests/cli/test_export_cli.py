@@ -18,7 +18,7 @@ import pytest
 import main
 from engine.atomic_files import TEMP_PREFIX
 
-MAIN = Path(__file__).resolve().parents[1] / "main.py"
+MAIN = Path(__file__).resolve().parents[2] / "main.py"
 PARAGRAPH = ("The rain had stopped by the time they reached the harbour, and the boats lay still on the grey "
              "water. Nobody spoke for a while. Then the old man pointed at the lighthouse and laughed.")
 SENTENCES = 60  # enough that a Ctrl-C sent at the first progress line lands well before the end

@@ -15,7 +15,7 @@ import pytest
 import main
 from engine.documents import load_document
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ROOT / "tests" / "data" / "documents"
 HANDBOOK = DOCUMENTS / "debian-handbook-sect.apt-get.html"
 NOVEL = DOCUMENTS / "pride-and-prejudice-ch1-12.txt"

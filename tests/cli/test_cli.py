@@ -20,7 +20,7 @@ import main
 from engine import Voice
 from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
 
-MAIN = Path(__file__).resolve().parents[1] / "main.py"
+MAIN = Path(__file__).resolve().parents[2] / "main.py"
 TEXT = "Good morning. Shall we go?"  # two sentences, one segment (engine.core.text.segments)
 PCM16_STEP = 1 / 32768
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import main
 
-NOVEL = Path(__file__).resolve().parent / "data" / "documents" / "pride-and-prejudice-ch1-12.txt"
+NOVEL = Path(__file__).resolve().parents[1] / "data" / "documents" / "pride-and-prejudice-ch1-12.txt"
 
 
 def listed(capsys, *args: str) -> list[dict]:
