@@ -210,7 +210,7 @@ def _epub(path: Path, chapters: list[tuple[str, str]], cover: bytes) -> Path:
 
 def test_an_epub_with_chapters_becomes_an_m4b_with_the_same_chapters(capsys, tiny_model_dir, tmp_path):
     from engine.production.book_sources import _structured_documents
-    from tests.engine.audio.test_encode import png
+    from tests.engine.production.test_encode import png
 
     if not _structured_documents():
         pytest.skip("engine.documents here reads an EPUB as flat text, without its chapters (branch documents does)")

@@ -325,11 +325,11 @@ def fail(error: Exception, code: int, command: str = "export") -> int:
 def _export(args: argparse.Namespace) -> int:
     from engine.core.frames.guard import describe_cuts
     from engine.documents.outline import MAX_DEPTH
+    from engine.production.audio_metadata import Cover
     from engine.production.book_export import BookExporter, ExportOptions
     from engine.production.book_sources import load_book
     from engine.production.book_structure import Pauses, chapter_selection
     from engine.production.casting import cast_book
-    from engine.production.encode import Cover
     from engine.production.loudness import parse_target, report
     from engine.production.segment_cache import SegmentCache, default_cache_dir
 
@@ -441,7 +441,7 @@ def _ctrl_c_cancels(cancel: threading.Event):
 
 
 def _export_format(args) -> str:
-    from engine.production.encode import FORMATS
+    from engine.production.audio_formats import FORMATS
 
     suffix = Path(args.output).suffix.lower().lstrip(".") if args.output and not args.per_chapter else ""
     if args.format:
@@ -463,7 +463,7 @@ def _is_folder(path: str) -> bool:
 def _output_for(source: Path, fmt: str, args, count: int) -> Path:
     """Where one input's export goes: the --output file, or a file (a folder, per chapter) named after the input,
     in the --output folder or beside the input."""
-    from engine.production.encode import audio_format
+    from engine.production.audio_formats import audio_format
 
     suffix = audio_format(fmt).suffix
     if args.output and (count > 1 or _is_folder(args.output)):

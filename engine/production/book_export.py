@@ -52,8 +52,10 @@ from engine.core.chunks import SAMPLE_RATE
 from engine.core.sampling import MAX_SEED
 from engine.core.text.reading_policy import ReadingPolicy, policy_segments
 from engine.core.text.segments import Segment
+from engine.production.audio_formats import audio_format
+from engine.production.audio_metadata import ChapterMark, Cover, Tags
 from engine.production.book_structure import Book, Passage, Pauses
-from engine.production.encode import ChapterMark, Cover, FileEncoder, Tags, audio_format, create_temp_beside
+from engine.production.encode import FileEncoder, create_temp_beside
 from engine.production.levels import WrittenLevels, add_room_tone
 from engine.production.loudness import Loudness, LoudnessMeter, LoudnessTarget, StreamLimiter, limited_gain, static_gain
 from engine.production.segment_cache import SegmentCache, model_key, segment_key, voice_key

@@ -30,9 +30,9 @@ from engine import json_limits
 from engine.atomic_files import atomic_write_text
 from engine.core.sampling import MAX_SEED
 from engine.core.text.segments import check_target_chars
+from engine.production.audio_formats import FORMATS, audio_format
 from engine.production.book_structure import Book, book_from_document, book_from_text
 from engine.production.casting import MAX_CHARACTERS, MAX_NAME_CHARS, Cast
-from engine.production.encode import FORMATS, audio_format
 
 QUEUE_FILE = "export-queue.json"
 SNAPSHOT_FOLDER = "export-snapshots"

@@ -21,7 +21,7 @@ from engine.core.text.segments import split_segments
 from engine.production.book_export import BookExporter, ExportCancelled, ExportOptions, chapter_file_name, segment_seed
 from engine.production.book_structure import Pauses, book_from_text
 from engine.production.segment_cache import SegmentCache
-from tests.engine.audio.test_encode import png
+from tests.engine.production.test_encode import png
 from tests.plans import PRECISIONS
 
 RATE = 24000
