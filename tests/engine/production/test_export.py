@@ -18,8 +18,9 @@ import pytest
 from engine import Voice
 from engine.atomic_files import TEMP_PREFIX
 from engine.core.text.segments import split_segments
-from engine.production.book_export import BookExporter, ExportCancelled, ExportOptions, chapter_file_name, segment_seed
+from engine.production.book_export import BookExporter, ExportCancelled, segment_seed
 from engine.production.book_structure import Pauses, book_from_text
+from engine.production.export_plan import ExportOptions, chapter_file_name
 from engine.production.segment_cache import SegmentCache
 from tests.engine.production.test_encode import png
 from tests.plans import PRECISIONS
