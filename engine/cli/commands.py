@@ -328,8 +328,9 @@ def _export(args: argparse.Namespace) -> int:
     from engine.production.audio_metadata import Cover
     from engine.production.book_export import BookExporter
     from engine.production.book_sources import load_book
-    from engine.production.book_structure import Pauses, chapter_selection
+    from engine.production.book_structure import Pauses
     from engine.production.casting import cast_book
+    from engine.production.chapter_ranges import chapter_selection
     from engine.production.export_plan import ExportOptions
     from engine.production.loudness import parse_target, report
     from engine.production.segment_cache import SegmentCache, default_cache_dir
