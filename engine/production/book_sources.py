@@ -27,7 +27,7 @@ def load_book(path: Path):
     if path.is_dir():
         raise TextError(f"{path} is a folder, not a document")
     suffix = path.suffix.lower()
-    if suffix in DOCUMENT_SUFFIXES or (suffix in MARKDOWN_SUFFIXES and _structured_documents()):
+    if suffix in DOCUMENT_SUFFIXES or (suffix in MARKDOWN_SUFFIXES and structured_documents()):
         document = _read_document(path, suffix)
         if document is not None:
             book = book_from_document(document)
@@ -71,7 +71,7 @@ def _read_document(path: Path, suffix: str):
                            f"{missing.name or missing}: pip install 'orator[gui]'")
 
 
-def _structured_documents() -> bool:
+def structured_documents() -> bool:
     """Whether ``engine.documents`` gives chapters (its structured readers); else Markdown is read here."""
     try:
         from engine.documents import Document
