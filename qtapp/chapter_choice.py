@@ -4,7 +4,7 @@ takes it ("1,3-5").
 
 Checking or unchecking a part does the same to every chapter under it; a chapter checked alone leaves its part as
 it was (the part's own words, its heading, are exported only while the part is checked). The range chooses as
-``--chapters`` chooses (``engine.production.book_structure.chapter_selection``: a part brings its chapters), so a range
+``--chapters`` chooses (``engine.production.chapter_ranges.chapter_selection``: a part brings its chapters), so a range
 means the
 same chapters in the dialog and on the command line.
 """
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.documents.outline import parents, with_descendants
-from engine.production.book_structure import chapter_selection
+from engine.production.chapter_ranges import chapter_selection
 
 MAX_RANGE_CHARS = 1000
 INDEX_ROLE = Qt.ItemDataRole.UserRole + 1  # the chapter's index in the book

@@ -27,7 +27,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QDesktopServices
 
-from engine.production.book_export import BookExporter, ExportCancelled, ExportOptions, remove_leftovers
+from engine.production.book_export import BookExporter, ExportCancelled
 from engine.production.casting import cast_book
 from engine.production.export_jobs import (
     CANCELLED,
@@ -36,11 +36,13 @@ from engine.production.export_jobs import (
     PAUSED,
     QUEUED,
     RUNNING,
-    ExportQueue,
     Job,
     Snapshot,
     job_cast,
 )
+from engine.production.export_leftovers import remove_leftovers
+from engine.production.export_plan import ExportOptions
+from engine.production.export_queue import ExportQueue
 from engine.production.loudness import parse_target, report
 from engine.production.segment_cache import SegmentCache, default_cache_dir
 from qtapp.engine_errors import StudioError, describe_error

@@ -18,11 +18,11 @@ from functools import cache
 
 import numpy as np
 
-from engine.production import encode
+from engine.production import audio_formats, encode
 from server.errors import APIError
 
 ALL_FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
-MEDIA_TYPES = {**{name: encode.FORMATS[name].media_type for name in ALL_FORMATS if name != "pcm"},
+MEDIA_TYPES = {**{name: audio_formats.FORMATS[name].media_type for name in ALL_FORMATS if name != "pcm"},
                "pcm": "audio/pcm"}
 LIVE_FORMATS = ("pcm", "wav", "mp3", "opus", "aac")  # streamed as generated; the others once complete
 
@@ -65,7 +65,7 @@ class StreamEncoder:
         self.name = check_format(name)
         self.sample_rate = sample_rate
         self._held: list[np.ndarray] = []  # formats sent whole: everything so far
-        self._stream = encode.StreamEncoder(name, sample_rate=sample_rate) if name in encode.STREAMABLE else None
+        self._stream = encode.StreamEncoder(name, sample_rate=sample_rate) if name in audio_formats.STREAMABLE else None
 
     def encode(self, samples: np.ndarray) -> bytes:
         if self.name == "pcm":

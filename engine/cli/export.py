@@ -97,10 +97,10 @@ def run_export_command(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from engine.production.audio_metadata import Cover
     from engine.production.book_sources import load_book
     from engine.production.book_structure import Pauses
     from engine.production.casting import cast_book
-    from engine.production.encode import Cover
     from engine.production.loudness import parse_target
 
     books = [(Path(name), load_book(Path(name))) for name in args.inputs]  # every input read before any work
@@ -144,7 +144,8 @@ def _speak_books(args, engine, books, outputs, selections, cast, policy, pronunc
     """Each book spoken into its output with ``engine``, its cuts and loudness reported on stderr: the files
     written."""
     from engine.core.frames.guard import describe_cuts
-    from engine.production.book_export import BookExporter, ExportOptions
+    from engine.production.book_export import BookExporter
+    from engine.production.export_plan import ExportOptions
     from engine.production.loudness import report
     from engine.production.segment_cache import SegmentCache, default_cache_dir
 
@@ -181,7 +182,7 @@ def _speak_books(args, engine, books, outputs, selections, cast, policy, pronunc
 def _chapters_of(chapters: str | None, path: Path, book) -> tuple[int, ...] | None:
     """The chapters ``--chapters`` picks of ``book`` (None: all); ``UnsupportedError`` for a list it cannot
     take."""
-    from engine.production.book_structure import chapter_selection
+    from engine.production.chapter_ranges import chapter_selection
 
     if not chapters:
         return None
@@ -218,7 +219,7 @@ def _print_segments(books, selections, policy, segment_chars: int | None) -> Non
 
 
 def _export_format(args) -> str:
-    from engine.production.encode import FORMATS
+    from engine.production.audio_formats import FORMATS
 
     suffix = Path(args.output).suffix.lower().lstrip(".") if args.output and not args.per_chapter else ""
     if args.format:
@@ -240,7 +241,7 @@ def _is_folder(path: str) -> bool:
 def _output_for(source: Path, fmt: str, args, count: int) -> Path:
     """Where one input's export goes: the --output file, or a file (a folder, per chapter) named after the input,
     in the --output folder or beside the input."""
-    from engine.production.encode import audio_format
+    from engine.production.audio_formats import audio_format
 
     suffix = audio_format(fmt).suffix
     if args.output and (count > 1 or _is_folder(args.output)):

@@ -1,11 +1,11 @@
 """Rendering a ``Book`` into audio files: one file with a chapter mark per chapter, or one file per chapter, with
 optional subtitles, resumable. Qt-free: the command line (``orator export``) uses it, and the studio can.
 
-``BookExporter.plan`` decides everything before a sound is made: which chapters, which file each goes to (named
-``NN - Title.ext`` when per chapter), the tags, and per file the sequence of segments (each passage cut by
-``engine.core.text.segments`` and said as the reading policy says, ``engine.core.text.reading_policy``, with their
-voices) and pauses
-(``Pauses``: between sentences, paragraphs, around headings, between chapters). ``BookExporter.run`` then speaks
+``BookExporter.plan`` decides everything before a sound is made (``engine.production.export_plan``): which
+chapters, which file each goes to (named ``NN - Title.ext`` when per chapter), the tags, and per file the sequence
+of segments (each passage cut by ``engine.core.text.segments`` and said as the reading policy says,
+``engine.core.text.reading_policy``, with their voices) and pauses (``Pauses``: between sentences, paragraphs,
+around headings, between chapters). ``BookExporter.run`` then speaks
 the segments one engine call each and streams them, with the pauses, into a ``FileEncoder`` (and the cues into a
 subtitle writer, timed by the samples actually written); chapter marks go in when the file is finished, at the
 positions where their first samples were written.
@@ -26,61 +26,54 @@ Every export, with a target or without, measures what it writes (``engine.produc
 No partial file is ever visible: audio and subtitles are written to temporary files beside their targets and
 renamed at the end, and removed on any error or cancel. A kill cannot run that clean-up, so the temporary files
 an export is writing are recorded in the cache's ``pending`` folder and removed by the next export to the same
-target.
+target (``engine.production.export_leftovers``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import random
-import re
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from engine import json_limits
 from engine.atomic_files import sync_folder
 from engine.core.chunks import SAMPLE_RATE
 from engine.core.sampling import MAX_SEED
-from engine.core.text.reading_policy import ReadingPolicy, policy_segments
+from engine.core.text.reading_policy import ReadingPolicy
 from engine.core.text.segments import Segment
-from engine.production.book_structure import Book, Passage, Pauses
-from engine.production.encode import ChapterMark, Cover, FileEncoder, Tags, audio_format, create_temp_beside
+from engine.production.audio_formats import audio_format
+from engine.production.audio_metadata import ChapterMark, Cover, Tags
+from engine.production.book_structure import Book, Pauses
+from engine.production.encode import FileEncoder, create_temp_beside
+from engine.production.export_leftovers import clear_pending, record_pending, remove_leftovers
+from engine.production.export_plan import (
+    ChapterStart,
+    ExportOptions,
+    OutputPlan,
+    Pause,
+    Speech,
+    chapter_file_name,
+    passage_speech,
+)
 from engine.production.levels import WrittenLevels, add_room_tone
-from engine.production.loudness import Loudness, LoudnessMeter, LoudnessTarget, StreamLimiter, limited_gain, static_gain
+from engine.production.loudness import Loudness, LoudnessMeter, StreamLimiter, limited_gain, static_gain
 from engine.production.segment_cache import SegmentCache, model_key, segment_key, voice_key
 from engine.production.subtitles import Cue, chapters_vtt, subtitle_writer
 from engine.production.time_left import TimeLeft
 
 EXPORT_CHUNK_FRAMES = 25  # 2 s of audio per engine chunk: fewer, larger writes
-MAX_FILE_TITLE_CHARS = 80  # of a chapter's title in its file name
-_UNSAFE_NAME = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
 
 
 class ExportCancelled(Exception):
     """``cancel`` was set: the export stopped and removed its partial files."""
-
-
-@dataclass(frozen=True)
-class ExportOptions:
-    format: str = "m4b"
-    pauses: Pauses = field(default_factory=Pauses)
-    per_chapter: bool = False  # one file per chapter in the output folder
-    chapters: tuple[int, ...] | None = None  # the chapters to export (0-based, book order); None: all
-    subtitles: str | None = None  # "srt", "vtt" or None
-    bitrate: int | None = None  # bits per second of a lossy format; None: the format's default
-    max_frames: int | None = None  # per segment; None: the engine's budget
-    segment_chars: int | None = None  # target length (engine.core.text.segments.Segmenter); None: default
-    cover: bytes | None = None  # overrides the book's
-    loudness: LoudnessTarget | None = None  # one gain for the whole book to reach it; None: levels as spoken
 
 
 @dataclass(frozen=True)
@@ -97,65 +90,6 @@ class Progress:
     @property
     def fraction(self) -> float:
         return self.done_chars / self.total_chars if self.total_chars else 1.0
-
-
-@dataclass(frozen=True)
-class Speech:
-    text: str  # as written: what its subtitle cue shows
-    voice: object  # engine Voice
-    key: str
-    spoken: str = ""  # what is said (the pronunciation rules applied); what its key and seed come from
-    said: str = ""  # what the reading policy hands to speech, before the pronunciation rules
-
-    def __post_init__(self):
-        if not self.said:
-            object.__setattr__(self, "said", self.text)
-        if not self.spoken:
-            object.__setattr__(self, "spoken", self.said)
-
-
-@dataclass(frozen=True)
-class Pause:
-    seconds: float
-
-
-@dataclass(frozen=True)
-class ChapterStart:
-    title: str
-
-
-@dataclass
-class OutputPlan:
-    path: Path
-    tags: Tags
-    items: list  # Speech, Pause and ChapterStart, in order
-
-    @property
-    def speeches(self) -> list[Speech]:
-        return [item for item in self.items if isinstance(item, Speech)]
-
-
-def chapter_file_name(number: int, count: int, title: str, suffix: str) -> str:
-    """``07 - The Title.mp3``: numbered so they sort in book order, the title made safe for every file system."""
-    safe = " ".join(_UNSAFE_NAME.sub(" ", title).split()).strip(" .")
-    if len(safe) > MAX_FILE_TITLE_CHARS:
-        safe = safe[:MAX_FILE_TITLE_CHARS].rstrip(" .")
-    while len(safe.encode("utf-8")) > 3 * MAX_FILE_TITLE_CHARS // 2:  # 120 bytes: well within any name limit
-        safe = safe[:-1]
-    digits = max(2, len(str(count)))
-    return f"{number:0{digits}d} - {safe.rstrip(' .') or f'Chapter {number}'}{suffix}"
-
-
-def passage_speech(passage: Passage, policy: ReadingPolicy | None = None,
-                   target_chars: int | None = None) -> list[tuple[str, str]]:
-    """(as written, as said) of each segment export speaks of ``passage``: its segments under the reading policy
-    (``engine.core.text.reading_policy``; None: the default policy), each with its runs of whitespace made one space.
-    What
-    is said is before the pronunciation rules. ``orator export --list-segments`` prints the same."""
-    out = []
-    for seg in policy_segments(passage.text, policy, target_chars=target_chars, kinds=passage.kind):
-        out.append((" ".join(seg.text.split()), " ".join(seg.speech.split())))
-    return out
 
 
 def segment_seed(seed: int, text: str) -> int:
@@ -306,7 +240,8 @@ class BookExporter:
         return written
 
     def _write(self, plan: OutputPlan, cover: Cover | None, options: ExportOptions) -> Path:
-        self._remove_leftovers(plan.path)
+        if self.cache is not None:
+            remove_leftovers(self.cache, plan.path)
         encoder = FileEncoder(plan.path, options.format, tags=plan.tags, cover=cover, bitrate=options.bitrate)
         temps = list(encoder.temp_paths)
         subtitles = subtitle_file = None
@@ -315,7 +250,7 @@ class BookExporter:
                 temps.append(create_temp_beside(plan.path))
                 subtitle_file = open(temps[-1], "w", encoding="utf-8", newline="\n")  # noqa: SIM115
                 subtitles = subtitle_writer(options.subtitles, subtitle_file)
-            self._record_pending(plan.path, temps)
+            record_pending(self.cache, plan.path, temps)
             position, marks = 0, []
             self.levels.start(plan.path)
             limiter = StreamLimiter(SAMPLE_RATE, self._limit) if self._limit is not None else None
@@ -366,7 +301,7 @@ class BookExporter:
                 subtitle_file.close()
             for temp in temps:
                 temp.unlink(missing_ok=True)
-            self._clear_pending(plan.path)
+            clear_pending(self.cache, plan.path)
         self._written_samples += position
         return plan.path
 
@@ -437,47 +372,6 @@ class BookExporter:
         eta = self._time_left.update(self._uncached_chars if finished else self._generated_chars)
         self.progress(Progress(self._done_segments, self._total_segments, self._done_chars, self._total_chars,
                                self.clock() - self._start, eta, output, samples / SAMPLE_RATE))
-
-    # ---- what a kill leaves behind --------------------------------------------------------------------------
-    def _pending_file(self, target: Path) -> Path | None:
-        return None if self.cache is None else _pending_record(self.cache, target)
-
-    def _record_pending(self, target: Path, temps: list[Path]) -> None:
-        record = self._pending_file(target)
-        if record is not None:
-            record.parent.mkdir(parents=True, exist_ok=True)
-            record.write_text(json.dumps([str(t) for t in temps]), encoding="utf-8")
-
-    def _clear_pending(self, target: Path) -> None:
-        record = self._pending_file(target)
-        if record is not None:
-            record.unlink(missing_ok=True)
-
-    def _remove_leftovers(self, target: Path) -> None:
-        if self.cache is not None:
-            remove_leftovers(self.cache, target)
-
-
-def remove_leftovers(cache: SegmentCache, target: str | os.PathLike) -> None:
-    """Remove the temporary files a killed export to ``target`` recorded in ``cache`` (only those: never a guess)."""
-    target = Path(target)
-    record = _pending_record(cache, target)
-    if not record.exists():
-        return
-    try:
-        names = json_limits.load_file(record)
-    except (OSError, ValueError):
-        names = []
-    for name in names if isinstance(names, list) else []:
-        path = Path(str(name))
-        if path.parent == target.parent and path.name.startswith(".orator-"):
-            path.unlink(missing_ok=True)
-    record.unlink(missing_ok=True)
-
-
-def _pending_record(cache: SegmentCache, target: Path) -> Path:
-    name = hashlib.sha256(str(target.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return cache.folder / "pending" / f"{name}.json"
 
 
 def _voice_name(voice) -> str:

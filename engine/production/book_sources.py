@@ -1,11 +1,14 @@
 """A document file as a ``Book``: the one reader of export sources, shared by ``orator export`` and the studio's
 export queue. Documents other than text and Markdown are read by ``engine.documents``, whose parsers (lxml,
-pypdfium2, markdown-it-py) come with the ``gui`` extra; without them text and Markdown are still read here.
+pypdfium2, markdown-it-py) come with the ``gui`` extra; without them text and Markdown are still read here. An
+EPUB whose reader gives no cover gets the one its package names (``epub_cover``).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import zipfile
+from pathlib import Path, PurePosixPath
+from xml.etree import ElementTree
 
 from engine.errors import TextError, UnsupportedError
 
@@ -17,14 +20,14 @@ MAX_TEXT_BYTES = 256 << 20  # a text file read whole; far above any book
 
 def load_book(path: Path):
     """The input as a ``Book``; ``TextError`` or ``UnsupportedError`` with a one-line reason."""
-    from engine.production.book_structure import book_from_document, book_from_text, decode_text, epub_cover
+    from engine.production.book_structure import book_from_document, book_from_text, decode_text
 
     if not path.exists():
         raise TextError(f"{path} does not exist")
     if path.is_dir():
         raise TextError(f"{path} is a folder, not a document")
     suffix = path.suffix.lower()
-    if suffix in DOCUMENT_SUFFIXES or (suffix in MARKDOWN_SUFFIXES and _structured_documents()):
+    if suffix in DOCUMENT_SUFFIXES or (suffix in MARKDOWN_SUFFIXES and structured_documents()):
         document = _read_document(path, suffix)
         if document is not None:
             book = book_from_document(document)
@@ -68,10 +71,54 @@ def _read_document(path: Path, suffix: str):
                            f"{missing.name or missing}: pip install 'orator[gui]'")
 
 
-def _structured_documents() -> bool:
+def structured_documents() -> bool:
     """Whether ``engine.documents`` gives chapters (its structured readers); else Markdown is read here."""
     try:
         from engine.documents import Document
     except ImportError:
         return False
     return "chapters" in getattr(Document, "__dataclass_fields__", {})
+
+
+def epub_cover(path: str | Path, max_bytes: int = 16 << 20) -> bytes | None:
+    """The cover image an EPUB names (EPUB 3 ``cover-image`` property, or EPUB 2 ``<meta name="cover">``), if it is
+    a JPEG or PNG of at most ``max_bytes``; None when there is none or the archive is damaged."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            container = ElementTree.fromstring(_read_member(archive, "META-INF/container.xml", 1 << 20))
+            rootfile = next((e.get("full-path") for e in container.iter() if e.tag.endswith("rootfile")), None)
+            if not rootfile:
+                return None
+            opf = ElementTree.fromstring(_read_member(archive, rootfile, 8 << 20))
+            items = {e.get("id"): e for e in opf.iter() if e.tag.endswith("}item") or e.tag == "item"}
+            cover = next((e for e in items.values() if "cover-image" in (e.get("properties") or "").split()), None)
+            if cover is None:
+                meta = next((e for e in opf.iter() if e.tag.endswith("meta") and e.get("name") == "cover"), None)
+                cover = items.get(meta.get("content")) if meta is not None else None
+            if cover is None or not cover.get("href"):
+                return None
+            member = str(PurePosixPath(rootfile).parent / cover.get("href")).lstrip("./") or cover.get("href")
+            member = member if not member.startswith("/") else member[1:]
+            data = _read_member(archive, _normalized(member), max_bytes)
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, ElementTree.ParseError, StopIteration):
+        return None
+    return data if data.startswith((b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")) else None
+
+
+def _read_member(archive: zipfile.ZipFile, name: str, limit: int) -> bytes:
+    info = archive.getinfo(name)
+    if info.file_size > limit:
+        raise ValueError(f"{name} is larger than {limit} bytes")
+    with archive.open(info) as member:
+        return member.read(limit + 1)[:limit]
+
+
+def _normalized(member: str) -> str:
+    parts: list[str] = []
+    for part in member.split("/"):
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return "/".join(parts)

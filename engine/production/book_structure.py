@@ -27,15 +27,12 @@ spoken
 from __future__ import annotations
 
 import re
-import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from xml.etree import ElementTree
 
 from engine.core.text.block_kinds import ANNOUNCED
 from engine.core.text.voice_marks import parse_mark
 from engine.documents.model import Chapter as DocumentChapter
-from engine.documents.outline import book_title, outline, with_descendants
+from engine.documents.outline import book_title, outline
 from engine.documents.text_chapters import SENTENCE_END as _SENTENCE_END
 from engine.documents.text_chapters import paragraphs as _paragraphs
 from engine.errors import TextError
@@ -185,58 +182,6 @@ def book_from_document(document, warnings: list[str] | None = None) -> Book:
     return book
 
 
-def epub_cover(path: str | Path, max_bytes: int = 16 << 20) -> bytes | None:
-    """The cover image an EPUB names (EPUB 3 ``cover-image`` property, or EPUB 2 ``<meta name="cover">``), if it is
-    a JPEG or PNG of at most ``max_bytes``; None when there is none or the archive is damaged."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            container = ElementTree.fromstring(_read_member(archive, "META-INF/container.xml", 1 << 20))
-            rootfile = next((e.get("full-path") for e in container.iter() if e.tag.endswith("rootfile")), None)
-            if not rootfile:
-                return None
-            opf = ElementTree.fromstring(_read_member(archive, rootfile, 8 << 20))
-            items = {e.get("id"): e for e in opf.iter() if e.tag.endswith("}item") or e.tag == "item"}
-            cover = next((e for e in items.values() if "cover-image" in (e.get("properties") or "").split()), None)
-            if cover is None:
-                meta = next((e for e in opf.iter() if e.tag.endswith("meta") and e.get("name") == "cover"), None)
-                cover = items.get(meta.get("content")) if meta is not None else None
-            if cover is None or not cover.get("href"):
-                return None
-            member = str(PurePosixPath(rootfile).parent / cover.get("href")).lstrip("./") or cover.get("href")
-            member = member if not member.startswith("/") else member[1:]
-            data = _read_member(archive, _normalized(member), max_bytes)
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, ElementTree.ParseError, StopIteration):
-        return None
-    return data if data.startswith((b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")) else None
-
-
-def parse_chapter_selection(spec: str, count: int) -> list[int]:
-    """``"1,3-5"`` -> [0, 2, 3, 4]: 1-based numbers and ranges of a book's ``count`` chapters, in book order, each
-    once; ``ValueError`` with what is wrong."""
-    chosen: set[int] = set()
-    parts = [p.strip() for p in str(spec).split(",")]
-    if not any(parts):
-        raise ValueError("the chapter list is empty")
-    for part in parts:
-        match = re.fullmatch(r"(\d{1,9})(?:\s*-\s*(\d{1,9}))?", part)
-        if not match:
-            raise ValueError(f"{part!r} is not a chapter number or range (write e.g. 1,3-5)")
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        if first < 1 or last < first:
-            raise ValueError(f"{part!r} is not a range of chapters from 1 up")
-        if last > count:
-            raise ValueError(f"{part!r}: the book has {count} chapter{'s' if count != 1 else ''}")
-        chosen.update(range(first - 1, last))
-    return sorted(chosen)
-
-
-def chapter_selection(spec: str, levels: list[int]) -> list[int]:
-    """The chapters ``spec`` names (``parse_chapter_selection``) of a book whose chapters have ``levels``, with every
-    chapter under them: "2" of a book whose chapter 2 is a part holding 3 and 4 is [1, 2, 3]. ``orator export
-    --chapters`` and the export dialog's range both choose with it."""
-    return with_descendants(parse_chapter_selection(spec, len(levels)), levels)
-
-
 # ---- internals ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _PlainText:
@@ -253,24 +198,6 @@ class _Block:
     voice: str | None
     kind: str = "paragraph"  # what the document's reader says the paragraph is (engine.core.text.block_kinds)
 
-
-def _read_member(archive: zipfile.ZipFile, name: str, limit: int) -> bytes:
-    info = archive.getinfo(name)
-    if info.file_size > limit:
-        raise ValueError(f"{name} is larger than {limit} bytes")
-    with archive.open(info) as member:
-        return member.read(limit + 1)[:limit]
-
-
-def _normalized(member: str) -> str:
-    parts: list[str] = []
-    for part in member.split("/"):
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part not in ("", "."):
-            parts.append(part)
-    return "/".join(parts)
 
 
 def _wrap_width(text: str) -> int:

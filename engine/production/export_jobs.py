@@ -1,14 +1,11 @@
-"""The export queue's jobs and their file: what to export, where, and how far each job has got. Qt-free.
+"""The export queue's jobs: what to export, where, and how far each job has got. Qt-free.
 
 A ``Job`` names its source (a document file, or a ``Snapshot`` of the text or selection saved into the queue's
 folder when it was queued, so editing on does not change what is exported), its voice by name (resolved from the
 voice library when it runs), format, output, per-chapter flag, chapter selection and seed, and its state and
 progress, its loudness target and cast (``engine.production.casting``), and once done the loudness its files reached.
-``ExportQueue`` keeps the jobs in order in ``export-queue.json`` in the app's data folder, written
-atomically (``engine.atomic_files``) on every change. Loading is forgiving: a file that is not JSON is set aside as
-``export-queue.json.damaged`` and the queue starts empty; a job that does not read back is dropped; either way
-``warnings`` says what was lost, so the studio can tell the user and go on. A job that was running when the app
-quit or died comes back queued: it runs again, and the segments it had finished come from the segment cache.
+``check_job`` says whether every field has a value it can run with. The queue that keeps the jobs in their file:
+``engine.production.export_queue``.
 
 The seed is drawn once when a job is made and kept with it, so a resumed job says each sentence as the
 interrupted run did, and the file it writes is the one an uninterrupted run would have written.
@@ -16,36 +13,27 @@ interrupted run did, and the file it writes is the one an uninterrupted run woul
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
 import re
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from engine import json_limits
-from engine.atomic_files import atomic_write_text
 from engine.core.sampling import MAX_SEED
 from engine.core.text.segments import check_target_chars
+from engine.production.audio_formats import FORMATS, audio_format
 from engine.production.book_structure import Book, book_from_document, book_from_text
 from engine.production.casting import MAX_CHARACTERS, MAX_NAME_CHARS, Cast
-from engine.production.encode import FORMATS, audio_format
 
-QUEUE_FILE = "export-queue.json"
-SNAPSHOT_FOLDER = "export-snapshots"
-FILE_VERSION = 1
 QUEUED, RUNNING, PAUSED, DONE, FAILED, CANCELLED = "queued", "running", "paused", "done", "failed", "cancelled"
 STATES = (QUEUED, RUNNING, PAUSED, DONE, FAILED, CANCELLED)
 FINISHED = (DONE, FAILED, CANCELLED)
 SUBTITLES = (None, "srt", "vtt")
-MAX_JOBS = 1000  # a queue file with more is hand-made or damaged: the first ones are kept
 MAX_FIELD_CHARS = 4096  # of a title, voice, model, path or message read back
-MAX_QUEUE_FILE_BYTES = 64 << 20  # MAX_JOBS jobs of the longest fields
-MAX_SNAPSHOT_BYTES = 1 << 30  # the text of the largest document the studio opens, with its JSON escapes
-_ID = re.compile(r"[0-9a-f]{32}")
+HEX_ID = re.compile(r"[0-9a-f]{32}")  # a job's or a snapshot's id
 
 
 class JobError(ValueError):
@@ -133,7 +121,7 @@ def check_job(job: Job) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 1 << 40:
             raise JobError(f"{name} must be a whole number from 0")
 
-    if not isinstance(job.id, str) or not _ID.fullmatch(job.id):
+    if not isinstance(job.id, str) or not HEX_ID.fullmatch(job.id):
         raise JobError("the job id must be 32 hexadecimal digits")
     text("the title", job.title)
     text("the output", job.output, empty=False)
@@ -163,7 +151,7 @@ def check_job(job: Job) -> None:
         raise JobError("a job has either a source document or a snapshot")
     if job.source is not None:
         text("the source", job.source, empty=False)
-    if job.snapshot is not None and (not isinstance(job.snapshot, str) or not _ID.fullmatch(job.snapshot)):
+    if job.snapshot is not None and (not isinstance(job.snapshot, str) or not HEX_ID.fullmatch(job.snapshot)):
         raise JobError("the snapshot id must be 32 hexadecimal digits")
     if not isinstance(job.per_chapter, bool):
         raise JobError("per_chapter must be true or false")
@@ -198,179 +186,6 @@ def check_job(job: Job) -> None:
             text(f"a path of {name}", path, empty=False)
     if not isinstance(job.created, (int, float)) or isinstance(job.created, bool) or not math.isfinite(job.created):
         raise JobError("created must be a time")
-
-
-class ExportQueue:
-    """The jobs in the order they run, kept in ``folder`` (the app's data folder)."""
-
-    def __init__(self, folder: str | os.PathLike):
-        self.folder = Path(folder)
-        self.jobs: list[Job] = []
-        self.warnings: list[str] = []  # what could not be read back, in words for the user
-        self._load()
-
-    @property
-    def path(self) -> Path:
-        return self.folder / QUEUE_FILE
-
-    @property
-    def snapshot_folder(self) -> Path:
-        return self.folder / SNAPSHOT_FOLDER
-
-    # ---- jobs ---------------------------------------------------------------------------------------------
-    def get(self, job_id: str) -> Job | None:
-        return next((job for job in self.jobs if job.id == job_id), None)
-
-    def add(self, job: Job, snapshot: Snapshot | None = None) -> Job:
-        """Append ``job`` (with its snapshot, written first, when it has one) and save."""
-        check_job(job)
-        if self.get(job.id) is not None:
-            raise JobError(f"a job {job.id} is already queued")
-        if snapshot is not None:
-            job.snapshot, job.source = uuid.uuid4().hex, None  # a fresh one: never another job's
-            self._write_snapshot(job.snapshot, snapshot)
-            job.chars = job.chars or len(snapshot.text)
-        check_job(job)
-        self.jobs.append(job)
-        self.save()
-        return job
-
-    def move(self, job_id: str, step: int) -> bool:
-        """Move a job ``step`` places (negative: earlier); False when it cannot go further."""
-        job = self.get(job_id)
-        if job is None:
-            return False
-        at = self.jobs.index(job)
-        to = max(0, min(len(self.jobs) - 1, at + step))
-        if to == at:
-            return False
-        self.jobs.insert(to, self.jobs.pop(at))
-        self.save()
-        return True
-
-    def remove(self, job_id: str) -> Job | None:
-        """Drop a job from the queue and its snapshot from the folder (its output stays, if it has any)."""
-        job = self.get(job_id)
-        if job is None:
-            return None
-        self.jobs.remove(job)
-        if job.snapshot is not None:
-            self._snapshot_path(job.snapshot).unlink(missing_ok=True)
-        self.save()
-        return job
-
-    def next_queued(self) -> Job | None:
-        return next((job for job in self.jobs if job.state == QUEUED), None)
-
-    def update(self, job: Job, **changes) -> None:
-        """Change a job's fields and save (a change that would not read back is refused, unsaved)."""
-        before = asdict(job)
-        for name, value in changes.items():
-            setattr(job, name, value)
-        try:
-            check_job(job)
-        except JobError:
-            for name, value in before.items():
-                setattr(job, name, value)
-            raise
-        self.save()
-
-    # ---- sources ------------------------------------------------------------------------------------------
-    def book(self, job: Job) -> Book:
-        """What ``job`` speaks (``TextError`` when its source is gone or has nothing to speak)."""
-        from engine.errors import TextError
-
-        if job.source is not None:
-            from engine.production.book_sources import load_book
-
-            return load_book(Path(job.source))
-        snapshot = self.read_snapshot(job.snapshot)
-        if snapshot is None:
-            raise TextError(f"the text queued for “{job.title}” is no longer in {self.snapshot_folder}")
-        return snapshot_book(snapshot)
-
-    def read_snapshot(self, snapshot_id: str) -> Snapshot | None:
-        try:
-            data = json_limits.load_file(self._snapshot_path(snapshot_id), max_bytes=MAX_SNAPSHOT_BYTES)
-            chapters = [SnapshotChapter(str(c["title"]), int(c["start"]), int(c.get("level", 1)))
-                        for c in data.get("chapters", [])]
-            text = data["text"]
-            if not isinstance(text, str):
-                return None
-            chapters = [c for c in chapters if 0 <= c.start <= len(text)]
-            return Snapshot(text, str(data.get("title", "")), str(data.get("author", "")), chapters)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
-
-    def _snapshot_path(self, snapshot_id: str) -> Path:
-        if not _ID.fullmatch(snapshot_id):  # never a path out of the folder
-            raise JobError("the snapshot id must be 32 hexadecimal digits")
-        return self.snapshot_folder / f"{snapshot_id}.json"
-
-    def _write_snapshot(self, snapshot_id: str, snapshot: Snapshot) -> None:
-        data = {"text": snapshot.text, "title": snapshot.title, "author": snapshot.author,
-                "chapters": [asdict(c) for c in snapshot.chapters]}
-        atomic_write_text(self._snapshot_path(snapshot_id), json.dumps(data, ensure_ascii=False))
-
-    # ---- the file -----------------------------------------------------------------------------------------
-    def save(self) -> None:
-        data = {"version": FILE_VERSION, "jobs": [asdict(job) for job in self.jobs]}
-        atomic_write_text(self.path, json.dumps(data, ensure_ascii=False, indent=1))
-
-    def _load(self) -> None:
-        try:
-            raw = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return
-        except (OSError, UnicodeDecodeError) as e:
-            self._set_aside(f"The export queue could not be read ({e}); it starts empty.")
-            return
-        try:
-            data = json_limits.loads(raw, max_bytes=MAX_QUEUE_FILE_BYTES)
-        except ValueError:
-            self._set_aside("The export queue's file was damaged; it starts empty.")
-            return
-        entries = data.get("jobs") if isinstance(data, dict) else None
-        if not isinstance(entries, list):
-            self._set_aside("The export queue's file holds no list of jobs; it starts empty.")
-            return
-        dropped = max(0, len(entries) - MAX_JOBS)
-        for entry in entries[:MAX_JOBS]:
-            try:
-                job = Job.from_dict(entry)
-            except JobError:
-                dropped += 1
-                continue
-            if self.get(job.id) is not None:
-                dropped += 1
-                continue
-            if job.state == RUNNING:  # the app stopped while it ran: it resumes from the segment cache
-                job.state = QUEUED
-            self.jobs.append(job)
-        if dropped:
-            jobs, were = ("jobs", "were") if dropped > 1 else ("job", "was")
-            self.warnings.append(f"{dropped} export {jobs} in the queue could not be read and {were} dropped.")
-        self._drop_orphan_snapshots()
-
-    def _set_aside(self, message: str) -> None:
-        """Keep the unreadable file for whoever wants to look at it, and start empty."""
-        try:
-            os.replace(self.path, self.path.with_name(QUEUE_FILE + ".damaged"))
-            message += f" The old file is kept as {QUEUE_FILE}.damaged."
-        except OSError:
-            pass
-        self.warnings.append(message)
-
-    def _drop_orphan_snapshots(self) -> None:
-        """Snapshots no job names: left by a crash between writing one and saving the queue."""
-        keep = {job.snapshot for job in self.jobs}
-        try:
-            entries = list(self.snapshot_folder.glob("*.json"))
-        except OSError:
-            return
-        for path in entries:
-            if path.stem not in keep and _ID.fullmatch(path.stem):
-                path.unlink(missing_ok=True)
 
 
 def job_cast(job: Job) -> Cast:
@@ -409,7 +224,7 @@ def default_output(source: str | os.PathLike | None, title: str, fmt: str, per_c
 
 
 def _safe_stem(name: str) -> str:
-    from engine.production.book_export import chapter_file_name
+    from engine.production.export_plan import chapter_file_name
 
     # chapter_file_name makes a title safe for every file system; its number is cut off again
     return chapter_file_name(1, 1, name or "Export", "").split(" - ", 1)[1]

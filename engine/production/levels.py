@@ -69,7 +69,7 @@ class WrittenLevels:
 def add_room_tone(items: list, target: LoudnessTarget | None) -> list:
     """``items`` (one file's ``Speech``, ``Pause`` and ``ChapterStart``) with the target's room tone: silence after
     the file's first chapter mark (so the mark stays at its start) and at its end."""
-    from engine.production.book_export import ChapterStart, Pause
+    from engine.production.export_plan import ChapterStart, Pause
 
     lead, tail = target.room_tone_s if target is not None else (0.0, 0.0)
     if not lead and not tail:

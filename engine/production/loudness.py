@@ -25,7 +25,7 @@ sentences are digital silence already; a noise bed only at a file's ends would b
 and one under everything would add hiss the voice never had. Silence meets ACX's noise floor (at most -60 dB RMS)
 and every codec keeps it exact.
 
-Why FFmpeg's filters through PyAV (already the encoder's library, ``engine.production.encode``) and not pyloudnorm:
+Why FFmpeg's filters through PyAV (already the encoder's library, ``engine.production.av_library``) and not pyloudnorm:
 pyloudnorm measures integrated loudness only (no true peak, which a ceiling needs) and filters the whole signal
 as float64 arrays in memory (about 33 MiB for a minute at 24 kHz, growing with the length); ``ebur128`` measures
 both in constant memory, agrees with pyloudnorm within 0.1 LU, and reads true peaks oversampled to 192 kHz. pyloudnorm
@@ -311,9 +311,9 @@ class _Graph:
     """A chain of FFmpeg audio filters on mono float32 samples, through PyAV."""
 
     def __init__(self, sample_rate: int, filters: list[tuple[str, str]]):
-        from engine.production.encode import _av
+        from engine.production.av_library import load_av
 
-        self._av = av = _av()
+        self._av = av = load_av()
         self.sample_rate = sample_rate
         self.graph = av.filter.Graph()
         node = self.graph.add_abuffer(format="flt", sample_rate=sample_rate, layout="mono")

@@ -1,7 +1,7 @@
 """What an export would speak, segment by segment, before a sound is made (Qt-free): ``orator export
 --list-segments`` prints it, one JSON object a line, and the studio's Preview segments dialog shows it, both from
 ``book_segments`` so the two never differ. Each segment is as the exporter plans it
-(``engine.production.book_export.passage_speech``): the text as the reading policy hands it to speech, before the
+(``engine.production.export_plan.passage_speech``): the text as the reading policy hands it to speech, before the
 pronunciation rules, with its chapter (numbered as ``--list-chapters`` numbers it) and its voice mark's name
 (None: the default voice).
 """
@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 
-from engine.production.book_export import passage_speech
 from engine.production.book_structure import Book
+from engine.production.export_plan import passage_speech
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.production.encode import audio_format
+from engine.production.audio_formats import audio_format
 from qtapp.chapter_choice import ChapterChoice
 from qtapp.dialogs.casting_section import CastingSection, loudness_box
 

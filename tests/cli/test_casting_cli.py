@@ -90,9 +90,10 @@ def test_a_bad_cast_is_one_clear_line_before_any_model_loads(tmp_path, capsys):
 
 
 def test_the_plan_gives_each_span_the_voice_it_is_cast_in(tiny_engine, tmp_path):
-    from engine.production.book_export import BookExporter, ExportOptions, Pause, Speech
+    from engine.production.book_export import BookExporter
     from engine.production.book_structure import book_from_text
     from engine.production.casting import Cast, cast_book
+    from engine.production.export_plan import ExportOptions, Pause, Speech
     from engine.voices import Voice
 
     engine = tiny_engine()

@@ -209,10 +209,10 @@ def _epub(path: Path, chapters: list[tuple[str, str]], cover: bytes) -> Path:
 
 
 def test_an_epub_with_chapters_becomes_an_m4b_with_the_same_chapters(capsys, tiny_model_dir, tmp_path):
-    from engine.production.book_sources import _structured_documents
-    from tests.engine.audio.test_encode import png
+    from engine.production.book_sources import structured_documents
+    from tests.engine.production.test_encode import png
 
-    if not _structured_documents():
+    if not structured_documents():
         pytest.skip("engine.documents here reads an EPUB as flat text, without its chapters (branch documents does)")
 
     chapters = [("Chapter 1: Arrival", "They came by sea. It was late."), ("Chapter 2: The Town", "Nobody was up."),

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from engine.production.book_structure import chapter_selection
+from engine.production.chapter_ranges import chapter_selection
 from qtapp.export_requests import open_export_dialog
 
 CHAPTERS = 600

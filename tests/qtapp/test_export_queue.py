@@ -12,7 +12,8 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
 from engine import Voice
-from engine.production.export_jobs import CANCELLED, DONE, PAUSED, QUEUE_FILE, QUEUED, RUNNING, Job, Snapshot
+from engine.production.export_jobs import CANCELLED, DONE, PAUSED, QUEUED, RUNNING, Job, Snapshot
+from engine.production.export_queue import QUEUE_FILE
 from engine.production.time_left import format_time_left
 from engine.voices.library import data_dir
 from qtapp.export_panel import FILE, FORMAT, PROGRESS, STATE, TITLE
@@ -358,8 +359,8 @@ def test_cancelling_a_job_a_kill_interrupted_removes_its_temporary_files(qtbot, 
     nothing else in the folder."""
     import json
 
-    from engine.production.book_export import _pending_record
     from engine.production.encode import create_temp_beside
+    from engine.production.export_leftovers import pending_record
     from engine.production.segment_cache import SegmentCache
 
     out = tmp_path / "out"
@@ -368,7 +369,7 @@ def test_cancelling_a_job_a_kill_interrupted_removes_its_temporary_files(qtbot, 
     temp = create_temp_beside(target)
     keep = out / "mine.txt"
     keep.write_text("not the export's")
-    record = _pending_record(SegmentCache(tmp_path / "cache"), target)
+    record = pending_record(SegmentCache(tmp_path / "cache"), target)
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps([str(temp)]))
     queue = ExportQueueController(tmp_path / "data", lambda v, cancel=None: None, lambda name: None,

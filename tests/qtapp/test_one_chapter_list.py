@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from engine.documents.outline import with_descendants
-from engine.production.book_structure import chapter_selection
+from engine.production.chapter_ranges import chapter_selection
 from qtapp.chapter_panel import INDEX_ROLE
 from qtapp.export_requests import open_export_dialog
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from engine.core.text.reading_policy import ReadingPolicy
 from engine.documents import load_document
-from engine.production.book_export import passage_speech
 from engine.production.book_sources import load_book
+from engine.production.export_plan import passage_speech
 from tests.engine.documents.helpers import write_docx, write_epub
 
 SKIP_NOTES = ReadingPolicy(footnotes="skip")

@@ -164,8 +164,8 @@ def noted_words(paragraphs, skip_notes: bool = False) -> list[str]:
 @given(NOTED)
 def test_html_notes_keep_every_word_after_their_paragraph_unless_skipped(tmp_path, paragraphs):
     from engine.core.text.reading_policy import ReadingPolicy
-    from engine.production.book_export import passage_speech
     from engine.production.book_sources import load_book
+    from engine.production.export_plan import passage_speech
 
     body = "".join(f"<p>{html.escape(text)}" + (f'<a epub:type="noteref" href="#n{i}">{i + 1}</a>' if note else "")
                    + "</p>" for i, (text, note) in enumerate(paragraphs))

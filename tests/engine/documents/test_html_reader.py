@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from engine.documents import DocumentError, html_to_text, load_document
 from engine.documents.html_markup import decode_markup
-from engine.production.book_export import passage_speech
 from engine.production.book_sources import load_book
+from engine.production.export_plan import passage_speech
 
 
 def test_doctype_declaration_comments_and_instructions_are_not_read():

@@ -8,8 +8,8 @@ import re
 from engine.core.text.reading_policy import ReadingPolicy
 from engine.documents import load_document
 from engine.documents.model import CODE
-from engine.production.book_export import passage_speech
 from engine.production.book_sources import load_book
+from engine.production.export_plan import passage_speech
 from tests.engine.documents.helpers import DATA
 
 LEARNING = DATA / "lilypond-learning-p23.pdf"

@@ -21,7 +21,7 @@ from engine.production.casting import Cast, cast_argument, cast_book, paragraph_
 from engine.production.casting import quotes as quotes_module
 from engine.production.casting.quotes import DOUBLE, SINGLE, find_quotes, quote_style, speaker
 
-NOVEL = Path(__file__).resolve().parents[1] / "data" / "documents" / "pride-and-prejudice-ch1-12.txt"
+NOVEL = Path(__file__).resolve().parents[2] / "data" / "documents" / "pride-and-prejudice-ch1-12.txt"
 DIALOGUE = Cast("Dialogue")
 
 

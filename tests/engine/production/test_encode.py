@@ -19,20 +19,18 @@ from hypothesis import strategies as st
 from engine.atomic_files import TEMP_PREFIX
 from engine.errors import UnsupportedError
 from engine.production import encode
-from engine.production.encode import (
-    FORMATS,
+from engine.production.audio_formats import FORMATS, audio_format
+from engine.production.audio_metadata import (
     MAX_CHAPTER_TITLE_BYTES,
     MAX_TAG_CHARS,
     ChapterMark,
     Cover,
-    FileEncoder,
-    StreamEncoder,
     Tags,
-    audio_format,
     clean_tag,
-    encode_bytes,
     normalized_chapters,
 )
+from engine.production.encode import FileEncoder, StreamEncoder, encode_bytes
+from engine.production.mux_pipeline import MuxPipeline
 
 RATE = 24000
 # Samples a decoder may add: the last codec frame's padding (AAC 1024, MP3 1152, Opus 20 ms at 48 kHz), and for
@@ -198,7 +196,7 @@ def test_an_encoder_failing_midway_leaves_no_file_and_the_old_target_intact(tmp_
     target = tmp_path / "book.m4b"
     target.write_bytes(b"the previous export")
     writes = 0
-    real_write = encode._Pipeline.write
+    real_write = MuxPipeline.write
 
     def failing_write(self, samples):
         nonlocal writes
@@ -207,7 +205,7 @@ def test_an_encoder_failing_midway_leaves_no_file_and_the_old_target_intact(tmp_
             raise OSError(28, "No space left on device")
         real_write(self, samples)
 
-    monkeypatch.setattr(encode._Pipeline, "write", failing_write)
+    monkeypatch.setattr(MuxPipeline, "write", failing_write)
     with pytest.raises(OSError, match="No space"):
         encode_file(target, tone(), late=True, tags=TAGS)
     assert target.read_bytes() == b"the previous export"
@@ -219,8 +217,8 @@ def test_a_failure_while_finishing_leaves_nothing(name, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("remux failed")
 
-    monkeypatch.setattr(encode, "_remux", broken)
-    monkeypatch.setattr(encode._Pipeline, "set_chapters", broken)
+    monkeypatch.setattr(encode, "remux", broken)
+    monkeypatch.setattr(MuxPipeline, "set_chapters", broken)
     with pytest.raises(RuntimeError, match="remux failed"):
         encode_file(tmp_path / f"book.{name}", tone(1.0), late=True)
     assert list(tmp_path.iterdir()) == []

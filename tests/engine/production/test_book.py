@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 
 from engine.core.text.segments import split_segments, split_sentences
 from engine.errors import TextError
+from engine.production.book_sources import epub_cover
 from engine.production.book_structure import (
     Passage,
     Pauses,
     book_from_document,
     book_from_text,
     decode_text,
-    epub_cover,
-    parse_chapter_selection,
 )
+from engine.production.chapter_ranges import parse_chapter_selection
 
 PARAGRAPHS = [
     "It was a bright cold day in April, and the clocks were striking thirteen. Winston Smith, his chin nuzzled "

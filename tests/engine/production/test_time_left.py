@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from engine import Voice
-from engine.production.book_export import BookExporter, ExportOptions
+from engine.production.book_export import BookExporter
 from engine.production.book_structure import Pauses, book_from_text
+from engine.production.export_plan import ExportOptions
 from engine.production.segment_cache import SegmentCache
 from engine.production.time_left import TimeLeft
 from tests.qtapp.fake_engine import FakeEngine

@@ -12,9 +12,11 @@ import pytest
 from engine import Voice
 from engine.documents import load_document
 from engine.documents.outline import chapter_outline
-from engine.production.book_export import BookExporter, ExportOptions
+from engine.production.book_export import BookExporter
 from engine.production.book_sources import load_book
-from engine.production.book_structure import Pauses, chapter_selection
+from engine.production.book_structure import Pauses
+from engine.production.chapter_ranges import chapter_selection
+from engine.production.export_plan import ExportOptions
 from engine.production.segment_list import book_segments
 
 

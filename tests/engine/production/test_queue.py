@@ -12,16 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.production.export_jobs import (
-    QUEUE_FILE,
     QUEUED,
     RUNNING,
-    ExportQueue,
     Job,
     JobError,
     Snapshot,
     SnapshotChapter,
     default_output,
 )
+from engine.production.export_queue import QUEUE_FILE, ExportQueue
 
 
 def job(tmp_path, title="Book", **kw) -> Job:

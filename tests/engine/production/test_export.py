@@ -18,10 +18,12 @@ import pytest
 from engine import Voice
 from engine.atomic_files import TEMP_PREFIX
 from engine.core.text.segments import split_segments
-from engine.production.book_export import BookExporter, ExportCancelled, ExportOptions, chapter_file_name, segment_seed
+from engine.production.book_export import BookExporter, ExportCancelled, segment_seed
 from engine.production.book_structure import Pauses, book_from_text
+from engine.production.export_leftovers import pending_record
+from engine.production.export_plan import ExportOptions, chapter_file_name
 from engine.production.segment_cache import SegmentCache
-from tests.engine.audio.test_encode import png
+from tests.engine.production.test_encode import png
 from tests.plans import PRECISIONS
 
 RATE = 24000
@@ -213,12 +215,11 @@ def test_what_a_killed_export_left_is_removed_by_the_next(engine, tmp_path):
     cache = SegmentCache(tmp_path / "cache")
     target = tmp_path / "out" / "book.opus"
     target.parent.mkdir()
-    exporter = BookExporter(lambda voice: engine, cache=cache)
     orphan = target.parent / f"{TEMP_PREFIX}deadbeef.tmp"
     orphan.write_bytes(b"half a book")
     stranger = target.parent / f"{TEMP_PREFIX}someone-else.tmp"  # not recorded: another program's, kept
     stranger.write_bytes(b"not ours")
-    record = exporter._pending_file(target)
+    record = pending_record(cache, target)
     record.parent.mkdir(parents=True)
     record.write_text(json.dumps([str(orphan), "/etc/passwd"]))
     export(engine, "Short text.", target, replace(OPTIONS, format="opus"), cache=cache)
