@@ -14,8 +14,6 @@ from tools import import_rules
 # (file, owner module, private name): each to be made public in its owner (or its use removed)
 PENDING_PRIVATE = {
     ("bench/cpu_probe_accuracy.py", "engine.core.cpu.speed_probe", "_pytorch_steps"),
-    ("engine/cli/info.py", "engine.cli.commands", "_load"),
-    ("engine/cli/voiceover.py", "engine.cli.commands", "_load"),
     ("engine/core/cpu/numba_predictor.py", "engine.core.cpu.one_position_numba", "_lock"),
     ("engine/core/cpu/numba_predictor.py", "engine.core.cpu.one_position_numba", "_follow_torch_threads"),
     ("engine/core/cpu/prompt_numba.py", "engine.core.cpu.one_position_numba", "_follow_torch_threads"),
@@ -23,14 +21,12 @@ PENDING_PRIVATE = {
     ("engine/core/cpu/prompt_rows_numba.py", "engine.core.cpu.one_position_numba", "_follow_torch_threads"),
     ("engine/core/cpu/prompt_rows_numba.py", "engine.core.cpu.one_position_numba", "_lock"),
     ("engine/core/execution_plan.py", "engine.core.cpu.numba_cache.cold_start", "_bridge"),
-    ("engine/production/loudness.py", "engine.production.encode", "_av"),
 }
 # the imports that close the cycles still open: once each is gone, so are the cycles
 PENDING_IMPORTS = {
     ("engine.core.model", "engine.core.cpu.numba_cache"),  # use_cache_folder() belongs before Numba's import
     ("engine.core.model.layers", "engine.core.cpu.prompt_numba"),  # the CPU path should install its prompt pass
     ("engine.core.cpu.int8", "engine.core.cpu.prompt_rows_numba"),  # likewise its integer rows
-    ("engine.production.levels", "engine.production.book_export"),  # ChapterStart, Pause belong lower
 }
 
 
