@@ -16,6 +16,13 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--pdf-worker"]:
 
     sys.exit(worker_main(sys.argv[2:4]))
 
+if __name__ == "__main__" and sys.argv[1:2] == ["--numba-warmup"]:
+    # the compiling process of the cold-start bridge (engine/core/cpu/numba_cache/warmup.py), likewise started here
+    # in a frozen app
+    from engine.core.cpu.numba_cache.warmup import main as warmup_main
+
+    sys.exit(warmup_main(sys.argv[2:3]))
+
 from engine.cli.export import add_export_arguments, run_export_command  # noqa: E402
 from engine.cli.info import add_info_arguments, run_info_command  # noqa: E402
 from engine.cli.options import add_precision_argument  # noqa: E402
