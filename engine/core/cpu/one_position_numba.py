@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _failed: list[str] = []
+PRODUCTS = (None, "vnni", "16-bit")  # numba_stacks' products: measured at load (None), or pinned by a test
 
 
 def _product(weights: list[Int8Weight], wanted: bool) -> Product:
@@ -154,12 +155,16 @@ def _follow_torch_threads() -> int:
     return threads
 
 
-def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[NumbaPosition, NumbaPosition,
-                                                                           list[NumbaHead]] | None:
+def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition], products: str | None = None
+                 ) -> tuple[NumbaPosition, NumbaPosition, list[NumbaHead]] | None:
     """The talker's and its code predictor's Numba steps and the predictor's heads, made and compiled once per
     talker; None where the ``cpu_numba`` option is off, Numba is missing, a stack's projections or the heads are
     not all int8, or a compile failed (the PyTorch steps then run), and while the cold-start bridge speaks on the
-    PyTorch steps (``engine.core.cpu.numba_cache.cold_start``; not remembered)."""
+    PyTorch steps (``engine.core.cpu.numba_cache.cold_start``; not remembered). Their products are the plan's
+    choice: VNNI where the processor has it and it measures faster at load (``vnni_faster``), else 16-bit;
+    ``products`` ("vnni" or "16-bit") pins that choice instead, for a test (VNNI still only where a stack takes it)."""
+    if products not in PRODUCTS:
+        raise ValueError(f"products must be one of {PRODUCTS}, not {products!r}")
     if not options.current().cpu_numba or not cold_start.numba_now():
         return None
     made = getattr(talker, "_numba_stacks", None)
@@ -168,12 +173,12 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
     steps = None
     cp = talker.code_predictor
     if runs_numba(talker.model) and runs_numba(cp.model) and _all_int8(cp.head_weights or [None]):
-        wanted = options.current().cpu_vnni and vnni.available()
+        wanted = products != "16-bit" and vnni.available()
         built = NumbaPosition(stacks[0], wanted), NumbaPosition(stacks[1], wanted)
         heads = [NumbaHead(w) for w in cp.head_weights]
         if compile_check(built, heads):
             for stack in built:
-                stack.vnni = stack.vnni_able and vnni_faster(stack)
+                stack.vnni = stack.vnni_able and (products == "vnni" or vnni_faster(stack))
             log.info("CPU products: talker %s, code predictor %s", *("VNNI" if s.vnni else "16-bit" for s in built))
             steps = (*built, heads)
     talker._numba_stacks = (stacks, steps)
