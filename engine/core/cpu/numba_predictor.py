@@ -1,9 +1,9 @@
 """A code-predictor frame of the fast CPU path as one Numba call: the 15 passes of ``predict_codes_by_position``
 with their heads and draws, and the sum of the frame's 16 code embeddings that feeds the next talker step.
 
-Through ``predict_codes_by_position`` each pass returns to Python for ~15 PyTorch operations (the next code's
-embedding row, the head's product, the draw): 6-20% of a frame once the products are split over several cores
-(docs/benchmarks.md#cpu-predictor-frame). Here the passes run back to back in compiled code: the same Numba steps
+Through ``predict_codes_by_position`` each pass returns to Python for a few PyTorch operations (the next code's
+embedding row, the head's product, the draw), a share of a frame that grows as the products are split over more
+cores (docs/benchmarks.md#cpu-predictor-frame). Here the passes run back to back in compiled code: the same Numba steps
 and products (``engine.core.cpu.numba_layer``), each draw as ``engine.core.sampling._sample_one_row`` makes it
 (greedy, or top-k without top-p; other settings take the per-pass path), from the same Gumbel terms made by PyTorch
 once a frame.

@@ -3,14 +3,12 @@ for one position of one stream in one call, and the code predictor's heads, made
 stacks. tests/engine/model/test_one_position_numba.py holds the two paths together.
 
 Where the processor has AVX512-VNNI the products' integer sums can come from its 8-bit dot products
-(``engine.core.cpu.vnni``): each stack measures both ways at load and keeps the faster (``vnni_faster``), with the same
-outputs either way. Numba compiles the kernels once per machine (minutes on 2 cores) and keeps them in its cache
-(``engine.core.cpu.numba_cache``); until they are there an engine speaks on the PyTorch steps while another process
-compiles
-them (``engine.core.cpu.numba_cache.cold_start``). Where Numba is missing or a compile fails, ``numba_stacks`` returns
-None
-and the PyTorch steps run. Calls are serialised by a lock: one stream steps at a time, and Numba's thread pool then
-never sees two callers.
+(``engine.core.cpu.vnni``): each stack measures both ways at load and keeps the faster (``vnni_faster``), with the
+same outputs either way. Numba compiles the kernels once per machine (docs/benchmarks.md#cpu-cold-start) and keeps
+them in its cache (``engine.core.cpu.numba_cache``); until they are there an engine speaks on the PyTorch steps while
+another process compiles them (``engine.core.cpu.numba_cache.cold_start``). Where Numba is missing or a compile
+fails, ``numba_stacks`` returns None and the PyTorch steps run. Calls are serialised by a lock: one stream steps at
+a time, and Numba's thread pool then never sees two callers.
 """
 
 from __future__ import annotations
@@ -194,8 +192,8 @@ def vnni_faster(stack: NumbaPosition, positions: int = 64, rounds: int = 4) -> b
     """Whether ``stack``'s steps run faster here with the VNNI products than with the 16-bit ones: a step at the
     middle of a ``positions``-slot cache each way, alternating, ``rounds`` times (the first of each untimed), the
     medians compared. Which is faster depends on the processor and its caches: the same products, cached or
-    streamed from memory, run up to 1.5x faster on one machine and half as fast on another
-    (docs/benchmarks.md#cpu-vnni); both give the same outputs, bit for bit."""
+    streamed from memory, run faster on one machine and slower on another (docs/benchmarks.md#cpu-vnni); both give
+    the same outputs, bit for bit."""
     cache = _scratch_cache(stack, positions)
     x = torch.linspace(-1.0, 1.0, stack.width)[None]
     steps = {}
