@@ -227,7 +227,7 @@ def _bridge_note(current: options.Options) -> str | None:
 
     if not current.cpu_warmup or not jit.cacheable():
         return None
-    bridge = cold_start._bridge
+    bridge = cold_start.current()
     if bridge is not None and not bridge.numba_now:
         return BRIDGE
     folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()
@@ -248,7 +248,7 @@ def kernels_ready() -> bool:
 
     if jit.numba is None:
         return False
-    bridge = cold_start._bridge
+    bridge = cold_start.current()
     if bridge is not None:
         return bridge.numba_now
     folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()

@@ -181,7 +181,7 @@ class NumbaPredictorFrame:
         f.x[:] = cp.project(embedded).reshape(-1).numpy()
         draws = Draws(terms, greedy, np.float32(settings.temperature[0]), int(settings.top_k[0]))
         step = self.step
-        with jit._lock:
-            jit._follow_torch_threads()
+        with jit.KERNEL_LOCK:
+            jit.follow_torch_threads()
             _frame(tables.kernel, f, draws, step.weights, step.kv, step.scratch)
         return torch.cat([code0, torch.from_numpy(f.codes)])[None], torch.from_numpy(f.total)[None]

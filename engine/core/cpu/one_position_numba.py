@@ -31,7 +31,9 @@ from engine.core.model.layers import DecoderStack, KVCache
 
 log = logging.getLogger(__name__)
 
-_lock = threading.Lock()
+# held by every call of this package's Numba kernels (here, prompt_numba, prompt_rows_numba, numba_predictor):
+# one stream steps at a time, and Numba's thread pool never sees two callers
+KERNEL_LOCK = threading.Lock()
 _failed: list[str] = []
 PRODUCTS = (None, "vnni", "16-bit")  # numba_stacks' products: measured at load (None), or pinned by a test
 
@@ -112,8 +114,8 @@ class NumbaBoundStep:
             raise IndexError(f"position {pos} is outside this cache's {self.slots} slots")
         out = np.empty(self.x.shape[0], np.float32)
         self.x[:] = x.reshape(-1).numpy()
-        with _lock:
-            _follow_torch_threads()
+        with KERNEL_LOCK:
+            follow_torch_threads()
             kernels.stack_step(self.x, pos, self.weights, self.kv, self.scratch, final_norm, out)
         return torch.from_numpy(out)[None] if final_norm else None
 
@@ -127,8 +129,8 @@ class NumbaHead:
 
     def row(self, x: torch.Tensor) -> torch.Tensor:
         y = np.empty(self.q.shape[0], np.float32)
-        with _lock:
-            _follow_torch_threads()
+        with KERNEL_LOCK:
+            follow_torch_threads()
             kernels.product(self.q, self.scale, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), self.xq, y)
         return torch.from_numpy(y)[None]
 
@@ -145,7 +147,7 @@ def _all_int8(weights: list) -> bool:
     return all(isinstance(w, Int8Weight) for w in weights)
 
 
-def _follow_torch_threads() -> int:
+def follow_torch_threads() -> int:
     """Numba's threads for the calling thread's next kernels: PyTorch's count (which ``engine.core.cpu.threads``
     chooses frame by frame), at most Numba's pool; returns it."""
     threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))

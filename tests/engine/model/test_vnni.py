@@ -25,7 +25,7 @@ if jit.numba is not None:
     def _dot4(q, row0, start, stop, lo, hi, out):
         vnni.dot4(q, row0, start, stop, lo, hi, out)
 
-    _plain4 = njit(vnni._plain(4))
+    _plain4 = njit(vnni.plain_rows(4))
 
 
 def exact_sums(q, row0, start, stop, lo, hi):
