@@ -124,13 +124,18 @@ class PredictorTables:
 
     def __init__(self, talker, heads: list[jit.NumbaHead]):
         cp = talker.code_predictor
-        tables = [emb.weight.detach() for emb in cp.model.codec_embedding]
+        weights = [emb.weight for emb in cp.model.codec_embedding]
+        tables = [w.detach() for w in weights]
         rows = kernels.numba.typed.List([_kernel_table(t) for t in tables])
         if isinstance(cp.small_to_mtp_projection, nn.Identity):
             inputs = rows
         else:
+            projected: dict[int, np.ndarray] = {}  # a table several codebooks share (the speed probe's) once
             with torch.inference_mode():
-                inputs = kernels.numba.typed.List([cp.project(t.float()).contiguous().numpy() for t in tables[:-1]])
+                for w, t in zip(weights[:-1], tables[:-1], strict=True):
+                    if id(w) not in projected:
+                        projected[id(w)] = cp.project(t.float()).contiguous().numpy()
+            inputs = kernels.numba.typed.List([projected[id(w)] for w in weights[:-1]])
         self.kernel = Tables(inputs, rows, kernels.numba.typed.List([h.q for h in heads]),
                              np.stack([h.scale for h in heads]))
         self.no_gumbel = np.zeros((len(heads), heads[0].q.shape[0]), np.float32)
