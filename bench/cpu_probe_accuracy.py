@@ -16,7 +16,7 @@ import time
 import torch
 
 from engine import Engine, Sampling, Voice
-from engine.core.cpu.speed_probe import _pytorch_steps, measure_cpu_speed
+from engine.core.cpu.speed_probe import measure_cpu_speed, use_pytorch_steps
 from engine.core.frames.eager import FrameGenerator
 from engine.core.prompts import build_prompt
 
@@ -28,7 +28,7 @@ def measure(model_dir: str, frames: int = 6) -> dict:
     engine = Engine.from_pretrained(model_dir, device="cpu", precision="fast")
     talker = engine.model.talker
     if probe.plan.startswith("fast: torch-int8"):  # the steps a load speaks on before the Numba loops are compiled
-        _pytorch_steps(talker)
+        use_pytorch_steps(talker)
     prompt = build_prompt(talker, engine.config, engine.tokenizer, Voice.preset("ryan"), TEXT)
     with torch.inference_mode():
         steps = FrameGenerator(talker, prompt, Sampling(seed=1, min_frames=64), 64).frames()

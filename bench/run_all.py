@@ -20,13 +20,12 @@ from pathlib import Path
 from bench.common import DEFAULT_FRAMES, DEFAULT_RUNS, FIRST_CHUNK_SIZES, environment, format_table, read_jsonl
 
 RUNNERS = {"orator": "bench.run_orator", "orator-float32": "bench.run_orator",
-           "orator-pytorch-steps": "bench.run_orator", "orator-16bit": "bench.run_orator",
+           "orator-pytorch-steps": "bench.run_orator",
            "faster": "bench.run_faster", "official": "bench.run_official"}
-# orator-pytorch-steps: int8 frames without Numba; orator-16bit: the Numba steps' products never through VNNI
+# orator-pytorch-steps: int8 frames without Numba (the VNNI products against the 16-bit ones: bench.tuning.cpu_vnni)
 DEFAULT_SYSTEMS = ["orator", "orator-float32", "faster", "official"]
 # what each Orator system asks of the engine's plan (bench.run_orator: --precision, --option), recorded with its result
-RUNNER_ARGS = {"orator-float32": ["--precision", "exact"], "orator-pytorch-steps": ["--option", "cpu_numba=0"],
-               "orator-16bit": ["--option", "cpu_vnni=0"]}
+RUNNER_ARGS = {"orator-float32": ["--precision", "exact"], "orator-pytorch-steps": ["--option", "cpu_numba=0"]}
 
 
 def main(argv=None) -> None:

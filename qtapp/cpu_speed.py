@@ -1,11 +1,11 @@
 """What speed a user without a GPU can expect: this processor measured on each model size, in plain words.
 
 ``SpeedProbe`` runs ``engine.core.cpu.speed_probe.measure_cpu_speed`` for the 0.6B and then the 1.7B on a thread of its
-own
-(a fixed number of frames each, never a compile: seconds in all), emitting each result and the plan it measured;
-``speed_advice`` turns the results into the sentence the first-run dialog shows, which names that plan, says
-whether reading aloud keeps up and suggests the 0.6B models where the 1.7B cannot, from the figures it shows. The
-results are kept in the settings (``cpu_speed``) so the Settings dialog can show them later.
+own (a fixed number of frames each, never a compile: seconds in all; the 1.7B at the thread count the 0.6B found
+faster), emitting each result and the plan it measured; ``speed_advice`` turns the results into the sentence the
+first-run dialog shows, which names that plan, says whether reading aloud keeps up and suggests the sizes that do,
+from the figures it shows, as shown. The results are kept in the settings (``cpu_speed``) so the Settings dialog can
+show them later.
 """
 
 from __future__ import annotations
@@ -21,29 +21,32 @@ KEEPS_UP = 1.0  # seconds of audio per second: below it, reading aloud pauses wh
 
 def speed_advice(xrt: dict[str, float], plan: str = "") -> str:
     """The first-run dialog's sentence for the measured real-time factors (``{"0.6b": 0.8, "1.7b": 0.4}``) on
-    ``plan`` (``engine.core.cpu.speed_probe.CpuSpeed.plan``, named where given)."""
-    if not xrt:
+    ``plan`` (``engine.core.cpu.speed_probe.CpuSpeed.plan``, named where given). The advice reads the figures as
+    they are shown (two decimals): a size keeps up where its figure reads 1.00× or more, whatever the other's."""
+    measured = [size for size in SIZES if size in xrt]
+    if not measured:
         return ""
-    figures = ", ".join(f"the {size.upper()} model {xrt[size]:.2f}× real time" for size in SIZES if size in xrt)
-    small, large = xrt.get("0.6b"), xrt.get("1.7b")
+    shown = {size: round(xrt[size], 2) for size in measured}
+    figures = ", ".join(f"the {size.upper()} model {shown[size]:.2f}× real time" for size in measured)
     on = f" ({plan})" if plan else ""
     said = f"Measured on this processor{on}: {figures} (1× reads aloud without pauses)."
-    if large is not None and large >= KEEPS_UP:
-        return said + " Every model keeps up here."
-    if small is not None and small >= KEEPS_UP:
-        return (said + " Choose the 0.6B models (0.6B CustomVoice to read, 0.6B Base to clone): the 1.7B ones "
-                "cannot keep up with a listener here, though they export at their own pace.")
-    if small is not None:
-        return (said + " Reading aloud will pause between sentences on this processor, even with the faster 0.6B "
-                "models; exporting to audio files works at its own pace. A CUDA graphics card reads many times "
-                "faster.")
-    return said
+    keeping = [size for size in measured if shown[size] >= KEEPS_UP]
+    if len(keeping) == len(measured):
+        return said + (" Every model keeps up here." if len(measured) == len(SIZES) else
+                       f" The {measured[0].upper()} models keep up here.")
+    if keeping:
+        size, other = keeping[0].upper(), next(s for s in measured if s not in keeping).upper()
+        return (said + f" Choose the {size} models ({size} CustomVoice to read, {size} Base to clone): the {other} "
+                "ones cannot keep up with a listener here, though they export at their own pace.")
+    return (said + " Reading aloud will pause between sentences on this processor with "
+            + ("either model size" if len(measured) > 1 else f"the {measured[0].upper()} models")
+            + "; exporting to audio files works at its own pace. A CUDA graphics card reads many times faster.")
 
 
 class SpeedProbe(QObject):
     """Measures each size on a thread of its own; ``measured(size, xrt, plan)`` per size, then ``finished``, delivered
-    on the thread that made the probe. ``measure(size) -> engine.core.cpu.speed_probe.CpuSpeed`` is injectable for
-    tests.
+    on the thread that made the probe. ``measure(size, threads=...) -> engine.core.cpu.speed_probe.CpuSpeed`` (threads:
+    None for the first size, then the count the first found faster) is injectable for tests.
     A plain daemon thread, not a QThread: a dialog closed (or destroyed) while it measures needs nothing
     stopped; ``stop`` only asks it to end after the size it is on."""
 
@@ -65,10 +68,12 @@ class SpeedProbe(QObject):
 
     def _run(self) -> None:
         try:
+            threads = None  # the first size measures the counts the engine chooses between; the rest its faster
             for size in self._sizes:
                 if self._stop.is_set():
                     break
-                speed = self._measure(size)
+                speed = self._measure(size, threads=threads)
+                threads = getattr(speed, "threads", None)
                 self.measured.emit(size, float(speed.realtime_factor), getattr(speed, "plan", ""))
         except Exception as exc:  # noqa: BLE001 - out of memory, an odd build: say so, the dialog still works
             self.failed.emit(f"The speed of this processor could not be measured ({type(exc).__name__}: {exc}).")

@@ -1,8 +1,8 @@
-"""``Engine``: the one entry point. Loads a model and turns (text, voice) into codes, audio and chunks.
+"""``Engine``: the one entry point. Loads a model (``engine.core.loading``) and turns (text, voice) into codes, audio
+and chunks.
 
 Long text is planned as segments (engine.core.text.segments: a line's short sentences merged) spoken one after another
-in
-the same voice (a designed voice carries its first segment as reference, engine.core.context); the codec decoder's
+in the same voice (a designed voice carries its first segment as reference, engine.core.context); the codec decoder's
 streaming state runs across segment boundaries, so the audio of a whole call is one continuous signal and
 ``stream`` concatenated equals ``synthesize`` for the same seed. A segment that does not end is cut by the
 runaway guard (engine.core.frames.guard) and the call goes on.
@@ -17,44 +17,31 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from engine import json_limits
 from engine.core import execution_plan, options
-from engine.core.checkpoint import load_weights, mapped_bf16_tensors, materialize_buffers, resolve_model_dir
 from engine.core.chunk_sizes import GROWN_CHUNK_FRAMES, ChunkSizes
 from engine.core.chunks import SAMPLE_RATE, Audio, Chunk, closing_chunk
 from engine.core.config import DECODER_DTYPE_NAMES, ModelConfig
 from engine.core.context import VoiceContext
-from engine.core.cpu.int8 import Int8Weight, keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
-from engine.core.cpu.numba_cache import cold_start
 from engine.core.cpu.threads import ThreadGovernor
 from engine.core.frames.capacity import fitted_budget
 from engine.core.frames.eager import EagerStreamer
-from engine.core.frames.graphs.capture import graphs_enabled
 from engine.core.frames.guard import FrameGuard
+from engine.core.loading import load_engine
 from engine.core.model import Qwen3TTS
-from engine.core.model.layers import fuse_projections
 from engine.core.prompts import build_prompt, build_prompts, check_prompts, prompt_positions
 from engine.core.pronunciation.lexicon import Lexicon, pronounce
-from engine.core.runtime import (
-    check_device,
-    check_torch,
-    fast_cpu_decoder_dtype,
-    release_free_memory,
-    use_cpu_threads,
-)
 from engine.core.sampling import Sampling
 from engine.core.speech_plan import Plan, draw_seed
 from engine.core.text.segments import Segment, segments_of
 from engine.core.tokenizer import TextTokenizer
 from engine.core.voice import Voice, check_voice_arrays, voice_arrays
-from engine.errors import CheckpointError, VoiceError
+from engine.errors import VoiceError
 
 if TYPE_CHECKING:
     from engine.core.frames.batched.streams import BatchedStreams
@@ -63,7 +50,6 @@ if TYPE_CHECKING:
 ENCODINGS_KEPT = 16  # clone encodings remembered per engine
 LIVE_PROBE_TEXT = "Hello."  # the text a live session's voice is checked with before its own text arrives
 log = logging.getLogger(__name__)
-DECODER_DTYPES = tuple(getattr(torch, name) for name in DECODER_DTYPE_NAMES)  # from_pretrained's decoder_dtype
 
 
 class Engine:
@@ -104,56 +90,7 @@ class Engine:
         On a CPU ``dtype`` is what stays float (float32; float64 only with ``exact``): it no longer chooses int8.
         ``cpu_int8`` is its old spelling (True: ``fast``, False: ``exact``). What the engine runs is chosen here,
         once, and kept as ``execution_plan`` (logged once)."""
-        check_torch()
-        device = torch.device(device)
-        check_device(device)
-        legacy = None if cpu_int8 is None or device.type != "cpu" else "fast" if cpu_int8 else "exact"
-        precision, dtype, fallbacks = execution_plan.resolve_precision(device, precision, dtype, legacy)
-        before = execution_plan.planned(device, precision, dtype)
-        before = replace(before, fallbacks=(*fallbacks, *before.fallbacks))
-        int8 = precision == "fast" and device.type == "cpu"
-        if decoder_dtype is None:
-            decoder_dtype = (fast_cpu_decoder_dtype() if int8 else
-                             torch.float64 if dtype == torch.float64 else torch.float32)
-        elif decoder_dtype not in DECODER_DTYPES:
-            names = ", ".join(DECODER_DTYPE_NAMES)
-            raise ValueError(f"decoder_dtype must be one of {names} (or None for the default), not {decoder_dtype!r}")
-        model_dir = resolve_model_dir(model)
-        config = ModelConfig.from_file(model_dir / "config.json")
-        if int8:  # where the Numba steps are not compiled yet, a process compiles them while the model loads
-            cold_start.at_load()
-        with torch.device("meta"):
-            net = Qwen3TTS(config)
-        # the int8 path reads each bf16 tensor through a memory map of its own (its pages leave memory with it),
-        # quantizes the layers from those and widens only what stays float: no float32 or fused copy of what it
-        # replaces is made, and the text table stays a map
-        weights = model_dir / "model.safetensors"
-        load_weights(net, weights, device=device, dtype=None if int8 else dtype,
-                     given=mapped_bf16_tensors(weights) if int8 else None)
-        materialize_buffers(net, device)
-        if int8:
-            quantize_layers(net.talker, Int8Weight.stacked)
-        fuse_projections(net)
-        if int8:
-            narrow = narrow_tables(net.talker)
-            text_table = net.talker.model.text_embedding.weight.detach()
-            net.talker.model.text_embedding.weight = None  # set again below, never widened
-            net.to(dtype)
-            narrow_text_embedding(net.talker, text_table)
-            keep_narrow(narrow)
-        if device.type == "cpu":
-            use_cpu_threads(options.current().threads)
-        net.eval()
-        from engine.core.codec.decoder import SpeechDecoder
-
-        decoder = SpeechDecoder.from_dir(model_dir / "speech_tokenizer", device=device, dtype=decoder_dtype)
-        if device.type == "cpu":
-            release_free_memory()
-        use_graphs = graphs_enabled(device) if graphs is None else graphs
-        engine = cls(net, config, TextTokenizer(model_dir), decoder, model_dir, _read_defaults(model_dir), use_graphs,
-                     int8)
-        engine.precision = precision
-        engine.execution_plan = execution_plan.of_engine(engine, before)
+        engine = load_engine(cls, model, device, dtype, graphs, decoder_dtype, cpu_int8, precision)
         log.info("execution plan: %s", engine.execution_plan.summary())
         return engine
 
@@ -433,23 +370,4 @@ class Engine:
                 context.offer(seg.speech, spoken, guard.warning)
 
 
-def _read_defaults(model_dir: Path) -> Sampling:
-    """Sampling defaults from ``generation_config.json`` (official values when absent)."""
-    path = model_dir / "generation_config.json"
-    if not path.is_file():
-        return Sampling()
-    try:
-        g = json_limits.load_file(path)
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"{path.name} cannot be read: {e}") from None
-    if not isinstance(g, dict):
-        raise CheckpointError(f"{path.name} must hold a JSON object")
-    return Sampling(
-        greedy=not g.get("do_sample", True), temperature=g.get("temperature", 0.9), top_k=g.get("top_k", 50),
-        top_p=g.get("top_p", 1.0), repetition_penalty=g.get("repetition_penalty", 1.05),
-        sub_greedy=not g.get("subtalker_dosample", True), sub_temperature=g.get("subtalker_temperature", 0.9),
-        sub_top_k=g.get("subtalker_top_k", 50), sub_top_p=g.get("subtalker_top_p", 1.0),
-    )
-
-
-__all__ = ["Engine"]
+__all__ = ["DECODER_DTYPE_NAMES", "Engine"]  # the names the benchmarks read from here too

@@ -159,7 +159,9 @@ def planned(device: str | torch.device | None = None, precision: str | None = No
                              fallbacks=fallbacks)
     path, more, bridge = _fast_path(current)
     decoder = fast_cpu_decoder_dtype()
-    return ExecutionPlan("cpu", precision, path, "int8", _name(decoder),
+    kernels = (f"products: {'VNNI or 16-bit, measured at load' if _vnni_here() else '16-bit'}",) \
+        if path.startswith("numba") else ()
+    return ExecutionPlan("cpu", precision, path, "int8", _name(decoder), kernels=kernels,
                          threads=threads, thread_counts=counts, grow_chunks=current.grow_chunks,
                          cpu_features=_relied_on(path, decoder, ()), fallbacks=(*fallbacks, *more), bridge=bridge)
 
@@ -189,7 +191,8 @@ def of_engine(engine, before: ExecutionPlan) -> ExecutionPlan:
         bridge = None
         path = "numba-int8"
         talker, predictor = engine.cpu_vnni_products
-        kernels.append(f"products: {_products(talker, predictor)}")
+        kernels.append(f"products: {_products(talker, predictor)}"
+                       f"{' as measured at load' if _vnni_here() else ' (no VNNI here)'}")
     else:
         bridge = None
         path = "torch-int8"
@@ -224,7 +227,7 @@ def _bridge_note(current: options.Options) -> str | None:
 
     if not current.cpu_warmup or not jit.cacheable():
         return None
-    bridge = cold_start._bridge
+    bridge = cold_start.current()
     if bridge is not None and not bridge.numba_now:
         return BRIDGE
     folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()
@@ -245,7 +248,7 @@ def kernels_ready() -> bool:
 
     if jit.numba is None:
         return False
-    bridge = cold_start._bridge
+    bridge = cold_start.current()
     if bridge is not None:
         return bridge.numba_now
     folder = cold_start.MARKER_FOLDER or numba_cache.cache_folder()
@@ -265,6 +268,14 @@ def _governed(threads: int) -> tuple[int, ...]:
 
     governor = ThreadGovernor.for_this_machine()
     return tuple(governor.choices) if governor is not None else ()
+
+
+def _vnni_here() -> bool:
+    """Whether the Numba steps can take the VNNI products here (``engine.core.cpu.vnni.available``): the plan then
+    measures them against the 16-bit ones at load (``engine.core.cpu.one_position_numba.vnni_faster``)."""
+    from engine.core.cpu import vnni
+
+    return vnni.available()
 
 
 def _products(talker: bool, predictor: bool) -> str:

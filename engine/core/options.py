@@ -7,14 +7,15 @@
 | `triton`  | `ORATOR_TRITON=0`   | on      | the Triton kernels (their PyTorch references run instead)      |
 | `precision` | `ORATOR_PRECISION=exact` | fast | float32 weights, not int8 on a CPU (bf16 on a GPU): docs/cpu.md |
 | `cpu_numba` | `ORATOR_CPU_NUMBA=0` | on | the CPU steps compiled by Numba (``one_position_numba``)      |
-| `cpu_vnni` | `ORATOR_CPU_VNNI=0` | on | those steps' products through AVX512-VNNI where the CPU has it (``vnni``) |
 | `cpu_warmup` | `ORATOR_CPU_WARMUP=0` | on | PyTorch's steps while a process compiles Numba's (``cold_start``) |
 | `grow_chunks` | `ORATOR_GROW_CHUNKS=0` | on | a CPU stream's chunks growing while ahead (``core.chunk_sizes``) |
 | `threads` | `ORATOR_THREADS=N`  | chosen  | PyTorch's CPU threads (``core.runtime.cpu_threads``)          |
 
 Each only matters where it can apply: graphs and compilation on a CUDA GPU, Triton where it is installed, int8
 weights, threads and the Numba steps on a CPU. Nothing else reads these variables, but for ``ORATOR_CPU_INT8=0``,
-the old spelling of ``ORATOR_PRECISION=exact``.
+the old spelling of ``ORATOR_PRECISION=exact``; a removed switch still set (``RETIRED``) is ignored, logged once.
+Whether the Numba steps' products go through AVX512-VNNI is the execution plan's choice, not a switch: measured at
+load where the CPU has the instruction (``engine.core.cpu.one_position_numba``).
 ``current()`` is what the engine uses: the environment's values, read at its first call, then whatever ``configure``
 set. ``Engine.from_pretrained`` takes ``graphs`` and ``precision`` for one engine; ``compile`` and
 ``triton`` choose kernels inside shared modules and ``threads`` sets PyTorch's process-wide thread pool, so they are
@@ -24,6 +25,7 @@ with).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -34,6 +36,11 @@ MAX_THREADS = 1024
 _ON = ("1", "true", "yes", "on")
 PRECISIONS = ("fast", "exact")  # engine.core.execution_plan: int8 weights (bf16 on a GPU), or float32
 LEGACY = {"cpu_int8": lambda on: {"precision": "fast" if on else "exact"}}  # old names ``configure`` still takes
+# removed switches a user's environment may still set: ignored, each logged once with what decides instead
+RETIRED = {"ORATOR_CPU_VNNI": "the execution plan chooses the products, measured at load (docs/cpu.md)"}
+
+log = logging.getLogger(__name__)
+_retired_logged: set[str] = set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +50,6 @@ class Options:
     triton: bool = True
     precision: str = "fast"  # one of PRECISIONS
     cpu_numba: bool = True
-    cpu_vnni: bool = True
     cpu_warmup: bool = True
     grow_chunks: bool = True
     threads: int | None = None  # None: chosen from the cores this process may use
@@ -60,6 +66,9 @@ class Options:
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Options:
         """The options that ``ORATOR_EAGER``, ``ORATOR_COMPILE`` and ``ORATOR_TRITON`` ask for (unset: defaults)."""
         env = os.environ if environ is None else environ
+        for name in sorted(set(RETIRED) & set(env) - _retired_logged):
+            _retired_logged.add(name)
+            log.warning("%s is no longer read: %s", name, RETIRED[name])
         threads = env.get("ORATOR_THREADS", "").strip()
         if threads and not threads.isdigit():
             raise ValueError(f"ORATOR_THREADS must be a whole number of threads, not {threads!r}")
@@ -73,7 +82,6 @@ class Options:
                    triton=env.get("ORATOR_TRITON", "").strip().lower() not in _OFF,
                    precision=precision,
                    cpu_numba=env.get("ORATOR_CPU_NUMBA", "").strip().lower() not in _OFF,
-                   cpu_vnni=env.get("ORATOR_CPU_VNNI", "").strip().lower() not in _OFF,
                    cpu_warmup=env.get("ORATOR_CPU_WARMUP", "").strip().lower() not in _OFF,
                    grow_chunks=env.get("ORATOR_GROW_CHUNKS", "").strip().lower() not in _OFF,
                    threads=int(threads) if threads else None)

@@ -183,7 +183,7 @@ def _sample_one_row(logits: torch.Tensor, s: StageSettings, seeds: torch.Tensor,
     a top-k draw without top-p needs no sort. The tokens kept are those at least the k-th largest value (ties
     included, as the sorted path keeps them), and the Gumbel-max draw over them is the same argmax over each
     token's own noise in token order instead of sorted order: the same pick unless two perturbed values are
-    exactly equal. A whole-vocabulary stable sort of 2,048 logits costs ~140 us on a Xeon, 16 a frame
+    exactly equal. The whole-vocabulary stable sorts this avoids, 16 a frame, are the sampling's share of a CPU frame
     (docs/benchmarks.md#cpu-frame); anything else takes the reference."""
     vocab = logits.shape[-1]
     if bool(s.greedy[0]):

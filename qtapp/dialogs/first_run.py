@@ -83,7 +83,8 @@ class FirstRunDialog(QDialog):
 
     def __init__(self, settings: Settings, downloader: Downloader = hub_download,
                  advice: GpuAdvice | None = None, parent: QWidget | None = None, measure_speed=None):
-        """``measure_speed(size) -> engine.core.cpu.speed_probe.CpuSpeed`` replaces the real measurement in tests."""
+        """``measure_speed(size, threads=None) -> engine.core.cpu.speed_probe.CpuSpeed`` replaces the real measurement
+        in tests (``qtapp.cpu_speed.SpeedProbe``)."""
         super().__init__(parent)
         self.settings = settings
         self.downloader = downloader

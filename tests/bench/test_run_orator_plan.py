@@ -27,7 +27,7 @@ def test_every_orator_system_asks_for_its_plan_in_arguments_the_engine_takes(sys
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("cpu_numba=0", ("cpu_numba", False)), ("cpu_vnni=on", ("cpu_vnni", True)), ("threads=4", ("threads", 4)),
+    ("cpu_numba=0", ("cpu_numba", False)), ("cpu_warmup=on", ("cpu_warmup", True)), ("threads=4", ("threads", 4)),
     ("grow_chunks=0", ("grow_chunks", False)), ("precision=exact", ("precision", "exact")),
 ])
 def test_an_option_is_name_equals_value(text, expected):

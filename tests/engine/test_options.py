@@ -3,6 +3,8 @@ engine decides (graphs, compilation, Triton kernels) at the time it decides, not
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -70,8 +72,7 @@ def test_bad_changes_are_refused(engine_options, changes):
     ({"ORATOR_PRECISION": "fast", "ORATOR_CPU_INT8": "0"}, {"precision": "fast"}),  # the new name wins
     ({"ORATOR_THREADS": "4"}, {"threads": 4}),
     ({"ORATOR_THREADS": " 12 "}, {"threads": 12}),
-    ({"ORATOR_CPU_VNNI": "off"}, {"cpu_vnni": False}),
-    ({}, {"cpu_vnni": True, "threads": None}),
+    ({}, {"threads": None}),
 ])
 def test_cpu_options_from_the_environment(environ, expected):
     got = Options.from_environment(environ)
@@ -90,7 +91,24 @@ def test_bad_threads_in_code_are_refused(threads, engine_options):
         options.configure(threads=threads)
 
 
-@pytest.mark.parametrize("removed", ["cpu_int4", "cpu_compile", "decoder_threads", "cpu_team"])
+def test_a_removed_switch_in_the_environment_is_ignored_and_logged_once(monkeypatch, caplog):
+    """ORATOR_CPU_VNNI=0 no longer pins the products (the plan measures them at load): a process that still sets it
+    runs, hearing why once."""
+    monkeypatch.setattr(options, "_retired_logged", set())
+    with caplog.at_level("WARNING", logger="engine.core.options"):
+        for _ in range(2):
+            assert Options.from_environment({"ORATOR_CPU_VNNI": "0"}) == Options()
+    said = [r.getMessage() for r in caplog.records if "ORATOR_CPU_VNNI" in r.getMessage()]
+    assert len(said) == 1 and "measured at load" in said[0]
+
+
+def test_at_most_five_switches_choose_the_cpu_path():
+    """The issue's bound: precision, the Numba steps, the bridge, chunk growth, threads."""
+    cpu = {f.name for f in dataclasses.fields(Options)} - {"graphs", "compile", "triton"}
+    assert cpu == {"precision", "cpu_numba", "cpu_warmup", "grow_chunks", "threads"}
+
+
+@pytest.mark.parametrize("removed", ["cpu_int4", "cpu_compile", "decoder_threads", "cpu_team", "cpu_vnni"])
 def test_the_removed_cpu_paths_options_are_refused_in_code(removed, engine_options):
     before = options.current()
     with pytest.raises(TypeError, match="unknown option"):

@@ -21,7 +21,7 @@ GPU = GpuAdvice("cuda", True, "Ready on the graphics card.", "", None)
 
 def fixed(rates):
     """A measurement giving ``rates[size]`` × real time (80 ms of audio a frame)."""
-    return lambda size: cpu_probe.CpuSpeed(size, 80.0 / rates[size], 0.0, 2)
+    return lambda size, threads=None: cpu_probe.CpuSpeed(size, 80.0 / rates[size], 0.0, 2)
 
 
 @pytest.mark.parametrize(("rates", "says"), [
@@ -33,6 +33,33 @@ def test_the_advice_follows_the_measured_speeds(rates, says):
     text = speed_advice(rates)
     assert says in text
     assert f"the 0.6B model {rates['0.6b']:.2f}× real time" in text and f"{rates['1.7b']:.2f}×" in text
+
+
+@pytest.mark.parametrize(("rates", "says", "never"), [
+    ({"0.6b": 0.996, "1.7b": 0.5}, "Choose the 0.6B models", "will pause"),  # shown as 1.00×: it keeps up as shown
+    ({"0.6b": 0.07, "1.7b": 0.35}, "with either model size", "faster 0.6B"),  # no size is called the faster
+    ({"0.6b": 0.95, "1.7b": 1.02}, "Choose the 1.7B models", "Every model"),  # a loaded machine's noise
+    ({"0.6b": 1.3}, "The 0.6B models keep up here.", "1.7B ones cannot"),  # the 1.7B not measured (yet)
+])
+def test_the_advice_never_contradicts_the_figures_it_shows(rates, says, never):
+    text = speed_advice(rates)
+    assert says in text and never not in text
+    for size, rate in rates.items():
+        assert f"the {size.upper()} model {rate:.2f}× real time" in text
+
+
+def test_the_second_size_is_measured_at_the_count_the_first_found_faster(qtbot):
+    asked = []
+
+    def measure(size, threads=None):
+        asked.append((size, threads))
+        return cpu_probe.CpuSpeed(size, 80.0, 0.0, 3 if size == "0.6b" else 7)
+
+    probe = SpeedProbe(measure)
+    with qtbot.waitSignal(probe.finished, timeout=10_000):
+        probe.start()
+    probe.stop(wait_s=5)
+    assert asked == [("0.6b", None), ("1.7b", 3)]
 
 
 def test_the_first_run_dialog_measures_a_processor_and_keeps_the_figures(qtbot):
@@ -49,7 +76,7 @@ def test_the_first_run_dialog_measures_a_processor_and_keeps_the_figures(qtbot):
 
 def test_with_a_gpu_nothing_is_measured(qtbot):
     calls = []
-    dialog = FirstRunDialog(Settings(), advice=GPU, measure_speed=lambda size: calls.append(size))
+    dialog = FirstRunDialog(Settings(), advice=GPU, measure_speed=lambda size, threads=None: calls.append(size))
     qtbot.addWidget(dialog)
     qtbot.wait(100)
     assert not dialog.speed_label.isVisibleTo(dialog) and calls == []
@@ -57,7 +84,7 @@ def test_with_a_gpu_nothing_is_measured(qtbot):
 
 
 def test_a_failed_measurement_is_said_and_the_dialog_works(qtbot):
-    def broken(size):
+    def broken(size, threads=None):
         raise MemoryError("no room")
 
     dialog = FirstRunDialog(Settings(), advice=CPU, measure_speed=broken)
@@ -73,7 +100,7 @@ def test_closing_during_a_measurement_stops_its_thread_after_that_size(qtbot):
 
     release = threading.Event()
 
-    def slow(size):
+    def slow(size, threads=None):
         release.wait(5)
         return cpu_probe.CpuSpeed(size, 80.0, 0.0, 1)
 
@@ -90,7 +117,8 @@ def test_the_real_measurement_runs_on_its_thread(qtbot, monkeypatch):
     """The studio's own probe (engine.core.cpu.speed_probe, not the tests' fixed figure) on the 0.6B shapes only."""
     monkeypatch.undo()
     got = []
-    probe = SpeedProbe(lambda size: cpu_probe.measure_cpu_speed(size, frames=1), sizes=("0.6b",))
+    probe = SpeedProbe(lambda size, threads: cpu_probe.measure_cpu_speed(size, frames=1, threads=threads),
+                       sizes=("0.6b",))
     probe.measured.connect(lambda size, xrt, plan: got.append((size, xrt, plan)))
     with qtbot.waitSignal(probe.finished, timeout=300_000):  # a hang detector: a busy machine measures slowly
         probe.start()
@@ -101,7 +129,8 @@ def test_the_real_measurement_runs_on_its_thread(qtbot, monkeypatch):
 def test_the_advice_names_the_plan_measured_and_follows_the_figures_shown(qtbot):
     plan = "fast: torch-int8 while the compiled steps are prepared"
     measure = fixed({"0.6b": 1.2, "1.7b": 0.5})
-    dialog = FirstRunDialog(Settings(), advice=CPU, measure_speed=lambda size: replace(measure(size), plan=plan))
+    dialog = FirstRunDialog(Settings(), advice=CPU,
+                            measure_speed=lambda size, threads=None: replace(measure(size), plan=plan))
     qtbot.addWidget(dialog)
     qtbot.waitUntil(lambda: "1.7B model 0.50×" in dialog.speed_label.text(), timeout=10_000)
     text = dialog.speed_label.text()

@@ -8,9 +8,9 @@ directly; a prompt's many rows go through int8 matrix products of their 15-bit i
 (``integer_rows``). The embedding tables stay in the checkpoint's bfloat16 (rows widened as read); everything else
 (norms, attention, the talker's head, sampling) is float32, and the codec decoder is ``engine.core.runtime``'s choice.
 
-Rounding each weight to the nearest of 255 levels of its row's range perturbs a projection's output by well
-under 1% (relative RMS); tests/engine/model/test_int8.py bounds the error a frame accumulates. The exact
-float32 path stays one switch away (``Engine.from_pretrained(cpu_int8=False)``, ``ORATOR_CPU_INT8=0``).
+Rounding each weight to the nearest of 255 levels of its row's range perturbs a projection's output by at most
+half a level a weight; tests/engine/model/test_int8.py derives what that makes of a product and bounds the error a
+frame accumulates. The exact float32 plan is the other precision (``Engine.from_pretrained(precision="exact")``).
 """
 
 from __future__ import annotations
@@ -108,10 +108,10 @@ def prefill_forms() -> list[str]:
 @functools.cache
 def prefill_form() -> str:
     """The form the engine's products of ``GEMM_ROWS`` rows or more take: the first of ``prefill_forms``.
-    Integers wherever they run, though bfloat16 ran a long prompt of the 0.6B faster on a Xeon with AMX (85 against
-    107 ms at 8 cores) and on Zen 4: one rule gives one machine the same audio from run to run whatever its load,
-    the integers follow the Numba steps' rounding rule, and they ran short prompts and the 1.7B's faster (170
-    against 269 ms) (docs/benchmarks.md#cpu-prefill)."""
+    Integers wherever they run, though bfloat16 ran a long prompt of the 0.6B faster on a Xeon with AMX
+    (docs/benchmarks.md#cpu-prefill): one rule gives one machine the same audio from run to run whatever its load,
+    the integers follow the Numba steps' rounding rule, and they ran short prompts and the 1.7B's faster (the same
+    row)."""
     return prefill_forms()[0]
 
 
@@ -119,7 +119,8 @@ def prefill_form() -> str:
 def int_products() -> bool:
     """Whether this PyTorch multiplies int8 matrices on the CPU into int32 (``torch._int_mm``) through oneDNN and
     exactly for ``integer_rows``' values. Processors without 8-bit dot products (VNNI, AMX) multiply-add byte pairs
-    into 16-bit sums, which saturate for them; without oneDNN the product is a plain loop, 50 times slower."""
+    into 16-bit sums, which saturate for them; without oneDNN the product is a plain loop, slower than any other
+    form."""
     if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled):
         return False
     try:
@@ -168,7 +169,7 @@ def quantize_layers(module: nn.Module, quantize: Callable[..., Int8Weight] = Int
     of the pieces' rows stacked: q, k, v; o; gate, up; down) and the code predictor its 15 heads as
     ``quantize(weight)``, and drop the float weights; returns how many were made. Quantized before
     ``fuse_projections``, no float copy of a fused matrix is ever made. The heads are one-row products like the
-    layers' (15 a frame, 8% of a 2-core frame's time in float32)."""
+    layers', one a predictor pass (docs/benchmarks.md#cpu-frame)."""
     from engine.core.model.layers import MLP, Attention
     from engine.core.model.predictor import CodePredictor
 

@@ -63,7 +63,7 @@ except Exception as _error:  # missing, or its LLVM library does not load here: 
 
 def _prefer_wide_vectors() -> None:
     """Let LLVM vectorize with 512-bit registers where the processor has AVX-512: its tuning for these chips
-    prefers 256-bit ones, with which the products run up to half as fast (docs/benchmarks.md#cpu-numba). Takes
+    prefers 256-bit ones, with which the products run slower (docs/benchmarks.md#cpu-numba). Takes
     effect where nothing in this process has been compiled by Numba yet; a user's NUMBA_CPU_FEATURES stands."""
     import llvmlite.binding as llvm
 

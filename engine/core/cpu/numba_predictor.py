@@ -1,9 +1,9 @@
 """A code-predictor frame of the fast CPU path as one Numba call: the 15 passes of ``predict_codes_by_position``
 with their heads and draws, and the sum of the frame's 16 code embeddings that feeds the next talker step.
 
-Through ``predict_codes_by_position`` each pass returns to Python for ~15 PyTorch operations (the next code's
-embedding row, the head's product, the draw): 6-20% of a frame once the products are split over several cores
-(docs/benchmarks.md#cpu-predictor-frame). Here the passes run back to back in compiled code: the same Numba steps
+Through ``predict_codes_by_position`` each pass returns to Python for a few PyTorch operations (the next code's
+embedding row, the head's product, the draw), a share of a frame that grows as the products are split over more
+cores (docs/benchmarks.md#cpu-predictor-frame). Here the passes run back to back in compiled code: the same Numba steps
 and products (``engine.core.cpu.numba_layer``), each draw as ``engine.core.sampling._sample_one_row`` makes it
 (greedy, or top-k without top-p; other settings take the per-pass path), from the same Gumbel terms made by PyTorch
 once a frame.
@@ -124,13 +124,18 @@ class PredictorTables:
 
     def __init__(self, talker, heads: list[jit.NumbaHead]):
         cp = talker.code_predictor
-        tables = [emb.weight.detach() for emb in cp.model.codec_embedding]
+        weights = [emb.weight for emb in cp.model.codec_embedding]
+        tables = [w.detach() for w in weights]
         rows = kernels.numba.typed.List([_kernel_table(t) for t in tables])
         if isinstance(cp.small_to_mtp_projection, nn.Identity):
             inputs = rows
         else:
+            projected: dict[int, np.ndarray] = {}  # a table several codebooks share (the speed probe's) once
             with torch.inference_mode():
-                inputs = kernels.numba.typed.List([cp.project(t.float()).contiguous().numpy() for t in tables[:-1]])
+                for w, t in zip(weights[:-1], tables[:-1], strict=True):
+                    if id(w) not in projected:
+                        projected[id(w)] = cp.project(t.float()).contiguous().numpy()
+            inputs = kernels.numba.typed.List([projected[id(w)] for w in weights[:-1]])
         self.kernel = Tables(inputs, rows, kernels.numba.typed.List([h.q for h in heads]),
                              np.stack([h.scale for h in heads]))
         self.no_gumbel = np.zeros((len(heads), heads[0].q.shape[0]), np.float32)
@@ -181,7 +186,7 @@ class NumbaPredictorFrame:
         f.x[:] = cp.project(embedded).reshape(-1).numpy()
         draws = Draws(terms, greedy, np.float32(settings.temperature[0]), int(settings.top_k[0]))
         step = self.step
-        with jit._lock:
-            jit._follow_torch_threads()
+        with jit.KERNEL_LOCK:
+            jit.follow_torch_threads()
             _frame(tables.kernel, f, draws, step.weights, step.kv, step.scratch)
         return torch.cat([code0, torch.from_numpy(f.codes)])[None], torch.from_numpy(f.total)[None]

@@ -3,14 +3,12 @@ for one position of one stream in one call, and the code predictor's heads, made
 stacks. tests/engine/model/test_one_position_numba.py holds the two paths together.
 
 Where the processor has AVX512-VNNI the products' integer sums can come from its 8-bit dot products
-(``engine.core.cpu.vnni``): each stack measures both ways at load and keeps the faster (``vnni_faster``), with the same
-outputs either way. Numba compiles the kernels once per machine (minutes on 2 cores) and keeps them in its cache
-(``engine.core.cpu.numba_cache``); until they are there an engine speaks on the PyTorch steps while another process
-compiles
-them (``engine.core.cpu.numba_cache.cold_start``). Where Numba is missing or a compile fails, ``numba_stacks`` returns
-None
-and the PyTorch steps run. Calls are serialised by a lock: one stream steps at a time, and Numba's thread pool then
-never sees two callers.
+(``engine.core.cpu.vnni``): each stack measures both ways at load and keeps the faster (``vnni_faster``), with the
+same outputs either way. Numba compiles the kernels once per machine (docs/benchmarks.md#cpu-cold-start) and keeps
+them in its cache (``engine.core.cpu.numba_cache``); until they are there an engine speaks on the PyTorch steps while
+another process compiles them (``engine.core.cpu.numba_cache.cold_start``). Where Numba is missing or a compile
+fails, ``numba_stacks`` returns None and the PyTorch steps run. Calls are serialised by a lock: one stream steps at
+a time, and Numba's thread pool then never sees two callers.
 """
 
 from __future__ import annotations
@@ -33,8 +31,11 @@ from engine.core.model.layers import DecoderStack, KVCache
 
 log = logging.getLogger(__name__)
 
-_lock = threading.Lock()
+# held by every call of this package's Numba kernels (here, prompt_numba, prompt_rows_numba, numba_predictor):
+# one stream steps at a time, and Numba's thread pool never sees two callers
+KERNEL_LOCK = threading.Lock()
 _failed: list[str] = []
+PRODUCTS = (None, "vnni", "16-bit")  # numba_stacks' products: measured at load (None), or pinned by a test
 
 
 def _product(weights: list[Int8Weight], wanted: bool) -> Product:
@@ -113,8 +114,8 @@ class NumbaBoundStep:
             raise IndexError(f"position {pos} is outside this cache's {self.slots} slots")
         out = np.empty(self.x.shape[0], np.float32)
         self.x[:] = x.reshape(-1).numpy()
-        with _lock:
-            _follow_torch_threads()
+        with KERNEL_LOCK:
+            follow_torch_threads()
             kernels.stack_step(self.x, pos, self.weights, self.kv, self.scratch, final_norm, out)
         return torch.from_numpy(out)[None] if final_norm else None
 
@@ -128,8 +129,8 @@ class NumbaHead:
 
     def row(self, x: torch.Tensor) -> torch.Tensor:
         y = np.empty(self.q.shape[0], np.float32)
-        with _lock:
-            _follow_torch_threads()
+        with KERNEL_LOCK:
+            follow_torch_threads()
             kernels.product(self.q, self.scale, np.ascontiguousarray(x.reshape(-1).numpy(), np.float32), self.xq, y)
         return torch.from_numpy(y)[None]
 
@@ -146,7 +147,7 @@ def _all_int8(weights: list) -> bool:
     return all(isinstance(w, Int8Weight) for w in weights)
 
 
-def _follow_torch_threads() -> int:
+def follow_torch_threads() -> int:
     """Numba's threads for the calling thread's next kernels: PyTorch's count (which ``engine.core.cpu.threads``
     chooses frame by frame), at most Numba's pool; returns it."""
     threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
@@ -154,12 +155,16 @@ def _follow_torch_threads() -> int:
     return threads
 
 
-def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[NumbaPosition, NumbaPosition,
-                                                                           list[NumbaHead]] | None:
+def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition], products: str | None = None
+                 ) -> tuple[NumbaPosition, NumbaPosition, list[NumbaHead]] | None:
     """The talker's and its code predictor's Numba steps and the predictor's heads, made and compiled once per
     talker; None where the ``cpu_numba`` option is off, Numba is missing, a stack's projections or the heads are
     not all int8, or a compile failed (the PyTorch steps then run), and while the cold-start bridge speaks on the
-    PyTorch steps (``engine.core.cpu.numba_cache.cold_start``; not remembered)."""
+    PyTorch steps (``engine.core.cpu.numba_cache.cold_start``; not remembered). Their products are the plan's
+    choice: VNNI where the processor has it and it measures faster at load (``vnni_faster``), else 16-bit;
+    ``products`` ("vnni" or "16-bit") pins that choice instead, for a test (VNNI still only where a stack takes it)."""
+    if products not in PRODUCTS:
+        raise ValueError(f"products must be one of {PRODUCTS}, not {products!r}")
     if not options.current().cpu_numba or not cold_start.numba_now():
         return None
     made = getattr(talker, "_numba_stacks", None)
@@ -168,12 +173,12 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition]) -> tuple[Numba
     steps = None
     cp = talker.code_predictor
     if runs_numba(talker.model) and runs_numba(cp.model) and _all_int8(cp.head_weights or [None]):
-        wanted = options.current().cpu_vnni and vnni.available()
+        wanted = products != "16-bit" and vnni.available()
         built = NumbaPosition(stacks[0], wanted), NumbaPosition(stacks[1], wanted)
         heads = [NumbaHead(w) for w in cp.head_weights]
         if compile_check(built, heads):
             for stack in built:
-                stack.vnni = stack.vnni_able and vnni_faster(stack)
+                stack.vnni = stack.vnni_able and (products == "vnni" or vnni_faster(stack))
             log.info("CPU products: talker %s, code predictor %s", *("VNNI" if s.vnni else "16-bit" for s in built))
             steps = (*built, heads)
     talker._numba_stacks = (stacks, steps)
@@ -189,8 +194,8 @@ def vnni_faster(stack: NumbaPosition, positions: int = 64, rounds: int = 4) -> b
     """Whether ``stack``'s steps run faster here with the VNNI products than with the 16-bit ones: a step at the
     middle of a ``positions``-slot cache each way, alternating, ``rounds`` times (the first of each untimed), the
     medians compared. Which is faster depends on the processor and its caches: the same products, cached or
-    streamed from memory, run up to 1.5x faster on one machine and half as fast on another
-    (docs/benchmarks.md#cpu-vnni); both give the same outputs, bit for bit."""
+    streamed from memory, run faster on one machine and slower on another (docs/benchmarks.md#cpu-vnni); both give
+    the same outputs, bit for bit."""
     cache = _scratch_cache(stack, positions)
     x = torch.linspace(-1.0, 1.0, stack.width)[None]
     steps = {}

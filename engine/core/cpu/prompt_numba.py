@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from engine.core.cpu import int8, prompt_rows_numba
 from engine.core.cpu.int8 import Int8Weight
 from engine.core.cpu.numba_layer import cacheable, normed_rotated, numba, rms, silu
-from engine.core.cpu.one_position_numba import _follow_torch_threads, _lock
+from engine.core.cpu.one_position_numba import KERNEL_LOCK, follow_torch_threads
 from engine.core.cpu.prompt_rows_numba import joined, rounded_row, split
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ def _compiled() -> bool:
     """Compile the loops once (a row or two each); False, logged, where Numba cannot (PyTorch's pass then runs)."""
     f32, i8 = np.float32, np.int8
     try:
-        with _lock:
+        with KERNEL_LOCK:
             norm_split(np.ones((1, 4), f32), np.ones(4, f32), 1e-6, np.empty((2, 4), i8), np.empty(1, f32))
             sums = np.ones((2, 4), np.int32)
             add_norm_split(sums, np.ones(1, f32), np.ones(4, f32), np.ones((1, 4), f32), np.ones(4, f32), 1e-6,
@@ -132,8 +132,8 @@ def _compiled() -> bool:
 
 
 def _numba(kernel, *args) -> None:
-    with _lock:
-        _follow_torch_threads()
+    with KERNEL_LOCK:
+        follow_torch_threads()
         kernel(*args)
 
 

@@ -18,7 +18,7 @@ import torch
 
 from engine.core.cpu.int8 import ACTIVATION_MAX, TINY
 from engine.core.cpu.numba_layer import cacheable, numba
-from engine.core.cpu.one_position_numba import _follow_torch_threads, _lock
+from engine.core.cpu.one_position_numba import KERNEL_LOCK, follow_torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def runs_here() -> bool:
 def _compiled() -> bool:
     """Compile both loops once (a row each way); False, logged, where Numba cannot (PyTorch's operations then run)."""
     try:
-        with _lock:
+        with KERNEL_LOCK:
             split(np.ones((1, 4), np.float32), np.empty((2, 4), np.int8), np.empty(1, np.float32))
             join(np.ones((2, 3), np.int32), np.ones(1, np.float32), np.ones(3, np.float32),
                   np.empty((1, 3), np.float32))
@@ -107,12 +107,12 @@ def integer_rows(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch
     m, k = x.shape
     x = x.contiguous()
     parts, sx = torch.empty(2 * m, k, dtype=torch.int8), torch.empty(m)
-    with _lock:
-        _follow_torch_threads()
+    with KERNEL_LOCK:
+        follow_torch_threads()
         split(x.numpy(), parts.numpy(), sx.numpy())
     sums = torch._int_mm(parts, q.t())  # [2M, N]
     y = torch.empty(m, q.shape[0])
-    with _lock:
-        _follow_torch_threads()
+    with KERNEL_LOCK:
+        follow_torch_threads()
         join(sums.numpy(), sx.numpy(), scale.float().contiguous().numpy(), y.numpy())
     return y

@@ -1,17 +1,22 @@
-"""How fast this CPU would read with each model size, measured in a second or two before any model is downloaded.
+"""How fast this CPU would read with each model size, measured in seconds before any model is downloaded.
 
 The first-run dialog tells a user without a GPU what speed to expect, and which size keeps up with a listener,
 from a measurement rather than a guess. A model of the size's real shapes is built with placeholder weights
 (int8 projections of constant value, as the fast CPU path holds them; everything else filled with a small
 constant: a CPU's speed on dense products does not depend on the values), and the engine's own eager frame loop
 (``engine.core.frames.eager.FrameGenerator``) and codec decoder run on it for a fixed number of frames. The figure is
-the
-fast plan's (``engine.core.execution_plan``) as a model loaded now would speak its first words: through the Numba loops
-where they are compiled already (in the cache), else through PyTorch's int8 steps, which compile nothing (the
-cold-start bridge's), so a measurement never waits for a compiler and takes seconds; ``CpuSpeed.plan`` says which.
-Each thread count the engine chooses between is measured for ``FRAMES`` frames after an untimed first (its
-one-time costs), and the faster kept; the real model reads within a few percent of it (the same code and shapes;
-what differs is the prompt's length).
+the fast plan's (``engine.core.execution_plan``) as a model loaded now would speak its first words: through the Numba
+loops where they are compiled already (in the cache), else through PyTorch's int8 steps, which compile nothing (the
+cold-start bridge's), so a measurement never waits for a compiler; ``CpuSpeed.plan`` says which. Each thread count
+the engine chooses between is measured for ``FRAMES`` frames after an untimed first (its one-time costs), and the
+faster kept; a caller measuring several sizes passes the first one's count to the others (``threads``).
+bench/cpu_probe_accuracy.py compares the figure with a real model's on the same plan.
+
+Only what a frame reads is made the way the engine holds it. Every weight a frame reads is written (memory never
+written reads as one shared page of zeros, cached, and would time far too fast); the code predictor's 15 codebook
+tables, of which a frame reads one row each, are one table (which the Numba steps' projected rows,
+``engine.core.cpu.numba_predictor.PredictorTables``, then project once, not 15 times); the codec decoder is made in
+the dtype it runs in, and measured once a process.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from engine.core.runtime import fast_cpu_decoder_dtype, use_cpu_threads
 
 FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 80 ms of audio a frame
 DECODE_CHUNK = 4  # frames a streamed chunk decodes at once (the studio's default)
-FRAMES = 3  # timed frames per thread count: a size's measurement is a few seconds even for the 1.7B on 2 cores
+FRAMES = 3  # timed frames per thread count, each after an untimed first: a few frames' work, never a compile
 PREPARING = " while the compiled steps are prepared"  # the plan measured is the bridge's
 
 
@@ -54,7 +59,9 @@ class CpuSpeed:
 def measure_cpu_speed(size: str, frames: int = FRAMES, threads: int | None = None) -> CpuSpeed:
     """Generate ``frames`` frames at each thread count the fast path chooses between (after an untimed first) and
     decode a chunk, on a model of ``size`` with placeholder weights, on the plan a model loaded now would start on
-    (``measured_path``); ``threads``: one count instead (``engine.core.runtime.cpu_threads``)."""
+    (``measured_path``); ``threads``: one count instead (``engine.core.runtime.cpu_threads``), e.g. the count an
+    earlier size's measurement found faster (its ``threads``): the sizes' frames are the same operations on wider
+    weights, so the faster count of one is the other's, and the second size is measured at one count only."""
     from engine.synthetic.checkpoint import config_dict
 
     if frames < 1:
@@ -63,9 +70,9 @@ def measure_cpu_speed(size: str, frames: int = FRAMES, threads: int | None = Non
     governor = ThreadGovernor.for_this_machine() if threads is None else None  # as the fast path chooses
     counts = tuple(governor.choices) if governor is not None else (use_cpu_threads(threads),)
     with torch.inference_mode(), _flushed_denormals():
-        talker = _placeholder_talker(ModelConfig.from_dict(config_dict(size, "custom_voice")))
+        talker = placeholder_talker(ModelConfig.from_dict(config_dict(size, "custom_voice")))
         if path == "torch-int8":
-            _pytorch_steps(talker)
+            use_pytorch_steps(talker)
         frame_ms, used = _frame_ms(talker, frames, counts)
         del talker
         use_cpu_threads(used)
@@ -89,7 +96,7 @@ def _numba_usable() -> bool:
     return planned("cpu", "fast").path.startswith("numba")
 
 
-def _pytorch_steps(talker) -> None:
+def use_pytorch_steps(talker) -> None:
     """Make ``talker``'s frames step through PyTorch's int8 steps: its Numba steps recorded as none
     (``engine.core.cpu.one_position_numba.numba_stacks`` keeps what it made, or None, per talker)."""
     from engine.core.cpu.one_position import one_position_stacks
@@ -97,7 +104,7 @@ def _pytorch_steps(talker) -> None:
     talker._numba_stacks = (one_position_stacks(talker), None)
 
 
-def _placeholder_talker(config: ModelConfig):
+def placeholder_talker(config: ModelConfig):
     """The talker of ``config`` with every weight the fast path quantizes an int8 constant and the rest a small
     constant; the text embedding table is left out (frames never read it)."""
     from engine.core.checkpoint import materialize_buffers
@@ -110,6 +117,9 @@ def _placeholder_talker(config: ModelConfig):
                                                                     pieces[0].shape[1])))  # the fast path's int8
     fuse_projections(talker)
     talker.to_empty(device="cpu")
+    tables = talker.code_predictor.model.codec_embedding
+    for table in tables[1:]:  # a frame reads a row of each: one table's memory serves all (parameters() once)
+        table.weight = tables[0].weight
     for p in talker.parameters():
         p.requires_grad_(False).fill_(0.01)
     materialize_buffers(talker, torch.device("cpu"))
@@ -147,13 +157,12 @@ def _decode_ms(threads: int) -> float:
     from engine.core.codec.decoder import SpeechDecoder
     from engine.synthetic.speech_tokenizer import random_decoder
 
-    decoder: SpeechDecoder = random_decoder("full", seed=0, device="meta")
-    decoder.to_empty(device="cpu")
+    decoder: SpeechDecoder = random_decoder("full", seed=0, device="meta").to(fast_cpu_decoder_dtype())
+    decoder.to_empty(device="cpu")  # made in the dtype it runs in: no float32 copy written and converted
     for p in decoder.parameters():
         p.requires_grad_(False).fill_(0.01)
     for b in decoder.buffers():
         b.fill_(1.0)
-    decoder.to(fast_cpu_decoder_dtype())
     state = decoder.new_state(1)
     codes = torch.zeros(1, DECODE_CHUNK, 16, dtype=torch.int64)
     decoder.decode_chunk(codes, state)
@@ -164,8 +173,8 @@ def _decode_ms(threads: int) -> float:
 
 @contextlib.contextmanager
 def _flushed_denormals():
-    """Placeholder activations may decay to subnormal numbers, which some CPUs compute a hundred times slower;
-    real ones do not, so the measurement flushes them."""
+    """Placeholder activations may decay to subnormal numbers, which some CPUs compute far slower; real ones do
+    not, so the measurement flushes them."""
     before = torch.set_flush_denormal(True)
     try:
         yield

@@ -1,6 +1,6 @@
 """How many CPU threads the eager frame loop uses, chosen frame by frame from measured frame times.
 
-A frame on a CPU is ~3,000 small parallel operations, each ending at a barrier of all its threads. With every
+A frame on a CPU is thousands of small parallel operations, each ending at a barrier of all its threads. With every
 core in use, a machine with anything else to run (a browser, a build, the audio and the window) deschedules one
 of those threads now and then, and every barrier waits for it: a frame can then take several times longer than
 with one core left free, while on an idle machine all the cores are much faster (docs/benchmarks.md#cpu-threads).
@@ -8,9 +8,9 @@ Neither count is right on every machine or every minute, so ``ThreadGovernor`` k
 time of each count it may use (the available cores, and one fewer), runs the faster, and tries the other for a
 few frames now and then, or at once when a frame takes far longer than the mean of its count. Each trial that finds
 the other count clearly slower doubles the wait before the next, and one that does not brings the wait back to
-its shortest: on an idle 2-core machine one thread's frames take 1.6 times two threads'
-(docs/benchmarks.md#cpu-threads), and a trial every 48 frames would hold 6% of a long reading's frames (under 1%
-with the doubling).
+its shortest: on an idle 2-core machine one thread's frames are much slower than two threads', and trials at a
+fixed interval would hold many times more of a long reading's frames at the slower count than with the doubling
+(docs/benchmarks.md#cpu-threads).
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ if numba is not None:
 
         return dot
 
-    def _plain(rows: int):
+    def plain_rows(rows: int):
         """``dot_rows(rows)``'s sums as plain loops."""
         def dot(q, row0, start, stop, lo, hi, out):
             for r in range(rows):
@@ -137,7 +137,7 @@ if numba is not None:
                 out[2 * r], out[2 * r + 1] = lo_sum, hi_sum
         return dot
 
-    _vnni_dot4, _plain_dot4 = dot_rows(ROWS, prefetch=True), njit(inline="always", nogil=True)(_plain(ROWS))
+    _vnni_dot4, _plain_dot4 = dot_rows(ROWS, prefetch=True), njit(inline="always", nogil=True)(plain_rows(ROWS))
 
     def dot4(q, row0, start, stop, lo, hi, out):
         """For Numba code: out[2r], out[2r + 1] = the low and the high bytes' sums with row ``row0 + r`` over

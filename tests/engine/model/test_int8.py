@@ -6,7 +6,9 @@ Gaussian rows (whose peak is ~4 of their spreads at 1,024 inputs); the bfloat16 
 ~0.3%. Products are held to 1.5%. Through a whole model, per-step logits (teacher-forced: both paths fed the same
 codes, so one early difference cannot make every later step differ) are held to 5% relative RMS at full size.
 Synthetic weights are Gaussian: real checkpoints have outlier channels, which per-row scales absorb, but their
-errors may be larger; the accuracy of real weights is measured on the device (docs/benchmarks.md, CPU).
+errors may be larger. These tests assert the bounds above on synthetic weights, and that rows with an outlier,
+zeros or extreme magnitudes round-trip finite with their peak (``test_hostile_rows_*``); they say nothing of a real
+checkpoint's accuracy.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ if jit.numba is not None:
     def _dot4(q, row0, start, stop, lo, hi, out):
         vnni.dot4(q, row0, start, stop, lo, hi, out)
 
-    _plain4 = njit(vnni._plain(4))
+    _plain4 = njit(vnni.plain_rows(4))
 
 
 def exact_sums(q, row0, start, stop, lo, hi):
@@ -126,12 +126,19 @@ def test_the_faster_way_is_measured_and_the_choice_left_as_it_was(fast):
     assert made.vnni is True  # vnni_faster tries both ways, then restores the stack's own
 
 
-def test_without_the_option_no_stack_takes_the_vnni_products(tiny_model_dir, engine_options):
-    engine_options(cpu_vnni=False)
-    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", cpu_int8=True)
+def test_a_test_pins_the_products_explicitly(tiny_model_dir):
+    """The products are the plan's choice, measured at load; a test that needs one form pins it through
+    ``numba_stacks(products=...)``, VNNI only where a stack's products fit."""
+    eng = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", precision="fast")
     talker = eng.model.talker
-    made = jit.numba_stacks(talker, one_position_stacks(talker))
-    assert made is not None and not made[0].vnni and not made[1].vnni and not made[0].vnni_able
+    for products in ("16-bit", "vnni"):
+        talker._numba_stacks = None  # the engine built its steps at load: build them again, pinned
+        made = jit.numba_stacks(talker, one_position_stacks(talker), products=products)
+        assert made is not None
+        talker_vnni = products == "vnni" and vnni.available()
+        assert made[0].vnni == made[0].vnni_able == talker_vnni and not made[1].vnni
+    with pytest.raises(ValueError, match="products"):
+        jit.numba_stacks(talker, one_position_stacks(talker), products="int4")
 
 
 @pytest.mark.skipif(jit.numba is None or not vnni.available(), reason="the processor lacks AVX512-VNNI")

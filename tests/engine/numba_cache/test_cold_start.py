@@ -91,11 +91,11 @@ def test_with_the_marker_there_the_engine_takes_the_numba_steps_at_once(bridge, 
 
 def test_one_warm_up_a_process(bridge, tiny_model_dir):
     first = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", dtype=torch.float32)
-    started = cold_start._bridge
+    started = cold_start.current()
     assert started is not None and started.process is not None
     assert started.process.wait(timeout=300) == 0  # the test holds the lock: it found a warm-up running
     second = Engine.from_pretrained(tiny_model_dir("base"), device="cpu", dtype=torch.float32)
-    assert cold_start._bridge is started
+    assert cold_start.current() is started
     assert not first.cpu_numba_steps and not second.cpu_numba_steps
 
 
@@ -103,7 +103,7 @@ def test_one_warm_up_a_process(bridge, tiny_model_dir):
 def test_no_bridge_where_the_options_ask_for_none(bridge, tiny_model_dir, change):
     options.configure(**change)
     engine = Engine.from_pretrained(tiny_model_dir("custom_voice"), device="cpu", dtype=torch.float32)
-    assert cold_start._bridge is None and not (bridge / numba_cache.LOG_NAME).exists()
+    assert cold_start.current() is None and not (bridge / numba_cache.LOG_NAME).exists()
     assert engine.execution_plan.bridge is None
 
 

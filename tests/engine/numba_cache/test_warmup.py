@@ -27,7 +27,7 @@ text = ("A first sentence, long enough that its prompt takes the prompt loops of
         "Then a second one, every bit as long as the first one was, to end with.")
 engine.synthesize(text, Voice.preset(engine.speakers[0]), Sampling(seed=1), max_frames=4, segment_chars=0)
 print(json.dumps({"numba_at_load": at_load, "numba_steps": engine.cpu_numba_steps,
-                  "bridge": cold_start._bridge is not None}))
+                  "bridge": cold_start.current() is not None}))
 """
 
 

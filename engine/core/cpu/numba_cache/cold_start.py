@@ -99,6 +99,11 @@ def start(folder: Path) -> ColdStart | None:
         return _bridge
 
 
+def current() -> ColdStart | None:
+    """The process's bridge, None where it has none (or it ended)."""
+    return _bridge
+
+
 def numba_now() -> bool:
     """Whether the int8 plan's Numba paths run now: no bridge, or one that has switched."""
     bridge = _bridge
