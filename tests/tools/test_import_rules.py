@@ -12,16 +12,7 @@ from pathlib import Path
 from tools import import_rules
 
 # (file, owner module, private name): each to be made public in its owner (or its use removed)
-PENDING_PRIVATE = {
-    ("bench/cpu_probe_accuracy.py", "engine.core.cpu.speed_probe", "_pytorch_steps"),
-    ("engine/core/cpu/numba_predictor.py", "engine.core.cpu.one_position_numba", "_lock"),
-    ("engine/core/cpu/numba_predictor.py", "engine.core.cpu.one_position_numba", "_follow_torch_threads"),
-    ("engine/core/cpu/prompt_numba.py", "engine.core.cpu.one_position_numba", "_follow_torch_threads"),
-    ("engine/core/cpu/prompt_numba.py", "engine.core.cpu.one_position_numba", "_lock"),
-    ("engine/core/cpu/prompt_rows_numba.py", "engine.core.cpu.one_position_numba", "_follow_torch_threads"),
-    ("engine/core/cpu/prompt_rows_numba.py", "engine.core.cpu.one_position_numba", "_lock"),
-    ("engine/core/execution_plan.py", "engine.core.cpu.numba_cache.cold_start", "_bridge"),
-}
+PENDING_PRIVATE: set[tuple[str, str, str]] = set()
 # the imports that close the cycles still open: once each is gone, so are the cycles
 PENDING_IMPORTS = {
     ("engine.core.model", "engine.core.cpu.numba_cache"),  # use_cache_folder() belongs before Numba's import
