@@ -40,12 +40,22 @@ TEXT = ("The warm-up reads this sentence once, so that every loop of the prompt 
         "before a listener waits for it.")
 
 
+WARMUP_FLAG = "--numba-warmup"  # main.py starts the warm-up on it in a frozen app
+
+def command(folder: Path) -> list[str]:
+    """The warm-up's command line: ``python -m`` this module, or in a frozen app (no ``-m`` there) the app itself with
+    ``WARMUP_FLAG``, which main.py answers before it imports anything heavy."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, WARMUP_FLAG, str(folder)]
+    return [sys.executable, "-m", "engine.core.cpu.numba_cache.warmup", str(folder)]
+
+
 def start(folder: Path) -> subprocess.Popen:
     """Start a warm-up process for ``folder`` (its output appended to the folder's ``LOG_NAME``), detached from this
     one: it goes on after this program exits, and a console's Ctrl-C does not reach it."""
     root = Path(numba_cache.ENGINE_ROOT).parent  # where ``engine`` imports from
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
-    args = [sys.executable, "-m", "engine.core.cpu.numba_cache.warmup", str(folder)]
+    args = command(folder)
     if os.name == "nt":
         flags = dict(creationflags=subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.IDLE_PRIORITY_CLASS
                      | subprocess.CREATE_NO_WINDOW)
