@@ -1,9 +1,8 @@
 """How well the Welcome dialog's speed probe predicts the real model (``python -m bench.cpu_probe_accuracy``).
 
 The probe (``engine.core.cpu.speed_probe.measure_cpu_speed``) runs the engine's own frame loop on the 0.6B's shapes and
-plan;
-this measures the real 0.6B (``DIR``: a full-size checkpoint, e.g. ``python -m engine.synthetic DIR --size 0.6b``) on
-the plan the probe measured, back to back on the same machine, and prints both frame times and their ratio (the aim:
+plan; this measures the real 0.6B (``DIR``: a full-size checkpoint, e.g. ``python -m engine.synthetic DIR --size 0.6b``)
+on the plan the probe measured, back to back on the same machine, and prints both frame times and their ratio (the aim:
 within a factor of 1.5). It asserts nothing: a figure of speed belongs here, not in the CI suite.
 """
 

@@ -1,7 +1,6 @@
 """The user's cache folder for Orator: the platform's (``~/.cache/Orator`` on Linux, ``~/Library/Caches/Orator`` on
 macOS), which the segment cache (``engine.production.segment_cache``) and the compiled CPU steps
-(``engine.core.cpu.numba_cache``)
-live under."""
+(``engine.core.cpu.numba_cache``) live under."""
 
 from __future__ import annotations
 

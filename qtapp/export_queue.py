@@ -1,13 +1,11 @@
 """The studio's export queue: the jobs of ``engine.production.export_jobs`` run one at a time on a thread of their own,
-while
-the user reads and edits.
+while the user reads and edits.
 
 ``ExportRunner`` lives on the export thread and does the slow work: it reads a job's book, then speaks it through
 ``engine.production.book_export.BookExporter`` (the exporter of ``orator export``), one engine call per sentence, with
-the
-segment cache, so a paused, interrupted or crashed job resumes where it stopped. ``ExportQueueController`` lives
-on the GUI thread and owns the ``ExportQueue``: it adds, pauses, resumes, cancels, moves and removes jobs, resolves
-their voices by name when they start (``resolve_voice``, as reading does) and hears the runner's signals.
+the segment cache, so a paused, interrupted or crashed job resumes where it stopped. ``ExportQueueController`` lives on
+the GUI thread and owns the ``ExportQueue``: it adds, pauses, resumes, cancels, moves and removes jobs, resolves their
+voices by name when they start (``resolve_voice``, as reading does) and hears the runner's signals.
 
 The engines are the speech worker's (``SpeechWorker.engine_when_ready``): one engine per model, whose generation
 lock lets one call speak at a time. Reading holds it for the whole run of sentences it is speaking, an export

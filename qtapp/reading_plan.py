@@ -110,8 +110,7 @@ def iter_sentences(pieces: Iterable[tuple[int, str]], voice: str | None = None,
     """The sentences of the text the line pieces hold, in order (see the module docstring); ``voice``: the mark in
     effect where the pieces start (``voice_at``); ``target_chars``: the segments' target length
     (``engine.core.text.segments.Segmenter``); ``policy``: the reading policy (None: the default one); ``kinds``: the
-    kind of
-    the block at an offset (``engine.documents.Document.kind_at``) while the text is the document as imported,
+    kind of the block at an offset (``engine.documents.Document.kind_at``) while the text is the document as imported,
     else None (the policy guesses by lines)."""
     segmenter: PolicySegmenter | None = None
     at_line_start = True
@@ -162,8 +161,7 @@ def cast_sentences(pieces: Iterable[tuple[int, str]], cast: Cast, voice: str | N
                    target_chars: int | None = None, policy: ReadingPolicy | None = None,
                    kinds: Callable[[int], str] | None = None) -> Iterator[Sentence]:
     """``iter_sentences`` cast (``engine.production.casting.stream``): each quotation in its voice, cut out of its line
-    with
-    its own document span, so the highlight follows the voices."""
+    with its own document span, so the highlight follows the voices."""
     def plain(recorded):
         return ((s.segment, s.voice) for s in iter_sentences(recorded, voice, target_chars, policy, kinds))
 

@@ -38,8 +38,7 @@ KNOWN_CHECKPOINTS = {
 DEVICES = ("auto", "cuda", "cpu")
 PRECISIONS = ("bfloat16", "float16", "float32")
 # on the processor, the engine's precision (engine.core.execution_plan): int8 weights, or exact float32; a path saved
-# by an
-# older studio ("small": int4 weights) loads as "fast"
+# by an older studio ("small": int4 weights) loads as "fast"
 CPU_PATHS = CPU_PRECISIONS
 MAX_THREADS = 256
 LANGUAGES = ("auto", "english", "chinese", "japanese", "korean", "german", "french", "spanish",

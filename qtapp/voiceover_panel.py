@@ -2,9 +2,8 @@
 spoken again as a new take, compared with its earlier takes and one kept; then the track exported.
 
 The cues, voices and takes are an ``engine.production.voiceover.project.VoiceoverProject`` in a folder beside the
-subtitles
-(``film.srt`` -> ``film.voiceover/``), so they survive a restart, as ``voiceover --project`` keeps them. The GUI
-thread owns the project; ``VoiceoverRunner`` speaks and exports on a thread of its own with the engines of the
+subtitles (``film.srt`` -> ``film.voiceover/``), so they survive a restart, as ``voiceover --project`` keeps them. The
+GUI thread owns the project; ``VoiceoverRunner`` speaks and exports on a thread of its own with the engines of the
 speech worker (``engine_for``, which may wait while a model loads), and hands each take back by signal. Fit is the
 timeline's (``engine.production.voiceover.timeline``): what a line kept now would need, sped up, pushed or overrunning.
 """

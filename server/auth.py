@@ -15,9 +15,8 @@ the server never accepts) is redacted from uvicorn's log lines.
 Framing: every answer outside ``/v1`` (the page, its files, the docs) says it may not be framed
 (``X-Frame-Options: DENY``, CSP ``frame-ancestors 'none'``), so no other site can overlay it (clickjacking).
 WebSocket handshakes (``server.speech_stream``) get the same Host, key and Origin checks (see
-``RequestGuard._websocket``).
-The body limit: a request whose declared ``Content-Length`` exceeds the upload limit answers 413
-before its body is read; a body without one (chunked) is counted as it is read, and reading past the limit
+``RequestGuard._websocket``). The body limit: a request whose declared ``Content-Length`` exceeds the upload limit
+answers 413 before its body is read; a body without one (chunked) is counted as it is read, and reading past the limit
 raises ``BodyTooLarge``, which answers the same 413, so no more than the limit is ever read or spooled.
 """
 

@@ -43,8 +43,7 @@ class SpeechJob:
     """One utterance to generate: what ``Engine.stream`` needs."""
 
     # live text: a WebSocket session's (``server.speech_stream``), spoken as it arrives; segments: already cut, each
-    # with what
-    # the server's pronunciation rules make it say (``server.speech``)
+    # with what the server's pronunciation rules make it say (``server.speech``)
     text: str | list[Segment] | LiveText
     voice: Voice
     sampling: Sampling
@@ -89,8 +88,7 @@ class BatchedBackend:
 
     def __init__(self, engine: Engine, slots: int, streams=None, progress: WarmupProgress | None = None):
         """``streams``: an engine.core.frames.batched.BatchedStreams of ``slots`` slots to serve from (one is made,
-        every
-        batch size captured before serving and ``progress`` told how far that is, when not given)."""
+        every batch size captured before serving and ``progress`` told how far that is, when not given)."""
 
         self.streams = (streams if streams is not None
                         else engine.batched(slots, warmup=True, warmup_progress=progress))

@@ -15,11 +15,9 @@ written). The rules run once per request, on a worker thread (a slow pattern mus
 SSE events: ``speech.queue`` ``{position}`` while waiting for a generation slot,
 ``speech.audio.delta`` ``{audio: base64}``, ``speech.warning`` ``{segment, message}`` when the engine cut a segment
 that did not end by its frame budget or looped (``engine.core.frames.guard``), ``speech.audio.done`` ``{usage,
-timing}``,
-or ``error``. An audio response cannot say so once it has started: its cuts are logged and listed under
-``warnings`` in the request's status.
-Audio responses carry ``X-Request-Id`` and ``X-Queue-Position``; ``GET /v1/audio/speech/{id}``
-reports a request's state, queue position and timing while it runs and a while after.
+timing}``, or ``error``. An audio response cannot say so once it has started: its cuts are logged and listed under
+``warnings`` in the request's status. Audio responses carry ``X-Request-Id`` and ``X-Queue-Position``; ``GET
+/v1/audio/speech/{id}`` reports a request's state, queue position and timing while it runs and a while after.
 """
 
 from __future__ import annotations

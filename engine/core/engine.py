@@ -235,10 +235,9 @@ class Engine:
                     cancel: threading.Event | None = None, max_frames: int | None = None,
                     non_streaming: bool = False) -> Iterator[Chunk]:
         """``stream`` of text still arriving: an ``engine.core.text.live_text.LiveText`` its producer appends to (and
-        closes), or an
-        iterator of text deltas. Speech starts once the first word is certain and follows the text as it comes,
-        waiting where it runs dry (``engine.core.live_speech``); with all the text there at once it is ``stream`` of
-        that text with ``non_streaming=False``, code for code."""
+        closes), or an iterator of text deltas. Speech starts once the first word is certain and follows the text as it
+        comes, waiting where it runs dry (``engine.core.live_speech``); with all the text there at once it is ``stream``
+        of that text with ``non_streaming=False``, code for code."""
         from engine.core.live_speech import stream_live
 
         return stream_live(self, text, voice, chunk_frames, first_chunk_frames, sampling, cancel, max_frames,

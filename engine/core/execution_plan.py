@@ -4,16 +4,14 @@
 CPU, with a bfloat16 codec decoder where the CPU multiplies bfloat16 natively, and the checkpoint's bfloat16 on a
 GPU; ``exact`` is float32), loads the model, then reads what it will run (``of_engine``) into one frozen
 ``ExecutionPlan``: logged once at INFO in one line, kept as ``engine.core.execution_plan``, shown in the studio's
-Settings
-and by ``python main.py info``, and the key of the segment cache and the benchmark results. A fallback (Numba not
-usable, a compile that failed, float64 weights where int8 was asked) is part of the plan, named with its reason.
+Settings and by ``python main.py info``, and the key of the segment cache and the benchmark results. A fallback (Numba
+not usable, a compile that failed, float64 weights where int8 was asked) is part of the plan, named with its reason.
 
 The one change while speaking is the cold-start bridge's (``engine.core.cpu.numba_cache.cold_start``): where the Numba
-kernels
-are not compiled yet, the plan names them as its path and says in ``bridge`` that the segments speak on the int8
+kernels are not compiled yet, the plan names them as its path and says in ``bridge`` that the segments speak on the int8
 PyTorch steps until a warm-up process has compiled them; the switch happens at a segment boundary and is logged once.
-``planned`` is the plan the options would choose on this machine before any model is loaded. The table of plans and
-the switches that remain is docs/cpu.md.
+``planned`` is the plan the options would choose on this machine before any model is loaded. The table of plans and the
+switches that remain is docs/cpu.md.
 """
 
 from __future__ import annotations

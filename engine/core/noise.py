@@ -2,8 +2,7 @@
 
 Deterministic per stream whatever the batch, identical on every path, and free of generator state (so safe inside
 captured graphs). ``engine.core.sampling`` draws with it in PyTorch; ``engine.core.gpu_kernels.sampler`` computes the
-same hash
-in Triton from the same constants.
+same hash in Triton from the same constants.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """What one call will speak, decided before anything is generated: ``Plan``.
 
 A plan holds the voice ready for prompts (a clone encoded), the text's segments
-(``engine.core.text.segments.split_segments``,
-each with what it is spoken as once pronunciation rules were applied: ``Segment.speech``), the sampling settings
-and the call's seed. Segment ``i`` is sampled with seed ``seed + i`` and gets at most ``frame_budget(segment)``
-frames, on every path (one stream or many), so the same call speaks the same audio whichever path runs it, and the
-chunks' ``segment`` and ``span`` index these same segments (spans of the written text).
+(``engine.core.text.segments.split_segments``, each with what it is spoken as once pronunciation rules were applied:
+``Segment.speech``), the sampling settings and the call's seed. Segment ``i`` is sampled with seed ``seed + i`` and gets
+at most ``frame_budget(segment)`` frames, on every path (one stream or many), so the same call speaks the same audio
+whichever path runs it, and the chunks' ``segment`` and ``span`` index these same segments (spans of the written text).
 """
 
 from __future__ import annotations

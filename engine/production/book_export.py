@@ -103,8 +103,7 @@ class BookExporter:
     """``engine_for(voice)`` gives the engine that speaks a voice; ``progress(Progress)`` hears of each segment;
     ``cancel`` stops within one engine chunk (``ExportCancelled``); ``pronunciation`` (an
     ``engine.pronunciation.Lexicon``) and ``reading_policy`` (``engine.core.text.reading_policy.ReadingPolicy``; None:
-    the
-    default one) change what is said, not the subtitles, and a sentence's cache key is made from what is said, so
+    the default one) change what is said, not the subtitles, and a sentence's cache key is made from what is said, so
     editing a rule or the policy regenerates only the sentences it changes."""
 
     def __init__(self, engine_for: Callable, sampling=None, cache: SegmentCache | None = None,

@@ -72,8 +72,7 @@ class Job:
     chapters: list[int] | None = None  # 0-based, book order; None: all
     subtitles: str | None = None
     # the segment target (engine.core.text.segments) when the job was queued, kept so a resumed job cuts its text as it
-    # began;
-    # None: the default target
+    # began; None: the default target
     segment_chars: int | None = None
     seed: int = field(default_factory=lambda: random.randrange(MAX_SEED))
     loudness: str = ""  # a target as engine.production.loudness.parse_target reads it; "": the levels as spoken

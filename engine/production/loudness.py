@@ -15,8 +15,7 @@
   audiobooks: an RMS level (unweighted, the whole file) between -23 and -18 dB, aimed at -20.5, peaks at most
   -3 dB (a -3 dBTP ceiling: a true peak is never below the sample peak), and room tone at the start and end of
   each file (``LoudnessTarget.room_tone_s``, written by ``engine.production.book_export``): 0.6 s before the speech
-  (ACX asks
-  0.5 to 1 s; the voice's own quiet start adds a little) and 1.2 s after it (ACX asks 1 to 5 s).
+  (ACX asks 0.5 to 1 s; the voice's own quiet start adds a little) and 1.2 s after it (ACX asks 1 to 5 s).
 - ``StreamLimiter``: the limiter of ``normalize`` for a signal written piece by piece (an audiobook's second pass),
   its output aligned sample for sample with its input.
 

@@ -2,13 +2,11 @@
 sit in memory.
 
 A cue is one spoken segment (a sentence, ``engine.core.text.segments.split_segments``) timed by where its audio was
-written in
-the file, so pauses, chapter breaks and a resumed export all keep the cues on their words. A segment too long for
-two subtitle lines is cut at word boundaries into several cues (``split_cue``), each given a share of the
-segment's time in proportion to its characters. Chapter-aware: ``chapter(title, start_s)`` marks where a chapter
-begins (a ``NOTE`` block in WebVTT; SubRip has no comments, so nothing), cues never straddle a chapter because a
-segment never does, and ``chapters_vtt`` writes a WebVTT chapters track (``<track kind="chapters">``) for players
-that show one.
+written in the file, so pauses, chapter breaks and a resumed export all keep the cues on their words. A segment too long
+for two subtitle lines is cut at word boundaries into several cues (``split_cue``), each given a share of the segment's
+time in proportion to its characters. Chapter-aware: ``chapter(title, start_s)`` marks where a chapter begins (a
+``NOTE`` block in WebVTT; SubRip has no comments, so nothing), cues never straddle a chapter because a segment never
+does, and ``chapters_vtt`` writes a WebVTT chapters track (``<track kind="chapters">``) for players that show one.
 """
 
 from __future__ import annotations

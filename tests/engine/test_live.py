@@ -1,6 +1,5 @@
 """Live text (engine.core.text.live_text, engine.core.live_speech): speech that starts before the text is complete,
-follows it as it
-arrives, and equals ``Engine.stream`` of the same text when all of it is there at once."""
+follows it as it arrives, and equals ``Engine.stream`` of the same text when all of it is there at once."""
 
 from __future__ import annotations
 
@@ -117,8 +116,7 @@ def test_stream_live_takes_a_handle_or_an_iterator_of_deltas(engine, bad):
 # ---- speaking ---------------------------------------------------------------------------------------
 def _stream(engine, sampling, non_streaming):
     """``Engine.stream`` of TEXT as live text plans it: one sentence a segment (``engine.core.text.live_text``), in
-    live text's
-    chunk sizes (they do not grow: live speech follows its text)."""
+    live text's chunk sizes (they do not grow: live speech follows its text)."""
     return engine.stream(TEXT, _voice(engine), sampling=sampling, max_frames=FRAMES, segment_chars=0,
                          non_streaming=non_streaming, largest_chunk_frames=4)
 

@@ -165,8 +165,7 @@ MERGED = "Quick! Close the door! It is cold outside, and the wind is up."
 @pytest.mark.parametrize("case", ["preset", "design", "clone-icl"])
 def test_a_multi_sentence_text_is_one_generation_equal_to_officials(pairs, text_tokenizer, case):
     """Short sentences of one line are one segment (engine.core.text.segments), so the engine speaks them as one
-    generation:
-    the official code's for the whole text, frame for frame."""
+    generation: the official code's for the whole text, frame for frame."""
     [segment] = split_segments(MERGED)
     assert segment.text == MERGED and len(split_segments(MERGED, target_chars=0)) == 3
     model_type, size_tag, make_voice = CASES[case]

@@ -1,6 +1,5 @@
 """The reading policy (``engine.core.text.reading_policy``): URLs said as their site, decoration skipped, code and
-sessions
-announced or read, Markdown references said as their text; spans stay the document's; ordinary prose loses no
+sessions announced or read, Markdown references said as their text; spans stay the document's; ordinary prose loses no
 word and is cut as without a policy; the same segments however the text arrives; bounded memory on long lines."""
 
 from __future__ import annotations

@@ -218,8 +218,7 @@ def test_long_punctuation_runs_take_linear_time(run):
 # ---- where a long sentence is cut -----------------------------------------------------------------------------
 DOCUMENTS = Path(__file__).resolve().parents[1] / "data" / "documents"
 # What ends a piece at a clause mark, or what starts the next at a conjunction
-# (``engine.core.text.segments._cut_point``'s rule,
-# written out here from the punctuation a reader pauses at).
+# (``engine.core.text.segments._cut_point``'s rule, written out here from the punctuation a reader pauses at).
 _ENDS_AT_CLAUSE = re.compile(r"""(?:[,;:]|--|[—–…])["'”’)\]]*$""")
 _CONJUNCTIONS = {"and", "but", "or", "nor", "yet", "which", "that", "because", "although", "though", "while",
                  "whereas", "unless", "until", "when", "where", "whether", "who", "whom", "whose", "since", "if"}

@@ -1,7 +1,6 @@
 """Reading aloud with a cast (``qtapp.reading_plan.cast_sentences`` over ``engine.production.casting.stream``): each
-quotation
-its own sentence in its voice, cut out of its line, its span the document's, so the highlight follows the voices;
-no character read twice or lost; and the studio's setting of it used by Play."""
+quotation its own sentence in its voice, cut out of its line, its span the document's, so the highlight follows the
+voices; no character read twice or lost; and the studio's setting of it used by Play."""
 
 from __future__ import annotations
 

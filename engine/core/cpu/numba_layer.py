@@ -1,7 +1,6 @@
 """The fast CPU path's decoder layer as Numba code, written once: the one-position step of a stack, the code
 predictor's passes (``engine.core.cpu.numba_predictor``) and a prompt's rows (``engine.core.cpu.prompt_numba``) share
-its
-pieces: the RMS norm, the q and k heads' norm and rotation, the attention, the SiLU and the int8 products.
+its pieces: the RMS norm, the q and k heads' norm and rotation, the attention, the SiLU and the int8 products.
 
 A CPU frame of the 0.6B model is ~110 layer steps; through ``engine.core.cpu.one_position`` each is ~40 eager PyTorch
 operations around four int8 products, whose dispatch costs as much as the products. Here a whole stack's step is

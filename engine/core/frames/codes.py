@@ -1,7 +1,6 @@
 """How one frame's 16 codes are computed for a batch of streams: the functions every path of the frame loop
 shares (the eager reference in ``engine.core.frames.eager``; the static-buffer step in ``engine.core.frames.step``,
-which the
-single-stream graphs and the batched loop replay).
+which the single-stream graphs and the batched loop replay).
 
 One frame, for a batch of B streams:
   1. talker logits at the last position -> repetition penalty over earlier code-0 ids -> EOS blocked

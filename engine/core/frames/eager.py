@@ -40,11 +40,10 @@ class FrameGenerator:
     def __init__(self, talker: Talker, prompt: Prompt, sampling: Sampling, max_frames: int, seed: int = 0,
                  live: LiveTrack | None = None, governor: ThreadGovernor | None = None):
         """``live``: the trailing text of a segment still arriving (``engine.core.text.live_text``), waited for row by
-        row;
-        ``max_frames`` is then the most its budget can be. ``governor``: chooses the CPU threads of each frame from
+        row; ``max_frames`` is then the most its budget can be. ``governor``: chooses the CPU threads of each frame from
         the frame times it is told (``engine.core.cpu.threads``). On the fast CPU path (int8 layers) every step after
-        the prefill goes one position at a time through ``engine.core.cpu.one_position_numba`` (where Numba compiles
-        it) or ``engine.core.cpu.one_position``."""
+        the prefill goes one position at a time through ``engine.core.cpu.one_position_numba`` (where Numba compiles it)
+        or ``engine.core.cpu.one_position``."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
         self.live, self.governor = live, governor
         c = talker.config
@@ -172,8 +171,7 @@ class EagerStreamer:
         (default: one of ``max_frames``) cuts a segment that loops or reaches its budget; ``ends`` is True on
         the chunk where it does; an utterance that stops on EOS is only known to have ended after its last
         chunk. ``live``: the segment's text is still arriving (``engine.core.text.live_text``): a chunk is cut short
-        when the
-        next frame must wait for text, so what is made is heard at once. Every chunk decodes as it is made, so
+        when the next frame must wait for text, so what is made is heard at once. Every chunk decodes as it is made, so
         ``first_at_once`` (``GraphStreamer.segment``'s interface) changes nothing."""
         guard = guard or FrameGuard(max_frames)
         cold_start.at_segment_boundary()  # the one place the steps may change from PyTorch's to Numba's

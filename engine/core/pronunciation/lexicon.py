@@ -114,9 +114,8 @@ class Lexicon:
 def pronounce(segments: list[Segment], lexicon: Lexicon | None, voice_name: str | None) -> list[Segment]:
     """``segments`` with what each is spoken as (``Segment.spoken``) by ``lexicon`` in the voice ``voice_name``,
     applied to what the segment says already (``Segment.speech``: the reading policy's form,
-    ``engine.core.text.reading_policy``,
-    else its text); spans and written text unchanged. Without a lexicon, or with no rule, the segments are returned
-    as given."""
+    ``engine.core.text.reading_policy``, else its text); spans and written text unchanged. Without a lexicon, or with no
+    rule, the segments are returned as given."""
     if lexicon is None:
         return segments
     if not isinstance(lexicon, Lexicon):

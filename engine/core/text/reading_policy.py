@@ -4,8 +4,7 @@ The document stays as written (the editor shows it, highlighting and subtitles u
 only what each segment is spoken as (``Segment.spoken``, which pronunciation rules then refine), so a change of
 policy applies from the next reading or export, without importing the document again. ``ReadingPolicy`` holds the
 choices; ``PolicySegmenter`` is ``engine.core.text.segments.Segmenter`` with the policy applied, used by the studio's
-reading
-plan and by export (``policy_segments`` for a whole text). What it does:
+reading plan and by export (``policy_segments`` for a whole text). What it does:
 
 - A URL is said as its site name ("https://docs.python.org/3/library/re.html" -> "docs.python.org"), unless
   ``read_urls``.
@@ -27,8 +26,8 @@ paragraph, or skipped (``footnotes``); a table row's cells of symbols only are s
 prose and no line of it is guessed. Where the format says nothing (PARAGRAPH: plain text, PDF) the lines are
 guessed as above. Ordinary prose (no URL, prompt, code line, box drawing, Markdown brackets or superscript) is
 never changed: its segments are ``engine.core.text.segments.split_segments``'s and every word is said. A line is
-classified on
-at most ``LINE_DECIDE`` characters, so memory stays bounded by the segmenter's, whatever the lines' length.
+classified on at most ``LINE_DECIDE`` characters, so memory stays bounded by the segmenter's, whatever the lines'
+length.
 """
 
 from __future__ import annotations
@@ -136,8 +135,7 @@ def line_kind(line: str, in_run: bool = False) -> str:
 
 def code_kind(text: str) -> str:
     """The kind of a block the markup calls code (engine.core.text.block_kinds): SESSION when its first line is a
-    prompt,
-    DIAGRAM when most of its lines draw boxes, else CODE."""
+    prompt, DIAGRAM when most of its lines draw boxes, else CODE."""
     lines = [line.strip() for line in text[:64 * LINE_DECIDE].split("\n") if line.strip()]
     if not lines:
         return CODE
@@ -154,10 +152,9 @@ _ANNOUNCEMENTS = {CODE: CODE_ANNOUNCEMENT, SESSION: SESSION_ANNOUNCEMENT, DIAGRA
 
 class PolicySegmenter:
     """``engine.core.text.segments.Segmenter`` (same arguments, same ``feed``/``finish``) with ``policy`` applied:
-    prose lines are
-    cut as the segmenter cuts them and said as ``policy.spoken`` says; decoration lines are skipped; a run of code
-    or diagram lines is one segment spanning the run, said as its announcement (or, with ``read_code``, read as
-    prose). A skipped line ends the segment before it, as a blank line does.
+    prose lines are cut as the segmenter cuts them and said as ``policy.spoken`` says; decoration lines are skipped; a
+    run of code or diagram lines is one segment spanning the run, said as its announcement (or, with ``read_code``, read
+    as prose). A skipped line ends the segment before it, as a blank line does.
 
     ``kinds`` says what the text is (``engine.core.text.block_kinds``): one kind for all of it, or a function giving the
     kind at an offset (``engine.documents.Document.kind_at``); None: PARAGRAPH, whose lines are guessed. A line of

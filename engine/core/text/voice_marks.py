@@ -5,8 +5,7 @@ The mark itself is not spoken, and a mark inside a line is text. Why a paragraph
 the mark's line alone: books and most text files wrap a paragraph over several lines, so a mark on its first line
 must voice all of it, and in text with one paragraph a line a blank line after a speaker's lines is the one
 place where any writer ends them. Both readers follow it: ``engine.production.book_structure`` (export: a passage's
-voice) and
-``qtapp.reading_plan`` (reading aloud, from any line: ``voice_above`` finds the mark still in effect there).
+voice) and ``qtapp.reading_plan`` (reading aloud, from any line: ``voice_above`` finds the mark still in effect there).
 
 ``parse_mark`` reads a mark at the start of a line; ``mark_names`` lists the voices a stretch of text names.
 """

@@ -146,8 +146,7 @@ def paragraph_spans(paragraphs: list[str], cast: Cast, style: str | None = None)
 
 def cast_book(book, cast: Cast):
     """``book`` (an ``engine.production.book_structure.Book``) with its unmarked paragraphs cut into passages by voice
-    (see the
-    module doc); the book itself when ``cast`` casts nothing."""
+    (see the module doc); the book itself when ``cast`` casts nothing."""
     if not cast:
         return book
     from engine.production.book_structure import Chapter, Passage

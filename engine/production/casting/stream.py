@@ -5,11 +5,10 @@ quotations of their paragraphs start and end, each piece in its span's voice, it
 ``cast_stream(pieces, segments, cast)``: ``pieces`` are the text's line pieces ``(offset, text)`` as the reading
 reads them, ``segments(pieces)`` the ``(Segment, voice)`` pairs it makes of them, in order. A paragraph (to a
 blank line) is cast as ``engine.production.casting.paragraph_spans`` casts one once all its segments are out; a segment
-that
-crosses a span boundary is cut there (a piece with nothing to say stays with the piece before it). A segment
-whose speech differs from its text (the reading policy's) is not cut: it takes the voice of the span it starts
-in. A segment with a voice mark keeps it. Memory: a paragraph is held until it ends, at most ``MAX_PARAGRAPH``
-characters; a longer one is cast a line at a time (quotations over its lines then go uncast).
+that crosses a span boundary is cut there (a piece with nothing to say stays with the piece before it). A segment whose
+speech differs from its text (the reading policy's) is not cut: it takes the voice of the span it starts in. A segment
+with a voice mark keeps it. Memory: a paragraph is held until it ends, at most ``MAX_PARAGRAPH`` characters; a longer
+one is cast a line at a time (quotations over its lines then go uncast).
 """
 
 from __future__ import annotations

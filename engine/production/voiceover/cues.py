@@ -6,8 +6,7 @@ the bytes are not UTF-8, SubRip without cue numbers or with a period before the 
 ``mm:ss.ttt``, cue settings after the timing, NOTE/STYLE/REGION blocks, styling tags (``<i>``, ``<font>``,
 ``<c.x>``, ``{\\an8}``) and entities. A cue's voice comes from a voice mark at its start (``[voice: NAME]``,
 ``engine.core.text.voice_marks``) or WebVTT's ``<v Speaker>``; neither is spoken. A timing line that cannot be read
-loses
-that one cue, with a warning naming its line (``Subtitles.warnings``).
+loses that one cue, with a warning naming its line (``Subtitles.warnings``).
 
 What cannot be a voiceover is refused with ``SubtitleError`` before anything is spoken or written: a file over
 ``MAX_FILE_BYTES``, binary data, no cues, more than ``MAX_CUES`` cues, ``MAX_CUE_CHARS`` characters in one or

@@ -1,8 +1,8 @@
 """The cold-start bridge (engine.core.cpu.numba_cache.cold_start): an int8 engine whose Numba steps are not in the
-cache speaks
-on the PyTorch steps while a warm-up process compiles them, and switches at the first segment boundary after the
-warm-up's marker appears, each segment wholly from one plan; with the marker there it takes the Numba steps at once.
-The warm-up is the test's (it holds the warm-up's lock): tests/engine/numba_cache/test_warmup.py runs the real one.
+cache speaks on the PyTorch steps while a warm-up process compiles them, and switches at the first segment boundary
+after the warm-up's marker appears, each segment wholly from one plan; with the marker there it takes the Numba steps at
+once. The warm-up is the test's (it holds the warm-up's lock): tests/engine/numba_cache/test_warmup.py runs the real
+one.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Numba's cache folder and the warm-up's markers (engine.core.cpu.numba_cache): the folder keyed on every kernel
-source, a
-user's NUMBA_CACHE_DIR kept, markers keyed on what decides the compiled code, written whole."""
+source, a user's NUMBA_CACHE_DIR kept, markers keyed on what decides the compiled code, written whole."""
 
 from __future__ import annotations
 

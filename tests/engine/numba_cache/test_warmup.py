@@ -1,7 +1,6 @@
 """The real warm-up process (engine.core.cpu.numba_cache.warmup) into an empty Numba cache, then a second process that
-loads
-a full-size 0.6B: it finds the marker, steps through the Numba kernels at once, and compiles nothing (no file of the
-cache is added or changed), so what the tiny models compiled serves a model of another size. Minutes on 2 cores."""
+loads a full-size 0.6B: it finds the marker, steps through the Numba kernels at once, and compiles nothing (no file of
+the cache is added or changed), so what the tiny models compiled serves a model of another size. Minutes on 2 cores."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Casting (``engine.production.casting``): quotations found in curly, straight, nested and paragraph-spanning forms,
-with
-apostrophes left alone; speakers named beside them; spans that cover every paragraph exactly once, in time and
-memory linear in its length; and the dialogue of a real novel (Pride and Prejudice, chapters 1-12) given to the
-dialogue voice and its named speakers' voices."""
+with apostrophes left alone; speakers named beside them; spans that cover every paragraph exactly once, in time and
+memory linear in its length; and the dialogue of a real novel (Pride and Prejudice, chapters 1-12) given to the dialogue
+voice and its named speakers' voices."""
 
 from __future__ import annotations
 

@@ -9,10 +9,9 @@ file of the function it caches, so without it an edit to a file that function in
 
 A *marker* in that folder (``ready-<hash>.json``) says that every kernel of one plan is in the cache: the warm-up
 process (``engine.core.cpu.numba_cache.warmup``) writes it once it has compiled them all, keyed (``compiled_key``) on
-the
-sources' digest, the versions of Numba, llvmlite, NumPy and Python, the processor Numba compiles for (its name and
-features), the NUMBA_* settings and the plan's compile-time choices. This module imports nothing heavy: the
-warm-up process reads its lock before it loads PyTorch.
+the sources' digest, the versions of Numba, llvmlite, NumPy and Python, the processor Numba compiles for (its name and
+features), the NUMBA_* settings and the plan's compile-time choices. This module imports nothing heavy: the warm-up
+process reads its lock before it loads PyTorch.
 """
 
 from __future__ import annotations

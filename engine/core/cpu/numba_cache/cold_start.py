@@ -1,17 +1,15 @@
 """The cold-start bridge: where the Numba kernels of the int8 CPU plan are not in the cache yet, the engine speaks on
 the int8 PyTorch steps (which compile nothing) while a warm-up process compiles them
-(``engine.core.cpu.numba_cache.warmup``),
-and steps through them from the first segment that starts after it finished.
+(``engine.core.cpu.numba_cache.warmup``), and steps through them from the first segment that starts after it finished.
 
 ``at_load`` decides once an engine loads: the kernels' marker in the cache folder (``engine.core.cpu.numba_cache``)
-means
-Numba at once; its absence starts a warm-up process (one a process) and a bridge. ``numba_now()`` is what every
-Numba path of the int8 plan asks (``one_position_numba.numba_stacks``, ``prompt_rows_numba.runs_here`` and through
-it ``prompt_numba.takes``), and only ``at_segment_boundary`` changes it, which a streamer calls before each segment:
-each segment comes wholly from one plan (the process's one bridge may switch between two engines' segments, never
-inside one). The switch is logged once. Where nothing can be cached (a frozen app without sources, no writable
-cache folder), with int4 weights (whose PyTorch products are Numba's too) or with the ``cpu_warmup`` option off,
-there is no bridge: the kernels compile in this process at first use, waited for.
+means Numba at once; its absence starts a warm-up process (one a process) and a bridge. ``numba_now()`` is what every
+Numba path of the int8 plan asks (``one_position_numba.numba_stacks``, ``prompt_rows_numba.runs_here`` and through it
+``prompt_numba.takes``), and only ``at_segment_boundary`` changes it, which a streamer calls before each segment: each
+segment comes wholly from one plan (the process's one bridge may switch between two engines' segments, never inside
+one). The switch is logged once. Where nothing can be cached (a frozen app without sources, no writable cache folder),
+with int4 weights (whose PyTorch products are Numba's too) or with the ``cpu_warmup`` option off, there is no bridge:
+the kernels compile in this process at first use, waited for.
 
 The warm-up process is left to finish when the program exits: a short command (``say``, ``--self-test``) would
 otherwise end every warm-up before its longest compile and none would ever finish; Numba's cache files and the

@@ -3,10 +3,9 @@ plan into Numba's cache, in a process of its own, then write the plan's marker i
 (``engine.core.cpu.numba_cache``).
 
 ``engine.core.cpu.numba_cache.cold_start`` starts it (``start``) where the marker is missing and speaks on the PyTorch
-steps
-meanwhile: a compiling thread would hold the interpreter lock the speaking loop and the audio callback need. It runs
-at a lower priority than the program it serves, one at a time per folder: it holds ``LOCK_NAME`` while it works (the
-system lets go of it when the process ends, however it ends), and one that finds the lock taken exits at once.
+steps meanwhile: a compiling thread would hold the interpreter lock the speaking loop and the audio callback need. It
+runs at a lower priority than the program it serves, one at a time per folder: it holds ``LOCK_NAME`` while it works
+(the system lets go of it when the process ends, however it ends), and one that finds the lock taken exits at once.
 
 It compiles by running what the engine runs: tiny synthetic int8 models (``engine.synthetic``) loaded as a real one
 is, their steps warmed up, a prompt spoken greedily and sampled. Numba keys compiled code on its arguments' types

@@ -1,6 +1,5 @@
 """Subtitle files read for a voiceover (engine.production.voiceover.cues): what real files hold is read, what cannot be
-voiced
-is refused with a SubtitleError that says where, and no input makes the parser fail any other way."""
+voiced is refused with a SubtitleError that says where, and no input makes the parser fail any other way."""
 
 from __future__ import annotations
 

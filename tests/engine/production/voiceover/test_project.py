@@ -1,6 +1,5 @@
 """Voiceover projects (engine.production.voiceover.project): takes and their audio survive a reload, a retake adds a
-take with a
-new seed, only cues without a kept take are spoken, and a damaged or hostile folder is refused clearly."""
+take with a new seed, only cues without a kept take are spoken, and a damaged or hostile folder is refused clearly."""
 
 from __future__ import annotations
 

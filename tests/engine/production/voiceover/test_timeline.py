@@ -1,6 +1,5 @@
 """Lines laid in time (engine.production.voiceover.timeline): never overlapping, never early, sped up only as far as
-allowed,
-and only what still does not fit overruns."""
+allowed, and only what still does not fit overruns."""
 
 from __future__ import annotations
 
