@@ -36,7 +36,7 @@ def real_worker(qtbot, tiny_model_dir):
 
         thread, worker = start_worker(factory, **options)
         started.append((thread, worker))
-        with qtbot.waitSignal(worker.model_loaded, timeout=60000) as loaded:
+        with qtbot.waitSignal(worker.model_loaded, timeout=300000) as loaded:
             pass
         assert loaded.args[0].startswith("CustomVoice 0.6B on cpu")
         return worker, Voice.preset(engines[0].speakers[0])
