@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 
 from engine.core import options
+from engine.core.cpu.numba_cache.folder import use_cache_folder
 from engine.core.options import PRECISIONS
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,7 @@ def machine() -> dict:
 
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() \
         else []
+    use_cache_folder()  # before Numba's import: it reads its cache folder once
     try:
         import numba
 

@@ -14,11 +14,7 @@ from tools import import_rules
 # (file, owner module, private name): each to be made public in its owner (or its use removed)
 PENDING_PRIVATE: set[tuple[str, str, str]] = set()
 # the imports that close the cycles still open: once each is gone, so are the cycles
-PENDING_IMPORTS = {
-    ("engine.core.model", "engine.core.cpu.numba_cache"),  # use_cache_folder() belongs before Numba's import
-    ("engine.core.model.layers", "engine.core.cpu.prompt_numba"),  # the CPU path should install its prompt pass
-    ("engine.core.cpu.int8", "engine.core.cpu.prompt_rows_numba"),  # likewise its integer rows
-}
+PENDING_IMPORTS: set[tuple[str, str]] = set()
 
 
 def test_no_module_uses_another_modules_private_names():

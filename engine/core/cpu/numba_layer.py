@@ -28,6 +28,7 @@ import numpy as np
 
 from engine.core.cpu import int8, vnni
 from engine.core.cpu.int8 import ACTIVATION_MAX
+from engine.core.cpu.numba_cache.folder import use_cache_folder
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ Rounded = namedtuple("Rounded", "q lo hi")
 # rounded inputs (width H, heads * d, I), and the VNNI products' per-block scratch [blocks, SCRATCH_ROW]
 Scratch = namedtuple("Scratch", "h qkv qk attn scores gu act h_in attn_in act_in parts accs")
 
+use_cache_folder()  # before Numba's import: it reads its cache folder once
 try:
     import numba
     from numba import njit, prange

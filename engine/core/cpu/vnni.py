@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.core.cpu.numba_cache.folder import use_cache_folder
+
+use_cache_folder()  # before Numba's import: it reads its cache folder once
 try:
     import llvmlite.binding as llvm
     import numba

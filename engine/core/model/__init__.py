@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from engine.core.cpu.numba_cache import use_cache_folder
+from torch import nn
 
-use_cache_folder()  # before any module of the engine imports Numba, which reads its cache folder once
-
-from torch import nn  # noqa: E402
-
-from engine.core.config import ModelConfig  # noqa: E402
-from engine.core.model.talker import Talker  # noqa: E402
+from engine.core.config import ModelConfig
+from engine.core.model.talker import Talker
 
 
 class Qwen3TTS(nn.Module):

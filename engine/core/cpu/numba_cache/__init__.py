@@ -1,11 +1,11 @@
 """Where Numba keeps the CPU steps' compiled code, and whether all that the engine's plan needs is there.
 
 Numba caches a compiled function beside its source (``__pycache__``) unless ``NUMBA_CACHE_DIR`` names a folder, and
-a packaged or read-only install cannot write beside its sources. ``use_cache_folder`` (called by ``engine.core.model``
-before anything imports Numba) sets it to ``numba/<digest>`` in the user's cache folder (``engine.user_cache``),
-``<digest>`` that of every source file the kernels compile or inline (``KERNEL_SOURCES``): Numba checks only the
-file of the function it caches, so without it an edit to a file that function inlines would load stale code
-(numba/numba#1833). A NUMBA_CACHE_DIR the user set stands (and with it that risk).
+a packaged or read-only install cannot write beside its sources. ``use_cache_folder`` (``folder``, called by each
+module of the engine right before it imports Numba) sets it to ``numba/<digest>`` in the user's cache folder
+(``engine.user_cache``), ``<digest>`` that of every source file the kernels compile or inline (``KERNEL_SOURCES``):
+Numba checks only the file of the function it caches, so without it an edit to a file that function inlines would
+load stale code (numba/numba#1833). A NUMBA_CACHE_DIR the user set stands (and with it that risk).
 
 A *marker* in that folder (``ready-<hash>.json``) says that every kernel of one plan is in the cache: the warm-up
 process (``engine.core.cpu.numba_cache.warmup``) writes it once it has compiled them all, keyed (``compiled_key``) on
@@ -16,84 +16,24 @@ process reads its lock before it loads PyTorch.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from engine.atomic_files import atomic_write_text
-from engine.user_cache import user_cache_folder
-
-ENV = "NUMBA_CACHE_DIR"
-ENGINE_ROOT = Path(__file__).resolve().parents[3]
-# every file whose code the Numba kernels compile or inline, or whose constants they read, from ENGINE_ROOT
-KERNEL_SOURCES = (
-    "core/cpu/numba_layer.py", "core/cpu/vnni.py", "core/cpu/int8.py", "core/cpu/prompt_numba.py",
-    "core/cpu/prompt_rows_numba.py", "core/cpu/numba_predictor.py",
+from engine.core.cpu.numba_cache.folder import (  # noqa: F401 - this package's names
+    ENGINE_ROOT,
+    ENV,
+    KERNEL_SOURCES,
+    cache_folder,
+    sources_digest,
+    use_cache_folder,
 )
+
 LOCK_NAME = "warmup.lock"  # held by the warm-up process that is compiling into the folder
 LOG_NAME = "warmup.log"  # what the warm-up processes printed and logged
-
-
-def sources_digest(root: Path | None = None) -> str | None:
-    """SHA-256 of ``KERNEL_SOURCES`` (names and contents) under ``root``, by default this engine's as first read by
-    this process; None where one is missing (a frozen app ships no sources: Numba caches nothing there)."""
-    return _engine_digest() if root is None else _digest(root)
-
-
-@functools.cache
-def _engine_digest() -> str | None:
-    return _digest(ENGINE_ROOT)
-
-
-def _digest(root: Path) -> str | None:
-    digest = hashlib.sha256()
-    for name in KERNEL_SOURCES:
-        try:
-            data = (root / name).read_bytes()
-        except OSError:
-            return None
-        digest.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
-    return digest.hexdigest()
-
-
-def _writable(folder: Path) -> bool:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=folder).close()
-        return True
-    except OSError:
-        return False
-
-
-def use_cache_folder() -> Path | None:
-    """Point Numba's cache at the user's cache folder (``numba/<sources' digest>``), unless NUMBA_CACHE_DIR is set
-    already; returns the folder Numba caches in, None where it is not one this module knows of (no sources, or
-    a folder that cannot be written: Numba then looks for a place of its own)."""
-    if os.environ.get(ENV):
-        return cache_folder()
-    digest = sources_digest()
-    if digest is None:
-        return None
-    folder = user_cache_folder() / "numba" / digest[:16]
-    if not _writable(folder):
-        return None
-    os.environ[ENV] = str(folder)
-    if "numba.core.config" in sys.modules:  # imported before the engine: its settings read the folder again
-        sys.modules["numba.core.config"].reload_config()
-    return folder
-
-
-def cache_folder() -> Path | None:
-    """The folder Numba caches this process's kernels in (NUMBA_CACHE_DIR), where it is set and can be written."""
-    value = os.environ.get(ENV)
-    if not value or sources_digest() is None:
-        return None
-    folder = Path(value)
-    return folder if _writable(folder) else None
 
 
 def compiled_key() -> dict:
