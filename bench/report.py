@@ -23,6 +23,7 @@ from pathlib import Path
 
 from bench.scenarios import SCENARIOS
 from bench.tables import Column, Record, Rows, Scenario
+from tools.generated_page import write_or_check
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 RAW = DOCS / "benchmarks"
@@ -143,15 +144,8 @@ def render(template: str, scenarios: dict[str, Scenario], raw: Path = RAW) -> st
 
 
 def main(argv: list[str] | None = None) -> int:
-    check = "--check" in (sys.argv[1:] if argv is None else argv)
     wanted = render(TEMPLATE.read_text(encoding="utf-8"), SCENARIOS)
-    if check:
-        if PAGE.read_text(encoding="utf-8") != wanted:
-            print(f"{PAGE} is out of date: run python -m bench.report", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(wanted, encoding="utf-8")
-    return 0
+    return write_or_check(PAGE, wanted, "python -m bench.report", argv)
 
 
 if __name__ == "__main__":

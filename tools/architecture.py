@@ -13,6 +13,8 @@ import ast
 import sys
 from pathlib import Path
 
+from tools.generated_page import replace_block, write_or_check
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "architecture.md"
 PACKAGES = ("engine", "qtapp", "server")
@@ -142,23 +144,11 @@ def module_list() -> str:
 
 def render(page: str) -> str:
     """The page with its block between the markers replaced by the module list."""
-    head, found, rest = page.partition(START)
-    if not found or END not in rest:
-        raise SystemExit(f"{PAGE}: the marker lines of the module list are missing")
-    return head + module_list() + rest.split(END, 1)[1]
+    return replace_block(page, START, END, module_list(), f"{PAGE}: the marker lines of the module list are missing")
 
 
 def main(argv: list[str] | None = None) -> int:
-    check = "--check" in (sys.argv[1:] if argv is None else argv)
-    page = PAGE.read_text(encoding="utf-8")
-    wanted = render(page)
-    if check:
-        if wanted != page:
-            print(f"{PAGE} is out of date: run python -m tools.architecture", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(wanted, encoding="utf-8")
-    return 0
+    return write_or_check(PAGE, render(PAGE.read_text(encoding="utf-8")), "python -m tools.architecture", argv)
 
 
 if __name__ == "__main__":
