@@ -104,3 +104,19 @@ def test_an_unwritable_cache_folder_leaves_numba_its_own(tmp_path):
     blocked.write_text("not a folder")
     got = _folder_in_fresh_process({"XDG_CACHE_HOME": str(blocked), "NUMBA_CACHE_DIR": None})
     assert got == {"returned": None, "variable": None, "numba": ""}
+
+
+def test_a_copy_of_the_same_sources_has_another_marker(tmp_path):
+    """Numba keeps a function's entries under its source's folder and drops them when the file's time or size
+    changes: another checkout of the same sources has the same digest but none of these entries, so its marker
+    differs, and so does this copy's once a file is touched."""
+    key = numba_cache.compiled_key()
+    assert key["stamps"] == numba_cache.source_stamps()
+    copy = _copy_sources(tmp_path / "copy")
+    assert numba_cache.sources_digest(copy) == key["sources"]
+    stamps = numba_cache.source_stamps(copy)
+    assert [s[0] for s in stamps] != [s[0] for s in key["stamps"]]
+    assert not numba_cache.is_warm(tmp_path, dict(key, stamps=stamps))
+    touched = copy / numba_cache.KERNEL_SOURCES[0]
+    os.utime(touched, ns=(0, 0))
+    assert numba_cache.source_stamps(copy)[0] != stamps[0] and numba_cache.source_stamps(copy)[1:] == stamps[1:]

@@ -53,7 +53,21 @@ def compiled_key() -> dict:
         "features": config.CPU_FEATURES or llvm.get_host_cpu_features().flatten(),
         "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NUMBA_") and k != ENV},
         "plan": {"weights": "int8"},
+        "stamps": source_stamps(),
     }
+
+
+def source_stamps(root: Path = ENGINE_ROOT) -> list[list]:
+    """Each kernel source's absolute path, modification time and size (a frozen app's executable's time and size):
+    Numba files a function's entries under its source's folder and drops them when that stamp changes, so a marker
+    written for another copy of the same sources (a second checkout, a reinstall) must not say this one is warm."""
+    frozen = Path(sys.executable) if getattr(sys, "frozen", False) else None
+    stamps = []
+    for name in KERNEL_SOURCES:
+        path = (Path(root) / name).resolve()
+        stat = (frozen or path).stat()
+        stamps.append([str(path), stat.st_mtime, stat.st_size])
+    return stamps
 
 
 def marker_path(folder: Path, key: dict) -> Path:
