@@ -19,9 +19,8 @@ from PySide6.QtCore import QEventLoop, QObject, QTimer, Slot
 
 SELF_TEST_TEXT = "Hello from Orator."
 MAX_FRAMES = 6  # random weights never stop on their own: 6 frames are 0.48 s of audio
-# a hang detector, not a speed test: from source the CPU steps speak uncompiled while another process compiles them
-# (engine.core.cpu.numba_cache.cold_start), but a frozen app compiles them in its own process, minutes on a busy 2-core
-# machine
+# a hang detector, not a speed test: the CPU steps speak uncompiled while another process compiles them
+# (engine.core.cpu.numba_cache.cold_start), except where nothing can be cached, where they compile in this process
 TIMEOUT_S = 1800.0
 
 
