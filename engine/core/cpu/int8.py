@@ -121,11 +121,11 @@ def prefill_form() -> str:
 
 @functools.cache
 def int_products() -> bool:
-    """Whether this PyTorch multiplies int8 matrices on the CPU into int32 (``torch._int_mm``) through oneDNN and
-    exactly for ``integer_rows``' values. Processors without 8-bit dot products (VNNI, AMX) multiply-add byte pairs
-    into 16-bit sums, which saturate for them; without oneDNN the product is a plain loop, slower than any other
-    form."""
-    if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled):
+    """Whether this PyTorch multiplies int8 matrices on the CPU into int32 (``torch._int_mm``) through oneDNN, on a
+    processor with 8-bit dot products (VNNI, AMX), and exactly for ``integer_rows``' values. Without those units
+    oneDNN either multiply-adds byte pairs into 16-bit sums, which saturate for these values, or runs a plain loop,
+    slower than any other form (docs/benchmarks.md#cpu-prefill); so does PyTorch without oneDNN."""
+    if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled and dot_product_units()):
         return False
     try:
         g = torch.Generator().manual_seed(0)
@@ -135,6 +135,15 @@ def int_products() -> bool:
         w[:2] = torch.tensor([[127], [-127]], dtype=torch.int8)
         return torch.equal(torch._int_mm(a, w.t()).long(), a.long() @ w.long().t())
     except (AttributeError, RuntimeError, NotImplementedError):
+        return False
+
+
+def dot_product_units() -> bool:
+    """Whether the processor has 8-bit dot products (AVX512-VNNI, AVX-VNNI or AMX) as PyTorch detects them."""
+    probes = ("_is_vnni_supported", "_is_avx512_vnni_supported", "_is_amx_tile_supported")
+    try:
+        return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+    except RuntimeError:
         return False
 
 

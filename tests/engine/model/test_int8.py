@@ -94,6 +94,30 @@ def test_int_products_are_refused_where_they_saturate(monkeypatch):
         int8.int_products.cache_clear()
 
 
+def test_int_products_need_8_bit_dot_product_units(monkeypatch):
+    """Where the processor has no 8-bit dot products, oneDNN's exact int8 product is a plain loop (twenty times the
+    row kernel's time for a prompt on 2 AVX2 cores): it is not taken, however exact, and prompts take another form."""
+    monkeypatch.setattr(torch, "_int_mm", lambda a, b: (a.long() @ b.long()).int())  # exact
+    for units in (True, False):
+        monkeypatch.setattr(int8, "dot_product_units", lambda units=units: units)
+        int8.int_products.cache_clear()
+        int8.prefill_form.cache_clear()
+        try:
+            assert int8.int_products() is (units and torch.backends.mkldnn.is_available())
+            assert (int8.prefill_form() == "integer") is int8.int_products()
+        finally:
+            int8.int_products.cache_clear()
+            int8.prefill_form.cache_clear()
+
+
+def test_dot_product_units_follow_pytorchs_probes(monkeypatch):
+    for name in ("_is_vnni_supported", "_is_avx512_vnni_supported", "_is_amx_tile_supported"):
+        monkeypatch.setattr(torch.cpu, name, lambda: False, raising=False)
+    assert not int8.dot_product_units()
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    assert int8.dot_product_units()
+
+
 @pytest.mark.skipif(not int8.int_products(), reason="this PyTorch has no exact CPU int8 matrix product here")
 def test_without_vnni_onednn_saturates_and_a_prompt_takes_another_form():
     """oneDNN limited to AVX2 (as on a desktop without VNNI) sums byte pairs in saturating 16 bits: the probe
