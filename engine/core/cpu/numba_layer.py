@@ -88,6 +88,18 @@ def _compiler_warnings_to_debug_log() -> None:
     warnings.showwarning = show
 
 
+def _cache_typed_lists() -> None:
+    """Cache what Numba compiles for its typed lists (``numba.typed.List`` made and filled from Python, as the
+    kernels' records are): Numba's own functions for them are not cached, so every process compiled them anew,
+    seconds of each load's time on a warm cache. Their entries go to the same cache folder as the kernels'."""
+    from numba.core.dispatcher import Dispatcher
+    from numba.typed import typedlist
+
+    for function in vars(typedlist).values():
+        if isinstance(function, Dispatcher) and cacheable():
+            function.enable_caching()
+
+
 if numba is not None:
     _compiler_warnings_to_debug_log()
     try:
@@ -103,6 +115,11 @@ def cacheable() -> bool:
 
 
 if numba is not None:
+    try:
+        _cache_typed_lists()
+    except Exception as _error:  # a Numba without these internals: its lists compile in each process, as before
+        log.info("Numba's typed lists compile in each process (%s)", _error)
+
     # fast-math's reassociation lets the sums vectorize; without its no-NaN and no-inf flags, which would let the
     # compiler drop the checks that keep a NaN in an input a NaN in the output
     FAST = {"reassoc", "contract", "nsz", "arcp", "afn"}
