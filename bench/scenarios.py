@@ -50,6 +50,14 @@ def plan(record: Record) -> str:
     return "int8, PyTorch steps" if "PyTorch steps" in record.get("mode", "") else "int8 (default)"
 
 
+def plan_path(summary: str) -> str:
+    """The path and its bridge from an execution plan's summary (``ExecutionPlan.summary``)."""
+    path = re.search(r"fast: ([\w-]+)", summary)
+    bridge = re.search(r"bridge: ([\w-]+)", summary)
+    return (bridge.group(1) + " while " + path.group(1) + " compiles" if bridge and path
+            else path.group(1) if path else "–")
+
+
 def cores_and_threads(found: list[Record], _: Rows) -> str:
     return f"{cores(found[0])} ({'/'.join(sorted({str(threads(r)) for r in found}))})"
 
@@ -199,10 +207,11 @@ SCENARIOS: dict[str, Scenario] = {
         columns=CPU_SYNTHESIS[:1] + CPU_SYNTHESIS[3:] + (Column("÷ official ×RT", against_official),),
     ),
     "cpu-one-engine": Scenario(
-        files=("cpu-one-engine-xeon8.jsonl",),
-        command="CUDA_VISIBLE_DEVICES= python -m bench.run_all --sizes 0.6b --systems orator official --frames 40 "
-                "--runs 3 --chunks 1 --device cpu --cores 8",
+        files=("cpu-one-engine-zen3.jsonl", "cpu-one-engine-xeon8.jsonl"),
+        command="python -m bench.cpu_ab --before 3f43688 --cores N --runs 3 --machine NAME --out FILE",
         keep=counted,
+        run_group=lambda record: (record.get("machine"),),
+        per_machine=True,
         row=lambda record: (size(record), -cores(record), system_rank(record), record.get("variant") or ""),
         columns=SIDE_BY_SIDE,
         optional=True,
@@ -218,16 +227,19 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "cpu-cold-start": Scenario(
         files=("cpu-cold-start.jsonl",),
-        command="CUDA_VISIBLE_DEVICES= python -m bench.run_orator --frames 40 --runs 1 --chunks 1 --device cpu",
-        row=lambda record: (size(record), -cores(record), system_rank(record), record.get("variant") or ""),
+        command="python -m bench.cold_start --model DIR --cores 2 --runs 3 --machine NAME --out FILE",
+        run_group=lambda record: (record.get("machine"),),
+        per_machine=True,
+        row=lambda record: (size(record), -cores(record), record.get("variant") == "cached"),
         columns=(
-            Column("variant", lambda found, _: found[0].get("variant") or "–"),
+            Column("cache", lambda found, _: found[0].get("variant") or "–"),
             Column("size", lambda found, _: size(found[0])),
             Column("cores", lambda found, _: str(cores(found[0]))),
             Column("load, s", figure("load_s")),
-            Column("warm-up, s", figure("warmup_s")),
-            Column("first audio, ms", figure(first_chunk_ms)),
+            Column("first audio from the command's start, s", figure("first_audio_s")),
+            Column("kernels compiled, s", figure("warmup_s")),
             Column("Welcome measurement, s", figure("welcome_s")),  # the Welcome dialog's speed measurement
+            Column("plan at first audio", lambda found, _: plan_path(found[0].get("plan", ""))),
         ),
         optional=True,
     ),
