@@ -28,9 +28,17 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "/tmp/orator-bench-models/0.6b-custom_voice"
 
 
-def commit_of(tree: Path, rev: str = "HEAD") -> str:
-    return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", rev], capture_output=True, text=True,
-                          check=True).stdout.strip()
+def commit_of(tree: Path) -> str:
+    """The tree's commit: its ``COMMIT`` file's (a tree exported without history), else git's, else for this checkout
+    ``ORATOR_COMMIT`` (a copy without history, as on a lent machine)."""
+    named = tree / "COMMIT"
+    if named.is_file():
+        return named.read_text(encoding="utf-8").strip()
+    try:
+        return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return os.environ.get("ORATOR_COMMIT", "unknown") if tree == ROOT else "unknown"
 
 
 def warm(tree: Path, cores: int) -> None:
@@ -65,12 +73,30 @@ def one_run(module: str, tree: Path, args: argparse.Namespace, out: Path, runs: 
     return [{**json.loads(line), **stamp} for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def turns(trees: dict[str, Path], args: argparse.Namespace, scratch: Path) -> list[dict]:
+    """Warm each tree's kernels, then ``args.runs`` turns of every system; the records."""
+    for tree in trees.values():  # compile and cache each tree's kernels before anything is timed
+        warm(tree, args.cores)
+        one_run("bench.run_orator", tree, args, scratch, 1)
+    records = []
+    for _ in range(args.runs):
+        for variant, tree in trees.items():
+            records += [{**record, "variant": variant}
+                        for record in one_run("bench.run_orator", tree, args, scratch, args.repeats)]
+        if not args.no_official:
+            records += one_run("bench.run_official", ROOT, args, scratch, args.repeats)
+    return records
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", required=True, help="the commit to compare this checkout with")
+    before = ap.add_mutually_exclusive_group(required=True)
+    before.add_argument("--before", help="the commit to compare this checkout with")
+    before.add_argument("--before-tree", type=Path, help="or that commit's files, where there is no git history")
     ap.add_argument("--model", default=MODEL, help="a full-size checkpoint (python -m engine.synthetic)")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3, help="turns; each system runs once a turn")
+    ap.add_argument("--repeats", type=int, default=1, help="timed runs of each system's process in a turn")
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--machine", required=True, help="the machine's name in the records")
     ap.add_argument("--no-official", action="store_true")
@@ -78,24 +104,15 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     command = "python -m bench.cpu_ab " + " ".join(a if " " not in a else repr(a) for a in (argv or sys.argv[1:]))
     with tempfile.TemporaryDirectory(prefix="orator-before-") as folder:
-        before = Path(folder) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(before), args.before], check=True,
-                       capture_output=True)
+        before = args.before_tree.resolve() if args.before_tree else Path(folder) / "tree"
+        if not args.before_tree:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(before), args.before],
+                           check=True, capture_output=True)
         try:
-            trees = {"before": before, "after": ROOT}
-            scratch = Path(folder) / "out.jsonl"
-            for tree in trees.values():  # compile and cache each tree's kernels before anything is timed
-                warm(tree, args.cores)
-                one_run("bench.run_orator", tree, args, scratch, 1)
-            records = []
-            for _ in range(args.runs):
-                for variant, tree in trees.items():
-                    for record in one_run("bench.run_orator", tree, args, scratch, 1):
-                        records.append({**record, "variant": variant})
-                if not args.no_official:
-                    records += one_run("bench.run_official", ROOT, args, scratch, 1)
+            records = turns({"before": before, "after": ROOT}, args, Path(folder) / "out.jsonl")
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)], check=False)
+            if not args.before_tree:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)], check=False)
     with args.out.open("a", encoding="utf-8") as f:
         for record in records:
             record.update(machine=args.machine, cores=args.cores, command=command)
