@@ -144,7 +144,7 @@ def steps(model: str, thread_counts, rounds: int) -> dict:
             made.vnni = way
             cache = KVCache(made.weights.in_w.shape[0], 1, stack.kv_heads, length, stack.head_dim, torch.float32, "cpu")
             bound[name, way] = (made.over(cache), pos)
-    xs = {name: torch.randn(1, step.x.shape[0], generator=torch.Generator().manual_seed(0))
+    xs = {name: torch.randn(1, step.x.shape[1], generator=torch.Generator().manual_seed(0))
           for (name, _), (step, _) in bound.items()}
     outs = {(name, way): step(xs[name], pos) for (name, way), (step, pos) in bound.items()}
     same = all(torch.equal(outs[name, way], outs[name, False]) for name, way in outs)

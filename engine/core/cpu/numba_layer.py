@@ -1,19 +1,22 @@
-"""The fast CPU path's decoder layer as Numba code, written once: the one-position step of a stack, the code
-predictor's passes (``engine.core.cpu.numba_predictor``) and a prompt's rows (``engine.core.cpu.prompt_numba``) share
-its pieces: the RMS norm, the q and k heads' norm and rotation, the attention, the SiLU and the int8 products.
+"""The fast CPU path's decoder layer as Numba code, written once: one body (``stack_step``) takes R consecutive
+positions of one stream, and serves the one-position step of a stack (R = 1: ``engine.core.cpu.one_position_numba``),
+the code predictor's passes (``engine.core.cpu.numba_predictor``) and a prompt's rows (``NumbaBoundStep.rows``).
 
 A CPU frame of the 0.6B model is ~110 layer steps; through ``engine.core.cpu.one_position`` each is ~40 eager PyTorch
 operations around four int8 products, whose dispatch costs as much as the products. Here a whole stack's step is
 one call: the norms, RoPE, the cache writes and the attention as plain float32 loops, and each product as rows of
 int8 weights (the same ``Int8Weight`` values and row scales) times its activations rounded to 15-bit integers with
-one scale, summed in int32 (the processor's multiply-add of 16-bit pairs, or its 8-bit dot products through
-``engine.core.cpu.vnni``: the same sums), split over the cores in blocks of rows (docs/benchmarks.md#cpu-numba).
+one scale a row, summed in int32 (the processor's multiply-add of 16-bit pairs, or its 8-bit dot products through
+``engine.core.cpu.vnni``: the same sums), split over the cores in blocks of weight rows (docs/benchmarks.md#cpu-numba),
+each block dotted with all R rows so that a prompt reads its weights once, not once a row. Every row is rounded,
+summed and attended as a one-position step at its position would do it, so R rows give what R steps give, up to
+the association of float32 sums that fast-math leaves to the compiler (tests/engine/model/test_numba_rows.py).
 The arithmetic is ``one_position``'s in float32 except for the activations' rounding (at most 1/32766 of the
 largest, where PyTorch's kernel rounds each to bfloat16) and the order of the sums.
 
 Kernels take records, not dozens of arrays: ``Weights`` (a stack's layers), ``Product`` (one projection of every
 layer), ``KV`` (a bound cache and its rotary tables), ``Rounded`` (a product's activations as integers) and
-``Scratch`` (a bound step's buffers); ``engine.core.cpu.one_position_numba`` makes them. Numba caches what it compiles
+``Scratch`` (a call's buffers); ``engine.core.cpu.one_position_numba`` makes them. Numba caches what it compiles
 against the sources' digest (``engine.core.cpu.numba_cache``), which covers every file inlined here.
 """
 
@@ -47,10 +50,12 @@ Product = namedtuple("Product", "q scale sums")
 Weights = namedtuple("Weights", "in_w qkv qk_w out post_w gate_up down norm_w eps heads vnni")
 # a stream's cache [L, kv, S, d] and its rotary tables [S, d] (the sine's first half negated: ``OnePosition.tables``)
 KV = namedtuple("KV", "keys values cos signed_sin")
-# a product's activations: int16 values, and their low and high bytes for VNNI (``vnni.split``)
-Rounded = namedtuple("Rounded", "q lo hi")
-# a step's buffers: h [H], qkv, qk [d], attn [heads * d], scores [heads, S], gu [2I], act [I], the three products'
-# rounded inputs (width H, heads * d, I), and the VNNI products' per-block scratch [blocks, SCRATCH_ROW]
+# a product's activations, a row each: int16 values [R, K], their low and high bytes for VNNI (``vnni.split``), and
+# each row's scale [R]
+Rounded = namedtuple("Rounded", "q lo hi scale")
+# a call's buffers for up to R rows: h [R, H], qkv [R, (heads + 2 kv) d], qk [R, d], attn [R, heads * d], scores
+# [heads, S] (the rows of a head attend one after another), gu [R, 2I], act [R, I], the three products' rounded
+# inputs (width H, heads * d, I), and the VNNI products' per-block scratch [blocks, SCRATCH_ROW]
 Scratch = namedtuple("Scratch", "h qkv qk attn scores gu act h_in attn_in act_in parts accs")
 
 use_cache_folder()  # before Numba's import: it reads its cache folder once
@@ -187,23 +192,27 @@ if numba is not None:
                     y[n + r] = acc[r] * (scale[n + r] * sx)
 
     @njit(**INLINE)
-    def product_into(p, layer, rounded, sx, y, add, vnni_on, s):
-        """y (+)= layer ``layer`` of product ``p`` times the activations ``rounded`` (scale ``sx``), split over
-        the cores in blocks of ROW_BLOCK rows: through ``engine.core.cpu.vnni`` where ``vnni_on``, else in 16-bit
+    def product_into(p, layer, rounded, rows, y, add, vnni_on, s):
+        """y[r] (+)= layer ``layer`` of product ``p`` times row r of the activations ``rounded``, for r < ``rows``,
+        split over the cores in blocks of ROW_BLOCK weight rows, each block dotted with every row so that its
+        weights are read from memory once: through ``engine.core.cpu.vnni`` where ``vnni_on``, else in 16-bit
         pairs."""
         q, scale, sums = p.q[layer], p.scale[layer], p.sums[layer]  # read once here, not in every task
-        xq, lo, hi, parts, accs = rounded.q, rounded.lo, rounded.hi, s.parts, s.accs
+        xq, lo, hi, sx, parts, accs = rounded.q, rounded.lo, rounded.hi, rounded.scale, s.parts, s.accs
         blocks = (q.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK
         if vnni_on:
-            vnni.split(xq, lo, hi)
             for block in prange(blocks):
                 start = block * ROW_BLOCK
-                vnni_range(q, scale, sums, lo, hi, sx, y, start, min(q.shape[0], start + ROW_BLOCK), add,
-                           parts[block], accs[block])
+                stop = min(q.shape[0], start + ROW_BLOCK)
+                for r in range(rows):
+                    vnni_range(q, scale, sums, lo[r], hi[r], sx[r], y[r], start, stop, add, parts[block],
+                               accs[block])
         else:
             for block in prange(blocks):
                 start = block * ROW_BLOCK
-                row_range(q, scale, xq, sx, y, start, min(q.shape[0], start + ROW_BLOCK), add)
+                stop = min(q.shape[0], start + ROW_BLOCK)
+                for r in range(rows):
+                    row_range(q, scale, xq[r], sx[r], y[r], start, stop, add)
 
     @njit(**INLINE)
     def rms(x, weight, eps, out):
@@ -254,40 +263,101 @@ if numba is not None:
             for i in range(d):
                 q[i] += p * vt[i]
 
+    NORMED, ROUNDED, ACTIVATED = range(3)  # what ``row_rounded`` rounds
+
     @njit(**INLINE)
-    def layer_step(x, pos, layer, w, kv, s):
-        """Decoder layer ``layer`` for one stream at ``pos``: x [H], the residual stream, changed in place; the
-        position's key and value written into ``kv``."""
-        heads, groups, d = w.heads, kv.keys.shape[1], s.qk.shape[0]
-        h, qkv, attn, gu, act = s.h, s.qkv, s.attn, s.gu, s.act
-        keys, values, scores = kv.keys[layer], kv.values[layer], s.scores
-        cos, signed_sin = kv.cos[pos], kv.signed_sin[pos]
-        rms(x, w.in_w[layer], w.eps, h)
-        product_into(w.qkv, layer, s.h_in, quantize(h, s.h_in.q), qkv, False, w.vnni, s)
-        for r in range(heads + groups):  # q and k: each head normed, then rotated; k written at pos
-            target = attn[r * d : (r + 1) * d] if r < heads else keys[r - heads, pos]
-            normed_rotated(qkv[r * d : (r + 1) * d], w.qk_w[layer, r], w.eps, cos, signed_sin, s.qk, target)
+    def rounded_row(values, xq, lo, hi, vnni_on):
+        """``quantize(values, xq)``, and for VNNI the integers' two bytes (``vnni.split``); returns the scale."""
+        sx = quantize(values, xq)
+        if vnni_on:
+            vnni.split(xq, lo, hi)
+        return sx
+
+    @njit(**INLINE)
+    def row_rounded(stage, src, weight, eps, buf, xq, lo, hi, sx, vnni_on, r):
+        """Row r of a product's activations, rounded into xq[r] (lo[r], hi[r]) and sx[r]: ``NORMED``, src[r] RMS-normed
+        by ``weight`` into buf[r]; ``ROUNDED``, src[r] as it is; ``ACTIVATED``, SiLU(gate) * up of src[r] [2I] into
+        buf[r] [I]."""
+        if stage == NORMED:
+            rms(src[r], weight, eps, buf[r])
+        elif stage == ACTIVATED:
+            gu, act = src[r], buf[r]
+            inter = act.shape[0]
+            for i in range(inter):
+                act[i] = silu(gu[i]) * gu[inter + i]
+        sx[r] = rounded_row(src[r] if stage == ROUNDED else buf[r], xq[r], lo[r], hi[r], vnni_on)
+
+    @njit(**INLINE)
+    def rounded_rows(stage, rows, src, weight, eps, buf, rounded, vnni_on):
+        """``row_rounded`` of rows [0, rows): in parallel where there are several (starting the cores' tasks costs
+        more than one row's work)."""
+        xq, lo, hi, sx = rounded.q, rounded.lo, rounded.hi, rounded.scale  # records stay out of parallel loops
+        # one row's branch loops as well: Numba 0.68 compiled a direct call with r = 0 wrongly here
+        # (tests/engine/model/test_numba_rows.py holds the two branches to each other)
+        if rows == 1:
+            for r in range(rows):
+                row_rounded(stage, src, weight, eps, buf, xq, lo, hi, sx, vnni_on, r)
+        else:
+            for r in prange(rows):
+                row_rounded(stage, src, weight, eps, buf, xq, lo, hi, sx, vnni_on, r)
+
+    @njit(**INLINE)
+    def row_heads(qkv, qk_w, eps, cos, signed_sin, qk, attn, keys, values, pos, r):
+        """Row r at ``pos``: its q heads of qkv[r] normed (``qk_w``) and rotated into attn[r], its k heads the same
+        into ``keys`` [kv, S, d] at ``pos``, its v heads into ``values`` there (qk[r]: scratch)."""
+        groups, d = keys.shape[0], qk.shape[1]
+        heads, row = attn.shape[1] // d, qkv[r]
+        for head in range(heads + groups):
+            target = attn[r, head * d : (head + 1) * d] if head < heads else keys[head - heads, pos]
+            normed_rotated(row[head * d : (head + 1) * d], qk_w[head], eps, cos[pos], signed_sin[pos], qk[r], target)
         for g in range(groups):
-            values[g, pos] = qkv[(heads + groups + g) * d : (heads + groups + g + 1) * d]
-        for head in prange(heads):  # each query head's output replaces it in attn
+            values[g, pos] = row[(heads + groups + g) * d : (heads + groups + g + 1) * d]
+
+    @njit(**INLINE)
+    def heads_rows(rows, pos0, layer, w, kv, s):
+        """``row_heads`` of rows [0, rows) at positions pos0..: in parallel where there are several."""
+        qkv, qk_w, eps, cos, signed_sin = s.qkv, w.qk_w[layer], w.eps, kv.cos, kv.signed_sin
+        qk, attn, keys, values = s.qk, s.attn, kv.keys[layer], kv.values[layer]
+        if rows == 1:
+            for r in range(rows):
+                row_heads(qkv, qk_w, eps, cos, signed_sin, qk, attn, keys, values, pos0 + r, r)
+        else:
+            for r in prange(rows):
+                row_heads(qkv, qk_w, eps, cos, signed_sin, qk, attn, keys, values, pos0 + r, r)
+
+    @njit(**INLINE)
+    def layer_step(x, pos0, layer, w, kv, s):
+        """Decoder layer ``layer`` for R consecutive positions pos0 .. pos0 + R - 1 of one stream: x [R, H], the
+        residual stream, changed in place; every row's key and value written into ``kv`` before row r attends to
+        slots [0, pos0 + r]. Each row is rounded with its own scale, so row r's outputs are those of a one-row
+        call at pos0 + r after the rows before it (up to how fast-math associates its float32 sums)."""
+        rows, eps, on = x.shape[0], w.eps, w.vnni
+        heads, groups, d = w.heads, kv.keys.shape[1], s.qk.shape[1]
+        keys, values, attn, scores = kv.keys[layer], kv.values[layer], s.attn, s.scores
+        rounded_rows(NORMED, rows, x, w.in_w[layer], eps, s.h, s.h_in, on)
+        product_into(w.qkv, layer, s.h_in, rows, s.qkv, False, on, s)
+        heads_rows(rows, pos0, layer, w, kv, s)
+        for head in prange(heads):  # each query head's output replaces it in attn, row after row
             g = head // (heads // groups)
-            attended(attn[head * d : (head + 1) * d], keys[g], values[g], pos + 1, scores[head])
-        product_into(w.out, layer, s.attn_in, quantize(attn, s.attn_in.q), x, True, w.vnni, s)
-        rms(x, w.post_w[layer], w.eps, h)
-        product_into(w.gate_up, layer, s.h_in, quantize(h, s.h_in.q), gu, False, w.vnni, s)
-        inter = act.shape[0]
-        for i in range(inter):
-            act[i] = silu(gu[i]) * gu[inter + i]
-        product_into(w.down, layer, s.act_in, quantize(act, s.act_in.q), x, True, w.vnni, s)
+            for r in range(rows):
+                attended(attn[r, head * d : (head + 1) * d], keys[g], values[g], pos0 + r + 1, scores[head])
+        rounded_rows(ROUNDED, rows, attn, w.in_w[layer], eps, attn, s.attn_in, on)
+        product_into(w.out, layer, s.attn_in, rows, x, True, on, s)
+        rounded_rows(NORMED, rows, x, w.post_w[layer], eps, s.h, s.h_in, on)
+        product_into(w.gate_up, layer, s.h_in, rows, s.gu, False, on, s)
+        rounded_rows(ACTIVATED, rows, s.gu, w.in_w[layer], eps, s.act, s.act_in, on)
+        product_into(w.down, layer, s.act_in, rows, x, True, on, s)
 
     @njit(parallel=True, **JIT)
-    def stack_step(x, pos, w, kv, s, final_norm, out):
-        """One position through every layer of a stack (``layer_step``); with ``final_norm`` the normed output
-        into ``out`` [H]."""
+    def stack_step(x, pos0, w, kv, s, final_norm, out):
+        """Rows x [R, H] at positions pos0 .. pos0 + R - 1 through every layer of a stack (``layer_step``; R at
+        most the scratch's rows); with ``final_norm`` the last out.shape[0] rows' normed outputs into ``out``."""
         for layer in range(w.in_w.shape[0]):
-            layer_step(x, pos, layer, w, kv, s)
+            layer_step(x, pos0, layer, w, kv, s)
         if final_norm:
-            rms(x, w.norm_w, w.eps, out)
+            rows, n = x.shape[0], out.shape[0]
+            for i in range(n):
+                rms(x[rows - n + i], w.norm_w, w.eps, out[i])
 
     @njit(parallel=True, **JIT)
     def product(q, scale, x, xq, y):

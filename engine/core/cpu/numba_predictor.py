@@ -6,7 +6,8 @@ embedding row, the head's product, the draw), a share of a frame that grows as t
 cores (docs/benchmarks.md#cpu-predictor-frame). Here the passes run back to back in compiled code: the same Numba steps
 and products (``engine.core.cpu.numba_layer``), each draw as ``engine.core.sampling._sample_one_row`` makes it
 (greedy, or top-k without top-p; other settings take the per-pass path), from the same Gumbel terms made by PyTorch
-once a frame.
+once a frame. The first pass's two positions (the talker's hidden and code 0) go as one call of two rows, which
+reads the predictor's weights once where two steps read them twice, with the two steps' outputs.
 The draws and the embedding sum are plain IEEE float32 (no fast-math), so the codes are the per-pass path's
 wherever its inputs are (a predictor as wide as the talker reads its embedding rows as they are); a narrower
 predictor reads its rows from tables projected once at load, a product in another order than the per-pass one's.
@@ -29,9 +30,10 @@ from engine.core.sampling import StageSettings, draws_without_sort, gumbel
 # the codebook tables whose rows the frame's sum adds (``rows``), the heads' int8 values (a Numba list of [V, h])
 # and row scales [15, V]
 Tables = namedtuple("Tables", "inputs rows head_q head_s")
-# a frame's buffers: the first position's input, the stepped input (the bound step's ``x``), a table row, the
-# embedding sum, a head's rounded input, logits and scaled logits [V], the stack's output [h], and the codes [15]
-FrameScratch = namedtuple("FrameScratch", "first x row total head_xq logits scaled hidden codes")
+# a frame's buffers: the first two positions' inputs [2, h], a later position's input [1, h], a table row, the
+# embedding sum, a head's rounded input, logits and scaled logits [V], the stack's output [1, h], the codes [15],
+# and the step's buffers for two rows (``NumbaBoundStep.scratch_of``)
+FrameScratch = namedtuple("FrameScratch", "first x row total head_xq logits scaled hidden codes step")
 # a frame's draws (``engine.core.sampling._sample_one_row``'s): Gumbel terms [15, V], greedy, temperature, top-k
 Draws = namedtuple("Draws", "gumbel greedy temperature top_k")
 
@@ -89,20 +91,22 @@ if kernels.numba is not None:
             total[i] += row[i]
 
     @njit(**kernels.JIT)
-    def _frame(t, f, draws, w, kv, s):
-        """The predictor's 15 passes through ``numba_layer.stack_step`` (``w``, ``kv``, ``s``: the bound step's
-        records): ``f.first`` written at position 0, ``f.x`` (code 0's input) stepped at position 1; pass j reads
-        code j's input row from ``t.inputs[j - 1]``; codes into ``f.codes``; ``f.total`` (code 0's row in) gains
-        each code's row of ``t.rows``."""
-        kernels.stack_step(f.first, 0, w, kv, s, False, f.hidden)
+    def _frame(t, f, draws, w, kv):
+        """The predictor's 15 passes through ``numba_layer.stack_step`` (``w``, ``kv``: the bound step's records):
+        the first as one call of two rows, ``f.first`` (the talker's hidden and code 0's input) at positions 0 and
+        1; pass j reads code j's input row from ``t.inputs[j - 1]`` into ``f.x``; codes into ``f.codes``;
+        ``f.total`` (code 0's row in) gains each code's row of ``t.rows``."""
+        s = f.step
+        # position 0 as an int64, not a literal: the compiled step every other call takes, not one of its own
+        kernels.stack_step(f.first, np.int64(0), w, kv, s, True, f.hidden)
         codes = f.codes
         for j in range(codes.shape[0]):
             if j:
-                _row_into(t.inputs[j - 1], codes[j - 1], f.x)
+                _row_into(t.inputs[j - 1], codes[j - 1], f.x[0])
                 _row_into(t.rows[j - 1], codes[j - 1], f.row)
                 _add_into(f.total, f.row)
-            kernels.stack_step(f.x, j + 1, w, kv, s, True, f.hidden)
-            kernels.product(t.head_q[j], t.head_s[j], f.hidden, f.head_xq, f.logits)
+                kernels.stack_step(f.x, j + 1, w, kv, s, True, f.hidden)
+            kernels.product(t.head_q[j], t.head_s[j], f.hidden[0], f.head_xq, f.logits)
             codes[j] = _draw(f.logits, draws.gumbel[j], draws.greedy, draws.temperature, draws.top_k, f.scaled)
         last = codes.shape[0] - 1
         _row_into(t.rows[last], codes[last], f.row)
@@ -160,9 +164,10 @@ class NumbaPredictorFrame:
         self.talker, self.step, self.tables = talker, step, predictor_tables(talker, heads)
         vocab, width = self.tables.no_gumbel.shape[1], heads[0].width
         self.scratch = FrameScratch(
-            first=np.empty(width, np.float32), x=step.x, row=np.empty(self.tables.kernel.rows[0].shape[1], np.float32),
-            total=None, head_xq=np.empty(width, np.int16), logits=np.empty(vocab, np.float32),
-            scaled=np.empty(vocab, np.float32), hidden=np.empty(width, np.float32), codes=None)
+            first=np.empty((2, width), np.float32), x=np.empty((1, width), np.float32),
+            row=np.empty(self.tables.kernel.rows[0].shape[1], np.float32), total=None,
+            head_xq=np.empty(width, np.int16), logits=np.empty(vocab, np.float32), scaled=np.empty(vocab, np.float32),
+            hidden=np.empty((1, width), np.float32), codes=None, step=step.scratch_of(2))
 
     def takes(self, settings: StageSettings) -> bool:
         """Whether a draw with these settings (row 0) is one this kernel makes."""
@@ -182,11 +187,11 @@ class NumbaPredictorFrame:
             terms = gumbel(noise).numpy()
         embedded = self.talker.embed_codec(code0).float()  # [1, H]
         f = self.scratch._replace(total=embedded.reshape(-1).numpy().copy(), codes=np.empty(n, np.int64))
-        f.first[:] = cp.project(hidden).reshape(-1).numpy()
-        f.x[:] = cp.project(embedded).reshape(-1).numpy()
+        f.first[0] = cp.project(hidden).reshape(-1).numpy()
+        f.first[1] = cp.project(embedded).reshape(-1).numpy()
         draws = Draws(terms, greedy, np.float32(settings.temperature[0]), int(settings.top_k[0]))
         step = self.step
         with jit.KERNEL_LOCK:
             jit.follow_torch_threads()
-            _frame(tables.kernel, f, draws, step.weights, step.kv, step.scratch)
+            _frame(tables.kernel, f, draws, step.weights, step.kv)
         return torch.cat([code0, torch.from_numpy(f.codes)])[None], torch.from_numpy(f.total)[None]

@@ -101,6 +101,14 @@ class BoundStep:
             x = x + down_w.row(F.silu(gate) * up)
         return _rms(x, s.norm.weight, s.norm.eps) if final_norm else None
 
+    def rows(self, x: torch.Tensor, pos0: int, every: bool = False) -> torch.Tensor:
+        """Rows x [R, H] (or [1, R, H]) at positions pos0 .. pos0 + R - 1, one step after another
+        (``NumbaBoundStep.rows``' form): the normed output of the last row [1, H], or with ``every`` of each [R, H]."""
+        rows = x.reshape(-1, x.shape[-1])
+        n = rows.shape[0]
+        outs = [self(rows[r : r + 1], pos0 + r, final_norm=every or r == n - 1) for r in range(n)]
+        return torch.cat(outs) if every else outs[-1]
+
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``RMSNorm`` of float32 rows, as its module computes it."""

@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 # held by every call of this package's Numba kernels (here, prompt_numba, prompt_rows_numba, numba_predictor):
 # one stream steps at a time, and Numba's thread pool never sees two callers
 KERNEL_LOCK = threading.Lock()
+# rows of a prompt one kernel call takes (``NumbaBoundStep.rows``): its scratch, ~150 KB a row for the 1.7B, stays
+# small, and a longer prompt reads the weights once every PROMPT_ROWS rows
+PROMPT_ROWS = 128
 _failed: list[str] = []
 PRODUCTS = (None, "vnni", "16-bit")  # numba_stacks' products: measured at load (None), or pinned by a test
 
@@ -79,45 +82,74 @@ class NumbaPosition:
 
 
 class NumbaBoundStep:
-    """``BoundStep``'s ``step(x, pos, final_norm)`` through ``numba_layer.stack_step``; ``weights``, ``kv`` and
-    ``scratch`` are its records, for kernels that call it (``x``: its input buffer)."""
+    """``BoundStep``'s ``step(x, pos, final_norm)`` through ``numba_layer.stack_step``, and a prompt's rows through
+    the same kernel (``rows``); ``weights``, ``kv`` and ``scratch`` (one row's) are its records, for kernels that
+    call it (``x``: its input buffer [1, H])."""
 
     def __init__(self, stack: NumbaPosition, cache: KVCache):
         k, v = cache.k[:, 0], cache.v[:, 0]  # [L, kv, S, d], one stream: contiguous
         if not (k.is_contiguous() and v.is_contiguous() and k.dtype == torch.float32):
             raise ValueError("the Numba step needs a float32 cache of one stream")
-        s, w = stack.positions, stack.weights
-        self.weights = w._replace(vnni=stack.vnni and stack.vnni_able)
+        s = stack.positions
+        self.stack = stack
+        self.weights = stack.weights._replace(vnni=stack.vnni and stack.vnni_able)
         self.kv = KV(k.numpy(), v.numpy(), s.cos.numpy(), s.signed_sin.numpy())
-        self.x = np.empty(stack.width, np.float32)
-        gu, attn = w.gate_up.scale.shape[1], s.heads * s.head_dim
-        rows = max(p.scale.shape[1] for p in (w.qkv, w.out, w.gate_up, w.down))
-        blocks = (rows + ROW_BLOCK - 1) // ROW_BLOCK
-
-        def rounded(n: int) -> Rounded:
-            return Rounded(np.empty(n, np.int16), np.empty(n, np.uint8), np.empty(n, np.uint8))
-
-        self.scratch = Scratch(
-            h=np.empty(stack.width, np.float32), qkv=np.empty(w.qkv.scale.shape[1], np.float32),
-            qk=np.empty(s.head_dim, np.float32), attn=np.empty(attn, np.float32),
-            scores=np.empty((s.heads, cache.max_len), np.float32), gu=np.empty(gu, np.float32),
-            act=np.empty(gu // 2, np.float32), h_in=rounded(stack.width), attn_in=rounded(attn),
-            act_in=rounded(gu // 2), parts=np.empty((blocks, SCRATCH_ROW), np.int32),
-            accs=np.empty((blocks, SCRATCH_ROW), np.float32))
+        self.x = np.empty((1, stack.width), np.float32)
+        self.scratch = self.scratch_of(1)
 
     @property
     def slots(self) -> int:
         return self.kv.keys.shape[2]
 
+    def scratch_of(self, rows: int) -> Scratch:
+        """Buffers for calls of up to ``rows`` rows over this cache."""
+        w, s, width = self.weights, self.stack.positions, self.stack.width
+        gu, attn = w.gate_up.scale.shape[1], s.heads * s.head_dim
+        blocks = (max(p.scale.shape[1] for p in (w.qkv, w.out, w.gate_up, w.down)) + ROW_BLOCK - 1) // ROW_BLOCK
+
+        def buffer(n: int) -> np.ndarray:
+            return np.empty((rows, n), np.float32)
+
+        def rounded(n: int) -> Rounded:
+            return Rounded(np.empty((rows, n), np.int16), np.empty((rows, n), np.uint8),
+                           np.empty((rows, n), np.uint8), np.empty(rows, np.float32))
+
+        return Scratch(
+            h=buffer(width), qkv=buffer(w.qkv.scale.shape[1]), qk=buffer(s.head_dim), attn=buffer(attn),
+            scores=np.empty((s.heads, self.slots), np.float32), gu=buffer(gu), act=buffer(gu // 2),
+            h_in=rounded(width), attn_in=rounded(attn), act_in=rounded(gu // 2),
+            parts=np.empty((blocks, SCRATCH_ROW), np.int32), accs=np.empty((blocks, SCRATCH_ROW), np.float32))
+
     def __call__(self, x: torch.Tensor, pos: int, final_norm: bool = True) -> torch.Tensor | None:
         if not 0 <= pos < self.slots:  # the kernel does not check its indices
             raise IndexError(f"position {pos} is outside this cache's {self.slots} slots")
-        out = np.empty(self.x.shape[0], np.float32)
-        self.x[:] = x.reshape(-1).numpy()
+        out = np.empty_like(self.x)
+        self.x[0] = x.reshape(-1).numpy()
         with KERNEL_LOCK:
             follow_torch_threads()
             kernels.stack_step(self.x, pos, self.weights, self.kv, self.scratch, final_norm, out)
-        return torch.from_numpy(out)[None] if final_norm else None
+        return torch.from_numpy(out) if final_norm else None
+
+    def rows(self, x: torch.Tensor, pos0: int, every: bool = False) -> torch.Tensor:
+        """Rows x [R, H] (or [1, R, H]) float32 at positions pos0 .. pos0 + R - 1, a prompt's, written into the
+        cache: the stack's normed output of the last row [1, H], or with ``every`` of each row [R, H]. What R
+        steps give, row for row (``numba_layer.layer_step``); in calls of at most ``PROMPT_ROWS`` rows (one scratch
+        for all of them)."""
+        width = self.x.shape[1]
+        rows = np.array(x.detach().reshape(-1, width).numpy(), np.float32)  # a copy: the kernel changes it
+        n = rows.shape[0]
+        if n == 0 or not 0 <= pos0 <= self.slots - n:  # the kernel does not check its indices
+            raise IndexError(f"positions {pos0}..{pos0 + n - 1} are outside this cache's {self.slots} slots")
+        scratch = self.scratch if n == 1 else self.scratch_of(min(n, PROMPT_ROWS))
+        out = np.empty((n if every else 1, width), np.float32)
+        for first in range(0, n, PROMPT_ROWS):
+            chunk = rows[first : first + PROMPT_ROWS]
+            last = first + chunk.shape[0] == n
+            with KERNEL_LOCK:  # a chunk at a time: another stream's steps wait one chunk at most
+                follow_torch_threads()
+                kernels.stack_step(chunk, pos0 + first, self.weights, self.kv, scratch, every or last,
+                                   out[first : first + chunk.shape[0]] if every else out)
+        return torch.from_numpy(out)
 
 
 class NumbaHead:

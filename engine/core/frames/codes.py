@@ -122,20 +122,19 @@ def predictor_draws(seeds, frame, draws: int, vocab: int) -> tuple[torch.Tensor,
 def predict_codes_by_position(talker: Talker, step: BoundStep, hidden, code0, settings: StageSettings, seeds,
                               frame, heads=None) -> torch.Tensor:
     """``predict_codes`` for one stream on the fast CPU path: the predictor stepped one position at a time over its
-    cache (``engine.core.cpu.one_position``; its first pass as positions 0 and 1), the noise of its 15 draws made at
-    once -> all 16 codes [1, 16]. ``heads``: the 15 heads' products (``row(x)``) where they are not the
-    predictor's own (the Numba steps')."""
+    cache (``engine.core.cpu.one_position``; its first pass as positions 0 and 1 in one ``rows`` call), the noise of
+    its 15 draws made at once -> all 16 codes [1, 16]. ``heads``: the 15 heads' products (``row(x)``) where they are
+    not the predictor's own (the Numba steps')."""
     cp = talker.code_predictor
     draws = cp.config.num_code_groups - 1
     counters, noise = predictor_draws(seeds, frame, draws, cp.config.vocab_size)  # [15], [15, V]
-    first = cp.project(hidden)
-    step(first, 0, final_norm=False)
-    x = cp.project(talker.embed_codec(code0))
+    # positions 0 and 1 (the talker's hidden, code 0) as one call of two rows, as the fused frame takes them
+    h = step.rows(torch.cat([cp.project(hidden), cp.project(talker.embed_codec(code0))]), 0)
     codes = [code0]
     for j in range(draws):
         if j:
             rows = F.embedding(codes[-1], cp.model.codec_embedding[j - 1].weight)  # a bfloat16 table, widened
-            x = cp.project(rows.to(torch.float32))
-        logits = (cp.head(j) if heads is None else heads[j]).row(step(x, j + 1)).float()
+            h = step(cp.project(rows.to(torch.float32)), j + 1)
+        logits = (cp.head(j) if heads is None else heads[j]).row(h).float()
         codes.append(sample(logits, settings, seeds, counters[j : j + 1], noise[j : j + 1]))
     return torch.stack(codes, dim=1)
