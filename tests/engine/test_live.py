@@ -25,7 +25,16 @@ FRAMES = 6  # per segment: the tiny model's speech is cut at this budget
 
 @pytest.fixture(scope="module")
 def engine(tiny_engine):
-    return tiny_engine("custom_voice")
+    """The tiny engine with its thread count pinned through the plan's option: these tests compare calls sample for
+    sample, and the codec decoder's float32 output differs in its last bits between counts, which the fast plan's
+    governor picks from frame times."""
+    made = tiny_engine("custom_voice")
+    before, streamer = options.current(), made._single
+    options.configure(threads=torch.get_num_threads())
+    made._single = None  # a streamer made under the pinned count
+    yield made
+    options.configure(before)
+    made._single = streamer
 
 
 def _voice(engine):
@@ -196,19 +205,7 @@ def test_an_aborted_text_stops_a_waiting_generation(engine):
     assert not any(c.final for c in rest)  # cut, not complete
 
 
-def test_the_non_streaming_layout_speaks_each_segment_once_it_is_final(engine, monkeypatch):
-    """Sample for sample: the thread count is pinned through the plan's option, since the codec decoder's float32
-    output differs in its last bits between counts and the fast plan's governor picks one from frame times."""
-    before = options.current()
-    options.configure(threads=torch.get_num_threads())
-    monkeypatch.setattr(engine, "_single", None)  # a streamer made under the pinned count; the fixture's comes back
-    try:
-        _speak_twice_and_compare(engine)
-    finally:
-        options.configure(before)
-
-
-def _speak_twice_and_compare(engine):
+def test_the_non_streaming_layout_speaks_each_segment_once_it_is_final(engine):
     sampling = Sampling(seed=14)
     live = LiveText()
     producer = _word_by_word(live, TEXT, 0.01)
