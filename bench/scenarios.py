@@ -210,7 +210,6 @@ SCENARIOS: dict[str, Scenario] = {
         files=("cpu-one-engine-zen3.jsonl", "cpu-one-engine-xeon8.jsonl"),
         command="python -m bench.cpu_ab --before 3f43688 --cores N --runs 3 --machine NAME --out FILE",
         keep=counted,
-        run_group=lambda record: (record.get("machine"),),
         per_machine=True,
         row=lambda record: (size(record), -cores(record), system_rank(record), record.get("variant") or ""),
         columns=SIDE_BY_SIDE,

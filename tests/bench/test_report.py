@@ -135,14 +135,18 @@ def test_a_side_by_side_scenario_dates_each_row_where_its_commits_differ(tmp_pat
 
 
 def test_a_cold_start_row_per_cache_state_and_the_records_own_command(tmp_path):
-    command = "python -m bench.run_orator --frames 40 --device cpu"
+    command = "python -m bench.cold_start --model DIR --cores 2"
+    bridge = "CustomVoice 0.6B on cpu, fast: numba-int8 (int8 weights; bridge: torch-int8 until a warm-up process ...)"
     write(tmp_path / "cpu-cold-start.jsonl", [
-        {**side_by_side("empty cache", "Orator", 0.3), "warmup_s": 95.0, "welcome_s": 12.5, "command": command},
-        {**side_by_side("warm cache", "Orator", 0.7), "warmup_s": 4.0, "welcome_s": 3.25, "command": command}])
+        {**side_by_side("cold", "Orator", 0.3), "load_s": 8.5, "first_audio_s": 11.25, "warmup_s": 95.0,
+         "welcome_s": 7.5, "plan": bridge, "command": command},
+        {**side_by_side("cached", "Orator", 0.7), "load_s": 6.0, "first_audio_s": 7.0, "welcome_s": 3.25,
+         "plan": "CustomVoice 0.6B on cpu, fast: numba-int8 (int8 weights)", "command": command}])
     text = report.table("cpu-cold-start", SCENARIOS["cpu-cold-start"], tmp_path)
     assert text.splitlines()[:3] == ["```", command, "```"]
-    assert "| empty cache | 0.6B | 2 | – | 95.0 | 400.0 | 12.5 |" in text
-    assert "| warm cache | 0.6B | 2 | – | 4.00 | 400.0 | 3.25 |" in text
+    assert "| cold | 0.6B | 2 | 8.50 | 11.2 | 95.0 | 7.50 | torch-int8 while numba-int8 compiles |" in text
+    assert "| cached | 0.6B | 2 | 6.00 | 7.00 | – | 3.25 | numba-int8 |" in text
+    assert text.index("| cold |") < text.index("| cached |")
 
 
 def test_an_optional_scenario_without_its_file_is_not_measured_yet(tmp_path):

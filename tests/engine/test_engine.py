@@ -6,8 +6,10 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 
 from engine import Sampling, TextError, Voice, load_voice, save_voice
+from engine.core import options
 from engine.core.chunks import SAMPLES_PER_FRAME
 from engine.core.text.segments import Segment, split_segments
 from tests.plans import BF16_DECODED_ATOL, PRECISIONS
@@ -59,10 +61,22 @@ def test_stream_concatenation_equals_synthesize(plan_engine, precision):
     assert elapsed == sorted(elapsed) and elapsed[0] > 0
 
 
-def test_segments_cut_by_the_caller_are_spoken_as_given_and_keep_their_spans(tiny_engine):
+def test_segments_cut_by_the_caller_are_spoken_as_given_and_keep_their_spans(tiny_engine, monkeypatch):
     """A reader that plans the document itself passes its segments: the audio is that of the text they came from
     (same seed), and the chunks carry the caller's spans (here offsets in a longer document) and indices."""
     eng = tiny_engine("custom_voice")
+    # sample for sample: the thread count pinned through the plan's option (the decoder's float32 output follows the
+    # count, which the fast plan's governor picks from frame times), with a streamer made under it
+    monkeypatch.setattr(eng, "_single", None)
+    before = options.current()
+    options.configure(threads=torch.get_num_threads())
+    try:
+        _speak_segments_as_given(eng)
+    finally:
+        options.configure(before)
+
+
+def _speak_segments_as_given(eng):
     v, s = Voice.preset("serena", "english"), Sampling(seed=11)
     planned = [Segment(seg.start + 5000, seg.end + 5000, seg.text) for seg in split_segments(TEXT)]
     given = list(eng.stream(planned, v, sampling=s, max_frames=9))
