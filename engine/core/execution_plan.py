@@ -102,18 +102,13 @@ def resolve_precision(device: torch.device, precision: str | None, dtype: torch.
 def cpu_features() -> tuple[str, ...]:
     """The processor's features that a plan can rely on, as PyTorch sees them (``ATEN_CPU_CAPABILITY`` and
     ``ONEDNN_MAX_CPU_ISA`` hide some): its vector width, and VNNI, bfloat16 and AMX units."""
-    from engine.core.runtime import cpu_bf16_units
+    from engine.core.runtime import AMX_PROBES, VNNI_PROBES, cpu_bf16_units, cpu_reports
 
     capability = torch.backends.cpu.get_cpu_capability().lower()
     found = [capability.replace("avx512", "avx-512")] if capability != "default" else []
-    for name, probes in (("vnni", ("_is_vnni_supported", "_is_avx512_vnni_supported")),
-                         ("amx", ("_is_amx_tile_supported",))):
-        checks = [getattr(torch.cpu, probe, None) for probe in probes]
-        try:
-            if any(check is not None and check() for check in checks):
-                found.append(name)
-        except RuntimeError:
-            pass
+    for name, probes in (("vnni", VNNI_PROBES), ("amx", AMX_PROBES)):
+        if cpu_reports(*probes):
+            found.append(name)
     if cpu_bf16_units():
         found.append("bf16")
     return tuple(found)

@@ -41,16 +41,29 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.float32
 
 
+VNNI_PROBES = ("_is_vnni_supported", "_is_avx512_vnni_supported")  # PyTorch's probes of AVX512-VNNI or AVX-VNNI
+AMX_PROBES = ("_is_amx_tile_supported",)
+
+
+def cpu_reports(*probes: str) -> bool:
+    """Whether any of PyTorch's CPU feature probes ``torch.cpu.<name>`` says yes (one this build lacks says no)."""
+    try:
+        return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
+    except RuntimeError:
+        return False
+
+
 @functools.cache
 def cpu_bf16_units() -> bool:
     """Whether this CPU multiplies bfloat16 natively: AMX tiles (Intel Sapphire Rapids and later) or AVX512-BF16
     (AMD Zen 4 and later, Intel Cooper Lake). Its bfloat16 convolutions decode speech in about half of float32's
     time (docs/benchmarks.md#cpu-decoder); without them bfloat16 is emulated, slower than float32."""
-    probes = [getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
-    try:
-        return any(bool(probe and probe()) for probe in probes)
-    except RuntimeError:
-        return False
+    return cpu_reports(*AMX_PROBES, "_is_avx512_bf16_supported")
+
+
+def cpu_dot_product_units() -> bool:
+    """Whether this CPU has 8-bit dot products (AVX512-VNNI, AVX-VNNI or AMX)."""
+    return cpu_reports(*VNNI_PROBES, *AMX_PROBES)
 
 
 def fast_cpu_decoder_dtype() -> torch.dtype:

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.core.runtime import cpu_bf16_units
+from engine.core.runtime import cpu_bf16_units, cpu_dot_product_units
 
 LEVELS = 127  # symmetric int8: -127..127, so that the scale maps the row's largest magnitude exactly
 # A product's activations, where the integer forms take them, as integers within +-ACTIVATION_MAX of one scale a row
@@ -125,7 +125,7 @@ def int_products() -> bool:
     processor with 8-bit dot products (VNNI, AMX), and exactly for ``integer_rows``' values. Without those units
     oneDNN either multiply-adds byte pairs into 16-bit sums, which saturate for these values, or runs a plain loop,
     slower than any other form (docs/benchmarks.md#cpu-prefill); so does PyTorch without oneDNN."""
-    if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled and dot_product_units()):
+    if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled and cpu_dot_product_units()):
         return False
     try:
         g = torch.Generator().manual_seed(0)
@@ -135,15 +135,6 @@ def int_products() -> bool:
         w[:2] = torch.tensor([[127], [-127]], dtype=torch.int8)
         return torch.equal(torch._int_mm(a, w.t()).long(), a.long() @ w.long().t())
     except (AttributeError, RuntimeError, NotImplementedError):
-        return False
-
-
-def dot_product_units() -> bool:
-    """Whether the processor has 8-bit dot products (AVX512-VNNI, AVX-VNNI or AMX) as PyTorch detects them."""
-    probes = ("_is_vnni_supported", "_is_avx512_vnni_supported", "_is_amx_tile_supported")
-    try:
-        return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
-    except RuntimeError:
         return False
 
 

@@ -100,8 +100,10 @@ def _cache_typed_lists() -> None:
     from numba.core.dispatcher import Dispatcher
     from numba.typed import typedlist
 
+    if not cacheable():
+        return
     for function in vars(typedlist).values():
-        if isinstance(function, Dispatcher) and cacheable():
+        if isinstance(function, Dispatcher):
             function.enable_caching()
 
 

@@ -99,7 +99,7 @@ def test_int_products_need_8_bit_dot_product_units(monkeypatch):
     row kernel's time for a prompt on 2 AVX2 cores): it is not taken, however exact, and prompts take another form."""
     monkeypatch.setattr(torch, "_int_mm", lambda a, b: (a.long() @ b.long()).int())  # exact
     for units in (True, False):
-        monkeypatch.setattr(int8, "dot_product_units", lambda units=units: units)
+        monkeypatch.setattr(int8, "cpu_dot_product_units", lambda units=units: units)
         int8.int_products.cache_clear()
         int8.prefill_form.cache_clear()
         try:
@@ -111,11 +111,16 @@ def test_int_products_need_8_bit_dot_product_units(monkeypatch):
 
 
 def test_dot_product_units_follow_pytorchs_probes(monkeypatch):
-    for name in ("_is_vnni_supported", "_is_avx512_vnni_supported", "_is_amx_tile_supported"):
+    from engine.core import runtime
+
+    for name in (*runtime.VNNI_PROBES, *runtime.AMX_PROBES):
         monkeypatch.setattr(torch.cpu, name, lambda: False, raising=False)
-    assert not int8.dot_product_units()
+    assert not runtime.cpu_dot_product_units()
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
-    assert int8.dot_product_units()
+    assert runtime.cpu_dot_product_units()
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: True, raising=False)
+    assert runtime.cpu_dot_product_units()
 
 
 @pytest.mark.skipif(not int8.int_products(), reason="this PyTorch has no exact CPU int8 matrix product here")
