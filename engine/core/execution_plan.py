@@ -195,7 +195,9 @@ def of_engine(engine, before: ExecutionPlan) -> ExecutionPlan:
             fallbacks.append("the Numba steps did not compile here (the log says why): PyTorch's int8 steps")
     from engine.core.cpu.int8 import prefill_form
 
-    kernels.append(f"prompt rows: {prefill_form()}")
+    # a stream's prompt goes through the Numba steps' kernel where they run; several prompts at once through PyTorch's
+    kernels.append(f"prompt rows: numba, {prefill_form()} when batched" if path.startswith("numba")
+                   else f"prompt rows: {prefill_form()}")
     decoder_dtype = next(engine.decoder.parameters()).dtype
     return replace(before, path=path, weights="int8", kernels=tuple(kernels), bridge=bridge,
                    fallbacks=tuple(dict.fromkeys(fallbacks)),

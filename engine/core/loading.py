@@ -16,8 +16,7 @@ from engine import json_limits
 from engine.core import execution_plan, options
 from engine.core.checkpoint import load_weights, mapped_bf16_tensors, materialize_buffers, resolve_model_dir
 from engine.core.config import DECODER_DTYPE_NAMES, ModelConfig
-from engine.core.cpu.int8 import Int8Weight, keep_narrow, narrow_tables, narrow_text_embedding
-from engine.core.cpu.int8_numba import quantize_layers
+from engine.core.cpu.int8 import Int8Weight, keep_narrow, narrow_tables, narrow_text_embedding, quantize_layers
 from engine.core.cpu.numba_cache import cold_start
 from engine.core.frames.graphs.capture import graphs_enabled
 from engine.core.model import Qwen3TTS

@@ -4,9 +4,11 @@ On a CPU a frame is bound by reading weights: one talker step and fifteen code-p
 projection of 33 decoder layers' worth of weights, and a head, one row of activations each. Stored as int8 with
 one float scale per output row, those weights are a quarter of their float32 bytes, and PyTorch's own CPU kernel
 (``torch.ops.aten._weight_int8pack_mm``, bfloat16 activations, float32 accumulation) multiplies one row by them
-directly; a prompt's many rows go through int8 matrix products of their 15-bit integer activations
-(``integer_rows``). The embedding tables stay in the checkpoint's bfloat16 (rows widened as read); everything else
-(norms, attention, the talker's head, sampling) is float32, and the codec decoder is ``engine.core.runtime``'s choice.
+directly; in PyTorch's passes a prompt's many rows go through int8 matrix products of their 15-bit integer
+activations (``integer_rows``); where Numba's steps run, one stream's prompt goes through their kernel instead
+(``engine.core.cpu.numba_layer``). The embedding tables stay in the checkpoint's bfloat16 (rows widened as read);
+everything else (norms, attention, the talker's head, sampling) is float32, and the codec decoder is
+``engine.core.runtime``'s choice.
 
 Rounding each weight to the nearest of 255 levels of its row's range perturbs a projection's output by at most
 half a level a weight; tests/engine/model/test_int8.py derives what that makes of a product and bounds the error a
@@ -39,10 +41,9 @@ GEMM_ROWS = 16
 class Int8Weight:
     """A projection's weight [N, K] as int8 rows and a scale per row; ``matmul(x)`` is ``F.linear(x, weight)``
     for x [..., K] of any float dtype (fewer than ``GEMM_ROWS`` rows on bfloat16 activations, more in
-    ``prefill_form``'s form; the result has x's dtype). ``rows``: the integer form's function, ``integer_rows``
-    unless the CPU int8 plan installed its compiled loops (``engine.core.cpu.int8_numba``)."""
+    ``prefill_form``'s form; the result has x's dtype)."""
 
-    __slots__ = ("q", "scale", "shape", "rows")
+    __slots__ = ("q", "scale", "shape")
 
     def __init__(self, weight: torch.Tensor):
         w = weight.detach().float()
@@ -50,7 +51,6 @@ class Int8Weight:
         self.q = torch.round(w / scale[:, None]).clamp(-LEVELS, LEVELS).to(torch.int8).contiguous()  # [N, K]
         self.scale = scale.to(torch.bfloat16)
         self.shape = weight.shape
-        self.rows = integer_rows
 
     @classmethod
     def stacked(cls, *weights: torch.Tensor) -> Int8Weight:
@@ -63,7 +63,6 @@ class Int8Weight:
         out.q = torch.cat([p.q for p in parts])
         out.scale = torch.cat([p.scale for p in parts])
         out.shape = out.q.shape
-        out.rows = integer_rows
         return out
 
     @classmethod
@@ -74,14 +73,13 @@ class Int8Weight:
         w.q = torch.ones(shape, dtype=torch.int8)
         w.scale = torch.full((shape[0],), 1e-3, dtype=torch.bfloat16)
         w.shape = torch.Size(shape)
-        w.rows = integer_rows
         return w
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1])  # [M, K]
         form = prefill_form() if flat.shape[0] >= GEMM_ROWS else "kernel"
         if form == "integer":
-            y = self.rows(flat.float(), self.q, self.scale)
+            y = integer_rows(flat.float(), self.q, self.scale)
         elif form == "bf16":
             y = F.linear(flat.to(torch.bfloat16), self.q.to(torch.bfloat16)) * self.scale  # int8 is exact in bf16
         else:
@@ -145,9 +143,9 @@ def integer_rows(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor) -> torch
     integer instead), split into a high part within +-64 and a low byte, both as rows of one int8 matrix product
     summed exactly in int32, joined and scaled in float32. No float copy of the weights is made,
     and a prompt's rows are rounded as each later position's are. A row holding a NaN or an infinity gives NaNs; a
-    row all under TINY gives zeros. In PyTorch's operations; the CPU int8 plan's weights take the same values
-    through compiled loops where they run (``engine.core.cpu.prompt_rows_numba``, installed as ``Int8Weight.rows``
-    by ``engine.core.cpu.int8_numba``)."""
+    row all under TINY gives zeros. In PyTorch's operations: the prompts of the plan without Numba's steps, of the
+    cold-start bridge and of batches (where Numba's steps run, one stream's prompt goes through their kernel,
+    ``NumbaBoundStep.rows``)."""
     m = x.shape[0]
     top = x.abs().amax(dim=1, keepdim=True)  # [M, 1]; NaN where the row has one
     finite = torch.isfinite(top)

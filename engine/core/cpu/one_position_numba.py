@@ -1,6 +1,8 @@
 """The fast CPU path's one-position steps through Numba (``engine.core.cpu.numba_layer``): a whole decoder stack's step
 for one position of one stream in one call, and the code predictor's heads, made from ``engine.core.cpu.one_position``'s
-stacks. tests/engine/model/test_one_position_numba.py holds the two paths together.
+stacks. tests/engine/model/test_one_position_numba.py holds the two paths together. A prompt's rows go through the
+same kernel, many positions a call (``NumbaBoundStep.rows``; ``prompt_step`` binds it to a prompt's cache), with the
+outputs the steps would give them one after another (tests/engine/model/test_numba_rows.py).
 
 Where the processor has AVX512-VNNI the products' integer sums can come from its 8-bit dot products
 (``engine.core.cpu.vnni``): each stack measures both ways at load and keeps the faster (``vnni_faster``), with the
@@ -26,12 +28,12 @@ from engine.core.cpu import vnni
 from engine.core.cpu.int8 import Int8Weight
 from engine.core.cpu.numba_cache import cold_start
 from engine.core.cpu.numba_layer import KV, ROW_BLOCK, SCRATCH_ROW, SEGMENT, Product, Rounded, Scratch, Weights, numba
-from engine.core.cpu.one_position import OnePosition
+from engine.core.cpu.one_position import OnePosition, one_position_stacks
 from engine.core.model.layers import DecoderStack, KVCache
 
 log = logging.getLogger(__name__)
 
-# held by every call of this package's Numba kernels (here, prompt_numba, prompt_rows_numba, numba_predictor):
+# held by every call of this package's Numba kernels (here and numba_predictor):
 # one stream steps at a time, and Numba's thread pool never sees two callers
 KERNEL_LOCK = threading.Lock()
 # rows of a prompt one kernel call takes (``NumbaBoundStep.rows``): its scratch, ~150 KB a row for the 1.7B, stays
@@ -215,6 +217,18 @@ def numba_stacks(talker, stacks: tuple[OnePosition, OnePosition], products: str 
             steps = (*built, heads)
     talker._numba_stacks = (stacks, steps)
     return steps
+
+
+def prompt_step(talker, cache: KVCache) -> NumbaBoundStep | None:
+    """The talker's Numba step over ``cache`` for a prompt's rows (``NumbaBoundStep.rows``), where the talker's frames
+    step through Numba (``numba_stacks``) and ``cache`` holds one stream in float32 on the CPU; else None (the
+    talker's own pass then runs)."""
+    k = cache.k
+    if k.device.type != "cpu" or k.dtype != torch.float32 or k.shape[1] != 1 or not k[:, 0].is_contiguous():
+        return None
+    stacks = one_position_stacks(talker)
+    steps = numba_stacks(talker, stacks) if stacks is not None else None
+    return steps[0].over(cache) if steps is not None else None
 
 
 def _scratch_cache(stack: NumbaPosition, slots: int) -> KVCache:

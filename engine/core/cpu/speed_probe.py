@@ -30,8 +30,7 @@ import torch
 
 from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
 from engine.core.config import ModelConfig
-from engine.core.cpu.int8 import Int8Weight
-from engine.core.cpu.int8_numba import quantize_layers
+from engine.core.cpu.int8 import Int8Weight, quantize_layers
 from engine.core.cpu.threads import ThreadGovernor
 from engine.core.model import Qwen3TTS
 from engine.core.model.layers import fuse_projections

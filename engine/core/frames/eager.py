@@ -18,7 +18,7 @@ import torch
 from engine.core.cpu.numba_cache import cold_start
 from engine.core.cpu.numba_predictor import NumbaPredictorFrame
 from engine.core.cpu.one_position import one_position_stacks
-from engine.core.cpu.one_position_numba import numba_stacks
+from engine.core.cpu.one_position_numba import NumbaBoundStep, numba_stacks
 from engine.core.cpu.threads import ThreadGovernor
 from engine.core.frames.codes import TalkerLogitsProcessor, predict_codes, predict_codes_by_position, sample_code0
 from engine.core.frames.guard import FrameGuard
@@ -43,7 +43,7 @@ class FrameGenerator:
         row; ``max_frames`` is then the most its budget can be. ``governor``: chooses the CPU threads of each frame from
         the frame times it is told (``engine.core.cpu.threads``). On the fast CPU path (int8 layers) every step after
         the prefill goes one position at a time through ``engine.core.cpu.one_position_numba`` (where Numba compiles it)
-        or ``engine.core.cpu.one_position``."""
+        or ``engine.core.cpu.one_position``; where it is Numba's, the prompt's rows go through the same kernel."""
         self.talker, self.prompt, self.max_frames = talker, prompt, max_frames
         self.live, self.governor = live, governor
         c = talker.config
@@ -80,8 +80,7 @@ class FrameGenerator:
         """Yield frames as int64 tensors of shape [16] until EOS or ``max_frames``."""
         t = self.talker
         L = self.prompt.length
-        positions = torch.arange(L, device=self.device)[None]  # [1, L]
-        hidden = t.model(self.prompt.embeds, positions, self.cache, kv_len=L)[:, -1]  # [1, H]
+        hidden = self.prefill()  # [1, H]
         step, governor = 0, self.governor
         while step < self.budget():
             started = time.perf_counter()
@@ -108,6 +107,15 @@ class FrameGenerator:
             if governor is not None:
                 governor.after_frame((spent + time.perf_counter() - resumed) * 1000)
             step += 1
+
+    def prefill(self) -> torch.Tensor:
+        """The prompt through the talker into the cache: its last position's normed output [1, H]. Through the Numba
+        step's rows where the frames step through Numba (the kernel and rounding of every later position), else the
+        talker's own pass."""
+        if isinstance(self.talker_step, NumbaBoundStep):
+            return self.talker_step.rows(self.prompt.embeds, 0)
+        positions = torch.arange(self.prompt.length, device=self.device)[None]  # [1, L]
+        return self.talker.model(self.prompt.embeds, positions, self.cache, kv_len=self.prompt.length)[:, -1]
 
     def budget(self) -> int:
         """The most frames of this prompt: ``max_frames``, or a live segment's budget once it is final."""

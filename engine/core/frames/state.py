@@ -11,6 +11,7 @@ import copy
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from engine.core.cpu.one_position_numba import prompt_step
 from engine.core.frames.codes import TalkerLogitsProcessor
 from engine.core.model.layers import KVCache
 from engine.core.model.talker import Talker
@@ -108,7 +109,9 @@ class StaticState:
         lands in cache slots past each prompt, which a decode step overwrites before attending to.
 
         ``run_prompts(slots, prompts)`` may do that pass and the copies instead (captured graphs:
-        ``batched_prefill.BatchedPrefill``); it returns False when it cannot, and the pass runs eagerly."""
+        ``batched_prefill.BatchedPrefill``); it returns False when it cannot, and the pass runs eagerly. One prompt
+        on the CPU plan whose frames step through Numba goes through that kernel's rows
+        (``engine.core.cpu.one_position_numba.prompt_step``), as a single stream's prompt does."""
         for _, prompt, _, _ in entries:
             self.check(prompt)
         if not entries:
@@ -119,14 +122,18 @@ class StaticState:
         if run_prompts is None or not run_prompts(slots, prompts):
             lengths = [prompt.length for prompt in prompts]
             longest = max(lengths)
-            embeds = pad_sequence([prompt.embeds[0] for prompt in prompts], batch_first=True)
             scratch = talker.model.new_cache(n, longest, self.cache.k.dtype, dev)
-            positions = torch.arange(longest, device=dev).expand(n, longest)
-            hidden = talker.model(embeds, positions, scratch, kv_len=longest)  # [n, longest, H]
+            step = prompt_step(talker, scratch) if n == 1 else None
+            if step is not None:
+                last_hidden = step.rows(prompts[0].embeds, 0)  # [1, H]
+            else:
+                embeds = pad_sequence([prompt.embeds[0] for prompt in prompts], batch_first=True)
+                positions = torch.arange(longest, device=dev).expand(n, longest)
+                hidden = talker.model(embeds, positions, scratch, kv_len=longest)  # [n, longest, H]
+                last_hidden = hidden[torch.arange(n, device=dev), on_device(lengths, dev) - 1]
             self.cache.k[:, :, :, :longest].index_copy_(1, slots, scratch.k)
             self.cache.v[:, :, :, :longest].index_copy_(1, slots, scratch.v)
-            last = on_device(lengths, dev) - 1
-            self.hidden.index_copy_(0, slots, hidden[torch.arange(n, device=dev), last])
+            self.hidden.index_copy_(0, slots, last_hidden)
         self._reset_slots(slots, entries)
 
     def retire(self, slot: int) -> None:

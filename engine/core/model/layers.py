@@ -310,10 +310,6 @@ class DecoderStack(nn.Module):
         self.norm = RMSNorm(hidden, eps)
         self.rotary = RotaryEmbedding(head_dim, rope_theta)
         self.kv_heads, self.head_dim = kv_heads, head_dim
-        # a plan's own pass for prompts, installed with its weights (``engine.core.cpu.int8_numba``: the CPU int8
-        # plan's Numba pass): called as prompt_pass(self, x, positions, cache, kv_len), its output, or None where
-        # it does not take that prompt
-        self.prompt_pass = None
 
     def new_cache(self, batch: int, max_len: int, dtype, device) -> KVCache:
         return KVCache(len(self.layers), batch, self.kv_heads, max_len, self.head_dim, dtype, device)
@@ -322,10 +318,6 @@ class DecoderStack(nn.Module):
         """x: [B, T, H]; positions: [B, T] (also the cache slots). Attends to slots <= own position
         within the first ``kv_len`` slots (all of the cache when None). Returns normed [B, T, H]."""
         kv_len = cache.max_len if kv_len is None else kv_len
-        if self.prompt_pass is not None and not x.is_cuda and x.shape[1] > 1:  # a CPU prompt: the plan's pass
-            out = self.prompt_pass(self, x, positions, cache, kv_len)
-            if out is not None:
-                return out
         cos, sin = self.rotary(positions, x.dtype)
         slots = torch.arange(kv_len, device=x.device)
         mask = (slots[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]

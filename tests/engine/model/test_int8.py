@@ -26,11 +26,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Engine, Sampling, Voice
-from engine.core.cpu import int8, int8_numba, numba_layer, one_position_numba
+from engine.core.cpu import int8, numba_layer, one_position_numba
 from engine.core.cpu.int8 import Int8Weight
 from engine.core.cpu.one_position import one_position_stacks
 from engine.core.gpu_kernels.gemv import linear
-from engine.core.model.layers import DecoderStack
 from engine.core.prompts import build_prompt
 
 
@@ -347,15 +346,3 @@ def test_the_fast_path_reads_the_text_table_from_the_checkpoint_file(tiny_model_
         if low <= address < high:
             mapped.append(name.strip())
     assert mapped == [str(path.resolve())]
-
-
-def test_the_cpu_plan_installs_its_numba_passes_where_it_quantizes():
-    """``int8_numba.quantize_layers`` gives every weight it makes the loops' integer products and every decoder
-    stack the Numba prompt pass; ``int8``'s own weights and a float stack keep PyTorch's."""
-    stack = DecoderStack(2, 16, 32, 2, 1, 8, 1e-6, 10000.0)
-    assert stack.prompt_pass is None and Int8Weight(torch.ones(4, 4)).rows is int8.integer_rows
-    assert int8_numba.quantize_layers(stack) == 8
-    assert stack.prompt_pass is int8_numba.prompt_pass
-    weights = [w for layer in stack.layers for w in (layer.self_attn.qkv_weight, layer.self_attn.out_weight,
-                                                     layer.mlp.gate_up_weight, layer.mlp.down_weight)]
-    assert all(isinstance(w, Int8Weight) and w.rows is int8_numba.integer_rows for w in weights)

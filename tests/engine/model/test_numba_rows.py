@@ -1,6 +1,6 @@
 """The Numba layer body over R rows (``engine.core.cpu.numba_layer.stack_step``, through ``NumbaBoundStep.rows``):
 a prompt's rows give what R one-position steps give, and stay within the activations' rounding of the float32 stack
-they stand for.
+they stand for; the prompts of the Numba plan's single streams, and of a batch's lone joiner, go through it.
 
 Rows against steps: each row is rounded with its own scale and its products' integer sums are exact in any order, but
 the per-row norms, rotations and SiLU run inline for one row and in a parallel loop for several, two loops compiled
@@ -19,13 +19,19 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 
 import engine.core.cpu.numba_layer as kernels
 import engine.core.cpu.one_position_numba as jit
+from engine import Sampling, Voice
 from engine.core.cpu.int8 import Int8Weight
 from engine.core.cpu.one_position import one_position_stacks
+from engine.core.frames.capacity import HISTORY, MAX_TRAILING
+from engine.core.frames.eager import FrameGenerator
+from engine.core.frames.state import StaticState
+from engine.core.prompts import build_prompt
 
 pytestmark = pytest.mark.skipif(jit.numba is None, reason="Numba is not installed")
 
@@ -173,3 +179,51 @@ def test_rows_outside_the_cache_are_refused(fast, positions):
             step.rows(inputs(stack, rows, 1), pos0)
     assert step.rows(inputs(stack, 6, 1)[None], 0).shape == (1, stack.norm.weight.shape[0])  # [1, R, H] taken too
 
+
+def counted_rows(monkeypatch) -> list[int]:
+    """The rows of every ``NumbaBoundStep.rows`` call from now on."""
+    calls = []
+    real = jit.NumbaBoundStep.rows
+    monkeypatch.setattr(jit.NumbaBoundStep, "rows", lambda self, x, *a, **k: calls.append(x.shape[-2]) or
+                        real(self, x, *a, **k))
+    return calls
+
+
+def test_a_synthesis_prefills_through_the_rows(fast, monkeypatch):
+    calls = counted_rows(monkeypatch)
+    audio = fast.synthesize("A prompt of many rows.", Voice.preset("vivian", "english"),
+                            Sampling(greedy=True, min_frames=3), max_frames=3)
+    assert calls and min(calls) > 1
+    assert audio.codes.shape == (3, 16) and np.isfinite(audio.samples).all()
+
+
+def test_a_lone_prompt_of_a_batch_goes_through_the_same_rows(fast, monkeypatch):
+    """A batch's one joiner on the Numba plan (``StaticState.prefill_many``) is prefilled as a single stream's
+    prompt is (``FrameGenerator.prefill``): the same hidden state and cache, bit for bit; two joiners at once keep
+    PyTorch's padded pass."""
+    talker = fast.model.talker
+    prompt = build_prompt(talker, fast.config, fast.tokenizer, Voice.preset("vivian", "english"), "Hello there.")
+    calls = counted_rows(monkeypatch)
+    state = StaticState(talker, 2, 64, MAX_TRAILING, HISTORY)
+    gen = FrameGenerator(talker, prompt, Sampling(seed=1), 4)
+    with torch.inference_mode():
+        state.prefill_many(talker, [(1, prompt, Sampling(seed=1), 1)])
+        hidden = gen.prefill()
+    n = prompt.length
+    assert calls == [n, n]
+    assert torch.equal(state.hidden[1], hidden[0])
+    assert torch.equal(state.cache.k[:, 1, :, :n], gen.cache.k[:, 0, :, :n])
+    assert torch.equal(state.cache.v[:, 1, :, :n], gen.cache.v[:, 0, :, :n])
+    with torch.inference_mode():
+        state.prefill_many(talker, [(0, prompt, Sampling(seed=1), 1), (1, prompt, Sampling(seed=1), 1)])
+    assert calls == [n, n]
+
+
+def test_prompt_step_binds_one_float32_stream_on_the_numba_plan(fast, engine_options):
+    talker = fast.model.talker
+    stack = talker.model
+    assert isinstance(jit.prompt_step(talker, stack.new_cache(1, 8, torch.float32, "cpu")), jit.NumbaBoundStep)
+    assert jit.prompt_step(talker, stack.new_cache(2, 8, torch.float32, "cpu")) is None
+    assert jit.prompt_step(talker, stack.new_cache(1, 8, torch.float64, "cpu")) is None
+    engine_options(cpu_numba=False)
+    assert jit.prompt_step(talker, stack.new_cache(1, 8, torch.float32, "cpu")) is None

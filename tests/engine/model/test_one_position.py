@@ -14,7 +14,6 @@ import torch
 
 import engine.core.frames.eager as eager
 from engine import Engine, Sampling, Voice
-from engine.core.cpu import prompt_numba
 from engine.core.cpu.one_position import OnePosition, one_position_stacks, runs_one_position
 from engine.core.prompts import build_prompt
 
@@ -58,11 +57,18 @@ def test_only_the_fast_path_steps_one_position(fast, tiny_model_dir):
     assert gen.talker_step is not None and gen.predictor_pass is not None
 
 
+def _talkers_pass(gen: eager.FrameGenerator) -> torch.Tensor:
+    """``FrameGenerator.prefill`` through the talker's own pass, whatever its steps."""
+    n = gen.prompt.length
+    return gen.talker.model(gen.prompt.embeds, torch.arange(n)[None], gen.cache, kv_len=n)[:, -1]
+
+
 def _frame_ops(talker, prompt, monkeypatch, stepped: bool) -> tuple[int, torch.Tensor]:
     """PyTorch operations of two frames after the first (views not counted), and the frames' codes. The prompt
-    goes through PyTorch's pass either way: its Numba pass (``engine.core.cpu.prompt_numba``) rounds some activations
-    to a neighbouring step, enough to move a near tie of the tiny model's reference frames."""
-    monkeypatch.setattr(prompt_numba, "takes", lambda *a: False)
+    goes through PyTorch's pass either way: the Numba steps' own (``NumbaBoundStep.rows``) rounds each activation
+    to 15 bits where PyTorch's one-row kernel rounds it to bfloat16, enough to move a near tie of the tiny model's
+    reference frames."""
+    monkeypatch.setattr(eager.FrameGenerator, "prefill", _talkers_pass)
     if not stepped:
         monkeypatch.setattr(eager, "one_position_stacks", lambda t: None)
     frames = eager.FrameGenerator(talker, prompt, Sampling(greedy=True, min_frames=8), 8).frames()

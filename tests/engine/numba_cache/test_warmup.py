@@ -22,7 +22,7 @@ from engine import Engine, Sampling, Voice
 from engine.core.cpu.numba_cache import cold_start
 engine = Engine.from_pretrained(sys.argv[1], device="cpu", dtype=torch.float32)
 at_load = cold_start.numba_now()
-text = ("A first sentence, long enough that its prompt takes the prompt loops of the fast path. "
+text = ("A first sentence, long enough that its prompt takes the kernel in calls of many rows. "
         "Then a second one, every bit as long as the first one was, to end with.")
 engine.synthesize(text, Voice.preset(engine.speakers[0]), Sampling(seed=1), max_frames=4, segment_chars=0)
 print(json.dumps({"numba_at_load": at_load, "numba_steps": engine.cpu_numba_steps,

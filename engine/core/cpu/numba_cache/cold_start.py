@@ -4,8 +4,8 @@ the int8 PyTorch steps (which compile nothing) while a warm-up process compiles 
 
 ``at_load`` decides once an engine loads: the kernels' marker in the cache folder (``engine.core.cpu.numba_cache``)
 means Numba at once; its absence starts a warm-up process (one a process) and a bridge. ``numba_now()`` is what every
-Numba path of the int8 plan asks (``one_position_numba.numba_stacks``, ``prompt_rows_numba.runs_here`` and through it
-``prompt_numba.takes``), and only ``at_segment_boundary`` changes it, which a streamer calls before each segment: each
+Numba path of the int8 plan asks (``one_position_numba.numba_stacks``, whose steps take a prompt's rows as well as the
+frames' positions), and only ``at_segment_boundary`` changes it, which a streamer calls before each segment: each
 segment comes wholly from one plan (the process's one bridge may switch between two engines' segments, never inside
 one). The switch is logged once. Where nothing can be cached (a frozen app without sources, no writable cache folder),
 with int4 weights (whose PyTorch products are Numba's too) or with the ``cpu_warmup`` option off, there is no bridge:

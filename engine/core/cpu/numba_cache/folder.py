@@ -17,8 +17,7 @@ ENV = "NUMBA_CACHE_DIR"
 ENGINE_ROOT = Path(__file__).resolve().parents[3]
 # every file whose code the Numba kernels compile or inline, or whose constants they read, from ENGINE_ROOT
 KERNEL_SOURCES = (
-    "core/cpu/numba_layer.py", "core/cpu/vnni.py", "core/cpu/int8.py", "core/cpu/prompt_numba.py",
-    "core/cpu/prompt_rows_numba.py", "core/cpu/numba_predictor.py",
+    "core/cpu/numba_layer.py", "core/cpu/vnni.py", "core/cpu/int8.py", "core/cpu/numba_predictor.py",
 )
 
 
