@@ -45,7 +45,7 @@ def timed(name: str, fn):
 def parts_of(eng: Engine) -> list[tuple[object, str, str]]:
     """(owner, attribute, part) of each function a part's time is counted in."""
     return [(engine_module, "build_prompt", "prompt"),
-             (eng.model.talker.model, "forward", "prefill"),  # the steps after it go one position at a time
+             (eager.FrameGenerator, "prefill", "prefill"),  # the prompt's rows; the steps after it go one at a time
              (eager, "sample_code0", "code0"),
              (numba_predictor, "predictor_draws", "noise"), (numba_predictor, "gumbel", "noise"),
              (numba_predictor, "_frame", "predictor_kernel"),

@@ -39,6 +39,7 @@ KERNEL_LOCK = threading.Lock()
 # rows of a prompt one kernel call takes (``NumbaBoundStep.rows``): its scratch, ~150 KB a row for the 1.7B, stays
 # small, and a longer prompt reads the weights once every PROMPT_ROWS rows
 PROMPT_ROWS = 128
+ROWS_EVENT = "orator::numba_rows"  # the profiler's name for a prompt's rows through the kernel
 _failed: list[str] = []
 PRODUCTS = (None, "vnni", "16-bit")  # numba_stacks' products: measured at load (None), or pinned by a test
 
@@ -144,13 +145,14 @@ class NumbaBoundStep:
             raise IndexError(f"positions {pos0}..{pos0 + n - 1} are outside this cache's {self.slots} slots")
         scratch = self.scratch if n == 1 else self.scratch_of(min(n, PROMPT_ROWS))
         out = np.empty((n if every else 1, width), np.float32)
-        for first in range(0, n, PROMPT_ROWS):
-            chunk = rows[first : first + PROMPT_ROWS]
-            last = first + chunk.shape[0] == n
-            with KERNEL_LOCK:  # a chunk at a time: another stream's steps wait one chunk at most
-                follow_torch_threads()
-                kernels.stack_step(chunk, pos0 + first, self.weights, self.kv, scratch, every or last,
-                                   out[first : first + chunk.shape[0]] if every else out)
+        with torch.profiler.record_function(ROWS_EVENT):  # a profile names the kernel's time, as it does aten's
+            for first in range(0, n, PROMPT_ROWS):
+                chunk = rows[first : first + PROMPT_ROWS]
+                last = first + chunk.shape[0] == n
+                with KERNEL_LOCK:  # a chunk at a time: another stream's steps wait one chunk at most
+                    follow_torch_threads()
+                    kernels.stack_step(chunk, pos0 + first, self.weights, self.kv, scratch, every or last,
+                                       out[first : first + chunk.shape[0]] if every else out)
         return torch.from_numpy(out)
 
 

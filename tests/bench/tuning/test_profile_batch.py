@@ -50,7 +50,9 @@ def test_phases_cover_the_loop_wall_time(tiny_model_dir, capsys, extra):
 
 def test_ops_lists_what_the_admissions_spent_their_time_on(tiny_model_dir, capsys):
     """``--ops N``: the N operations of all admissions with the most host time, costliest first; the talker's
-    prefill (matrix products, attention) is among them."""
+    prefill (matrix products and attention, or a lone joiner's rows through the Numba kernel) is among them."""
+    from engine.core.cpu.one_position_numba import ROWS_EVENT
+
     main(["--model", str(tiny_model_dir("custom_voice")), "--streams", "2", "--frames", "4", "--device", "cpu",
           "--ops", "12"])
     ops = json.loads(capsys.readouterr().out)["admission_ops"]
@@ -59,7 +61,7 @@ def test_ops_lists_what_the_admissions_spent_their_time_on(tiny_model_dir, capsy
     assert [op["host_ms"] for op in ops] == sorted((op["host_ms"] for op in ops), reverse=True)
     names = {op["name"] for op in ops}
     assert names & {"aten::linear", "aten::mm", "aten::addmm", "aten::matmul", "aten::scaled_dot_product_attention",
-                    "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::bmm"}
+                    "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::bmm", ROWS_EVENT}
 
 
 def test_kernels_needs_a_gpu(capsys):
