@@ -90,11 +90,20 @@ def compile_plan() -> None:
 
 
 def _lower_priority() -> None:
+    """``NICE`` for this process and, on Linux, for its scheduling group: the warm-up leads a session of its own
+    (``start``), and where the kernel groups each session's processes (autogroup) a nice value ranks a process only
+    within its group while the groups share the CPU evenly, so the group's own nice value is what yields the cores
+    to the program."""
     if hasattr(os, "nice"):
         try:
             os.nice(NICE)
         except OSError:
             pass
+    try:
+        with open("/proc/self/autogroup", "w") as group:
+            group.write(str(NICE))
+    except OSError:  # no autogroup here (not Linux, or a kernel without it): the process's nice value is enough
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
