@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from engine.core.chunks import SAMPLE_RATE, SAMPLES_PER_FRAME
 from engine.core.config import ModelConfig
@@ -118,8 +119,11 @@ def placeholder_talker(config: ModelConfig):
     fuse_projections(talker)
     talker.to_empty(device="cpu")
     tables = talker.code_predictor.model.codec_embedding
-    for table in tables[1:]:  # a frame reads a row of each: one table's memory serves all (parameters() once)
-        table.weight = tables[0].weight
+    # bfloat16, as checkpoints store them and the int8 load keeps them (``int8.keep_narrow``): the Numba kernels then
+    # see the types they were compiled and cached for; a frame reads a row of each, so one table serves all
+    shared = nn.Parameter(torch.empty(tables[0].weight.shape, dtype=torch.bfloat16), requires_grad=False)
+    for table in tables:
+        table.weight = shared
     for p in talker.parameters():
         p.requires_grad_(False).fill_(0.01)
     materialize_buffers(talker, torch.device("cpu"))

@@ -1,6 +1,7 @@
 """The real warm-up process (engine.core.cpu.numba_cache.warmup) into an empty Numba cache, then a second process that
 loads a full-size 0.6B: it finds the marker, steps through the Numba kernels at once, and compiles nothing (no file of
-the cache is added or changed), so what the tiny models compiled serves a model of another size. Minutes on 2 cores."""
+the cache is added or changed), so what the tiny models compiled serves a model of another size; nor does the Welcome
+dialog's measurement in a third. Minutes on 2 cores."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ engine.synthesize(text, Voice.preset(engine.speakers[0]), Sampling(seed=1), max_
 print(json.dumps({"numba_at_load": at_load, "numba_steps": engine.cpu_numba_steps,
                   "bridge": cold_start.current() is not None}))
 """
+WELCOME = """
+from engine.core.cpu.speed_probe import measure_cpu_speed
+small = measure_cpu_speed("0.6b")
+print(small.plan, "|", measure_cpu_speed("1.7b", threads=small.threads).plan)
+"""
 
 
 def _files(folder: Path) -> dict[str, tuple[int, int]]:
@@ -52,4 +58,9 @@ def test_the_warm_up_compiles_all_that_a_full_size_model_runs(tmp_path, full_siz
     out = subprocess.run([sys.executable, "-c", SPEAK, str(full_size_0_6b)], cwd=ROOT, env=env, check=True,
                          capture_output=True, text=True, timeout=1200)
     assert json.loads(out.stdout.splitlines()[-1]) == {"numba_at_load": True, "numba_steps": True, "bridge": False}
+    assert _files(cache) == compiled
+    # the Welcome dialog's measurement of both sizes, on their placeholder weights, compiles nothing either
+    out = subprocess.run([sys.executable, "-c", WELCOME], cwd=ROOT, env=env, check=True, capture_output=True,
+                         text=True, timeout=1200)
+    assert out.stdout.splitlines()[-1] == "fast: numba-int8 | fast: numba-int8"
     assert _files(cache) == compiled
