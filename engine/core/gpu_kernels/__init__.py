@@ -6,6 +6,8 @@ code it replaces as the reference that CPU runs and the tests compare against.
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from engine.core import options
@@ -14,8 +16,12 @@ from engine.core import options
 def _triton_installed() -> bool:
     """Triton imports and PyTorch can register Triton kernels as operators (``torch.library.triton_op``, PyTorch
     2.6+: the matrix-vector and sampling kernels are; the attention blocks, which write the caches, are
-    ``torch.library.custom_op``s)."""
+    ``torch.library.custom_op``s), and something can run them: a CUDA device, or Triton's interpreter
+    (``TRITON_INTERPRET=1``, as the tests run them on a CPU). Elsewhere they are not defined: registering one imports
+    Inductor and Dynamo, seconds of a CPU engine's load for kernels it never runs."""
     if not hasattr(torch.library, "triton_op"):
+        return False
+    if os.environ.get("TRITON_INTERPRET", "") != "1" and not torch.cuda.is_available():
         return False
     try:
         import triton  # noqa: F401
