@@ -7,6 +7,7 @@ that the engine's module holds what an engine does once loaded.
 
 from __future__ import annotations
 
+import concurrent.futures
 from dataclasses import replace
 from pathlib import Path
 
@@ -49,6 +50,11 @@ def load_engine(cls, model: str, device: str | torch.device, dtype: torch.dtype 
         raise ValueError(f"decoder_dtype must be one of {names} (or None for the default), not {decoder_dtype!r}")
     model_dir = resolve_model_dir(model)
     config = ModelConfig.from_file(model_dir / "config.json")
+    # the tokenizer (transformers' import, mostly Python) is made on a thread while the weights load and quantize
+    # (mostly PyTorch's operations, which let go of the interpreter lock); its errors are raised below
+    tokenizer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="orator-tokenizer")
+    made_tokenizer = tokenizer.submit(TextTokenizer, model_dir)
+    tokenizer.shutdown(wait=False)
     if int8:  # where the Numba steps are not compiled yet, a process compiles them while the model loads
         cold_start.at_load()
     with torch.device("meta"):
@@ -79,7 +85,7 @@ def load_engine(cls, model: str, device: str | torch.device, dtype: torch.dtype 
     if device.type == "cpu":
         release_free_memory()
     use_graphs = graphs_enabled(device) if graphs is None else graphs
-    engine = cls(net, config, TextTokenizer(model_dir), decoder, model_dir, read_defaults(model_dir), use_graphs,
+    engine = cls(net, config, made_tokenizer.result(), decoder, model_dir, read_defaults(model_dir), use_graphs,
                  int8)
     engine.precision = precision
     engine.execution_plan = execution_plan.of_engine(engine, before)
