@@ -55,8 +55,6 @@ def load_engine(cls, model: str, device: str | torch.device, dtype: torch.dtype 
     tokenizer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="orator-tokenizer")
     made_tokenizer = tokenizer.submit(TextTokenizer, model_dir)
     tokenizer.shutdown(wait=False)
-    if int8:  # where the Numba steps are not compiled yet, a process compiles them while the model loads
-        cold_start.at_load()
     with torch.device("meta"):
         net = Qwen3TTS(config)
     # the int8 path reads each bf16 tensor through a memory map of its own (its pages leave memory with it),
@@ -85,6 +83,11 @@ def load_engine(cls, model: str, device: str | torch.device, dtype: torch.dtype 
     if device.type == "cpu":
         release_free_memory()
     use_graphs = graphs_enabled(device) if graphs is None else graphs
+    if int8:
+        # where the Numba steps are not compiled yet, a process compiles them from here on: not while the model
+        # loads, whose many-threaded operations a compiler beside them slowed 2.5-fold on 2 cores even as an idle task
+        # (shared caches), where starting after the load delays the compiled steps by the load's seconds
+        cold_start.at_load()
     engine = cls(net, config, made_tokenizer.result(), decoder, model_dir, read_defaults(model_dir), use_graphs,
                  int8)
     engine.precision = precision
