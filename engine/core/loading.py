@@ -84,9 +84,9 @@ def load_engine(cls, model: str, device: str | torch.device, dtype: torch.dtype 
         release_free_memory()
     use_graphs = graphs_enabled(device) if graphs is None else graphs
     if int8:
-        # where the Numba steps are not compiled yet, a process compiles them from here on: not while the model
-        # loads, whose many-threaded operations a compiler beside them slowed 2.5-fold on 2 cores even as an idle task
-        # (shared caches), where starting after the load delays the compiled steps by the load's seconds
+        # where the Numba steps are not compiled yet, a process compiles them from here on, not while the model
+        # loads: a compiler beside the load's many-threaded operations slows them even as an idle task (the caches
+        # they share), where starting after the load delays the compiled steps only by the load's seconds
         cold_start.at_load()
     engine = cls(net, config, made_tokenizer.result(), decoder, model_dir, read_defaults(model_dir), use_graphs,
                  int8)

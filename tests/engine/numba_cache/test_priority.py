@@ -5,6 +5,7 @@ kernel's autogroups share the CPU evenly between sessions whatever their process
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ print(json.dumps({"nice": os.nice(0), "group": group, "idle": idle}))
 """
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "nice"), reason="no nice values on this system")
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="no nice values on this system")
 def test_a_warm_up_in_a_session_of_its_own_lowers_its_group_too():
     done = subprocess.run([sys.executable, "-c", LOWERED], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           start_new_session=True, check=True)  # as warmup.start starts it

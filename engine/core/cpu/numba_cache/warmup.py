@@ -92,8 +92,8 @@ def compile_plan() -> None:
 def _lower_priority() -> None:
     """The cores go to the program first. On Linux the warm-up runs as an idle task (``SCHED_IDLE``, inherited by
     the threads it starts): a nice value alone lets a woken thread of the program wait for the compiler's time slice
-    to end, and PyTorch's thread team waits for its slowest thread at every operation (a load on 2 cores took 22 s
-    instead of 8 beside a nice 19 warm-up). Also ``NICE`` for the process and for its scheduling group: the warm-up
+    to end, and PyTorch's thread team waits for its slowest thread at every operation
+    (docs/benchmarks.md#cpu-cold-start). Also ``NICE`` for the process and for its scheduling group: the warm-up
     leads a session of its own (``start``), and where the kernel groups each session's processes (autogroup) a nice
     value ranks a process only within its group while the groups share the CPU evenly."""
     if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
